@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* err.c: the thread-local error message behind eht_last_error(). */
+#include "util/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "eht.h"
+
+#define EHT_ERR_MAX 1024
+
+static _Thread_local char err_msg[EHT_ERR_MAX];
+
+static int normalize(int err) { return err > 0 ? -err : (err == 0 ? -EIO : err); }
+
+int eht_err(int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+	va_end(ap);
+	return normalize(err);
+}
+
+int eht_err_sys(int err, const char *fmt, ...)
+{
+	int e = err < 0 ? -err : err;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(err_msg))
+		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", strerror(e));
+	return normalize(err);
+}
+
+int eht_err_prefix(int rc, const char *fmt, ...)
+{
+	char old[EHT_ERR_MAX];
+	memcpy(old, err_msg, sizeof(old));
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(err_msg) && old[0])
+		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", old);
+	return rc;
+}
+
+void eht_err_clear(void) { err_msg[0] = '\0'; }
+
+const char *eht_last_error(void) { return err_msg; }

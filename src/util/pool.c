@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pool.c: persistent workers that spin briefly, then sleep on a condition variable. */
+#include "util/pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/log.h"
+
+struct eht_pool {
+	unsigned nthreads;
+	unsigned spin_us;
+	pthread_t *threads;
+	pthread_mutex_t job_lock; /* serializes jobs */
+	pthread_mutex_t mu;
+	pthread_cond_t wake; /* workers wait here for a new generation */
+	pthread_cond_t done_cv; /* the waiter waits here for the last task */
+	/* Current job. Written before gen is bumped (release), read after gen is seen (acquire). */
+	eht_pool_fn fn;
+	void *arg;
+	_Atomic size_t ntasks;
+	/* (generation << 32) | next task index: a worker still draining an old job cannot claim a
+	 * task of the next one, because its compare-and-swap sees another generation. */
+	atomic_uint_fast64_t next;
+	atomic_size_t finished;
+	atomic_uint gen;
+	atomic_uint sleepers;
+	atomic_bool waiter_sleeping;
+	atomic_bool stop;
+};
+
+struct worker_arg {
+	eht_pool *pool;
+	unsigned index;
+};
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Takes tasks of job `gen` until none are left; the last finisher wakes a sleeping waiter. */
+static void drain(eht_pool *p, unsigned gen, unsigned worker)
+{
+	uint_fast64_t v = atomic_load_explicit(&p->next, memory_order_acquire);
+	for (;;) {
+		if ((unsigned)(v >> 32) != gen)
+			break;
+		size_t n = atomic_load_explicit(&p->ntasks, memory_order_relaxed);
+		size_t i = (size_t)(v & 0xffffffffu);
+		if (i >= n)
+			break;
+		if (!atomic_compare_exchange_weak_explicit(&p->next, &v, v + 1, memory_order_acq_rel,
+							   memory_order_acquire))
+			continue;
+		p->fn(p->arg, i, worker);
+		if (atomic_fetch_add(&p->finished, 1) + 1 == n &&
+		    atomic_load(&p->waiter_sleeping)) {
+			pthread_mutex_lock(&p->mu);
+			pthread_cond_broadcast(&p->done_cv);
+			pthread_mutex_unlock(&p->mu);
+		}
+	}
+}
+
+static void *worker_main(void *v)
+{
+	struct worker_arg wa = *(struct worker_arg *)v;
+	free(v);
+	eht_pool *p = wa.pool;
+	unsigned seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+	for (;;) {
+		double start = now_us();
+		unsigned g;
+		while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
+		       !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+			if (now_us() - start > p->spin_us) {
+				pthread_mutex_lock(&p->mu);
+				atomic_fetch_add(&p->sleepers, 1);
+				while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
+					pthread_cond_wait(&p->wake, &p->mu);
+				atomic_fetch_sub(&p->sleepers, 1);
+				pthread_mutex_unlock(&p->mu);
+				start = now_us();
+			} else {
+				cpu_relax();
+			}
+		}
+		if (atomic_load(&p->stop))
+			return NULL;
+		seen = g;
+		drain(p, g, wa.index);
+	}
+}
+
+/* Reads /sys/devices/system/node/nodeN/cpulist ("0-7,16-23") into a cpu set. */
+static int node_cpus(int node, cpu_set_t *set)
+{
+	char path[96], buf[4096];
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	CPU_ZERO(set);
+	char *s = buf;
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s)
+			return -EINVAL;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, set);
+		s = (*end == ',') ? end + 1 : end;
+	}
+	return CPU_COUNT(set) ? 0 : -ENOENT;
+}
+
+int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool **out)
+{
+	cpu_set_t cpus;
+	bool bind = false;
+	*out = NULL;
+	if (numa_node >= 0) {
+		if (node_cpus(numa_node, &cpus) == 0)
+			bind = true;
+		else
+			eht_warn_once("cannot read the CPUs of NUMA node %d; pool threads are not bound", numa_node);
+	}
+	if (nthreads == 0) {
+		long n = bind ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = n > 0 ? (unsigned)n : 1;
+	}
+	if (nthreads > 1024)
+		return eht_err(EINVAL, "thread pool: %u threads is over the limit of 1024", nthreads);
+	eht_pool *p = calloc(1, sizeof(*p));
+	if (!p)
+		return eht_err(ENOMEM, "thread pool: out of memory");
+	p->threads = calloc(nthreads, sizeof(pthread_t));
+	if (!p->threads) {
+		free(p);
+		return eht_err(ENOMEM, "thread pool: out of memory");
+	}
+	p->spin_us = spin_us;
+	pthread_mutex_init(&p->job_lock, NULL);
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->done_cv, NULL);
+	for (unsigned i = 0; i < nthreads; i++) {
+		struct worker_arg *wa = malloc(sizeof(*wa));
+		pthread_attr_t attr;
+		int rc = wa ? 0 : ENOMEM;
+		if (!rc) {
+			wa->pool = p;
+			wa->index = i;
+			pthread_attr_init(&attr);
+			if (bind)
+				pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+			rc = pthread_create(&p->threads[i], &attr, worker_main, wa);
+			pthread_attr_destroy(&attr);
+		}
+		if (rc) {
+			free(wa);
+			p->nthreads = i;
+			eht_pool_destroy(p);
+			return eht_err(rc, "thread pool: cannot start thread %u of %u", i, nthreads);
+		}
+	}
+	p->nthreads = nthreads;
+	*out = p;
+	return 0;
+}
+
+unsigned eht_pool_size(const eht_pool *pool) { return pool->nthreads; }
+
+void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
+{
+	pthread_mutex_lock(&p->job_lock);
+	unsigned gen = atomic_load(&p->gen) + 1;
+	p->fn = fn;
+	p->arg = arg;
+	atomic_store_explicit(&p->ntasks, ntasks, memory_order_relaxed);
+	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->next, (uint_fast64_t)gen << 32, memory_order_release);
+	atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check */
+	if (atomic_load(&p->sleepers)) {
+		pthread_mutex_lock(&p->mu);
+		pthread_cond_broadcast(&p->wake);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+void eht_pool_wait(eht_pool *p)
+{
+	size_t n = p->ntasks;
+	double start = now_us();
+	while (atomic_load_explicit(&p->finished, memory_order_acquire) < n) {
+		if (now_us() - start > p->spin_us) {
+			pthread_mutex_lock(&p->mu);
+			atomic_store(&p->waiter_sleeping, true);
+			while (atomic_load(&p->finished) < n)
+				pthread_cond_wait(&p->done_cv, &p->mu);
+			atomic_store(&p->waiter_sleeping, false);
+			pthread_mutex_unlock(&p->mu);
+			break;
+		}
+		cpu_relax();
+	}
+	pthread_mutex_unlock(&p->job_lock);
+}
+
+void eht_pool_run(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
+{
+	if (ntasks == 0)
+		return;
+	eht_pool_start(p, ntasks, fn, arg);
+	drain(p, atomic_load(&p->gen), p->nthreads);
+	eht_pool_wait(p);
+}
+
+void eht_pool_destroy(eht_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	atomic_store(&p->stop, true);
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < p->nthreads; i++)
+		pthread_join(p->threads[i], NULL);
+	pthread_cond_destroy(&p->wake);
+	pthread_cond_destroy(&p->done_cv);
+	pthread_mutex_destroy(&p->mu);
+	pthread_mutex_destroy(&p->job_lock);
+	free(p->threads);
+	free(p);
+}

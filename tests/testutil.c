@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* testutil.c: helpers shared by the test programs. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuda/cu_driver.h"
+
+int t_failures;
+
+int t_done(void)
+{
+	if (t_failures)
+		fprintf(stderr, "FAIL: %d check(s) failed\n", t_failures);
+	else
+		fprintf(stderr, "PASS\n");
+	return t_failures ? 1 : 0;
+}
+
+_Noreturn void t_skip(const char *why)
+{
+	fprintf(stderr, "SKIP: %s\n", why);
+	exit(T_SKIP);
+}
+
+const char *t_fixtures(void)
+{
+	const char *f = getenv("EHT_FIXTURES");
+	struct stat st;
+	if (!f || stat(f, &st) != 0 || !S_ISDIR(st.st_mode))
+		t_skip("fixtures folder (EHT_FIXTURES, ../shared/fixtures) not found");
+	return f;
+}
+
+char *t_tmpdir(const char *tag)
+{
+	static _Thread_local char path[256];
+	const char *base = getenv("TMPDIR");
+	snprintf(path, sizeof(path), "%s/eht-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+	if (!mkdtemp(path)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	return path;
+}
+
+void t_rmtree(const char *path)
+{
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", path);
+}
+
+int t_write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -errno;
+	const char *p = data;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return close(fd) == 0 ? 0 : -errno;
+}
+
+uint64_t t_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+int t_have_gpu(void) { return eht_cu_device_count() > 0; }
+
+void t_sha256_hex(const void *data, size_t len, char out[65])
+{
+	/* coreutils' sha256sum: no crypto library needed for tests. */
+	char tmpl[] = "/tmp/eht-sha-XXXXXX";
+	int fd = mkstemp(tmpl);
+	out[0] = '\0';
+	if (fd < 0)
+		return;
+	close(fd);
+	if (t_write_file(tmpl, data, len) == 0) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "sha256sum '%s'", tmpl);
+		FILE *p = popen(cmd, "r");
+		if (p) {
+			if (fscanf(p, "%64s", out) != 1)
+				out[0] = '\0';
+			pclose(p);
+		}
+	}
+	unlink(tmpl);
+}

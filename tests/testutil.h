@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* testutil.h: tiny helpers for the test programs (exit 0 pass, 1 fail, 77 skip). */
+#ifndef EHT_TESTUTIL_H
+#define EHT_TESTUTIL_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "eht.h"
+
+#define T_SKIP 77
+
+extern int t_failures;
+
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,    \
+				__LINE__, #cond, eht_last_error());                                \
+			t_failures++;                                                              \
+		}                                                                                  \
+	} while (0)
+/* Checks an eht_ call returned rc (e.g. 0 or -EINVAL). */
+#define CHECK_RC(call, rc)                                                                         \
+	do {                                                                                       \
+		long long r_ = (long long)(call);                                                  \
+		if (r_ != (long long)(rc)) {                                                       \
+			fprintf(stderr, "%s:%d: %s returned %lld, expected %lld (last error: %s)\n", \
+				__FILE__, __LINE__, #call, r_, (long long)(rc), eht_last_error()); \
+			t_failures++;                                                              \
+		}                                                                                  \
+	} while (0)
+
+/* Exit status for the test: 1 when any CHECK failed, else 0. */
+int t_done(void);
+/* Skips (exit 77) with a reason on stderr. */
+_Noreturn void t_skip(const char *why);
+/* ../shared/fixtures path from EHT_FIXTURES; skips when the folder is missing. */
+const char *t_fixtures(void);
+/* Creates a fresh temporary directory (removed by t_rmtree); returns a static path. */
+char *t_tmpdir(const char *tag);
+/* Removes a directory tree (rm -rf). */
+void t_rmtree(const char *path);
+/* Writes bytes to a file; returns 0 or -errno. */
+int t_write_file(const char *path, const void *data, size_t len);
+/* Deterministic pseudo-random numbers (splitmix64). */
+uint64_t t_rand(uint64_t *state);
+/* True when a CUDA device is usable (libcuda loads and has a device). */
+int t_have_gpu(void);
+/* Hex SHA-256 of data into out[65]. */
+void t_sha256_hex(const void *data, size_t len, char out[65]);
+
+#endif

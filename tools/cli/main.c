@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* main.c: `eht`, the operators' tool: dispatches to one subcommand per file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "eht.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} commands[] = {
+	{"info", cmd_info, "info PATH [--json]          tensors of a safetensors file or checkpoint"},
+	{"synth", cmd_synth, "synth DIR [options]         write a synthetic Engram-shaped checkpoint"},
+	{"probe", cmd_probe, "probe [--json]              GPUs, NUMA nodes, /dev/shm, huge pages, handle support"},
+	{"regions", cmd_regions, "regions list|gc [--dir D]   shared regions on this node; remove stale ones"},
+	{"serve", cmd_serve, "serve CHECKPOINT [options]  host a checkpoint's tables for this node's workers"},
+	{"bench", cmd_bench, "bench lookup|region|share|disk [options] [--json]"},
+};
+
+int cli_fail(const char *cmd, const char *msg)
+{
+	fprintf(stderr, "eht %s: %s\n", cmd, msg ? msg : eht_last_error());
+	return 1;
+}
+
+int cli_has_flag(int argc, char **argv, const char *flag)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], flag) == 0)
+			return 1;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "eht %s: Engram host tables\n\nusage:\n", eht_version());
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  eht %s\n", commands[i].help);
+	fprintf(f, "  eht version\n\nEHT_LOG=error|warn|info|debug sets the log level.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("eht %s\n", eht_version());
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "eht: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
