@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# gpu-check.sh: build, run every test (GPU ones included) and the benchmarks on a GPU machine, with
+# logs under $OUT (default ./gpu-out). Where jansson's headers are missing and no package manager can
+# reach a mirror, Debian packages placed in .debs/ (apt-get download libjansson-dev libjansson4) are
+# unpacked into a private prefix.
+#   scripts/gpu-check.sh [tests|bench|all]   (default all)
+set -u
+what=${1:-all}
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+jobs=$(nproc)
+if ! pkg-config --exists jansson 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/eht-deps
+  for f in .debs/*.deb; do dpkg -x "$f" /tmp/eht-deps; done
+  export PKG_CONFIG_SYSROOT_DIR=/tmp/eht-deps
+  export PKG_CONFIG_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu/pkgconfig
+  export LD_LIBRARY_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+fi
+{
+  nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
+  nproc; free -g | head -2
+} >"$OUT/machine.txt" 2>&1
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/build.log" 2>&1 &&
+  cmake --build build -j"$jobs" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+rc=0
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  (cd build && ctest --output-on-failure -j4 --timeout 300) >"$OUT/ctest.log" 2>&1 || rc=1
+  grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP" "$OUT/ctest.log" | head -40
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  for b in ${EHT_BENCHES:-lookup share region}; do
+    timeout 240 build/eht bench "$b" ${EHT_BENCH_ARGS:-} >"$OUT/bench-$b.txt" 2>&1
+    echo "== bench $b (exit $?)"; tail -25 "$OUT/bench-$b.txt"
+  done
+fi
+exit $rc
