@@ -5,6 +5,7 @@ BUILD   ?= build
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
+MAKEFLAGS += --no-print-directory
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
 .PHONY: all deps build test check asan tsan fuzz demo clean
