@@ -14,10 +14,12 @@
 #include <unistd.h>
 
 #include "os/fsinfo.h"
+#include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
 
-/* A creator's temporary file younger than this may be between open(O_EXCL) and taking its lock. */
+/* A creator's temporary file younger than this may be between open(O_EXCL) and taking its lock;
+ * EHT_REGION_GC_GRACE_S overrides (tests). */
 #define PARTIAL_GRACE_S 30.0
 
 const char *eht_region_state_name(int state)
@@ -198,7 +200,7 @@ static int gc_one(const char *dir, struct eht_region_entry *e, unsigned flags)
 	case EHT_REGION_STATE_INVALID:
 		break;
 	case EHT_REGION_STATE_PARTIAL:
-		if (e->age_s < PARTIAL_GRACE_S)
+		if (e->age_s < eht_env_double("EHT_REGION_GC_GRACE_S", PARTIAL_GRACE_S))
 			goto out;
 		break;
 	default:
