@@ -97,6 +97,131 @@ int eht_table_close(eht_table *table);
 
 /* ===================================================================================== region == */
 /* Shared host regions in /dev/shm (src/os). */
+/* A region is a named file in a tmpfs (default /dev/shm) or hugetlbfs directory, created once per
+ * node and mapped MAP_SHARED by every worker: one copy of a table, never leaked. The file is
+ * "<dir>/eht.<name>": a header page (magic, version, sizes, row geometry, ready flag, creator
+ * identity) followed by the data. Exactly one process creates it (O_EXCL); it fills the data and
+ * calls eht_region_mark_ready(); the others wait in eht_region_open() until then. The creator holds
+ * an OFD write lock while building and every user a read lock while mapped, so a creator that dies
+ * before ready is detected by the lock (not by a pid), and `eht regions gc` never removes a region
+ * in use. */
+
+typedef struct eht_region eht_region;
+
+/* eht_region_opts.flags */
+#define EHT_REGION_KEEP 0x0001u /* lifecycle: keep the file for later attach (eht_region_unlink or gc) */
+#define EHT_REGION_UNLINK_WHEN_MAPPED 0x0002u /* lifecycle: unlink once expected_peers have mapped it */
+#define EHT_REGION_OPEN_ONLY 0x0004u  /* never create: -ENOENT when the region does not exist */
+#define EHT_REGION_NO_RECLAIM 0x0008u /* a region whose creator died before ready: -EOWNERDEAD
+				       * instead of reclaiming it (unlink and create anew) */
+#define EHT_REGION_THP 0x0010u        /* ask for transparent huge pages (MADV_HUGEPAGE); data 2 MiB aligned */
+#define EHT_REGION_NUMA_NODE 0x0020u  /* bind the pages to opts.numa_node (mbind, before first touch) */
+#define EHT_REGION_NUMA_DEVICE 0x0040u /* bind the pages to GPU opts.device's host NUMA node when the
+					* driver knows it (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID), else local */
+#define EHT_REGION_GROUP 0x0080u      /* mode 0660 and group opts.gid instead of 0600 */
+
+struct eht_region_opts {
+	uint32_t size;              /* sizeof(struct eht_region_opts) */
+	uint32_t flags;             /* EHT_REGION_*: exactly one of KEEP and UNLINK_WHEN_MAPPED */
+	const char *dir;            /* NULL: $EHT_SHM_DIR, else /dev/shm; a hugetlbfs mount works too */
+	uint64_t rows, row_bytes;   /* geometry recorded by the creator and checked by openers; 0, 0:
+				     * none asked (openers then accept any) */
+	int numa_node;              /* with EHT_REGION_NUMA_NODE */
+	int device;                 /* with EHT_REGION_NUMA_DEVICE */
+	unsigned populate_threads;  /* creator's populate threads; 0: one per CPU, at most 32 */
+	double timeout_s;           /* how long openers wait for ready; <= 0: 60 s */
+	gid_t gid;                  /* with EHT_REGION_GROUP */
+	unsigned expected_peers;    /* with UNLINK_WHEN_MAPPED: processes that map it, creator included */
+};
+
+/* Creates or opens the region `name` ([A-Za-z0-9._-], 1..200 chars, no "..", not starting with
+ * '.') of `bytes` data bytes. Without a region of that name, this process creates it: capacity is
+ * checked first (free space of the directory, free memory of the NUMA node), pages are bound to the
+ * node, allocated and populated with several threads, and the caller must fill the data and call
+ * eht_region_mark_ready(). Otherwise it waits (opts->timeout_s) until the creator marks it ready
+ * and maps it. bytes 0 is allowed with EHT_REGION_OPEN_ONLY (any size). A region whose creator died
+ * before ready is reclaimed (this process becomes the creator) unless EHT_REGION_NO_RECLAIM.
+ * Returns 0, -EINVAL (bad name, flags or options; a region of another size or geometry than asked,
+ * naming both; not an eht region), -ENOSPC (does not fit: names the size, the space free and the
+ * fix), -ETIMEDOUT (not ready in time, naming the region and its creator), -ENOENT (OPEN_ONLY),
+ * -EOWNERDEAD (NO_RECLAIM), -EACCES or another -errno from the file system. */
+int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts,
+		    eht_region **out);
+
+/* Creator only: publishes the filled data; waiting openers proceed. Returns 0, -EINVAL (NULL, not
+ * the creator) or -EALREADY. */
+int eht_region_mark_ready(eht_region *region);
+
+/* Registers the data for DMA and in-place reads by GPU `device` (chunks of at most 64 GiB; one
+ * device pointer for the whole range). Every process pins its own mapping. Failure is one warning
+ * and the region stays usable unpinned. Returns 0 (also when already pinned), -ENODEV (no driver or
+ * GPU) or the driver's error. Unpinned on close. */
+int eht_region_pin(eht_region *region, int device);
+
+void *eht_region_data(const eht_region *region);      /* first data byte (NULL for NULL) */
+uint64_t eht_region_bytes(const eht_region *region);  /* data bytes */
+uint64_t eht_region_rows(const eht_region *region);   /* recorded geometry (0 when none) */
+uint64_t eht_region_row_bytes(const eht_region *region);
+bool eht_region_is_creator(const eht_region *region);
+bool eht_region_is_ready(const eht_region *region);
+bool eht_region_is_pinned(const eht_region *region);
+uint64_t eht_region_device_ptr(const eht_region *region); /* 0 unless pinned */
+int eht_region_device(const eht_region *region);          /* GPU it is pinned for, -1 when not */
+int eht_region_numa_node(const eht_region *region);       /* node the pages are bound to, -1 unknown */
+uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
+const char *eht_region_name(const eht_region *region);
+
+/* Releases this process's view: unpins, removes a half-built region (creator before ready),
+ * unmaps, closes (dropping the lock) and sets *region to NULL. Every step is attempted even when
+ * one fails; each failure is logged and the first is returned. NULL or *NULL is a no-op, so a
+ * second close is safe. */
+int eht_region_close(eht_region **region);
+
+/* Removes the name now (the memory lives until the last mapping goes). dir as in the options.
+ * Returns 0, -EINVAL (bad name) or -ENOENT. */
+int eht_region_unlink(const char *name, const char *dir);
+
+enum eht_region_state {
+	EHT_REGION_STATE_READY = 0,    /* ready and mapped by someone */
+	EHT_REGION_STATE_IDLE = 1,     /* ready, mapped by nobody, kept for later attach */
+	EHT_REGION_STATE_BUILDING = 2, /* the creator is filling it */
+	EHT_REGION_STATE_STALE = 3,    /* the creator died before ready: gc removes it */
+	EHT_REGION_STATE_ORPHANED = 4, /* unlink-when-mapped, but nobody maps it any more: gc removes it */
+	EHT_REGION_STATE_INVALID = 5,  /* not a readable eht region header: gc removes it when unused */
+	EHT_REGION_STATE_PARTIAL = 6,  /* a creator's temporary file ("." name); gc removes it when unused */
+};
+/* "ready", "idle", "building", "stale", "orphaned", "invalid", "partial". */
+const char *eht_region_state_name(int state);
+
+struct eht_region_entry {
+	char name[256];          /* region name (for PARTIAL: the temporary file's name) */
+	int state;               /* enum eht_region_state */
+	uint64_t bytes;          /* data bytes (0 when unknown) */
+	uint64_t file_bytes;     /* file size */
+	uint64_t allocated;      /* bytes actually allocated (st_blocks) */
+	uint64_t rows, row_bytes;
+	uint64_t page_size;
+	int numa_node;
+	int creator_pid;         /* 0 when unknown */
+	bool creator_alive;      /* the creator process (pid + start time, same boot) still runs */
+	bool unlink_when_mapped;
+	unsigned attached, expected_peers;
+	uint32_t mode;           /* permission bits */
+	uint32_t uid, gid;
+	double age_s;            /* since creation */
+};
+
+/* Lists the regions of dir (NULL: as in the options) without taking any lock. *entries is
+ * malloc'ed (free with eht_region_list_free). Returns the count (>= 0) or -errno. */
+int eht_region_list(const char *dir, struct eht_region_entry **entries);
+void eht_region_list_free(struct eht_region_entry *entries);
+
+#define EHT_REGION_GC_DRY_RUN 0x1u
+/* Removes stale, orphaned, invalid and partial regions of dir that nobody uses (checked by taking
+ * the region's lock, so a region in use is never removed). report, when given, is called for each
+ * region removed (or, with EHT_REGION_GC_DRY_RUN, that would be). Returns the count or -errno. */
+int eht_region_gc(const char *dir, unsigned flags,
+		  void (*report)(const struct eht_region_entry *entry, void *arg), void *arg);
 
 /* ============================================================================== probe + group == */
 /* Machine probes, node-local groups and host-NUMA sharing (src/cuda, src/group). */

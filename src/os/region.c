@@ -1,0 +1,716 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* region.c: create-or-open of a named shared region: one creator, openers wait for ready, close. */
+#include "os/region_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "os/fsinfo.h"
+#include "os/numa.h"
+#include "os/region_gpu.h"
+#include "util/env.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/pool.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define THP_SIZE (2ull << 20)
+#define RETRY 1 /* internal: start over (the name changed under us) */
+
+static const uint32_t known_flags = EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_OPEN_ONLY |
+				    EHT_REGION_NO_RECLAIM | EHT_REGION_THP | EHT_REGION_NUMA_NODE |
+				    EHT_REGION_NUMA_DEVICE | EHT_REGION_GROUP;
+
+/* What one eht_region_open call asked for, checked and with defaults filled in. */
+struct req {
+	const char *name;
+	char dir[4096];
+	char path[4096];
+	uint32_t flags;
+	uint64_t bytes, rows, row_bytes;
+	unsigned expected_peers, threads;
+	double timeout_s;
+	int numa_node, device;
+	gid_t gid;
+	struct eht_fs_info fs;
+};
+
+static double now_s(int clock)
+{
+	struct timespec ts;
+	clock_gettime(clock, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+	nanosleep(&ts, NULL);
+}
+
+static char *fmt_bytes(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
+	else if (b >= (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ull << 20));
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)b);
+	return buf;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+static int req_init(struct req *q, const char *name, uint64_t bytes, const struct eht_region_opts *o)
+{
+	int rc = region_name_check(name);
+	if (rc)
+		return rc;
+	memset(q, 0, sizeof(*q));
+	q->name = name;
+	q->numa_node = -1;
+	q->device = -1;
+	if (o) {
+		if (o->size < sizeof(*o))
+			return eht_err(EINVAL, "region %s: opts.size %u < %zu (set it to sizeof(struct eht_region_opts))",
+				       name, o->size, sizeof(*o));
+		if (o->flags & ~known_flags)
+			return eht_err(EINVAL, "region %s: unknown flags 0x%x", name, o->flags & ~known_flags);
+		q->flags = o->flags;
+		q->rows = o->rows;
+		q->row_bytes = o->row_bytes;
+		q->expected_peers = o->expected_peers;
+		q->threads = o->populate_threads;
+		q->timeout_s = o->timeout_s;
+		q->numa_node = o->numa_node;
+		q->device = o->device;
+		q->gid = o->gid;
+	}
+	const char *dir = eht_region_dir(o ? o->dir : NULL);
+	if (strlen(dir) + sizeof(REGION_TMP_PREFIX) + REGION_NAME_MAX + 48 > sizeof(q->path))
+		return eht_err(EINVAL, "region %s: directory name too long", name);
+	snprintf(q->dir, sizeof(q->dir), "%s", dir);
+	snprintf(q->path, sizeof(q->path), "%s/" REGION_PREFIX "%s", dir, name);
+	if (q->timeout_s <= 0)
+		q->timeout_s = 60;
+	uint32_t life = q->flags & (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED);
+	if (life == (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED))
+		return eht_err(EINVAL, "region %s: EHT_REGION_KEEP and EHT_REGION_UNLINK_WHEN_MAPPED both set", name);
+	if (!life && !(q->flags & EHT_REGION_OPEN_ONLY))
+		return eht_err(EINVAL, "region %s: choose the unlink policy: EHT_REGION_KEEP or EHT_REGION_UNLINK_WHEN_MAPPED", name);
+	if ((q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) && q->expected_peers == 0 && !(q->flags & EHT_REGION_OPEN_ONLY))
+		return eht_err(EINVAL, "region %s: EHT_REGION_UNLINK_WHEN_MAPPED needs expected_peers >= 1", name);
+	if ((q->flags & EHT_REGION_NUMA_NODE) && (q->flags & EHT_REGION_NUMA_DEVICE))
+		return eht_err(EINVAL, "region %s: EHT_REGION_NUMA_NODE and EHT_REGION_NUMA_DEVICE both set", name);
+	if ((q->flags & EHT_REGION_NUMA_NODE) && !eht_numa_node_exists(q->numa_node))
+		return eht_err(EINVAL, "region %s: NUMA node %d does not exist", name, q->numa_node);
+	if (q->rows || q->row_bytes) {
+		if (!q->rows || !q->row_bytes || q->rows > UINT64_MAX / q->row_bytes)
+			return eht_err(EINVAL, "region %s: bad geometry %" PRIu64 " rows x %" PRIu64 " bytes", name,
+				       q->rows, q->row_bytes);
+		if (bytes == 0)
+			bytes = q->rows * q->row_bytes;
+		if (q->rows * q->row_bytes != bytes)
+			return eht_err(EINVAL, "region %s: %" PRIu64 " rows x %" PRIu64 " bytes is not %" PRIu64 " bytes",
+				       name, q->rows, q->row_bytes, bytes);
+	}
+	if (bytes == 0 && !(q->flags & EHT_REGION_OPEN_ONLY))
+		return eht_err(EINVAL, "region %s: size 0 (allowed only with EHT_REGION_OPEN_ONLY)", name);
+	if (bytes > (1ull << 50))
+		return eht_err(EINVAL, "region %s: size %" PRIu64 " is implausibly large", name, bytes);
+	q->bytes = bytes;
+	return 0;
+}
+
+/* Maps the whole file; with align above the page size the mapping starts on an align boundary. */
+static void *map_file(int fd, size_t len, size_t align)
+{
+	if (align <= 4096) {
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		return p == MAP_FAILED ? NULL : p;
+	}
+	char *res = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED)
+		return NULL;
+	char *a = (char *)(((uintptr_t)res + align - 1) & ~(uintptr_t)(align - 1));
+	void *p = mmap(a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		munmap(res, len + align);
+		errno = e;
+		return NULL;
+	}
+	if (a > res)
+		munmap(res, (size_t)(a - res));
+	size_t tail = (size_t)((res + len + align) - (a + len));
+	if (tail)
+		munmap(a + len, tail);
+	return a;
+}
+
+/* ---- creating ---- */
+
+/* Node to bind the pages to (-1: leave the default policy) and whether strictly. */
+static int pick_node(const struct req *q, bool *strict)
+{
+	*strict = false;
+	if (q->flags & EHT_REGION_NUMA_NODE) {
+		*strict = true;
+		return q->numa_node;
+	}
+	if (q->flags & EHT_REGION_NUMA_DEVICE) {
+		int n = region_gpu_host_node(q->device);
+		if (n >= 0 && eht_numa_node_exists(n)) {
+			*strict = true;
+			return n;
+		}
+		eht_info("region %s: host NUMA node of GPU %d unknown; using the local node", q->name, q->device);
+	}
+	return eht_numa_local_node();
+}
+
+static int capacity_check(const struct req *q, uint64_t need, int node, bool strict)
+{
+	if (eht_env_u64("EHT_REGION_SKIP_CAPACITY_CHECK", 0))
+		return 0;
+	char a[32], b[32];
+	if (q->fs.free_bytes < need)
+		return eht_err(ENOSPC,
+			       "region %s: %s needed but only %s free in %s%s; fix: free space there, or give it more "
+			       "(Docker: --shm-size=%lluG or --ipc=host; hugetlbfs: raise vm.nr_hugepages), or use "
+			       "another directory (EHT_SHM_DIR)",
+			       q->name, fmt_bytes(need, a, sizeof(a)), fmt_bytes(q->fs.free_bytes, b, sizeof(b)), q->dir,
+			       q->fs.hugetlbfs ? " (free huge pages)" : "",
+			       (unsigned long long)((need >> 30) + 1));
+	if (q->fs.hugetlbfs) {
+		if (strict && eht_numa_node_count() > 1) {
+			uint64_t f = eht_hugetlb_free(q->fs.page_size, node);
+			if (f < need)
+				return eht_err(ENOSPC, "region %s: %s needed but NUMA node %d has %s of free huge pages; "
+						       "fix: raise /sys/devices/system/node/node%d/hugepages/*/nr_hugepages",
+					       q->name, fmt_bytes(need, a, sizeof(a)), node, fmt_bytes(f, b, sizeof(b)), node);
+		}
+		return 0;
+	}
+	uint64_t total = 0, avail = 0;
+	if (strict && eht_numa_node_count() > 1 && eht_numa_node_mem(node, &total, &avail) == 0 && avail < need)
+		return eht_err(ENOSPC, "region %s: %s needed but NUMA node %d has only %s free; fix: free memory on "
+				       "that node or bind to another (opts.numa_node)",
+			       q->name, fmt_bytes(need, a, sizeof(a)), node, fmt_bytes(avail, b, sizeof(b)));
+	avail = eht_mem_available();
+	if (avail && avail < need)
+		return eht_err(ENOSPC, "region %s: %s needed but only %s of memory is available (MemAvailable); "
+				       "fix: free memory or use a smaller table",
+			       q->name, fmt_bytes(need, a, sizeof(a)), fmt_bytes(avail, b, sizeof(b)));
+	return 0;
+}
+
+struct populate {
+	char *base;
+	size_t len, chunk, page;
+	bool madv;
+	atomic_int err;
+	atomic_size_t failed_at;
+};
+
+static void populate_task(void *arg, size_t i, unsigned worker)
+{
+	struct populate *p = arg;
+	if (atomic_load_explicit(&p->err, memory_order_relaxed))
+		return;
+	size_t off = i * p->chunk, len = p->len - off < p->chunk ? p->len - off : p->chunk;
+	char *s = p->base + off;
+	if (p->madv) {
+		if (madvise(s, len, MADV_POPULATE_WRITE) != 0) {
+			int zero = 0;
+			if (atomic_compare_exchange_strong(&p->err, &zero, errno))
+				atomic_store(&p->failed_at, off);
+		}
+		return;
+	}
+	/* Fallback for kernels before 5.14: the file was fallocate'd first, so touching is safe. */
+	for (size_t k = 0; k < len; k += p->page)
+		((volatile char *)s)[k] = 0;
+}
+
+/* Allocates and maps every data page with several threads. MADV_POPULATE_WRITE reports a full tmpfs
+ * as an error (no SIGBUS); without it, fallocate reserves the space first (serially: tmpfs takes the
+ * inode lock) and the threads only touch. Returns 0 or -ENOSPC / -errno with a message. */
+static int populate(const struct req *q, struct eht_region *r, int node, bool strict, uint64_t file_bytes)
+{
+	char a[32], b[32];
+	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
+			     .page = (size_t)r->page_size, .madv = true};
+	p.chunk = (size_t)round_up(64ull << 20, r->page_size);
+	double t0 = now_s(CLOCK_MONOTONIC);
+	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
+		if (errno != EINVAL)
+			return eht_err(ENOSPC, "region %s: allocating the first page in %s failed (%s)", q->name, q->dir,
+				       strerror(errno));
+		p.madv = false;
+		eht_warn_once("MADV_POPULATE_WRITE unsupported (kernel before 5.14): regions are allocated with "
+			      "fallocate on one thread, then touched");
+		int e = posix_fallocate(r->fd, (off_t)((char *)r->data - (char *)r->map), (off_t)p.len);
+		if (e)
+			return eht_err(e == ENOSPC || e == ENOMEM ? ENOSPC : e,
+				       "region %s: reserving %s in %s failed (%s); fix: Docker --shm-size or --ipc=host",
+				       q->name, fmt_bytes(p.len, a, sizeof(a)), q->dir, strerror(e));
+	}
+	size_t ntasks = (p.len + p.chunk - 1) / p.chunk;
+	unsigned threads = q->threads;
+	if (!threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 32 ? 32 : (n < 1 ? 1 : (unsigned)n);
+	}
+	if (threads > ntasks)
+		threads = (unsigned)ntasks;
+	eht_pool *pool = NULL;
+	if (threads > 1 && eht_pool_create(threads - 1, strict ? node : -1, 0, &pool) != 0) {
+		eht_debug("region %s: no populate pool (%s); one thread", q->name, eht_last_error());
+		pool = NULL;
+	}
+	if (pool) {
+		eht_pool_run(pool, ntasks, populate_task, &p);
+		eht_pool_destroy(pool);
+	} else {
+		for (size_t i = 0; i < ntasks; i++)
+			populate_task(&p, i, 0);
+	}
+	int e = atomic_load(&p.err);
+	if (e)
+		return eht_err(ENOSPC, "region %s: allocating %s in %s failed at offset %s (%s): the file system or the "
+				       "NUMA node ran out of memory; fix: Docker --shm-size or --ipc=host, free memory, "
+				       "or raise the huge page pool on hugetlbfs",
+			       q->name, fmt_bytes(p.len, a, sizeof(a)), q->dir,
+			       fmt_bytes(atomic_load(&p.failed_at), b, sizeof(b)), strerror(e));
+	double dt = now_s(CLOCK_MONOTONIC) - t0;
+	eht_info("region %s: populated %s with %u thread(s) in %.2f s (%.2f GB/s)", q->name,
+		 fmt_bytes(p.len, a, sizeof(a)), threads, dt, dt > 0 ? (double)p.len / dt / 1e9 : 0.0);
+	return 0;
+}
+
+/* Asks for huge pages; returns whether the system can give shmem any. */
+static bool thp_advise(const struct req *q, void *data, size_t len)
+{
+	char mode[32];
+	eht_thp_shmem_mode(mode, sizeof(mode));
+	if (!strcmp(mode, "never") || !strcmp(mode, "deny") || !strcmp(mode, "unknown"))
+		eht_warn_once("shmem transparent huge pages are '%s' (/sys/kernel/mm/transparent_hugepage/shmem_enabled): "
+			      "regions use 4 KiB pages (a hugetlbfs directory gives huge pages)", mode);
+	else if (madvise(data, len, MADV_HUGEPAGE) != 0)
+		eht_warn_once("region %s: MADV_HUGEPAGE failed (%s); 4 KiB pages", q->name, strerror(errno));
+	else
+		return true;
+	return false;
+}
+
+static void region_free(struct eht_region *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_bytes);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+}
+
+static int attach_count(struct eht_region *r)
+{
+	if (!(r->hdr->policy & EHT_REGION_UNLINK_WHEN_MAPPED))
+		return 0;
+	uint32_t n = atomic_fetch_add(&r->hdr->attached, 1) + 1;
+	if (n < r->hdr->expected_peers)
+		return 0;
+	if (n > r->hdr->expected_peers)
+		eht_warn("region %s: %u processes mapped it, %u expected", r->name, n, r->hdr->expected_peers);
+	int rc = region_unlink_if_same(r->path, r->dev, r->ino);
+	if (rc == 0)
+		eht_info("region %s: all %u peers mapped it; unlinked (the memory lives while mapped)", r->name, n);
+	else if (rc != -ESTALE)
+		eht_warn("region %s: unlinking %s after the last peer: %s", r->name, r->path, strerror(-rc));
+	return 0;
+}
+
+/* Creates the region under a temporary name, then links it under its name so that the name only
+ * ever shows a file with a full header whose creator holds the write lock. Returns 0, RETRY (another
+ * creator won) or -errno. */
+static int create(struct req *q, struct eht_region **out)
+{
+	static atomic_uint counter;
+	char a[32];
+	bool strict = false;
+	int node = pick_node(q, &strict);
+	bool thp = q->flags & EHT_REGION_THP;
+	uint64_t unit = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
+	uint64_t data_offset = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : 4096);
+	uint64_t file_bytes = data_offset + round_up(q->bytes, unit);
+	int rc = capacity_check(q, file_bytes - data_offset, node, strict);
+	if (rc)
+		return rc;
+
+	char tmp[4096 + 64];
+	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u", q->dir, q->name, (int)getpid(),
+		 atomic_fetch_add(&counter, 1));
+	struct eht_region *r = calloc(1, sizeof(*r));
+	if (!r)
+		return eht_err(ENOMEM, "region %s: out of memory", q->name);
+	r->fd = -1;
+	r->device = -1;
+	bool linked = false, tmp_made = false;
+	mode_t mode = (q->flags & EHT_REGION_GROUP) ? 0660 : 0600;
+	r->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (r->fd < 0) {
+		rc = eht_err_sys(errno, "region %s: creating %s", q->name, tmp);
+		goto fail;
+	}
+	tmp_made = true;
+	/* The umask may have cleared group bits; the mode asked for is the mode set. */
+	if (fchmod(r->fd, mode) != 0) {
+		rc = eht_err_sys(errno, "region %s: chmod %o", q->name, mode);
+		goto fail;
+	}
+	if ((q->flags & EHT_REGION_GROUP) && fchown(r->fd, (uid_t)-1, q->gid) != 0) {
+		rc = eht_err_sys(errno, "region %s: chown to group %u", q->name, (unsigned)q->gid);
+		goto fail;
+	}
+	rc = region_lock(r->fd, F_WRLCK);
+	if (rc) {
+		rc = eht_err(rc, "region %s: locking %s: %s", q->name, tmp, strerror(-rc));
+		goto fail;
+	}
+	if (ftruncate(r->fd, (off_t)file_bytes) != 0) {
+		rc = eht_err_sys(errno, "region %s: sizing %s to %s", q->name, tmp, fmt_bytes(file_bytes, a, sizeof(a)));
+		goto fail;
+	}
+	r->map_bytes = (size_t)file_bytes;
+	r->map = map_file(r->fd, r->map_bytes, thp && !q->fs.hugetlbfs ? THP_SIZE : 4096);
+	if (!r->map) {
+		rc = eht_err_sys(errno == ENOMEM && q->fs.hugetlbfs ? ENOSPC : errno,
+				 "region %s: mapping %s of %s", q->name, fmt_bytes(file_bytes, a, sizeof(a)), tmp);
+		goto fail;
+	}
+	r->hdr = r->map;
+	r->data = (char *)r->map + data_offset;
+	r->page_size = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
+	r->numa_node = node;
+	/* Bind before the first touch: the policy lands on the shared file (tmpfs and hugetlbfs keep it
+	 * per inode), so the pages are placed on the node whoever faults them in. */
+	if (eht_numa_node_count() > 1) {
+		int b = eht_numa_bind(r->data, (size_t)(file_bytes - data_offset), node, strict);
+		if (b) {
+			eht_warn_once("region %s: mbind to NUMA node %d failed (%s); pages follow the default policy",
+				      q->name, node, strerror(-b));
+			r->numa_node = -1;
+		}
+	}
+	if (thp && !q->fs.hugetlbfs && !thp_advise(q, r->data, (size_t)(file_bytes - data_offset)))
+		r->page_size = q->fs.page_size; /* still 2 MiB aligned, so a later THP mode change helps */
+
+	struct region_hdr *h = r->hdr;
+	memcpy(h->magic, REGION_MAGIC, 8);
+	h->version = REGION_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->file_bytes = file_bytes;
+	h->data_offset = data_offset;
+	h->data_bytes = q->bytes;
+	h->rows = q->rows;
+	h->row_bytes = q->row_bytes;
+	h->page_size = r->page_size;
+	h->policy = (q->flags & REGION_HDR_POLICY) | (q->fs.hugetlbfs ? REGION_HDR_HUGETLB : 0);
+	h->expected_peers = (q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) ? q->expected_peers : 0;
+	h->numa_node = r->numa_node;
+	h->creator_pid = (int32_t)getpid();
+	h->creator_uid = (uint32_t)getuid();
+	h->creator_start = region_proc_start(getpid());
+	h->created_ns = (uint64_t)(now_s(CLOCK_REALTIME) * 1e9);
+	region_boot_id(h->boot_id);
+	snprintf(h->name, sizeof(h->name), "%s", q->name);
+	atomic_store(&h->ready, 0);
+	atomic_store(&h->attached, 0);
+
+	if (link(tmp, q->path) != 0) {
+		if (errno == EEXIST) {
+			rc = RETRY;
+			goto fail;
+		}
+		rc = eht_err_sys(errno, "region %s: linking %s", q->name, q->path);
+		goto fail;
+	}
+	linked = true;
+	if (unlink(tmp) != 0)
+		eht_warn("region %s: removing the temporary name %s: %s", q->name, tmp, strerror(errno));
+	tmp_made = false;
+	struct stat st;
+	if (fstat(r->fd, &st) != 0) {
+		rc = eht_err_sys(errno, "region %s: fstat", q->name);
+		goto fail;
+	}
+	r->dev = st.st_dev;
+	r->ino = st.st_ino;
+	snprintf(r->name, sizeof(r->name), "%s", q->name);
+	snprintf(r->path, sizeof(r->path), "%s", q->path);
+	r->bytes = q->bytes;
+	r->creator = true;
+	rc = populate(q, r, node, strict, file_bytes);
+	if (rc)
+		goto fail;
+	eht_info("region %s: created %s in %s (node %d%s%s)", q->name, fmt_bytes(q->bytes, a, sizeof(a)), q->dir,
+		 r->numa_node, thp ? ", THP" : "", q->fs.hugetlbfs ? ", hugetlbfs" : "");
+	*out = r;
+	return 0;
+fail:
+	if (linked) {
+		int u = region_unlink_if_same(q->path, r->dev, r->ino);
+		if (u && u != -ESTALE)
+			eht_warn("region %s: removing the half-built %s: %s", q->name, q->path, strerror(-u));
+	}
+	if (tmp_made && unlink(tmp) != 0)
+		eht_warn("region %s: removing %s: %s", q->name, tmp, strerror(errno));
+	region_free(r);
+	return rc;
+}
+
+/* ---- opening ---- */
+
+static int check_match(const struct req *q, const struct region_hdr *h)
+{
+	char a[32], b[32];
+	if (q->bytes && h->data_bytes != q->bytes)
+		return eht_err(EINVAL, "region %s holds %" PRIu64 " bytes (%s) but %" PRIu64 " bytes (%s) were asked; "
+				       "remove it (eht regions gc / eht_region_unlink) or ask for its size",
+			       q->name, h->data_bytes, fmt_bytes(h->data_bytes, a, sizeof(a)), q->bytes,
+			       fmt_bytes(q->bytes, b, sizeof(b)));
+	if (q->rows && (h->rows != q->rows || h->row_bytes != q->row_bytes))
+		return eht_err(EINVAL, "region %s holds %" PRIu64 " rows x %" PRIu64 " bytes but %" PRIu64 " x %" PRIu64
+				       " were asked",
+			       q->name, h->rows, h->row_bytes, q->rows, q->row_bytes);
+	uint32_t life = q->flags & (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED);
+	if (life && life != (h->policy & (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED)))
+		return eht_err(EINVAL, "region %s was created %s, but this open asks %s", q->name,
+			       (h->policy & EHT_REGION_KEEP) ? "to keep" : "to unlink when mapped",
+			       life == EHT_REGION_KEEP ? "to keep" : "to unlink when mapped");
+	if ((h->policy & EHT_REGION_UNLINK_WHEN_MAPPED) && q->expected_peers && q->expected_peers != h->expected_peers)
+		return eht_err(EINVAL, "region %s expects %u peers, this open says %u", q->name, h->expected_peers,
+			       q->expected_peers);
+	return 0;
+}
+
+static bool same_file(const char *path, const struct stat *st)
+{
+	struct stat now;
+	return lstat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
+/* Waits for the region behind fd to be ready and maps it. Returns 0 (fd now owned by *out), RETRY
+ * or -errno. */
+static int attach(struct req *q, int fd, double deadline, struct eht_region **out)
+{
+	struct stat st;
+	struct region_hdr h;
+	if (fstat(fd, &st) != 0)
+		return eht_err_sys(errno, "region %s: fstat", q->name);
+	double backoff = 0.001;
+	for (;;) {
+		int rc = region_lock(fd, F_RDLCK);
+		if (rc == -EAGAIN) {
+			/* The creator is building it (or gc holds the lock for an instant). */
+			if (now_s(CLOCK_MONOTONIC) >= deadline) {
+				bool ok = region_hdr_read(fd, q->path, &h) == 0;
+				return eht_err(ETIMEDOUT, "region %s (%s) not ready after %.1f s: its creator (pid %d) is still building it",
+					       q->name, q->path, q->timeout_s, ok ? h.creator_pid : 0);
+			}
+			sleep_s(backoff);
+			backoff = backoff * 2 > 0.05 ? 0.05 : backoff * 2;
+			continue;
+		}
+		if (rc)
+			return eht_err(rc, "region %s: locking %s: %s", q->name, q->path, strerror(-rc));
+		rc = region_hdr_read(fd, q->path, &h);
+		if (rc)
+			return rc;
+		if (atomic_load_explicit(&((struct region_hdr *)&h)->ready, memory_order_acquire))
+			break;
+		/* We hold a read lock and it is not ready: its creator died before marking it ready. */
+		if (!same_file(q->path, &st))
+			return RETRY;
+		if (q->flags & EHT_REGION_NO_RECLAIM)
+			return eht_err(EOWNERDEAD, "region %s (%s): its creator (pid %d) died before marking it ready; "
+						   "`eht regions gc` removes it",
+				       q->name, q->path, h.creator_pid);
+		/* Reclaim under the write lock, so only one process unlinks, and only this file. */
+		if (region_lock(fd, F_WRLCK) == 0 && region_hdr_read(fd, q->path, &h) == 0 && !atomic_load(&h.ready)) {
+			if (region_unlink_if_same(q->path, st.st_dev, st.st_ino) == 0)
+				eht_warn("region %s: reclaimed a stale region (creator pid %d died before ready)", q->name,
+					 h.creator_pid);
+		} else {
+			sleep_s(0.005);
+		}
+		return RETRY;
+	}
+	int rc = check_match(q, &h);
+	if (rc)
+		return rc;
+	struct eht_region *r = calloc(1, sizeof(*r));
+	if (!r)
+		return eht_err(ENOMEM, "region %s: out of memory", q->name);
+	r->map_bytes = (size_t)h.file_bytes;
+	r->map = map_file(fd, r->map_bytes, (h.policy & EHT_REGION_THP) ? THP_SIZE : 4096);
+	if (!r->map) {
+		rc = eht_err_sys(errno, "region %s: mapping %s", q->name, q->path);
+		free(r);
+		return rc;
+	}
+	r->fd = fd;
+	r->hdr = r->map;
+	r->data = (char *)r->map + h.data_offset;
+	r->bytes = h.data_bytes;
+	r->page_size = h.page_size;
+	r->numa_node = h.numa_node;
+	r->ready = true;
+	r->device = -1;
+	r->dev = st.st_dev;
+	r->ino = st.st_ino;
+	snprintf(r->name, sizeof(r->name), "%s", q->name);
+	snprintf(r->path, sizeof(r->path), "%s", q->path);
+	attach_count(r);
+	eht_debug("region %s: opened %s (creator pid %d)", q->name, q->path, h.creator_pid);
+	*out = r;
+	return 0;
+}
+
+int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts, eht_region **out)
+{
+	if (!out)
+		return eht_err(EINVAL, "eht_region_open: NULL out");
+	*out = NULL;
+	struct req q;
+	int rc = req_init(&q, name, bytes, opts);
+	if (rc)
+		return rc;
+	rc = eht_fs_info(q.dir, &q.fs);
+	if (rc)
+		return rc;
+	if (!q.fs.tmpfs && !q.fs.hugetlbfs)
+		eht_warn_once("region directory %s is not tmpfs or hugetlbfs: region pages may be written back to disk",
+			      q.dir);
+	double deadline = now_s(CLOCK_MONOTONIC) + q.timeout_s;
+	for (;;) {
+		int fd = open(q.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			if (errno != ENOENT)
+				return eht_err_sys(errno, "region %s: opening %s", name, q.path);
+			if (q.flags & EHT_REGION_OPEN_ONLY)
+				return eht_err(ENOENT, "region %s does not exist in %s", name, q.dir);
+			rc = create(&q, out);
+		} else {
+			rc = attach(&q, fd, deadline, out);
+			if (rc != 0)
+				close(fd);
+		}
+		if (rc != RETRY)
+			return rc;
+		if (now_s(CLOCK_MONOTONIC) >= deadline)
+			return eht_err(ETIMEDOUT, "region %s (%s): gave up after %.1f s of concurrent create/remove",
+				       name, q.path, q.timeout_s);
+	}
+}
+
+int eht_region_mark_ready(eht_region *r)
+{
+	if (!r || !r->creator)
+		return eht_err(EINVAL, "eht_region_mark_ready: %s", r ? "not the creator" : "NULL region");
+	if (r->ready)
+		return eht_err(EALREADY, "region %s is already ready", r->name);
+	r->hdr->ready_ns = (uint64_t)(now_s(CLOCK_REALTIME) * 1e9);
+	atomic_store_explicit(&r->hdr->ready, 1, memory_order_release);
+	/* Converting the write lock to a read lock is atomic for OFD locks: gc never sees it unlocked. */
+	int rc = region_lock(r->fd, F_RDLCK);
+	if (rc)
+		return eht_err(rc, "region %s: converting the creator's lock: %s", r->name, strerror(-rc));
+	r->ready = true;
+	attach_count(r);
+	return 0;
+}
+
+void *eht_region_data(const eht_region *r) { return r ? r->data : NULL; }
+uint64_t eht_region_bytes(const eht_region *r) { return r ? r->bytes : 0; }
+uint64_t eht_region_rows(const eht_region *r) { return r ? r->hdr->rows : 0; }
+uint64_t eht_region_row_bytes(const eht_region *r) { return r ? r->hdr->row_bytes : 0; }
+bool eht_region_is_creator(const eht_region *r) { return r && r->creator; }
+bool eht_region_is_ready(const eht_region *r) { return r && r->ready; }
+bool eht_region_is_pinned(const eht_region *r) { return r && r->pinned; }
+uint64_t eht_region_device_ptr(const eht_region *r) { return r && r->pinned ? r->dptr : 0; }
+int eht_region_device(const eht_region *r) { return r && r->pinned ? r->device : -1; }
+int eht_region_numa_node(const eht_region *r) { return r ? r->numa_node : -1; }
+uint64_t eht_region_page_size(const eht_region *r) { return r ? r->page_size : 0; }
+const char *eht_region_name(const eht_region *r) { return r ? r->name : ""; }
+
+int eht_region_pin(eht_region *r, int device)
+{
+	if (!r || device < 0)
+		return eht_err(EINVAL, "eht_region_pin: %s", r ? "negative device" : "NULL region");
+	if (r->pinned)
+		return 0;
+	uint64_t dptr = 0;
+	size_t len = (size_t)(r->map_bytes - ((char *)r->data - (char *)r->map));
+	int rc = region_gpu_pin(r->data, len, device, &dptr);
+	if (rc) {
+		eht_warn("region %s: cannot pin %zu bytes for GPU %d (%s); it stays usable unpinned", r->name, len, device,
+			 eht_last_error());
+		return rc;
+	}
+	r->pinned = true;
+	r->device = device;
+	r->dptr = dptr;
+	return 0;
+}
+
+static void keep_first(int *first, int rc, const char *name, const char *step)
+{
+	if (!rc)
+		return;
+	eht_warn("region %s: %s: %s", name, step, strerror(rc < 0 ? -rc : rc));
+	if (!*first)
+		*first = rc < 0 ? rc : -rc;
+}
+
+int eht_region_close(eht_region **rp)
+{
+	if (!rp || !*rp)
+		return 0;
+	struct eht_region *r = *rp;
+	*rp = NULL;
+	int first = 0;
+	if (r->pinned) {
+		size_t len = (size_t)(r->map_bytes - ((char *)r->data - (char *)r->map));
+		keep_first(&first, region_gpu_unpin(r->data, len), r->name, "unpinning");
+		r->pinned = false;
+	}
+	if (r->creator && !r->ready) {
+		/* A creator that never marked it ready takes the half-built file with it. */
+		int u = region_unlink_if_same(r->path, r->dev, r->ino);
+		if (u != -ESTALE)
+			keep_first(&first, u, r->name, "removing the unfinished region");
+	}
+	if (r->map && munmap(r->map, r->map_bytes) != 0)
+		keep_first(&first, -errno, r->name, "munmap");
+	r->map = NULL;
+	if (r->fd >= 0 && close(r->fd) != 0)
+		keep_first(&first, -errno, r->name, "close");
+	r->fd = -1;
+	free(r);
+	if (first)
+		eht_err(first, "closing a region: %s", strerror(-first));
+	return first;
+}

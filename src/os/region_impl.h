@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* region_impl.h: the on-file header of a shared region and the per-process handle behind eht_region. */
+#ifndef EHT_OS_REGION_IMPL_H
+#define EHT_OS_REGION_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "eht.h"
+
+#define REGION_MAGIC "EHTREGN"      /* 7 chars + NUL = 8 bytes */
+#define REGION_VERSION 1u
+#define REGION_PREFIX "eht."        /* file name = prefix + region name */
+#define REGION_TMP_PREFIX ".eht-tmp." /* a creator's file before it is linked under its name */
+#define REGION_NAME_MAX 200
+
+/* Policy bits kept in the header (a subset of the open flags). */
+#define REGION_HDR_POLICY (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_THP)
+#define REGION_HDR_HUGETLB 0x10000u
+
+/* The first bytes of the file. Shared by every process mapping it; ready and attached change after
+ * creation and are accessed atomically (lock-free 32-bit atomics work across processes). */
+struct region_hdr {
+	char magic[8];
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t file_bytes;
+	uint64_t data_offset;
+	uint64_t data_bytes;
+	uint64_t rows;
+	uint64_t row_bytes;
+	uint64_t page_size;
+	uint32_t policy;         /* REGION_HDR_POLICY bits | REGION_HDR_HUGETLB */
+	uint32_t expected_peers;
+	int32_t numa_node;
+	int32_t creator_pid;
+	uint32_t creator_uid;
+	uint32_t reserved0;
+	uint64_t creator_start;  /* creator's start time, clock ticks after boot (/proc/PID/stat) */
+	uint64_t created_ns;     /* CLOCK_REALTIME */
+	uint64_t ready_ns;
+	char boot_id[40];
+	char name[208];
+	_Atomic uint32_t ready;
+	_Atomic uint32_t attached; /* processes that mapped the ready region (unlink-when-mapped) */
+	uint8_t reserved[64];
+};
+
+struct eht_region {
+	char name[REGION_NAME_MAX + 1];
+	char path[4096];
+	int fd;
+	void *map;           /* whole file */
+	size_t map_bytes;
+	struct region_hdr *hdr;
+	void *data;
+	uint64_t bytes;
+	uint64_t page_size;
+	int numa_node;
+	bool creator;
+	bool ready;
+	bool pinned;
+	int device;
+	uint64_t dptr;
+	dev_t dev;           /* identity of the file, to unlink only our own */
+	ino_t ino;
+};
+
+/* Validates a region name. Returns 0 or -EINVAL naming the rule broken. */
+int region_name_check(const char *name);
+/* OFD locks on the whole file: type F_RDLCK / F_WRLCK / F_UNLCK, never blocking. 0, -EAGAIN or -errno. */
+int region_lock(int fd, short type);
+/* The lock another open file holds (F_UNLCK when none), or -errno. */
+int region_lock_probe(int fd);
+/* Reads and checks the header of an open region file. Returns 0 or -EINVAL naming path. */
+int region_hdr_read(int fd, const char *path, struct region_hdr *h);
+/* Unlinks path only when it still names the file (dev, ino). Returns 0, -ESTALE when it names
+ * another file (or none), or -errno. */
+int region_unlink_if_same(const char *path, dev_t dev, ino_t ino);
+/* This boot's id and a process's start time (0 when unknown). */
+void region_boot_id(char out[40]);
+uint64_t region_proc_start(pid_t pid);
+
+#endif

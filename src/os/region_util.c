@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* region_util.c: names, OFD locks, header checks and creator identity shared by open, list and gc. */
+#include "os/region_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/err.h"
+
+_Static_assert(sizeof(struct region_hdr) <= 4096, "the region header must fit the first page");
+_Static_assert(offsetof(struct region_hdr, ready) % 4 == 0, "ready must be 4-byte aligned");
+
+int region_name_check(const char *name)
+{
+	if (!name)
+		return eht_err(EINVAL, "region name is NULL");
+	size_t n = strlen(name);
+	if (n == 0 || n > REGION_NAME_MAX)
+		return eht_err(EINVAL, "region name '%.40s%s' has %zu characters (1..%d allowed)", name,
+			       n > 40 ? "..." : "", n, REGION_NAME_MAX);
+	if (name[0] == '.')
+		return eht_err(EINVAL, "region name '%s' starts with '.'", name);
+	if (strstr(name, ".."))
+		return eht_err(EINVAL, "region name '%s' contains '..'", name);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return eht_err(EINVAL, "region name '%s': character 0x%02x at %zu is not one of [A-Za-z0-9._-]",
+				       name, c, i);
+	}
+	return 0;
+}
+
+int region_lock(int fd, short type)
+{
+	struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+	if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	return (errno == EAGAIN || errno == EACCES) ? -EAGAIN : -errno;
+}
+
+int region_lock_probe(int fd)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+	if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+		return -errno;
+	return fl.l_type;
+}
+
+int region_hdr_read(int fd, const char *path, struct region_hdr *h)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return eht_err_sys(errno, "region %s: fstat", path);
+	ssize_t n = pread(fd, h, sizeof(*h), 0);
+	if (n < 0)
+		return eht_err_sys(errno, "region %s: reading the header", path);
+	if ((size_t)n < sizeof(*h) || memcmp(h->magic, REGION_MAGIC, 8) != 0)
+		return eht_err(EINVAL, "%s is not an eht region (%s)", path,
+			       (size_t)n < sizeof(*h) ? "shorter than a header" : "bad magic");
+	if (h->version != REGION_VERSION || h->hdr_size != sizeof(*h))
+		return eht_err(EINVAL, "%s: region header version %u (size %u), this library reads version %u (size %zu)",
+			       path, h->version, h->hdr_size, REGION_VERSION, sizeof(*h));
+	if (h->data_offset < sizeof(*h) || h->data_offset > h->file_bytes ||
+	    h->data_bytes > h->file_bytes - h->data_offset || (uint64_t)st.st_size != h->file_bytes ||
+	    (h->rows && h->rows * h->row_bytes != h->data_bytes))
+		return eht_err(EINVAL, "%s: inconsistent region header (file %lld bytes, header says %llu, data %llu at %llu)",
+			       path, (long long)st.st_size, (unsigned long long)h->file_bytes,
+			       (unsigned long long)h->data_bytes, (unsigned long long)h->data_offset);
+	return 0;
+}
+
+int region_unlink_if_same(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? -ESTALE : -errno;
+	if (st.st_dev != dev || st.st_ino != ino)
+		return -ESTALE;
+	return unlink(path) == 0 ? 0 : -errno;
+}
+
+void region_boot_id(char out[40])
+{
+	memset(out, 0, 40);
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (!f)
+		return;
+	if (!fgets(out, 40, f))
+		out[0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+uint64_t region_proc_start(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Field 22 (starttime); the command name (field 2) may hold spaces, so count after ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	unsigned long long v = 0;
+	int field = 2;
+	char *save = NULL;
+	for (char *tok = strtok_r(p + 1, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+		if (++field == 22) {
+			v = strtoull(tok, NULL, 10);
+			break;
+		}
+	return v;
+}
