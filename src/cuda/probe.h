@@ -27,9 +27,9 @@ int eht_cu_export_supported(int device, CUmemAllocationHandleType type, char *wh
  * give without swapping: MemAvailable on a one-node machine, else MemFree + Inactive(file) +
  * SReclaimable of the node). A machine without NUMA sysfs reports everything as node 0.
  * Returns 0, -ENOENT (no such node) or -errno. */
-int eht_numa_node_mem(int node, uint64_t *total, uint64_t *free_bytes, uint64_t *available);
+int eht_probe_numa_mem(int node, uint64_t *total, uint64_t *free_bytes, uint64_t *available);
 
 /* The online NUMA nodes (ascending) into nodes[max]; returns the count (>= 1). */
-int eht_numa_nodes(int *nodes, int max);
+int eht_probe_numa_nodes(int *nodes, int max);
 
 #endif

@@ -42,7 +42,7 @@ static int meminfo(const char *path, const char *const *keys, uint64_t *vals, in
 	return found;
 }
 
-int eht_numa_nodes(int *nodes, int max)
+int eht_probe_numa_nodes(int *nodes, int max)
 {
 	FILE *f = fopen(NODE_DIR "/online", "r");
 	int n = 0;
@@ -68,12 +68,12 @@ int eht_numa_nodes(int *nodes, int max)
 	return n;
 }
 
-int eht_numa_node_mem(int node, uint64_t *total, uint64_t *free_bytes, uint64_t *available)
+int eht_probe_numa_mem(int node, uint64_t *total, uint64_t *free_bytes, uint64_t *available)
 {
 	if (node < 0)
 		return eht_err(EINVAL, "NUMA node %d", node);
 	int nodes[1024];
-	int n = eht_numa_nodes(nodes, 1024);
+	int n = eht_probe_numa_nodes(nodes, 1024);
 	char path[128];
 	snprintf(path, sizeof(path), NODE_DIR "/node%d/meminfo", node);
 	uint64_t v[5] = {0};

@@ -194,7 +194,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	h->nchunks = (h->padded + h->chunk - 1) / h->chunk;
 
 	uint64_t total = 0, freeb = 0, avail = 0;
-	rc = eht_numa_node_mem(numa, &total, &freeb, &avail);
+	rc = eht_probe_numa_mem(numa, &total, &freeb, &avail);
 	if (rc)
 		return rc;
 	uint64_t reserve = reserve_of(opts, total);
@@ -207,7 +207,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 		uint64_t len = chunk_len(h, i), done = (uint64_t)i * h->chunk;
 		/* Before: would this chunk take the node under its reserve? After: did it (the estimate lags)?
 		 * Pinned memory cannot be reclaimed, so stopping early is the only protection. */
-		if (reserve && eht_numa_node_mem(numa, &total, &freeb, &avail) == 0 &&
+		if (reserve && eht_probe_numa_mem(numa, &total, &freeb, &avail) == 0 &&
 		    (avail < reserve || avail - reserve < len)) {
 			rc = eht_err(ENOMEM, "NUMA node %d fell below its %.1f GiB reserve after %.1f of %.1f GiB", numa,
 				     gib(reserve), gib(done), gib(h->padded));
@@ -222,7 +222,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 			goto fail;
 		}
 		created = i + 1;
-		if (reserve && eht_numa_node_mem(numa, &total, &freeb, &avail) == 0 && avail < reserve) {
+		if (reserve && eht_probe_numa_mem(numa, &total, &freeb, &avail) == 0 && avail < reserve) {
 			rc = eht_err(ENOMEM, "NUMA node %d fell below its %.1f GiB reserve after %.1f of %.1f GiB", numa,
 				     gib(reserve), gib(done + len), gib(h->padded));
 			goto fail;
@@ -279,7 +279,7 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 	CUdeviceptr va = 0;
 	size_t mapped = 0;
 	int rc = 0;
-	double t0 = now_s();
+	double t0 = now_s(), t1 = t0;
 	if (rank != 0) {
 		for (size_t i = 0; i < h->nchunks; i++) {
 			rc = eht_fault("import", rank);
@@ -293,7 +293,7 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 			}
 		}
 	}
-	double t1 = now_s();
+	t1 = now_s();
 	rc = eht_fault("reserve", rank);
 	if (!rc)
 		rc = EHT_CU_CHECK(cuMemAddressReserve(&va, h->padded, h->granularity, 0, 0));
@@ -487,7 +487,7 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	return rc;
 
 decided:
-	if (rank == 0 && !quiet)
+	if (rank == 0 && !quiet && rc != -EINVAL)
 		eht_warn("table %s: host-NUMA sharing unavailable on all %d ranks (%s)", name, eht_group_size(g),
 			 eht_last_error());
 	free(all);
