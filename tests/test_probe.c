@@ -2,6 +2,7 @@
 /* test_probe.c: eht_probe on any machine: NUMA nodes, /dev/shm, huge pages, JSON; on a machine
  * without a GPU (or with EHT_NO_CUDA=1) zero devices and a reason; with GPUs, sane device facts. */
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
@@ -67,6 +68,22 @@ int main(void)
 		json_decref(j);
 	}
 	free(s);
+
+	/* The CLI prints the same JSON. */
+	const char *cli = getenv("EHT_CLI");
+	if (cli) {
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "'%s' probe --json", cli);
+		FILE *f = popen(cmd, "r");
+		json_t *c = f ? json_loadf(f, 0, &err) : NULL;
+		CHECK(f && pclose(f) == 0);
+		CHECK(c != NULL);
+		if (c)
+			CHECK(json_array_size(json_object_get(c, "numa_nodes")) == (size_t)p->nnuma);
+		json_decref(c);
+		snprintf(cmd, sizeof(cmd), "'%s' probe > /dev/null", cli);
+		CHECK(system(cmd) == 0);
+	}
 	eht_probe_free(p);
 	eht_probe_free(NULL);
 	return t_done();
