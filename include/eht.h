@@ -426,6 +426,164 @@ int eht_region_gc(const char *dir, unsigned flags,
 /* ============================================================================== probe + group == */
 /* Machine probes, node-local groups and host-NUMA sharing (src/cuda, src/group). */
 
+/* ---- probe: what this machine offers (src/cuda/probe*.c) ---- */
+
+/* Result of a real one-granule cuMemCreate + cuMemExportToShareableHandle for one handle kind. */
+enum eht_probe_export {
+	EHT_EXPORT_UNKNOWN = 0,     /* not tried (no driver, no host-NUMA VMM) */
+	EHT_EXPORT_OK = 1,          /* created and exported */
+	EHT_EXPORT_UNSUPPORTED = 2, /* refused here; `why` says which call and CUresult */
+};
+
+struct eht_probe_device {
+	int ordinal;
+	char name[128];
+	int cc_major, cc_minor;
+	int sm_count;
+	uint64_t total_mem;       /* bytes of GPU memory */
+	char pci_bus_id[32];      /* "0000:3b:00.0" style, lower case as sysfs spells it */
+	int host_numa_id;         /* CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, -1 when unknown */
+	int host_numa_vmm;        /* HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED (0/1, -1 unknown) */
+	int fabric_attr;          /* HANDLE_TYPE_FABRIC_SUPPORTED attribute (0/1, -1 unknown) */
+	int posix_fd_attr;        /* HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED attribute */
+	uint64_t granularity;     /* host-NUMA allocation granularity in bytes, 0 when unknown */
+	int fabric_export;        /* enum eht_probe_export, from a real create + export */
+	int posix_fd_export;      /* enum eht_probe_export */
+	char fabric_why[192];     /* reason when fabric_export is not OK */
+	char posix_fd_why[192];
+	char pcie_speed[32];      /* current_link_speed as sysfs says it ("32.0 GT/s PCIe"), "" unreadable */
+	int pcie_gen;             /* derived from the speed (1..6), 0 unreadable */
+	int pcie_width;           /* current_link_width, 0 unreadable */
+};
+
+struct eht_probe_numa {
+	int node;
+	uint64_t total;     /* MemTotal of the node, bytes */
+	uint64_t free;      /* MemFree of the node, bytes */
+	uint64_t available; /* estimate of what the node can still give (see eht_probe_numa_mem) */
+};
+
+struct eht_probe {
+	uint32_t size;           /* sizeof(struct eht_probe) */
+	int driver_version;      /* cuDriverGetVersion (13000 = 13.0), 0 without a driver */
+	char gpu_status[256];    /* "" when the driver loaded with devices; else why there is no GPU */
+	int ndevices;
+	struct eht_probe_device *devices;
+	int imex_channels;       /* entries in /dev/nvidia-caps-imex-channels/, -1 when the folder is missing */
+	int nnuma;
+	struct eht_probe_numa *numa;
+	char shm_path[64];       /* "/dev/shm" */
+	uint64_t shm_total, shm_free; /* statvfs of shm_path, 0 when missing */
+	char thp_enabled[32];    /* selected value of transparent_hugepage/enabled ("madvise"), "" unreadable */
+	char thp_shmem_enabled[32]; /* selected value of shmem_enabled ("never") */
+	uint64_t hugepages_total, hugepages_free, hugepage_size; /* /proc/meminfo HugePages_*, Hugepagesize (bytes) */
+};
+
+/* Probes GPUs, NUMA nodes, /dev/shm, huge pages and handle support. Works without a GPU or driver
+ * (ndevices 0, gpu_status says why). Export support is found by a real one-granule allocation and
+ * export per device, cached for the process. Returns 0 or -ENOMEM; free with eht_probe_free. */
+int eht_probe(struct eht_probe **out);
+void eht_probe_free(struct eht_probe *probe);
+/* The probe as a JSON object (malloc'd, NUL-terminated; free() it). Returns 0 or -ENOMEM. */
+int eht_probe_json(char **out);
+
+/* ---- group: the ranks of one node that share tables (src/group) ---- */
+
+typedef struct eht_group eht_group;
+
+/* Collectives supplied by a host framework (torch.distributed, MPI). Each returns 0 or -errno and
+ * must be called by every rank in the same order. File descriptors still travel over eht's own
+ * Unix sockets, named by a key rank 0 sends through `broadcast`. */
+struct eht_group_adapter {
+	uint32_t size;  /* sizeof(struct eht_group_adapter) */
+	void *user;
+	int rank, nranks;
+	/* Copies len bytes of rank 0's buf into every other rank's buf. */
+	int (*broadcast)(void *user, void *buf, size_t len);
+	/* Gathers len bytes from every rank into out (nranks * len bytes, rank order) on every rank. */
+	int (*allgather)(void *user, const void *in, size_t len, void *out);
+	/* Optional (NULL: an all-gather of one byte). */
+	int (*barrier)(void *user);
+};
+
+/* Also accept peers whose gid is opts.allowed_gid; the socket is then named "\0eht.g<gid>.<key>"
+ * so that ranks of several users meet. */
+#define EHT_GROUP_ALLOW_GID 0x1u
+
+struct eht_group_opts {
+	uint32_t size;       /* sizeof(struct eht_group_opts) */
+	uint32_t flags;      /* EHT_GROUP_* */
+	uint32_t timeout_ms; /* connect and per-operation deadline; 0: EHT_GROUP_TIMEOUT_MS or 300000 */
+	gid_t allowed_gid;   /* with EHT_GROUP_ALLOW_GID */
+	const struct eht_group_adapter *adapter; /* NULL: built-in Unix sockets */
+};
+
+/* Joins the node-local group named by key ([A-Za-z0-9._-], 1..64 chars) as rank of size ranks.
+ * Built in: rank 0 listens on the abstract Unix socket "\0eht.<uid>.<key>", the others connect,
+ * retrying until the timeout; peers must have our uid (or the allowed gid). With opts->adapter
+ * the adapter's rank and size are used (rank and size must match them or be -1/0).
+ * Returns 0, -EINVAL, -EADDRINUSE (another group holds the key), -ETIMEDOUT, -EACCES (peer of
+ * another user), -EPROTO (peers disagree on size or rank), -ECONNRESET or -ENOMEM. */
+int eht_group_create(const char *key, int rank, int size, const struct eht_group_opts *opts,
+		     eht_group **out);
+/* A group of one rank (every collective is a no-op). Returns 0 or -ENOMEM. */
+int eht_group_create_single(eht_group **out);
+/* Leaves the group and closes its sockets; NULL is a no-op. */
+void eht_group_destroy(eht_group *group);
+int eht_group_rank(const eht_group *group);
+int eht_group_size(const eht_group *group);
+
+/* Collectives: every rank calls them in the same order. On any failure (a peer died: -ECONNRESET;
+ * a peer stalled past the timeout: -ETIMEDOUT; a mismatched call: -EPROTO) the built-in group is
+ * broken: its sockets are shut so that every other rank fails promptly too, and every later call
+ * returns -ECONNRESET. */
+int eht_group_barrier(eht_group *group);
+/* Sends len bytes of rank 0's buf to every rank's buf (len must agree: else -EPROTO). */
+int eht_group_broadcast(eht_group *group, void *buf, size_t len);
+/* Gathers len bytes (at most 1 MiB) from every rank into out (size * len bytes) on every rank. */
+int eht_group_allgather(eht_group *group, const void *in, size_t len, void *out);
+/* Passes n file descriptors from rank 0 to every rank (SCM_RIGHTS): rank 0's fds are read, the
+ * other ranks' fds[] are filled with new descriptors (O_CLOEXEC) they must close. n must agree.
+ * Returns 0 or -errno; on failure no received descriptor stays open. */
+int eht_group_broadcast_fds(eht_group *group, int *fds, size_t n);
+
+/* ---- sharing a table across a group (src/table/host_numa*.c, share*.c) ---- */
+
+#define EHT_SHARE_NO_RESERVE 0x1u   /* host-NUMA: no NUMA reserve check */
+#define EHT_SHARE_FABRIC 0x2u       /* host-NUMA: FABRIC handles only (fail if unsupported here) */
+#define EHT_SHARE_POSIX_FD 0x4u     /* host-NUMA: POSIX fd handles only */
+
+struct eht_share_opts {
+	uint32_t size;          /* sizeof(struct eht_share_opts) */
+	uint32_t flags;         /* EHT_SHARE_* */
+	int tier;               /* eht_table_share: 0 tries host-numa, region-pinned, region in order;
+				 * EHT_TIER_HOST_NUMA / _REGION_PINNED / _REGION forces one */
+	int device;             /* CUDA device ordinal; -1: the current context's device, else 0 */
+	uint64_t row_bytes;     /* row size for the table's geometry; 0: 1 (bytes) */
+	uint64_t chunk_bytes;   /* host-NUMA allocation chunk; 0: EHT_SHARE_CHUNK or 1 GiB */
+	uint64_t reserve_bytes; /* host-NUMA: keep this much of the node available; 0: EHT_NUMA_RESERVE
+				 * or 10% of the node's total */
+	const char *name;       /* table name (and region name for the region tiers); NULL: "table" */
+};
+
+/* Collective: maps one table of `bytes` on every rank of the group as cuMem host-NUMA memory on the
+ * GPU's host NUMA node, created by rank 0 in chunks and shared by exported handles (FABRIC where
+ * permitted, else POSIX fds). All ranks return the same result: 0 and a table of tier
+ * EHT_TIER_HOST_NUMA (info.host == info.device_ptr, the same bytes from CPU and GPU, writable), or
+ * the same -errno (with the failing rank's cause in the message; rank 0 logs one warning):
+ * -ENODEV (no GPU), -EOPNOTSUPP (host-NUMA VMM or the handle kind unsupported here), -ENOMEM
+ * ("NUMA node N fell below its X GiB reserve after A of B GiB"), -EINVAL, or a driver error.
+ * EHT_FAULT=<step>:rank=<r> (step: create, export, import, reserve, map, access) injects a failure. */
+int eht_host_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
+			 eht_table **out);
+
+/* Collective: the one call users make. Tries host-NUMA, then a pinned shared region, then an
+ * unpinned one (or only opts->tier), every rank ending in the same tier. Returns 0 and a table
+ * whose info gives the CPU pointer, the GPU pointer (0 for the unpinned region), tier, NUMA node and
+ * page size; or the last tier's -errno. */
+int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
+		    eht_table **out);
+
 /* ===================================================================================== lookup == */
 /* Ids in, rows out (src/lookup). */
 

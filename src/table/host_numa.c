@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* host_numa.c: the host-NUMA tier: rank 0 creates pinned cuMem memory on the GPU's host NUMA node in
+ * chunks and exports a handle per chunk; every rank maps them at one VA that both its GPU and the CPU
+ * read; an all-gather of the outcomes makes it all ranks or none. */
+#include "table/host_numa.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda/cu_driver.h"
+#include "cuda/probe.h"
+#include "table/table_impl.h"
+#include "util/env.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define CHUNK_DEFAULT (1ull << 30)
+#define MSG_LEN 232
+
+/* What rank 0 tells every rank before the handles follow. */
+struct share_hdr {
+	int32_t status;  /* 0, or rank 0's -errno: every rank returns it */
+	int32_t numa;
+	uint32_t handle_type;
+	uint32_t pad;
+	uint64_t bytes, padded, chunk, nchunks, granularity;
+	char msg[MSG_LEN];
+};
+
+/* One rank's outcome, all-gathered. */
+struct share_result {
+	int32_t rc;
+	char msg[MSG_LEN];
+};
+
+struct hn_impl {
+	int device;
+	CUdeviceptr va;
+	uint64_t padded, chunk;
+	size_t nchunks;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double gib(uint64_t b) { return (double)b / (double)(1ull << 30); }
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static uint64_t chunk_len(const struct share_hdr *h, size_t i)
+{
+	uint64_t off = (uint64_t)i * h->chunk;
+	return h->padded - off < h->chunk ? h->padded - off : h->chunk;
+}
+
+/* Unmaps the first `mapped` chunks and frees the VA range. Every step attempted; first error kept. */
+static int unmap_range(CUdeviceptr va, uint64_t padded, uint64_t chunk, size_t mapped)
+{
+	int rc = 0;
+	for (size_t i = 0; i < mapped; i++) {
+		uint64_t off = (uint64_t)i * chunk;
+		uint64_t len = padded - off < chunk ? padded - off : chunk;
+		int r = EHT_CU_CHECK(cuMemUnmap(va + off, len));
+		if (r) {
+			eht_warn("host-numa: %s", eht_last_error());
+			rc = rc ? rc : r;
+		}
+	}
+	if (va) {
+		int r = EHT_CU_CHECK(cuMemAddressFree(va, padded));
+		if (r) {
+			eht_warn("host-numa: %s", eht_last_error());
+			rc = rc ? rc : r;
+		}
+	}
+	return rc;
+}
+
+static void release_handles(CUmemGenericAllocationHandle *h, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (h[i]) {
+			if (EHT_CU_CHECK(cuMemRelease(h[i])))
+				eht_warn("host-numa: %s", eht_last_error());
+			h[i] = 0;
+		}
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; fds && i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+static int hn_close(eht_table *t)
+{
+	struct hn_impl *m = t->impl;
+	int rc = 0;
+	if (m) {
+		rc = eht_cu_use_device(m->device);
+		if (!rc)
+			rc = unmap_range(m->va, m->padded, m->chunk, m->nchunks);
+		free(m);
+	}
+	return rc;
+}
+
+static const struct eht_table_ops hn_ops = {.close = hn_close};
+
+/* The device this rank works with: opts->device, else the current context's, else 0. */
+static int pick_device(const struct eht_share_opts *opts)
+{
+	if (opts && opts->device >= 0)
+		return opts->device;
+	CUcontext ctx = NULL;
+	CUdevice dev = 0;
+	if (eht_cu.cuCtxGetCurrent && eht_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
+	    eht_cu.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+		return (int)dev;
+	return 0;
+}
+
+static uint64_t reserve_of(const struct eht_share_opts *opts, uint64_t node_total)
+{
+	if (opts && (opts->flags & EHT_SHARE_NO_RESERVE))
+		return 0;
+	if (opts && opts->reserve_bytes)
+		return opts->reserve_bytes;
+	uint64_t env = eht_env_u64("EHT_NUMA_RESERVE", 0);
+	return env ? env : node_total / 10;
+}
+
+/* Rank 0: decide the handle kind, then create and export every chunk. On failure everything created
+ * is released and hdr->status/msg say why. */
+static int create_and_export(uint64_t bytes, int device, const struct eht_share_opts *opts, struct share_hdr *h,
+			     CUmemGenericAllocationHandle **handles_out, int **fds_out, CUmemFabricHandle **fab_out,
+			     struct eht_share_times *times)
+{
+	CUmemGenericAllocationHandle *handles = NULL;
+	int *fds = NULL;
+	CUmemFabricHandle *fab = NULL;
+	size_t created = 0;
+	CUdevice dev;
+	int rc = EHT_CU_CHECK(cuDeviceGet(&dev, device));
+	if (rc)
+		return rc;
+	int vmm = 0;
+	if (eht_cu.cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
+		    CUDA_SUCCESS || !vmm)
+		return eht_err(EOPNOTSUPP, "unsupported here: GPU %d has no host-NUMA virtual memory management", device);
+	int numa = eht_cu_host_numa_id(device);
+	if (numa < 0)
+		return numa;
+	h->numa = numa;
+
+	uint32_t flags = opts ? opts->flags : 0;
+	char why[192] = "";
+	if (flags & EHT_SHARE_FABRIC) {
+		rc = eht_cu_export_supported(device, CU_MEM_HANDLE_TYPE_FABRIC, why, sizeof(why));
+		if (rc <= 0)
+			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "FABRIC handles %s", why);
+		h->handle_type = CU_MEM_HANDLE_TYPE_FABRIC;
+	} else if (!(flags & EHT_SHARE_POSIX_FD) &&
+		   eht_cu_export_supported(device, CU_MEM_HANDLE_TYPE_FABRIC, NULL, 0) == 1) {
+		h->handle_type = CU_MEM_HANDLE_TYPE_FABRIC;
+	} else {
+		rc = eht_cu_export_supported(device, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, why, sizeof(why));
+		if (rc <= 0)
+			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "POSIX-fd handles %s", why);
+		h->handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	}
+	eht_err_clear();
+
+	CUmemAllocationProp prop;
+	eht_host_numa_prop(&prop, numa, (CUmemAllocationHandleType)h->handle_type);
+	size_t gran = 0;
+	rc = EHT_CU_CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	if (rc)
+		return rc;
+	uint64_t chunk = opts && opts->chunk_bytes ? opts->chunk_bytes : eht_env_u64("EHT_SHARE_CHUNK", CHUNK_DEFAULT);
+	h->granularity = gran;
+	h->padded = round_up(bytes, gran);
+	h->chunk = round_up(chunk ? chunk : CHUNK_DEFAULT, gran);
+	h->nchunks = (h->padded + h->chunk - 1) / h->chunk;
+
+	uint64_t total = 0, freeb = 0, avail = 0;
+	rc = eht_probe_numa_mem(numa, &total, &freeb, &avail);
+	if (rc)
+		return rc;
+	uint64_t reserve = reserve_of(opts, total);
+
+	handles = calloc(h->nchunks, sizeof(*handles));
+	if (!handles)
+		return eht_err(ENOMEM, "host-numa: out of memory");
+	double t0 = now_s();
+	for (size_t i = 0; i < h->nchunks; i++) {
+		uint64_t len = chunk_len(h, i), done = (uint64_t)i * h->chunk;
+		/* Before: would this chunk take the node under its reserve? After: did it (the estimate lags)?
+		 * Pinned memory cannot be reclaimed, so stopping early is the only protection. */
+		if (reserve && eht_probe_numa_mem(numa, &total, &freeb, &avail) == 0 &&
+		    (avail < reserve || avail - reserve < len)) {
+			rc = eht_err(ENOMEM, "NUMA node %d fell below its %.1f GiB reserve after %.1f of %.1f GiB", numa,
+				     gib(reserve), gib(done), gib(h->padded));
+			goto fail;
+		}
+		rc = eht_fault("create", 0);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemCreate(&handles[i], len, &prop, 0));
+		if (rc) {
+			eht_err_prefix(rc, "creating chunk %zu (%.1f of %.1f GiB done) on NUMA node %d", i, gib(done),
+				       gib(h->padded), numa);
+			goto fail;
+		}
+		created = i + 1;
+		if (reserve && eht_probe_numa_mem(numa, &total, &freeb, &avail) == 0 && avail < reserve) {
+			rc = eht_err(ENOMEM, "NUMA node %d fell below its %.1f GiB reserve after %.1f of %.1f GiB", numa,
+				     gib(reserve), gib(done + len), gib(h->padded));
+			goto fail;
+		}
+	}
+	double t1 = now_s();
+	if (h->handle_type == CU_MEM_HANDLE_TYPE_FABRIC) {
+		fab = calloc(h->nchunks, sizeof(*fab));
+		if (!fab) {
+			rc = eht_err(ENOMEM, "host-numa: out of memory");
+			goto fail;
+		}
+	} else {
+		fds = malloc(h->nchunks * sizeof(*fds));
+		if (!fds) {
+			rc = eht_err(ENOMEM, "host-numa: out of memory");
+			goto fail;
+		}
+		for (size_t i = 0; i < h->nchunks; i++)
+			fds[i] = -1;
+	}
+	for (size_t i = 0; i < h->nchunks; i++) {
+		rc = eht_fault("export", 0);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemExportToShareableHandle(fab ? (void *)&fab[i] : (void *)&fds[i], handles[i],
+								      (CUmemAllocationHandleType)h->handle_type, 0));
+		if (rc) {
+			eht_err_prefix(rc, "exporting chunk %zu as %s", i, fab ? "FABRIC" : "POSIX fd");
+			goto fail;
+		}
+	}
+	if (times) {
+		times->create_s = t1 - t0;
+		times->export_s = now_s() - t1;
+	}
+	*handles_out = handles;
+	*fds_out = fds;
+	*fab_out = fab;
+	return 0;
+fail:
+	close_fds(fds, h->nchunks);
+	free(fds);
+	free(fab);
+	release_handles(handles, created);
+	free(handles);
+	return rc;
+}
+
+/* Every rank: import (ranks > 0), reserve one VA range, map the chunks, grant the GPU and the host
+ * NUMA node read-write access. Handles are released whatever happens: the mappings hold the memory. */
+static int map_table(const struct share_hdr *h, int rank, int device, CUmemGenericAllocationHandle *handles,
+		     int *fds, CUmemFabricHandle *fab, CUdeviceptr *va_out, struct eht_share_times *times)
+{
+	CUdeviceptr va = 0;
+	size_t mapped = 0;
+	int rc = 0;
+	double t0 = now_s(), t1 = t0;
+	if (rank != 0) {
+		for (size_t i = 0; i < h->nchunks; i++) {
+			rc = eht_fault("import", rank);
+			if (!rc)
+				rc = EHT_CU_CHECK(cuMemImportFromShareableHandle(
+					&handles[i], fab ? (void *)&fab[i] : (void *)(intptr_t)fds[i],
+					(CUmemAllocationHandleType)h->handle_type));
+			if (rc) {
+				eht_err_prefix(rc, "importing chunk %zu", i);
+				goto out;
+			}
+		}
+	}
+	t1 = now_s();
+	rc = eht_fault("reserve", rank);
+	if (!rc)
+		rc = EHT_CU_CHECK(cuMemAddressReserve(&va, h->padded, h->granularity, 0, 0));
+	if (rc) {
+		va = 0;
+		eht_err_prefix(rc, "reserving %.1f GiB of address space", gib(h->padded));
+		goto out;
+	}
+	for (size_t i = 0; i < h->nchunks; i++) {
+		rc = eht_fault("map", rank);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemMap(va + (uint64_t)i * h->chunk, chunk_len(h, i), 0, handles[i], 0));
+		if (rc) {
+			eht_err_prefix(rc, "mapping chunk %zu", i);
+			goto out;
+		}
+		mapped = i + 1;
+	}
+	CUmemAccessDesc access[2] = {
+		{.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE},
+		{.location = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = h->numa},
+		 .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE},
+	};
+	rc = eht_fault("access", rank);
+	if (!rc)
+		rc = EHT_CU_CHECK(cuMemSetAccess(va, h->padded, access, 2));
+	if (rc)
+		eht_err_prefix(rc, "granting GPU %d and NUMA node %d access", device, h->numa);
+out:
+	if (rc) {
+		/* Keep the cause: teardown messages must not replace it. */
+		char cause[512];
+		snprintf(cause, sizeof(cause), "%s", eht_last_error());
+		unmap_range(va, h->padded, h->chunk, mapped);
+		eht_err(rc, "%s", cause);
+		va = 0;
+	}
+	release_handles(handles, h->nchunks);
+	close_fds(fds, h->nchunks);
+	if (times) {
+		times->import_s = t1 - t0;
+		times->map_s = now_s() - t1;
+	}
+	*va_out = va;
+	return rc;
+}
+
+int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, bool quiet,
+			    eht_table **out, struct eht_share_times *times)
+{
+	if (!out || !g)
+		return eht_err(EINVAL, "eht_host_table_share: NULL %s", out ? "group" : "out");
+	*out = NULL;
+	if (times)
+		memset(times, 0, sizeof(*times));
+	const int rank = eht_group_rank(g);
+	const char *name = opts && opts->name ? opts->name : "table";
+	uint64_t row_bytes = opts && opts->row_bytes ? opts->row_bytes : 1;
+	struct share_hdr h = {0};
+	struct share_result mine = {0}, *all = NULL;
+	CUmemGenericAllocationHandle *handles = NULL;
+	int *fds = NULL;
+	CUmemFabricHandle *fab = NULL;
+	int device = -1, rc = 0;
+
+	/* Local checks first, but every rank still takes part in every collective below: a rank that
+	 * returned early would leave the others waiting for their deadline. */
+	const uint32_t known = EHT_SHARE_NO_RESERVE | EHT_SHARE_FABRIC | EHT_SHARE_POSIX_FD;
+	if (opts && opts->size < sizeof(*opts))
+		rc = eht_err(EINVAL, "opts->size %u < %zu", opts->size, sizeof(*opts));
+	else if (opts && (opts->flags & ~known))
+		rc = eht_err(EINVAL, "unknown flags 0x%x", opts->flags & ~known);
+	else if (opts && (opts->flags & EHT_SHARE_FABRIC) && (opts->flags & EHT_SHARE_POSIX_FD))
+		rc = eht_err(EINVAL, "EHT_SHARE_FABRIC and EHT_SHARE_POSIX_FD together");
+	else if (bytes == 0 || bytes % row_bytes)
+		rc = eht_err(EINVAL, "%llu bytes is not a positive multiple of the %llu-byte rows",
+			     (unsigned long long)bytes, (unsigned long long)row_bytes);
+	if (!rc)
+		rc = eht_cu_load();
+	if (!rc) {
+		device = pick_device(opts);
+		rc = eht_cu_use_device(device);
+	}
+
+	if (rank == 0) {
+		if (!rc)
+			rc = create_and_export(bytes, device, opts, &h, &handles, &fds, &fab, times);
+		h.status = rc;
+		h.bytes = bytes;
+		if (rc)
+			snprintf(h.msg, sizeof(h.msg), "%s", eht_last_error());
+	}
+	int grc = eht_group_broadcast(g, &h, sizeof(h));
+	if (grc) {
+		rc = grc;
+		goto local_fail;
+	}
+	if (h.status) {
+		/* Rank 0 could not create: nothing was shared, every rank returns its reason. */
+		rc = eht_err(h.status, "%s", h.msg);
+		goto decided;
+	}
+	if (rank != 0) {
+		handles = calloc(h.nchunks, sizeof(*handles));
+		if (h.handle_type == CU_MEM_HANDLE_TYPE_FABRIC)
+			fab = calloc(h.nchunks, sizeof(*fab));
+		else
+			fds = calloc(h.nchunks, sizeof(*fds));
+		if (!handles || (!fab && !fds)) {
+			/* Rare enough to accept: this rank leaves, and its peers see the group break. */
+			grc = eht_err(ENOMEM, "host-numa: out of memory for %llu handles", (unsigned long long)h.nchunks);
+			goto local_fail;
+		}
+	}
+	if (fab)
+		grc = eht_group_broadcast(g, fab, h.nchunks * sizeof(*fab));
+	else
+		grc = eht_group_broadcast_fds(g, fds, h.nchunks);
+	if (grc) {
+		rc = grc;
+		goto local_fail;
+	}
+	if (rank != 0 && !rc && h.bytes != bytes)
+		rc = eht_err(EINVAL, "this rank asked for %llu bytes, rank 0 for %llu", (unsigned long long)bytes,
+			     (unsigned long long)h.bytes);
+	CUdeviceptr va = 0;
+	if (!rc)
+		rc = map_table(&h, rank, device, handles, fds, fab, &va, times);
+	else {
+		release_handles(handles, h.nchunks);
+		close_fds(fds, h.nchunks);
+	}
+	if (times) {
+		times->padded = h.padded;
+		times->handle_type = (int)h.handle_type;
+	}
+
+	/* All or none. */
+	mine.rc = rc;
+	if (rc)
+		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
+	all = calloc((size_t)eht_group_size(g), sizeof(*all));
+	if (!all) {
+		/* Cannot take part in the decision: break the group so no rank waits for us. */
+		if (va)
+			unmap_range(va, h.padded, h.chunk, h.nchunks);
+		rc = eht_err(ENOMEM, "host-numa: out of memory");
+		goto local_fail;
+	}
+	grc = eht_group_allgather(g, &mine, sizeof(mine), all);
+	if (grc) {
+		if (va)
+			unmap_range(va, h.padded, h.chunk, h.nchunks);
+		rc = grc;
+		goto local_fail;
+	}
+	int bad = -1;
+	for (int r = 0; r < eht_group_size(g); r++)
+		if (all[r].rc) {
+			bad = r;
+			break;
+		}
+	if (bad >= 0) {
+		if (va)
+			unmap_range(va, h.padded, h.chunk, h.nchunks);
+		rc = eht_err(all[bad].rc, "rank %d: %s", bad, all[bad].msg);
+		goto decided;
+	}
+
+	struct hn_impl *m = calloc(1, sizeof(*m));
+	struct eht_table_info info = {
+		.size = sizeof(info), .tier = EHT_TIER_HOST_NUMA, .rows = bytes / row_bytes, .row_bytes = row_bytes,
+		.local_rows = bytes / row_bytes, .host = (void *)(uintptr_t)va, .device_ptr = va, .device = device,
+		.numa_node = h.numa, .page_size = h.granularity, .name = name,
+	};
+	if (m) {
+		*m = (struct hn_impl){.device = device, .va = va, .padded = h.padded, .chunk = h.chunk, .nchunks = h.nchunks};
+		rc = eht_table_new(&info, &hn_ops, m, out);
+	} else {
+		rc = eht_err(ENOMEM, "host-numa: out of memory");
+	}
+	if (rc) {
+		/* Too late to undo the others' success: this rank alone reports the failure. */
+		free(m);
+		unmap_range(va, h.padded, h.chunk, h.nchunks);
+	}
+	free(all);
+	free(handles);
+	free(fds);
+	free(fab);
+	return rc;
+
+decided:
+	if (rank == 0 && !quiet && rc != -EINVAL)
+		eht_warn("table %s: host-NUMA sharing unavailable on all %d ranks (%s)", name, eht_group_size(g),
+			 eht_last_error());
+	free(all);
+	free(handles);
+	free(fds);
+	free(fab);
+	return rc;
+
+local_fail:
+	/* The group itself failed (a rank died or stalled): it is broken, so every rank fails too. */
+	if (handles && rank == 0)
+		release_handles(handles, h.nchunks);
+	close_fds(fds, h.nchunks);
+	free(all);
+	free(handles);
+	free(fds);
+	free(fab);
+	return grc ? grc : rc;
+}
+
+int eht_host_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts, eht_table **out)
+{
+	return eht_host_table_share_ex(bytes, group, opts, false, out, NULL);
+}
