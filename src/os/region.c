@@ -542,7 +542,7 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 		rc = region_hdr_read(fd, q->path, &h);
 		if (rc)
 			return rc;
-		if (atomic_load_explicit(&((struct region_hdr *)&h)->ready, memory_order_acquire))
+		if (atomic_load(&h.ready))
 			break;
 		/* We hold a read lock and it is not ready: its creator died before marking it ready. */
 		if (!same_file(q->path, &st))
