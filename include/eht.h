@@ -304,7 +304,9 @@ int eht_table_close(eht_table *table);
  * calls eht_region_mark_ready(); the others wait in eht_region_open() until then. The creator holds
  * an OFD write lock while building and every user a read lock while mapped, so a creator that dies
  * before ready is detected by the lock (not by a pid), and `eht regions gc` never removes a region
- * in use. */
+ * in use. Environment: EHT_SHM_DIR (default directory), EHT_PIN_CHUNK (pin chunk size, default
+ * 64G), EHT_REGION_SKIP_CAPACITY_CHECK=1 (skip the free-space check; allocation still fails cleanly
+ * with -ENOSPC), EHT_REGION_GC_GRACE_S (age before gc removes a creator's temporary file, 30). */
 
 typedef struct eht_region eht_region;
 

@@ -2,8 +2,10 @@
 /* test_region_basic.c: names, sizes, geometry, modes, timeouts, open-only, list states, double close. */
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "os/numa.h"
 #include "region_testutil.h"
 
 static const char *dir;
@@ -202,6 +204,28 @@ static void thp_region(void)
 	CHECK_RC(eht_region_close(&c), 0);
 }
 
+static void numa_node0(void)
+{
+	struct eht_region_opts o = opts(EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_NUMA_NODE);
+	o.expected_peers = 1;
+	o.numa_node = 0;
+	eht_region *c = NULL;
+	CHECK_RC(eht_region_open("numa0", 4u << 20, &o, &c), 0);
+	if (!c)
+		return;
+	CHECK(eht_region_numa_node(c) == 0);
+	int where = eht_numa_node_of(eht_region_data(c));
+	CHECK(where == -1 || where == 0); /* -1: get_mempolicy not allowed here */
+	/* mbind itself: binding an anonymous range to node 0 works or is refused by a sandbox. */
+	void *m = mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int b = eht_numa_bind(m, 1u << 20, 0, true);
+	CHECK(b == 0 || b == -EPERM || b == -ENOSYS);
+	CHECK_RC(eht_numa_bind(m, 1u << 20, -1, true), -EINVAL);
+	munmap(m, 1u << 20);
+	CHECK_RC(eht_region_mark_ready(c), 0);
+	CHECK_RC(eht_region_close(&c), 0);
+}
+
 int main(void)
 {
 	dir = r_tmpdir("region-basic");
@@ -210,6 +234,7 @@ int main(void)
 	create_reopen_sizes();
 	group_mode();
 	thp_region();
+	numa_node0();
 	CHECK(r_count_files(dir) == 0);
 	t_rmtree(dir);
 	return t_done();

@@ -253,7 +253,6 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 	char a[32], b[32];
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
 			     .page = (size_t)r->page_size, .madv = true};
-	p.chunk = (size_t)round_up(64ull << 20, r->page_size);
 	double t0 = now_s(CLOCK_MONOTONIC);
 	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
 		if (errno != EINVAL)
@@ -268,12 +267,16 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 				       "region %s: reserving %s in %s failed (%s); fix: Docker --shm-size or --ipc=host",
 				       q->name, fmt_bytes(p.len, a, sizeof(a)), q->dir, strerror(e));
 	}
-	size_t ntasks = (p.len + p.chunk - 1) / p.chunk;
 	unsigned threads = q->threads;
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 32 ? 32 : (n < 1 ? 1 : (unsigned)n);
 	}
+	/* About four chunks per thread for balance, 2..64 MiB each, whole (huge) pages. */
+	uint64_t chunk = p.len / ((uint64_t)threads * 4);
+	chunk = chunk < (2u << 20) ? (2u << 20) : (chunk > (64u << 20) ? (64u << 20) : chunk);
+	p.chunk = (size_t)round_up(chunk, r->page_size);
+	size_t ntasks = (p.len + p.chunk - 1) / p.chunk;
 	if (threads > ntasks)
 		threads = (unsigned)ntasks;
 	eht_pool *pool = NULL;
@@ -539,7 +542,7 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 		rc = region_hdr_read(fd, q->path, &h);
 		if (rc)
 			return rc;
-		if (atomic_load_explicit(&((struct region_hdr *)&h)->ready, memory_order_acquire))
+		if (atomic_load(&h.ready))
 			break;
 		/* We hold a read lock and it is not ready: its creator died before marking it ready. */
 		if (!same_file(q->path, &st))

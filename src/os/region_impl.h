@@ -79,7 +79,7 @@ int region_hdr_read(int fd, const char *path, struct region_hdr *h);
 /* Unlinks path only when it still names the file (dev, ino). Returns 0, -ESTALE when it names
  * another file (or none), or -errno. */
 int region_unlink_if_same(const char *path, dev_t dev, ino_t ino);
-/* This boot's id and a process's start time (0 when unknown). */
+/* This boot's id and a process's start time (0 when unknown or a zombie). */
 void region_boot_id(char out[40]);
 uint64_t region_proc_start(pid_t pid);
 

@@ -111,8 +111,8 @@ uint64_t region_proc_start(pid_t pid)
 	buf[n] = '\0';
 	/* Field 22 (starttime); the command name (field 2) may hold spaces, so count after ')'. */
 	char *p = strrchr(buf, ')');
-	if (!p)
-		return 0;
+	if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0; /* a zombie has run its course: not alive */
 	unsigned long long v = 0;
 	int field = 2;
 	char *save = NULL;

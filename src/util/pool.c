@@ -87,7 +87,10 @@ static void *worker_main(void *v)
 	struct worker_arg wa = *(struct worker_arg *)v;
 	free(v);
 	eht_pool *p = wa.pool;
-	unsigned seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+	/* Generation 0 is the pool's state at creation, before any job. Reading p->gen here instead
+	 * would let a thread that starts late take a job started meanwhile for one already done, and
+	 * an eht_pool_start + eht_pool_wait job would then never finish. */
+	unsigned seen = 0;
 	for (;;) {
 		double start = now_us();
 		unsigned g;
@@ -200,11 +203,13 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 {
 	pthread_mutex_lock(&p->job_lock);
 	unsigned gen = atomic_load(&p->gen) + 1;
+	/* next first: a worker still in drain() of the previous job could otherwise read the new
+	 * (larger) ntasks, claim an index of the old generation and run the new fn twice. */
+	atomic_store(&p->next, (uint_fast64_t)gen << 32);
 	p->fn = fn;
 	p->arg = arg;
 	atomic_store_explicit(&p->ntasks, ntasks, memory_order_relaxed);
 	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
-	atomic_store_explicit(&p->next, (uint_fast64_t)gen << 32, memory_order_release);
 	atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check */
 	if (atomic_load(&p->sleepers)) {
 		pthread_mutex_lock(&p->mu);
