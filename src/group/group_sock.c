@@ -2,6 +2,7 @@
 /* group_sock.c: the built-in transport: abstract Unix sockets in a star around rank 0, every read
  * and write bounded by a deadline, file descriptors passed with SCM_RIGHTS. */
 #include "group/group_impl.h"
+#include "group/sock_io.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -18,7 +19,6 @@
 #include "util/log.h"
 
 #define MSG_MAGIC 0x45485447u /* "EHTG" */
-#define FDS_PER_MSG 200       /* below the kernel's SCM_MAX_FD (253) */
 
 enum { OP_HELLO = 1, OP_WELCOME, OP_BCAST, OP_GATHER, OP_GATHERED, OP_FDS };
 
@@ -40,134 +40,6 @@ int64_t eht_group_now_ms(void)
 }
 
 static int64_t deadline_of(const eht_group *g) { return eht_group_now_ms() + g->timeout_ms; }
-
-/* Waits for events on fd until the deadline. Returns 0, -ETIMEDOUT or -errno. */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		int64_t left = deadline - eht_group_now_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		struct pollfd p = {.fd = fd, .events = events};
-		int r = poll(&p, 1, left > 1000000 ? 1000000 : (int)left);
-		if (r > 0)
-			return 0; /* ready, or HUP/ERR: the next send/recv reports which */
-		if (r < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
-static int conn_errno(int e)
-{
-	/* A peer that died shows as reset, broken pipe or EOF: one code for all of them. */
-	return (e == EPIPE || e == ECONNRESET || e == ECONNABORTED || e == ENOTCONN) ? -ECONNRESET : -e;
-}
-
-/* Sends all of buf; fds (if any) ride on the first byte. MSG_NOSIGNAL: a dead peer is EPIPE, never
- * SIGPIPE. */
-static int send_all(int fd, const void *buf, size_t len, const int *fds, size_t nfds, int64_t deadline)
-{
-	const char *p = buf;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
-		struct cmsghdr align;
-	} ctl;
-	while (len > 0) {
-		struct iovec iov = {.iov_base = (void *)p, .iov_len = len};
-		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (nfds) {
-			memset(&ctl, 0, sizeof(ctl));
-			m.msg_control = ctl.buf;
-			m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-			struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-			c->cmsg_level = SOL_SOCKET;
-			c->cmsg_type = SCM_RIGHTS;
-			c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-			memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-		}
-		ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			nfds = 0; /* the descriptors went with the first bytes */
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int rc = wait_fd(fd, POLLOUT, deadline);
-			if (rc)
-				return rc;
-			continue;
-		}
-		return conn_errno(n < 0 ? errno : EPIPE);
-	}
-	return 0;
-}
-
-static void close_fds(int *fds, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (fds[i] >= 0) {
-			close(fds[i]);
-			fds[i] = -1;
-		}
-}
-
-/* Receives exactly len bytes. Descriptors arriving with them are stored in fds (up to maxfds;
- * *nfds counts them); with fds NULL any arriving descriptor is closed and the call fails. */
-static int recv_all(int fd, void *buf, size_t len, int *fds, size_t maxfds, size_t *nfds, int64_t deadline)
-{
-	char *p = buf;
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
-		struct cmsghdr align;
-	} ctl;
-	size_t got_fds = 0;
-	int rc = 0;
-	while (len > 0) {
-		struct iovec iov = {.iov_base = p, .iov_len = len};
-		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-				   .msg_controllen = sizeof(ctl.buf)};
-		ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			rc = wait_fd(fd, POLLIN, deadline);
-			if (rc)
-				break;
-			continue;
-		}
-		if (n <= 0) {
-			rc = n == 0 ? -ECONNRESET : conn_errno(errno);
-			break;
-		}
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			int tmp[FDS_PER_MSG];
-			memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
-			for (size_t i = 0; i < k; i++) {
-				if (fds && got_fds < maxfds)
-					fds[got_fds++] = tmp[i];
-				else {
-					close(tmp[i]);
-					rc = -EPROTO;
-				}
-			}
-		}
-		if (m.msg_flags & MSG_CTRUNC)
-			rc = -EPROTO;
-		p += n;
-		len -= (size_t)n;
-	}
-	if (rc && fds)
-		close_fds(fds, got_fds);
-	if (nfds)
-		*nfds = rc ? 0 : got_fds;
-	return rc;
-}
 
 static const char *rc_text(int rc)
 {
@@ -258,7 +130,7 @@ int eht_group_sock_listen(eht_group *g, const char *key, int *lfd)
 static int send_welcome(int fd, int status, int64_t deadline)
 {
 	struct msg_hdr h = {.magic = MSG_MAGIC, .op = OP_WELCOME, .status = status};
-	return send_all(fd, &h, sizeof(h), NULL, 0, deadline);
+	return eht_sock_send_all(fd, &h, sizeof(h), NULL, 0, deadline);
 }
 
 int eht_group_sock_accept(eht_group *g, int lfd)
@@ -274,7 +146,7 @@ int eht_group_sock_accept(eht_group *g, int lfd)
 				rc = eht_err_sys(errno, "group '%s': accept", g->key);
 				break;
 			}
-			rc = wait_fd(lfd, POLLIN, deadline);
+			rc = eht_sock_wait(lfd, POLLIN, deadline);
 			if (rc) {
 				rc = eht_err(rc, "group '%s': %d of %d ranks joined within %u ms", g->key,
 					     joined + 1, g->size, g->timeout_ms);
@@ -293,7 +165,7 @@ int eht_group_sock_accept(eht_group *g, int lfd)
 			continue;
 		}
 		struct msg_hdr h;
-		int hr = recv_all(fd, &h, sizeof(h), NULL, 0, NULL, deadline);
+		int hr = eht_sock_recv_all(fd, &h, sizeof(h), NULL, 0, NULL, deadline);
 		if (hr) {
 			/* A peer that connects and dies is not a member yet: skip it. */
 			close(fd);
@@ -370,9 +242,9 @@ int eht_group_sock_join(eht_group *g, const char *key)
 			       (int)pid);
 	}
 	struct msg_hdr h = {.magic = MSG_MAGIC, .op = OP_HELLO, .len = (uint64_t)g->size, .rank = (uint32_t)g->rank};
-	rc = send_all(fd, &h, sizeof(h), NULL, 0, deadline);
+	rc = eht_sock_send_all(fd, &h, sizeof(h), NULL, 0, deadline);
 	if (!rc)
-		rc = recv_all(fd, &h, sizeof(h), NULL, 0, NULL, deadline);
+		rc = eht_sock_recv_all(fd, &h, sizeof(h), NULL, 0, NULL, deadline);
 	if (rc) {
 		close(fd);
 		return eht_err(rc, "group '%s' rank %d: joining: %s", key, g->rank,
@@ -418,12 +290,12 @@ void eht_group_sock_close(eht_group *g)
 static int recv_hdr(eht_group *g, int fd, uint32_t op, uint64_t len, struct msg_hdr *h, int *fds,
 		    size_t maxfds, size_t *nfds, int64_t deadline)
 {
-	int rc = recv_all(fd, h, sizeof(*h), fds, maxfds, nfds, deadline);
+	int rc = eht_sock_recv_all(fd, h, sizeof(*h), fds, maxfds, nfds, deadline);
 	if (rc)
 		return rc;
 	if (h->magic != MSG_MAGIC || h->op != op || h->seq != g->seq || h->len != len) {
 		if (fds && nfds)
-			close_fds(fds, *nfds);
+			eht_sock_close_fds(fds, *nfds);
 		return -EPROTO;
 	}
 	return 0;
@@ -439,9 +311,9 @@ int eht_group_sock_broadcast(eht_group *g, void *buf, size_t len)
 	struct msg_hdr h = {.magic = MSG_MAGIC, .op = OP_BCAST, .seq = g->seq, .len = len};
 	if (g->rank == 0) {
 		for (int i = 1; i < g->size; i++) {
-			rc = send_all(g->socks[i], &h, sizeof(h), NULL, 0, deadline);
+			rc = eht_sock_send_all(g->socks[i], &h, sizeof(h), NULL, 0, deadline);
 			if (!rc && len)
-				rc = send_all(g->socks[i], buf, len, NULL, 0, deadline);
+				rc = eht_sock_send_all(g->socks[i], buf, len, NULL, 0, deadline);
 			if (rc)
 				return fail(g, rc, i, "broadcast");
 		}
@@ -449,7 +321,7 @@ int eht_group_sock_broadcast(eht_group *g, void *buf, size_t len)
 	}
 	rc = recv_hdr(g, g->socks[0], OP_BCAST, len, &h, NULL, 0, NULL, deadline);
 	if (!rc && len)
-		rc = recv_all(g->socks[0], buf, len, NULL, 0, NULL, deadline);
+		rc = eht_sock_recv_all(g->socks[0], buf, len, NULL, 0, NULL, deadline);
 	return rc ? fail(g, rc, 0, "broadcast") : 0;
 }
 
@@ -469,28 +341,28 @@ int eht_group_sock_allgather(eht_group *g, const void *in, size_t len, void *out
 			struct msg_hdr r;
 			rc = recv_hdr(g, g->socks[i], OP_GATHER, len, &r, NULL, 0, NULL, deadline);
 			if (!rc && len)
-				rc = recv_all(g->socks[i], (char *)out + (size_t)i * len, len, NULL, 0, NULL, deadline);
+				rc = eht_sock_recv_all(g->socks[i], (char *)out + (size_t)i * len, len, NULL, 0, NULL, deadline);
 			if (rc)
 				return fail(g, rc, i, "all-gather");
 		}
 		h.op = OP_GATHERED;
 		h.len = total;
 		for (int i = 1; i < g->size; i++) {
-			rc = send_all(g->socks[i], &h, sizeof(h), NULL, 0, deadline);
+			rc = eht_sock_send_all(g->socks[i], &h, sizeof(h), NULL, 0, deadline);
 			if (!rc && total)
-				rc = send_all(g->socks[i], out, total, NULL, 0, deadline);
+				rc = eht_sock_send_all(g->socks[i], out, total, NULL, 0, deadline);
 			if (rc)
 				return fail(g, rc, i, "all-gather");
 		}
 		return 0;
 	}
-	rc = send_all(g->socks[0], &h, sizeof(h), NULL, 0, deadline);
+	rc = eht_sock_send_all(g->socks[0], &h, sizeof(h), NULL, 0, deadline);
 	if (!rc && len)
-		rc = send_all(g->socks[0], in, len, NULL, 0, deadline);
+		rc = eht_sock_send_all(g->socks[0], in, len, NULL, 0, deadline);
 	if (!rc)
 		rc = recv_hdr(g, g->socks[0], OP_GATHERED, total, &h, NULL, 0, NULL, deadline);
 	if (!rc && total)
-		rc = recv_all(g->socks[0], out, total, NULL, 0, NULL, deadline);
+		rc = eht_sock_recv_all(g->socks[0], out, total, NULL, 0, NULL, deadline);
 	return rc ? fail(g, rc, 0, "all-gather") : 0;
 }
 
@@ -504,10 +376,10 @@ int eht_group_sock_fds(eht_group *g, int *fds, size_t n)
 	if (g->rank == 0) {
 		for (int i = 1; i < g->size; i++) {
 			for (size_t done = 0; done < n || (n == 0 && done == 0);) {
-				size_t k = n - done < FDS_PER_MSG ? n - done : FDS_PER_MSG;
+				size_t k = n - done < EHT_SOCK_FDS_PER_MSG ? n - done : EHT_SOCK_FDS_PER_MSG;
 				struct msg_hdr h = {.magic = MSG_MAGIC, .op = OP_FDS, .seq = g->seq, .len = n,
 						    .nfds = (uint32_t)k};
-				rc = send_all(g->socks[i], &h, sizeof(h), fds + done, k, deadline);
+				rc = eht_sock_send_all(g->socks[i], &h, sizeof(h), fds + done, k, deadline);
 				if (rc)
 					return fail(g, rc, i, "passing descriptors");
 				done += k;
@@ -523,14 +395,14 @@ int eht_group_sock_fds(eht_group *g, int *fds, size_t n)
 	do {
 		struct msg_hdr h;
 		size_t got = 0;
-		size_t want = n - done < FDS_PER_MSG ? n - done : FDS_PER_MSG;
+		size_t want = n - done < EHT_SOCK_FDS_PER_MSG ? n - done : EHT_SOCK_FDS_PER_MSG;
 		rc = recv_hdr(g, g->socks[0], OP_FDS, n, &h, fds + done, want, &got, deadline);
 		if (!rc && (h.nfds != want || got != want)) {
-			close_fds(fds + done, got);
+			eht_sock_close_fds(fds + done, got);
 			rc = -EPROTO;
 		}
 		if (rc) {
-			close_fds(fds, done);
+			eht_sock_close_fds(fds, done);
 			return fail(g, rc, 0, "passing descriptors");
 		}
 		done += got;
