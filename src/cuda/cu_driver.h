@@ -68,6 +68,7 @@
 	X(cuMemCreate, (CUmemGenericAllocationHandle * handle, size_t size,                         \
 			const CUmemAllocationProp *prop, unsigned long long flags))                  \
 	X(cuMemRelease, (CUmemGenericAllocationHandle handle))                                       \
+	X(cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr))          \
 	X(cuMemExportToShareableHandle, (void *shareableHandle, CUmemGenericAllocationHandle handle, \
 					 CUmemAllocationHandleType handleType,                       \
 					 unsigned long long flags))                                  \

@@ -43,6 +43,7 @@ struct hn_impl {
 	CUdeviceptr va;
 	uint64_t padded, chunk;
 	size_t nchunks;
+	struct eht_hn_layout layout; /* what a late attacher needs (eht_host_numa_export) */
 };
 
 static double now_s(void)
@@ -470,7 +471,10 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 		.numa_node = h.numa, .page_size = h.granularity, .name = name,
 	};
 	if (m) {
-		*m = (struct hn_impl){.device = device, .va = va, .padded = h.padded, .chunk = h.chunk, .nchunks = h.nchunks};
+		*m = (struct hn_impl){.device = device, .va = va, .padded = h.padded, .chunk = h.chunk, .nchunks = h.nchunks,
+				      .layout = {.numa = h.numa, .handle_type = h.handle_type, .bytes = bytes,
+						 .padded = h.padded, .chunk = h.chunk, .nchunks = h.nchunks,
+						 .granularity = h.granularity}};
 		rc = eht_table_new(&info, &hn_ops, m, out);
 	} else {
 		rc = eht_err(ENOMEM, "host-numa: out of memory");
@@ -511,4 +515,89 @@ local_fail:
 int eht_host_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts, eht_table **out)
 {
 	return eht_host_table_share_ex(bytes, group, opts, false, out, NULL);
+}
+
+int eht_host_numa_layout(const eht_table *t, struct eht_hn_layout *layout)
+{
+	if (!t || t->ops != &hn_ops)
+		return eht_err(EINVAL, "table %s is not a host-NUMA table", t ? t->name : "(null)");
+	*layout = ((const struct hn_impl *)t->impl)->layout;
+	return 0;
+}
+
+int eht_host_numa_export(const eht_table *t, int *fds, CUmemFabricHandle *fab)
+{
+	struct eht_hn_layout lay;
+	int rc = eht_host_numa_layout(t, &lay);
+	if (rc)
+		return rc;
+	const struct hn_impl *m = t->impl;
+	bool fabric = lay.handle_type == CU_MEM_HANDLE_TYPE_FABRIC;
+	for (size_t i = 0; i < lay.nchunks; i++)
+		if (fds)
+			fds[i] = -1;
+	rc = eht_cu_use_device(m->device);
+	for (size_t i = 0; !rc && i < lay.nchunks; i++) {
+		/* The mapping keeps the allocation alive; retaining its handle again lets us export it
+		 * for a process that arrives after the original handles were released. */
+		CUmemGenericAllocationHandle h = 0;
+		rc = EHT_CU_CHECK(cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)(m->va + i * lay.chunk)));
+		if (!rc) {
+			rc = EHT_CU_CHECK(cuMemExportToShareableHandle(fabric ? (void *)&fab[i] : (void *)&fds[i], h,
+								      (CUmemAllocationHandleType)lay.handle_type, 0));
+			eht_cu.cuMemRelease(h);
+		}
+		if (rc)
+			eht_err_prefix(rc, "table %s: re-exporting chunk %zu", t->name, i);
+	}
+	if (rc && fds)
+		close_fds(fds, lay.nchunks);
+	return rc;
+}
+
+int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const CUmemFabricHandle *fab, int device,
+			 const char *name, uint64_t row_bytes, eht_table **out)
+{
+	*out = NULL;
+	struct share_hdr h = {.numa = lay->numa, .handle_type = lay->handle_type, .bytes = lay->bytes,
+			      .padded = lay->padded, .chunk = lay->chunk, .nchunks = lay->nchunks,
+			      .granularity = lay->granularity};
+	int rc = 0;
+	if (!row_bytes || lay->bytes % row_bytes || !lay->nchunks || lay->chunk == 0 ||
+	    lay->padded < lay->bytes || (lay->nchunks - 1) * lay->chunk >= lay->padded)
+		rc = eht_err(EINVAL, "table %s: inconsistent host-NUMA layout", name);
+	if (!rc)
+		rc = eht_cu_use_device(device);
+	CUmemGenericAllocationHandle *handles = rc ? NULL : calloc(lay->nchunks, sizeof(*handles));
+	if (!rc && !handles)
+		rc = eht_err(ENOMEM, "host-numa: out of memory");
+	if (rc) {
+		if (fds)
+			close_fds(fds, lay->nchunks);
+		return rc;
+	}
+	CUdeviceptr va = 0;
+	/* map_table imports when rank != 0, and closes fds and releases handles whatever happens. */
+	rc = map_table(&h, 1, device, handles, fds, (CUmemFabricHandle *)fab, &va, NULL);
+	free(handles);
+	if (rc)
+		return eht_err_prefix(rc, "table %s", name);
+	struct hn_impl *m = calloc(1, sizeof(*m));
+	if (!m) {
+		unmap_range(va, h.padded, h.chunk, h.nchunks);
+		return eht_err(ENOMEM, "host-numa: out of memory");
+	}
+	*m = (struct hn_impl){.device = device, .va = va, .padded = h.padded, .chunk = h.chunk,
+			      .nchunks = h.nchunks, .layout = *lay};
+	struct eht_table_info info = {
+		.size = sizeof(info), .tier = EHT_TIER_HOST_NUMA, .rows = lay->bytes / row_bytes, .row_bytes = row_bytes,
+		.local_rows = lay->bytes / row_bytes, .host = (void *)(uintptr_t)va, .device_ptr = va,
+		.device = device, .numa_node = lay->numa, .page_size = lay->granularity, .name = name,
+	};
+	rc = eht_table_new(&info, &hn_ops, m, out);
+	if (rc) {
+		unmap_range(va, h.padded, h.chunk, h.nchunks);
+		free(m);
+	}
+	return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cuda/cu_types.h"
 #include "eht.h"
 
 /* Seconds spent in each step on this rank (0 for steps this rank did not run). */
@@ -22,6 +23,30 @@ struct eht_share_times {
  * (eht_table_share words the one warning itself). */
 int eht_host_table_share_ex(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
 			    bool quiet, eht_table **out, struct eht_share_times *times);
+
+/* Where a host-NUMA table's memory lies: what a process needs, with the exported handles, to map it. */
+struct eht_hn_layout {
+	int32_t numa;         /* host NUMA node of the allocation */
+	uint32_t handle_type; /* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR or _FABRIC */
+	uint64_t bytes;       /* table bytes */
+	uint64_t padded;      /* bytes rounded up to the granularity (what is mapped) */
+	uint64_t chunk;       /* bytes per allocation (the last may be shorter) */
+	uint64_t nchunks;
+	uint64_t granularity;
+};
+
+/* The layout of a host-NUMA table (made by eht_host_table_share or eht_host_numa_import). Returns
+ * 0 or -EINVAL (another tier). */
+int eht_host_numa_layout(const eht_table *t, struct eht_hn_layout *layout);
+/* Exports every chunk of a mapped host-NUMA table again (cuMemRetainAllocationHandle on the
+ * mapping), for a process that attaches later: fds[nchunks] for POSIX-fd tables (the caller closes
+ * them), fab[nchunks] for FABRIC ones. Returns 0 or a driver error (nothing left open). */
+int eht_host_numa_export(const eht_table *t, int *fds, CUmemFabricHandle *fab);
+/* Imports exported chunks and maps them as a table for GPU `device` (and the host NUMA node, so
+ * the CPU reads the same address). Always consumes (closes) fds. Returns 0, -EINVAL (inconsistent
+ * layout) or a driver error. */
+int eht_host_numa_import(const struct eht_hn_layout *layout, int *fds, const CUmemFabricHandle *fab, int device,
+			 const char *name, uint64_t row_bytes, eht_table **out);
 
 /* Fault injection: EHT_FAULT="<step>[:rank=<r>][,...]" makes `step` fail on rank r (every rank when
  * no rank is given). Returns 0, or -EIO with "injected fault ..." as the message. */

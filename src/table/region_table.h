@@ -3,6 +3,9 @@
 #ifndef EHT_TABLE_REGION_TABLE_H
 #define EHT_TABLE_REGION_TABLE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "eht.h"
 
 /* Turns a ready region with recorded geometry (opts.rows, opts.row_bytes) into a table: tier
@@ -11,5 +14,11 @@
  * eht_table_close() closes the region (unpins, unmaps). name NULL: the region's name. On failure
  * the region stays the caller's. Returns 0, -EINVAL (NULL, not ready, no geometry) or -ENOMEM. */
 int eht_table_from_region(eht_region **region, const char *name, eht_table **out);
+/* As eht_table_from_region; with report_pinned false the tier is EHT_TIER_REGION even when this
+ * process pinned the region (a group where some rank could not pin reports one tier everywhere). */
+int eht_table_from_region_ex(eht_region **region, const char *name, bool report_pinned, eht_table **out);
+/* For a region table: the region file's descriptor (owned by the table), where the data starts in
+ * the file, and the file's size, so another process can map the same pages. Returns 0 or -EINVAL. */
+int eht_region_table_export(const eht_table *t, int *fd, uint64_t *data_offset, uint64_t *file_bytes);
 
 #endif

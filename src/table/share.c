@@ -9,6 +9,7 @@
 
 #include "cuda/cu_driver.h"
 #include "table/host_numa.h"
+#include "table/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -26,14 +27,6 @@ struct region_result {
 	int32_t pinned;
 	char msg[MSG_LEN];
 };
-
-static int region_table_close(eht_table *t)
-{
-	eht_region *r = t->impl;
-	return eht_region_close(&r);
-}
-
-static const struct eht_table_ops region_table_ops = {.close = region_table_close};
 
 /* The region step, a collective of its own: rank 0 creates a fresh region (a name no earlier run can
  * have left behind), marks it ready, and tells the others its name; they open it; each rank pins it
@@ -124,14 +117,7 @@ static int share_region(uint64_t bytes, eht_group *g, const struct eht_share_opt
 	free(all);
 	/* A rank that pinned while another could not keeps its pin until close but, like every rank,
 	 * reports the unpinned tier: GPU strategies must not run on some ranks only. */
-	struct eht_table_info info = {
-		.size = sizeof(info), .tier = pinned ? EHT_TIER_REGION_PINNED : EHT_TIER_REGION,
-		.rows = bytes / row_bytes, .row_bytes = row_bytes, .local_rows = bytes / row_bytes,
-		.host = eht_region_data(r), .device_ptr = pinned ? eht_region_device_ptr(r) : 0,
-		.device = pinned ? eht_region_device(r) : -1, .numa_node = eht_region_numa_node(r),
-		.page_size = eht_region_page_size(r), .name = base,
-	};
-	rc = eht_table_new(&info, &region_table_ops, r, out);
+	rc = eht_table_from_region_ex(&r, base, pinned, out);
 	if (rc)
 		eht_region_close(&r);
 	return rc;
