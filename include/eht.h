@@ -593,7 +593,80 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
 /* The disk tier: rows stay in safetensors files (src/table). */
 
 /* ====================================================================================== serve == */
-/* Attaching to tables served by `eht serve` (src/serve). */
+/* Serving a checkpoint's tables to a node's workers (src/serve): one process (`eht serve`, or any
+ * program calling eht_serve_start) loads the tables once into shared memory; workers attach by key
+ * at any time and map the same pages (host-NUMA chunks or region pages arrive as file descriptors
+ * over a Unix socket in the abstract namespace "eht.serve.<uid>.<key>", checked with SO_PEERCRED).
+ * Nothing is left in /dev/shm: region files are unlinked as soon as they are ready, so their pages
+ * live exactly as long as some process maps them. A worker keeps its connection; when the server
+ * exits (or is killed), the worker's next lookup fails with -ECONNRESET instead of reading tables
+ * nobody serves any more. */
+
+typedef struct eht_server eht_server;
+typedef struct eht_client eht_client;
+
+/* Default tensors: every Engram table, "*.engram.embedding.weight", joined with its ".scale". */
+#define EHT_SERVE_DEFAULT_PATTERN "*.engram.embedding.weight"
+
+/* Progress of loading, for progress bars: bytes done of total, table index and name. */
+typedef void (*eht_serve_progress_fn)(void *arg, uint64_t done, uint64_t total, const char *table);
+
+struct eht_serve_opts {
+	uint32_t size;         /* sizeof(struct eht_serve_opts) */
+	uint32_t flags;        /* 0 */
+	const char *key;       /* attach key ([A-Za-z0-9._-], 1..64 chars); NULL: "default" */
+	const char *pattern;   /* fnmatch pattern of weight tensors; NULL: EHT_SERVE_DEFAULT_PATTERN.
+				* A matched tensor NAME.weight with a NAME.scale beside it (same rows)
+				* becomes table NAME with packed rows (weight row bytes + scale row
+				* bytes: 264 for Engram); any other matched 2-D tensor becomes a table
+				* of its own rows, named after the tensor. */
+	int tier;              /* 0 (auto: host-numa, then pinned region, then region), or
+				* EHT_TIER_HOST_NUMA, EHT_TIER_REGION_PINNED, EHT_TIER_REGION or
+				* EHT_TIER_DISK (rows stay in the files; workers read them themselves) */
+	int device;            /* GPU whose host NUMA node gets the tables; -1: 0 when there is a GPU */
+	unsigned threads;      /* loading threads; 0: one per CPU */
+	eht_serve_progress_fn progress; /* may be NULL */
+	void *progress_arg;
+};
+
+/* Loads the tables of the checkpoint at path (file or directory, see eht_ckpt_open) and starts
+ * serving attaches on a background thread. Returns 0; -ENOENT (no tensor matches; names the
+ * pattern), -EINVAL (bad key, options, a weight and scale of different rows, a tensor that is not
+ * 2-D), -EADDRINUSE (the key is being served already), -ENOSPC / -ENOMEM (no tier could hold a
+ * table), or the errors of eht_ckpt_open. */
+int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out);
+/* Number of tables and the table at index i (owned by the server). */
+size_t eht_serve_table_count(const eht_server *server);
+const eht_table *eht_serve_table(const eht_server *server, size_t i);
+/* Attaches served so far, and workers attached now. */
+uint64_t eht_serve_attaches(const eht_server *server);
+unsigned eht_serve_clients(const eht_server *server);
+/* Stops serving: closes every worker connection (their next lookup fails), then the tables.
+ * Returns 0 or the first teardown error; NULL is a no-op. */
+int eht_serve_stop(eht_server *server);
+
+struct eht_attach_opts {
+	uint32_t size;       /* sizeof(struct eht_attach_opts) */
+	uint32_t flags;      /* 0 */
+	int device;          /* GPU this worker looks up from (tables are mapped/pinned for it); -1: none */
+	uint32_t timeout_ms; /* wait for the server (it may still be loading); 0: 60000 */
+	uint32_t rank, nranks; /* disk tier: this worker's share of the rows (0 and 1: all rows) */
+};
+
+/* Attaches to the tables served under key. Returns 0; -ETIMEDOUT (no server answered in time,
+ * naming the key), -ECONNRESET (the server went away), -EPROTO (another version of eht serves
+ * the key), -EACCES, or the errors of mapping a tier. */
+int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out);
+/* The tables, in the server's order; owned by the client (valid until eht_detach). */
+size_t eht_client_table_count(const eht_client *client);
+int eht_client_table(eht_client *client, size_t i, eht_table **table);
+/* Table by name; -ENOENT when the server has no such table. */
+int eht_client_find(eht_client *client, const char *name, eht_table **table);
+/* 0 while the server is alive; -ECONNRESET once it is gone. Every lookup on a client's table
+ * checks this first. */
+int eht_client_check(eht_client *client);
+/* Unmaps every table and closes the connection; NULL is a no-op. Returns 0 or the first error. */
+int eht_detach(eht_client *client);
 
 #ifdef __cplusplus
 }

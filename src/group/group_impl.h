@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "eht.h"
+#include "group/sock_io.h"
 
 #define EHT_GROUP_KEY_MAX 64
 #define EHT_GROUP_TIMEOUT_DEFAULT_MS 300000u
@@ -30,8 +31,6 @@ struct eht_group {
 	int broken;     /* sticky first error of the built-in transport, 0 while healthy */
 };
 
-/* Monotonic milliseconds. */
-int64_t eht_group_now_ms(void);
 
 /* Establishes the built-in sockets for g (rank 0 listens on key, the others connect). Fills
  * g->socks and sets g->connected. Returns 0 or -errno with a message. */

@@ -10,6 +10,9 @@
 /* Descriptors that travel with one message (below the kernel's SCM_MAX_FD of 253). */
 #define EHT_SOCK_FDS_PER_MSG 200
 
+/* Monotonic milliseconds: the clock of every deadline. */
+int64_t eht_group_now_ms(void);
+
 /* Waits for events on fd until the deadline. Returns 0 (ready, or HUP/ERR), -ETIMEDOUT or -errno. */
 int eht_sock_wait(int fd, short events, int64_t deadline);
 /* Sends all of buf; fds (at most EHT_SOCK_FDS_PER_MSG) ride on the first byte. A dead peer is

@@ -39,6 +39,8 @@ int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops 
 	return 0;
 }
 
+int eht_table_check(eht_table *t) { return t && t->alive ? t->alive(t->alive_arg) : 0; }
+
 int eht_table_get_info(const eht_table *t, struct eht_table_info *info)
 {
 	if (!t || !info || info->size < sizeof(*info))

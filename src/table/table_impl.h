@@ -18,10 +18,17 @@ struct eht_table {
 	struct eht_table_info info;
 	const struct eht_table_ops *ops;
 	void *impl; /* the tier's own state */
+	/* Optional liveness hook, whatever the tier: 0 while the table may be used, else -errno (a
+	 * served table whose server is gone: -ECONNRESET). eht_lookup_run calls it first. */
+	int (*alive)(void *arg);
+	void *alive_arg;
 	char name[256];
 };
 
 /* Allocates a table with the given info (copied; name copied) and tier ops. Returns 0 or -ENOMEM. */
+/* 0, or the alive hook's error (with its message). */
+int eht_table_check(eht_table *t);
+
 int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops *ops, void *impl,
 		  eht_table **out);
 

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* client.c: eht_attach: map the tables a server hands out, and notice when it goes away. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda/cu_driver.h"
+#include "cuda/cu_pin.h"
+#include "group/sock_io.h"
+#include "serve/serve_client.h"
+#include "serve/serve_proto.h"
+#include "table/host_numa.h"
+#include "table/table_impl.h"
+#include "util/err.h"
+#include "util/log.h"
+
+struct eht_client {
+	int fd;
+	char key[SERVE_KEY_MAX + 1];
+	eht_table **tables;
+	size_t ntables;
+	atomic_int gone;
+};
+
+/* ---- region pages received as a descriptor ---- */
+
+struct shared_map {
+	void *map;
+	size_t len;
+	void *data;
+	uint64_t bytes;
+	bool pinned;
+};
+
+static int shared_map_close(eht_table *t)
+{
+	struct shared_map *m = t->impl;
+	int rc = 0;
+	if (m && m->pinned)
+		rc = eht_cu_unpin(m->data, m->bytes);
+	if (m && m->map && munmap(m->map, m->len) != 0 && !rc)
+		rc = eht_err_sys(errno, "table %s: munmap", t->name);
+	free(m);
+	return rc;
+}
+
+static const struct eht_table_ops shared_map_ops = {.close = shared_map_close};
+
+static int map_region(json_t *tj, int fd, int device, eht_table **out)
+{
+	const char *name = json_string_value(json_object_get(tj, "name"));
+	uint64_t rows = (uint64_t)json_integer_value(json_object_get(tj, "rows"));
+	uint64_t rb = (uint64_t)json_integer_value(json_object_get(tj, "row_bytes"));
+	uint64_t off = (uint64_t)json_integer_value(json_object_get(tj, "data_offset"));
+	uint64_t fbytes = (uint64_t)json_integer_value(json_object_get(tj, "file_bytes"));
+	if (!rb || rows > (UINT64_MAX - off) / rb || off + rows * rb > fbytes)
+		return eht_err(EPROTO, "table %s: the server described an inconsistent region", name);
+	struct shared_map *m = calloc(1, sizeof(*m));
+	if (!m)
+		return eht_err(ENOMEM, "attach: out of memory");
+	/* Read-write only so the driver can register the pages; workers never write. */
+	m->map = mmap(NULL, fbytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m->map == MAP_FAILED) {
+		free(m);
+		return eht_err_sys(errno, "table %s: mapping %llu bytes", name, (unsigned long long)fbytes);
+	}
+	m->len = fbytes;
+	m->data = (char *)m->map + off;
+	m->bytes = rows * rb;
+	madvise(m->map, m->len, MADV_RANDOM);
+	uint64_t dptr = 0;
+	if (device >= 0 && m->bytes) {
+		if (eht_cu_pin(m->data, m->bytes, device, 0, &dptr) == 0)
+			m->pinned = true;
+		else
+			eht_warn("table %s: cannot pin the region for GPU %d (%s); CPU gathers only", name, device,
+				 eht_last_error());
+	}
+	struct eht_table_info info = {
+		.size = sizeof(info), .tier = m->pinned ? EHT_TIER_REGION_PINNED : EHT_TIER_REGION, .rows = rows,
+		.row_bytes = rb, .local_rows = rows, .host = m->data, .device_ptr = dptr,
+		.device = m->pinned ? device : -1,
+		.numa_node = (int)json_integer_value(json_object_get(tj, "numa")),
+		.page_size = (uint64_t)json_integer_value(json_object_get(tj, "page_size")), .name = name,
+	};
+	eht_table *t = NULL;
+	int rc = eht_table_new(&info, &shared_map_ops, m, &t);
+	if (rc) {
+		t = &(eht_table){.impl = m, .info = info};
+		shared_map_close(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+static int map_host_numa(json_t *tj, int *fds, int device, eht_table **out)
+{
+	const char *name = json_string_value(json_object_get(tj, "name"));
+	struct eht_hn_layout lay = {
+		.numa = (int32_t)json_integer_value(json_object_get(tj, "numa")),
+		.handle_type = (uint32_t)json_integer_value(json_object_get(tj, "handle_type")),
+		.bytes = (uint64_t)json_integer_value(json_object_get(tj, "bytes")),
+		.padded = (uint64_t)json_integer_value(json_object_get(tj, "padded")),
+		.chunk = (uint64_t)json_integer_value(json_object_get(tj, "chunk")),
+		.nchunks = (uint64_t)json_integer_value(json_object_get(tj, "nchunks")),
+		.granularity = (uint64_t)json_integer_value(json_object_get(tj, "granularity")),
+	};
+	uint64_t rb = (uint64_t)json_integer_value(json_object_get(tj, "row_bytes"));
+	if (device < 0)
+		device = 0; /* host-NUMA mappings need a GPU context; the CPU sees the same address */
+	CUmemFabricHandle *fab = NULL;
+	json_t *hex = json_object_get(tj, "fabric");
+	if (lay.handle_type == CU_MEM_HANDLE_TYPE_FABRIC) {
+		if (json_array_size(hex) != lay.nchunks)
+			return eht_err(EPROTO, "table %s: FABRIC handles missing", name);
+		fab = calloc(lay.nchunks, sizeof(*fab));
+		if (!fab)
+			return eht_err(ENOMEM, "attach: out of memory");
+		for (size_t i = 0; i < lay.nchunks; i++) {
+			const char *h = json_string_value(json_array_get(hex, i));
+			for (size_t b = 0; h && b < sizeof(fab[i].data) && h[2 * b] && h[2 * b + 1]; b++) {
+				unsigned v;
+				sscanf(h + 2 * b, "%2x", &v);
+				fab[i].data[b] = (unsigned char)v;
+			}
+		}
+	}
+	int rc = eht_host_numa_import(&lay, fab ? NULL : fds, fab, device, name, rb, out);
+	free(fab);
+	return rc;
+}
+
+/* ---- liveness ---- */
+
+static int client_alive(void *arg)
+{
+	eht_client *c = arg;
+	if (!atomic_load_explicit(&c->gone, memory_order_relaxed)) {
+		struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+		/* The server never writes after attaching: any event is its end closing. */
+		if (poll(&p, 1, 0) > 0 && p.revents)
+			atomic_store(&c->gone, 1);
+	}
+	if (atomic_load_explicit(&c->gone, memory_order_relaxed))
+		return eht_err(ECONNRESET, "eht serve '%s' is gone: its tables are no longer served", c->key);
+	return 0;
+}
+
+int eht_client_check(eht_client *c)
+{
+	if (!c)
+		return eht_err(EINVAL, "eht_client_check: NULL client");
+	return client_alive(c);
+}
+
+/* ---- attach ---- */
+
+static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
+{
+	struct sockaddr_un a;
+	socklen_t alen;
+	int rc = serve_addr(key, &a, &alen);
+	if (rc)
+		return rc;
+	int64_t deadline = eht_group_now_ms() + timeout_ms;
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return eht_err_sys(errno, "attach %s: socket", key);
+		if (connect(fd, (struct sockaddr *)&a, alen) == 0) {
+			int fl = fcntl(fd, F_GETFL);
+			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+			*fd_out = fd;
+			return 0;
+		}
+		int e = errno;
+		close(fd);
+		if (e != ECONNREFUSED && e != ENOENT && e != EAGAIN)
+			return eht_err_sys(e, "attach %s: connect", key);
+		if (eht_group_now_ms() >= deadline)
+			return eht_err(ETIMEDOUT, "attach %s: no `eht serve --key %s` answered within %u ms", key, key,
+				       timeout_ms);
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int receive(eht_client *c, uint32_t timeout_ms, json_t **root_out, int **fds_out, size_t *nfds_out)
+{
+	/* The server may still be loading its tables: the whole wait is bounded by the timeout. */
+	int64_t deadline = eht_group_now_ms() + timeout_ms;
+	struct serve_hello h;
+	int rc = eht_sock_recv_all(c->fd, &h, sizeof(h), NULL, 0, NULL, deadline);
+	if (rc)
+		return eht_err(rc, "attach %s: %s while waiting for the server's tables", c->key,
+			       rc == -ETIMEDOUT ? "timed out" : "connection lost");
+	if (h.magic != SERVE_MAGIC || h.version != SERVE_VERSION)
+		return eht_err(EPROTO, "attach %s: the server speaks protocol %u (magic 0x%x), this libeht %u", c->key,
+			       h.version, h.magic, SERVE_VERSION);
+	if (h.json_len > SERVE_JSON_MAX || h.nfds > SERVE_FDS_MAX)
+		return eht_err(EPROTO, "attach %s: oversized answer", c->key);
+	char *text = malloc((size_t)h.json_len + 1);
+	int *fds = malloc(((size_t)h.nfds + 1) * sizeof(int));
+	if (!text || !fds) {
+		free(text);
+		free(fds);
+		return eht_err(ENOMEM, "attach: out of memory");
+	}
+	rc = eht_sock_recv_all(c->fd, text, h.json_len, NULL, 0, NULL, deadline);
+	text[rc ? 0 : h.json_len] = '\0';
+	size_t got = 0;
+	while (!rc && got < h.nfds) {
+		char byte;
+		size_t n = 0;
+		rc = eht_sock_recv_all(c->fd, &byte, 1, fds + got, h.nfds - got, &n, deadline);
+		got += n;
+	}
+	if (rc) {
+		eht_sock_close_fds(fds, got);
+		free(fds);
+		free(text);
+		return eht_err(rc, "attach %s: connection lost while receiving tables", c->key);
+	}
+	json_error_t jerr;
+	json_t *root = json_loadb(text, h.json_len, 0, &jerr);
+	free(text);
+	if (h.status || !root || !json_is_array(json_object_get(root, "tables"))) {
+		rc = h.status ? eht_err(h.status, "attach %s: the server failed to export its tables", c->key)
+			      : eht_err(EPROTO, "attach %s: malformed table list", c->key);
+		json_decref(root);
+		eht_sock_close_fds(fds, got);
+		free(fds);
+		return rc;
+	}
+	*root_out = root;
+	*fds_out = fds;
+	*nfds_out = got;
+	return 0;
+}
+
+int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out)
+{
+	struct eht_attach_opts o = {.size = sizeof(o), .device = -1, .nranks = 1};
+	if (!out || !key)
+		return eht_err(EINVAL, "eht_attach: NULL %s", key ? "out" : "key");
+	*out = NULL;
+	if (opts) {
+		if (opts->size < sizeof(o) || opts->flags)
+			return eht_err(EINVAL, "eht_attach: opts->size %u < %zu or unknown flags 0x%x", opts->size,
+				       sizeof(o), opts->flags);
+		o = *opts;
+	}
+	if (!o.timeout_ms)
+		o.timeout_ms = 60000;
+	if (!o.nranks)
+		o.nranks = 1;
+	if (o.rank >= o.nranks)
+		return eht_err(EINVAL, "eht_attach: rank %u of %u", o.rank, o.nranks);
+	eht_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return eht_err(ENOMEM, "attach: out of memory");
+	snprintf(c->key, sizeof(c->key), "%s", key);
+	c->fd = -1;
+	json_t *root = NULL;
+	int *fds = NULL;
+	size_t nfds = 0;
+	int rc = connect_retry(key, o.timeout_ms, &c->fd);
+	if (!rc)
+		rc = receive(c, o.timeout_ms, &root, &fds, &nfds);
+	json_t *arr = root ? json_object_get(root, "tables") : NULL;
+	size_t n = json_array_size(arr);
+	if (!rc && !(c->tables = calloc(n ? n : 1, sizeof(*c->tables))))
+		rc = eht_err(ENOMEM, "attach: out of memory");
+	for (size_t i = 0; !rc && i < n; i++) {
+		json_t *tj = json_array_get(arr, i);
+		const char *tier = json_string_value(json_object_get(tj, "tier"));
+		json_t *span = json_object_get(tj, "fds");
+		size_t first = (size_t)json_integer_value(json_array_get(span, 0));
+		size_t cnt = (size_t)json_integer_value(json_array_get(span, 1));
+		if (!tier || first > nfds || cnt > nfds - first) {
+			rc = eht_err(EPROTO, "attach %s: malformed entry %zu", key, i);
+			break;
+		}
+		if (!strcmp(tier, "host-numa"))
+			rc = map_host_numa(tj, fds + first, o.device, &c->tables[i]);
+		else if (!strcmp(tier, "region"))
+			rc = map_region(tj, fds[first], o.device, &c->tables[i]);
+		else if (!strcmp(tier, "disk"))
+			rc = serve_open_disk(tj, &o, &c->tables[i]);
+		else
+			rc = eht_err(EPROTO, "attach %s: unknown tier '%s'", key, tier);
+		/* host-numa import consumes its descriptors; close whatever is left of this table's. */
+		for (size_t k = first; k < first + cnt; k++)
+			if (fds[k] >= 0 && strcmp(tier, "host-numa") != 0) {
+				close(fds[k]);
+				fds[k] = -1;
+			}
+		if (!rc) {
+			c->tables[i]->alive = client_alive;
+			c->tables[i]->alive_arg = c;
+			c->ntables = i + 1;
+		}
+	}
+	if (fds)
+		eht_sock_close_fds(fds, nfds);
+	free(fds);
+	json_decref(root);
+	if (rc) {
+		char msg[1024];
+		snprintf(msg, sizeof(msg), "%s", eht_last_error());
+		eht_detach(c);
+		return eht_err(rc, "%s", msg);
+	}
+	*out = c;
+	return 0;
+}
+
+size_t eht_client_table_count(const eht_client *c) { return c ? c->ntables : 0; }
+
+int eht_client_table(eht_client *c, size_t i, eht_table **t)
+{
+	if (!c || !t || i >= c->ntables)
+		return eht_err(EINVAL, "eht_client_table: index %zu of %zu", i, c ? c->ntables : 0);
+	*t = c->tables[i];
+	return 0;
+}
+
+int eht_client_find(eht_client *c, const char *name, eht_table **t)
+{
+	for (size_t i = 0; c && name && i < c->ntables; i++)
+		if (!strcmp(c->tables[i]->name, name)) {
+			*t = c->tables[i];
+			return 0;
+		}
+	return eht_err(ENOENT, "no served table named '%s'", name ? name : "(null)");
+}
+
+int eht_detach(eht_client *c)
+{
+	if (!c)
+		return 0;
+	int first = 0;
+	for (size_t i = 0; i < c->ntables; i++) {
+		int rc = eht_table_close(c->tables[i]);
+		if (rc && !first)
+			first = rc;
+	}
+	free(c->tables);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+	return first;
+}

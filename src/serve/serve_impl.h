@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve_impl.h: the server's state and its loading steps (private to src/serve). */
+#ifndef EHT_SERVE_SERVE_IMPL_H
+#define EHT_SERVE_SERVE_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "eht.h"
+#include "util/pool.h"
+
+/* One served table. */
+struct served {
+	char name[256];   /* table name (NAME for NAME.weight + NAME.scale) */
+	char weight[256]; /* tensor names in the checkpoint */
+	char scale[256];  /* "" when the table has no scale tensor */
+	uint64_t rows, row_bytes, wbytes, sbytes;
+	eht_table *table; /* NULL for the disk tier */
+};
+
+/* The tables of the checkpoint whose weight tensor matches pattern (see eht_serve_opts). *out is
+ * malloc'ed. Returns 0, -ENOENT (no match), -EINVAL or -ENOMEM. */
+int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, size_t *n);
+/* Copies table t's rows (weight and scale joined) into dst with the pool's threads, reporting
+ * progress as base_done + bytes copied of total. Returns 0 or the checkpoint's error. */
+int serve_fill(eht_ckpt *ck, const struct served *t, void *dst, eht_pool *pool, uint64_t base_done,
+	       uint64_t total, eht_serve_progress_fn progress, void *arg);
+
+#endif

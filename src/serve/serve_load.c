@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve_load.c: choosing a checkpoint's tables and copying their rows into shared tables, weight and
+ * scale joined per row, with several threads and progress reports. */
+#include "serve/serve_impl.h"
+
+#include <fnmatch.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/err.h"
+#include "util/log.h"
+#include "util/pool.h"
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int row_bytes_of(const struct eht_st_tensor_info *t, uint64_t *rb)
+{
+	if (t->ndim != 2)
+		return eht_err(EINVAL, "tensor %s has %u dimensions; tables are 2-D [rows, cols]", t->name, t->ndim);
+	uint64_t bits = t->shape[1] * (uint64_t)eht_dtype_bits(t->dtype);
+	if (bits % 8)
+		return eht_err(EINVAL, "tensor %s: a row of %llu bits is not whole bytes", t->name, (unsigned long long)bits);
+	*rb = bits / 8;
+	return 0;
+}
+
+int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, size_t *n_out)
+{
+	size_t n = eht_ckpt_count(ck), count = 0;
+	struct served *v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return eht_err(ENOMEM, "serve: out of memory");
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct eht_st_tensor_info w = {.size = sizeof(w)}, s = {.size = sizeof(s)};
+		if ((rc = eht_ckpt_tensor(ck, i, &w)) != 0)
+			break;
+		if (fnmatch(pattern, w.name, 0) != 0)
+			continue;
+		struct served *t = &v[count];
+		if ((rc = row_bytes_of(&w, &t->wbytes)) != 0)
+			break;
+		t->rows = w.shape[0];
+		snprintf(t->weight, sizeof(t->weight), "%s", w.name);
+		snprintf(t->name, sizeof(t->name), "%s", w.name);
+		if (ends_with(w.name, ".weight")) {
+			char scale[sizeof(t->scale)];
+			size_t base = strlen(w.name) - strlen(".weight");
+			snprintf(scale, sizeof(scale), "%.*s.scale", (int)base, w.name);
+			if (eht_ckpt_find(ck, scale, &s) == 0) {
+				if ((rc = row_bytes_of(&s, &t->sbytes)) != 0)
+					break;
+				if (s.shape[0] != t->rows) {
+					rc = eht_err(EINVAL, "%s has %llu rows but %s has %llu", w.name,
+						     (unsigned long long)t->rows, scale, (unsigned long long)s.shape[0]);
+					break;
+				}
+				snprintf(t->scale, sizeof(t->scale), "%s", scale);
+				t->name[base] = '\0'; /* table NAME for NAME.weight + NAME.scale */
+			}
+		}
+		t->row_bytes = t->wbytes + t->sbytes;
+		count++;
+	}
+	if (!rc && count == 0)
+		rc = eht_err(ENOENT, "no tensor of %s matches '%s'", eht_ckpt_path(ck), pattern);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n_out = count;
+	return 0;
+}
+
+#define LOAD_ROWS_PER_TASK 8192
+
+struct load_job {
+	unsigned char *dst;
+	const unsigned char *w, *s;
+	uint64_t rows, wb, sb;
+	atomic_uint_fast64_t done_rows;
+};
+
+static void load_task(void *arg, size_t task, unsigned worker)
+{
+	struct load_job *j = arg;
+	uint64_t first = (uint64_t)task * LOAD_ROWS_PER_TASK;
+	uint64_t end = first + LOAD_ROWS_PER_TASK < j->rows ? first + LOAD_ROWS_PER_TASK : j->rows;
+	uint64_t rb = j->wb + j->sb;
+	if (!j->s) {
+		memcpy(j->dst + first * rb, j->w + first * rb, (end - first) * rb);
+	} else {
+		for (uint64_t r = first; r < end; r++) {
+			memcpy(j->dst + r * rb, j->w + r * j->wb, j->wb);
+			memcpy(j->dst + r * rb + j->wb, j->s + r * j->sb, j->sb);
+		}
+	}
+	atomic_fetch_add(&j->done_rows, end - first);
+}
+
+int serve_fill(eht_ckpt *ck, const struct served *t, void *dst, eht_pool *pool, uint64_t base_done,
+	       uint64_t total, eht_serve_progress_fn progress, void *arg)
+{
+	struct eht_st_tensor_info w = {.size = sizeof(w)}, s = {.size = sizeof(s)};
+	int rc = eht_ckpt_find(ck, t->weight, &w);
+	if (!rc && t->scale[0])
+		rc = eht_ckpt_find(ck, t->scale, &s);
+	if (rc)
+		return rc;
+	struct load_job j = {.dst = dst, .w = w.data, .s = t->scale[0] ? s.data : NULL, .rows = t->rows,
+			     .wb = t->wbytes, .sb = t->sbytes};
+	size_t tasks = (size_t)((t->rows + LOAD_ROWS_PER_TASK - 1) / LOAD_ROWS_PER_TASK);
+	eht_pool_start(pool, tasks, load_task, &j);
+	/* The pool works; this thread reports progress every 100 ms until the last row is copied. */
+	while (progress && atomic_load(&j.done_rows) < t->rows) {
+		progress(arg, base_done + atomic_load(&j.done_rows) * t->row_bytes, total, t->name);
+		struct timespec ts = {0, 100 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	eht_pool_wait(pool);
+	if (progress)
+		progress(arg, base_done + t->rows * t->row_bytes, total, t->name);
+	return 0;
+}
