@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dequant.c: the CPU reference of the BF16 output format (eht.h documents the formula). The GPU kernel
  * (src/cuda/kernels/lookup.cu, dq1) follows the same integer steps, so both agree bit for bit. */
+#include <pthread.h>
 #include <string.h>
 
 #include "eht.h"
@@ -34,9 +35,24 @@ uint16_t eht_lk_dequant1(uint8_t w, uint8_t s)
 	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* Every (scale, weight) pair precomputed once (128 KiB): the CPU paths dequantize by table lookup. */
+static uint16_t dq_table[256 * 256];
+static pthread_once_t dq_once = PTHREAD_ONCE_INIT;
+
+static void dq_init(void)
+{
+	for (int s = 0; s < 256; s++)
+		for (int w = 0; w < 256; w++)
+			dq_table[s << 8 | w] = eht_lk_dequant1((uint8_t)w, (uint8_t)s);
+}
+
 void eht_engram_dequant_row(const uint8_t *row, uint16_t *out)
 {
+	pthread_once(&dq_once, dq_init);
 	const uint8_t *sc = row + EHT_ENGRAM_DIM;
-	for (int i = 0; i < EHT_ENGRAM_DIM; i++)
-		out[i] = eht_lk_dequant1(row[i], sc[i / EHT_ENGRAM_GROUP]);
+	for (int g = 0; g < EHT_ENGRAM_DIM / EHT_ENGRAM_GROUP; g++) {
+		const uint16_t *t = dq_table + ((size_t)sc[g] << 8);
+		for (int i = g * EHT_ENGRAM_GROUP; i < (g + 1) * EHT_ENGRAM_GROUP; i++)
+			out[i] = t[row[i]];
+	}
 }
