@@ -410,6 +410,10 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 		strategy = lk->strategy;
 	lk->last_dead_host = 0;
 	lk->last_dead_gpu = false;
+	/* A served table whose server is gone is an error, not a read of tables nobody serves. */
+	int alive = eht_table_check(lk->t);
+	if (alive)
+		return alive;
 	if (count == 0)
 		return 0;
 	if (!ids || !out)

@@ -16,6 +16,7 @@ static const struct {
 	{"probe", cmd_probe, "probe [--json]              GPUs, NUMA nodes, /dev/shm, huge pages, handle support"},
 	{"regions", cmd_regions, "regions list|gc [--dir D]   shared regions on this node; remove stale ones"},
 	{"serve", cmd_serve, "serve CHECKPOINT [options]  host a checkpoint's tables for this node's workers"},
+	{"worker", cmd_worker, "worker KEY --check CKPT     attach like a worker; look up, verify, print rows/s"},
 	{"bench", cmd_bench, "bench lookup|region|share|disk [options] [--json]"},
 };
 

@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli_worker.c: `eht worker KEY`: attach to served tables like an inference worker, look random ids
+ * up with every strategy this machine supports, check every row against the checkpoint's own bytes,
+ * and print rows/s. The smoke test operators run after `eht serve`, and the demo's workers. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "cuda/cu_driver.h"
+#include "eht.h"
+
+struct wopts {
+	const char *key, *check;
+	uint64_t ids;
+	int reps, device, id;
+	double timeout_s;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Expected bytes of row r: the weight row, then the scale row (zeros for dead ids). */
+static int expected_row(eht_ckpt *ck, const char *table, int64_t r, uint64_t rows, uint64_t rb, unsigned char *dst)
+{
+	memset(dst, 0, rb);
+	if (r < 0 || (uint64_t)r >= rows)
+		return 0;
+	char name[512];
+	struct eht_st_tensor_info w = {.size = sizeof(w)}, s = {.size = sizeof(s)};
+	snprintf(name, sizeof(name), "%s.weight", table);
+	if (eht_ckpt_find(ck, name, &w) != 0 && eht_ckpt_find(ck, table, &w) != 0)
+		return -ENOENT;
+	uint64_t wb = w.nbytes / w.shape[0];
+	memcpy(dst, (const unsigned char *)w.data + (uint64_t)r * wb, wb);
+	snprintf(name, sizeof(name), "%s.scale", table);
+	if (wb < rb && eht_ckpt_find(ck, name, &s) == 0)
+		memcpy(dst + wb, (const unsigned char *)s.data + (uint64_t)r * (rb - wb), rb - wb);
+	return 0;
+}
+
+static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mismatches)
+{
+	struct eht_table_info info = {.size = sizeof(info)};
+	eht_table_get_info(t, &info);
+	const int gpu = info.device_ptr != 0 && eht_cu_device_count() > 0;
+	int strategies[4], ns = 0;
+	if (gpu) {
+		strategies[ns++] = EHT_LOOKUP_DIRECT;
+		strategies[ns++] = EHT_LOOKUP_SORTED;
+	}
+	strategies[ns++] = EHT_LOOKUP_HOST;
+	if (gpu)
+		strategies[ns++] = EHT_LOOKUP_AUTO;
+	uint64_t n = o->ids, seed = 0x5eed0000ull + (uint64_t)o->id;
+	int64_t *ids = malloc(n * sizeof(*ids));
+	size_t out_bytes = n * info.row_bytes;
+	unsigned char *host = malloc(out_bytes), *want = malloc(info.row_bytes);
+	CUdeviceptr dout = 0;
+	int rc = (!ids || !host || !want) ? -ENOMEM : 0;
+	/* Uniform ids, some repeated, a few dead (negative or past the end). */
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		uint64_t x = rnd(&seed);
+		if (i % 97 == 13)
+			ids[i] = (x & 1) ? -1 - (int64_t)(x % 5) : (int64_t)(info.rows + x % 5);
+		else if (i % 7 == 3 && i)
+			ids[i] = ids[x % i];
+		else
+			ids[i] = (int64_t)(x % info.rows);
+	}
+	if (!rc && gpu)
+		rc = eht_cu_use_device(info.device) ? -ENODEV : EHT_CU_CHECK(cuMemAlloc(&dout, out_bytes));
+	for (int si = 0; !rc && si < ns; si++) {
+		struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = strategies[si], .device = gpu ? info.device : -1,
+					     .flags = gpu ? 0 : EHT_LOOKUP_CPU_ONLY, .max_batch = n};
+		eht_lookup *lk = NULL;
+		if ((rc = eht_lookup_create(t, &lo, &lk)) != 0)
+			break;
+		void *out = gpu ? (void *)(uintptr_t)dout : (void *)host;
+		unsigned flags = EHT_LOOKUP_RUN_IDS_HOST | (gpu ? EHT_LOOKUP_RUN_OUT_DEVICE : EHT_LOOKUP_RUN_OUT_HOST);
+		uint64_t dead = 0;
+		double best = 1e30;
+		for (int r = 0; !rc && r < o->reps; r++) {
+			double t0 = now_s();
+			rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, out, NULL, flags, &dead);
+			if (!rc && gpu)
+				rc = EHT_CU_CHECK(cuCtxSynchronize());
+			double dt = now_s() - t0;
+			best = dt < best ? dt : best;
+		}
+		if (!rc && gpu)
+			rc = EHT_CU_CHECK(cuMemcpyDtoH(host, dout, out_bytes));
+		uint64_t bad = 0;
+		for (uint64_t i = 0; !rc && i < n; i++) {
+			if (expected_row(ck, info.name, ids[i], info.rows, info.row_bytes, want) != 0) {
+				rc = -ENOENT;
+				fprintf(stderr, "eht worker: table %s is not in the checkpoint given to --check\n", info.name);
+				break;
+			}
+			bad += memcmp(want, host + i * info.row_bytes, info.row_bytes) != 0;
+		}
+		*mismatches += (int)bad;
+		if (!rc)
+			printf("worker %d  %-36s %-7s %9llu ids  %8.3f ms  %8.2f M rows/s  %s (%llu dead)\n", o->id,
+			       info.name, eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), (unsigned long long)n,
+			       best * 1e3, (double)n / best / 1e6, bad ? "MISMATCH" : "rows match the checkpoint",
+			       (unsigned long long)dead);
+		eht_lookup_destroy(lk);
+	}
+	if (dout)
+		eht_cu.cuMemFree(dout);
+	free(ids);
+	free(host);
+	free(want);
+	return rc;
+}
+
+int cmd_worker(int argc, char **argv)
+{
+	struct wopts o = {.ids = 6144, .reps = 5, .device = -2, .timeout_s = 60};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		if (!strcmp(a, "--check") && more)
+			o.check = argv[++i];
+		else if (!strcmp(a, "--ids") && more)
+			o.ids = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(a, "--reps") && more)
+			o.reps = atoi(argv[++i]);
+		else if (!strcmp(a, "--device") && more)
+			o.device = atoi(argv[++i]);
+		else if (!strcmp(a, "--id") && more)
+			o.id = atoi(argv[++i]);
+		else if (!strcmp(a, "--timeout") && more)
+			o.timeout_s = atof(argv[++i]);
+		else if (a[0] != '-' && !o.key)
+			o.key = a;
+		else {
+			fprintf(stderr, "usage: eht worker KEY --check CHECKPOINT [--ids N] [--reps R] [--device D] [--id N]\n");
+			return 2;
+		}
+	}
+	if (!o.key || !o.check || o.ids == 0 || o.reps <= 0)
+		return cli_fail("worker", "give a KEY, --check CHECKPOINT, and positive --ids and --reps");
+	if (o.device == -2)
+		o.device = eht_cu_device_count() > 0 ? 0 : -1;
+	eht_ckpt *ck = NULL;
+	if (eht_ckpt_open(o.check, 0, &ck) != 0)
+		return cli_fail("worker", NULL);
+	struct eht_attach_opts ao = {.size = sizeof(ao), .device = o.device, .timeout_ms = (uint32_t)(o.timeout_s * 1000)};
+	eht_client *c = NULL;
+	int rc = eht_attach(o.key, &ao, &c);
+	int mismatches = 0;
+	for (size_t i = 0; !rc && i < eht_client_table_count(c); i++) {
+		eht_table *t = NULL;
+		rc = eht_client_table(c, i, &t);
+		if (!rc)
+			rc = run_table(&o, t, ck, &mismatches);
+	}
+	if (rc)
+		cli_fail("worker", NULL);
+	eht_detach(c);
+	eht_ckpt_close(ck);
+	if (!rc && mismatches)
+		fprintf(stderr, "eht worker %d: %d row(s) differ from the checkpoint\n", o.id, mismatches);
+	return rc || mismatches ? 1 : 0;
+}
