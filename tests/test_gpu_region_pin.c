@@ -19,7 +19,17 @@ static int gpu_matches(eht_region *r, uint64_t off, size_t len)
 	if (!buf)
 		return 0;
 	memset(buf, 0xee, len);
-	int rc = EHT_CU_CHECK(cuMemcpyDtoH(buf, eht_region_device_ptr(r) + off, len));
+	/* One copy per registered chunk: a device pointer is valid across chunks for kernels, but a
+	 * cuMemcpy must stay inside one registration. */
+	size_t chunk = eht_cu_pin_chunk(), done = 0;
+	int rc = 0;
+	while (!rc && done < len) {
+		uint64_t at = off + done;
+		size_t n = len - done, room = chunk - (size_t)(at % chunk);
+		n = n < room ? n : room;
+		rc = EHT_CU_CHECK(cuMemcpyDtoH(buf + done, eht_region_device_ptr(r) + at, n));
+		done += n;
+	}
 	if (rc)
 		fprintf(stderr, "cuMemcpyDtoH at %llu: %s\n", (unsigned long long)off, eht_last_error());
 	int ok = rc == 0 && memcmp(buf, (char *)eht_region_data(r) + off, len) == 0;
