@@ -54,7 +54,9 @@ void eht_log_set_level(int level);
  * -EINVAL (-EFBIG for a header length over 100,000,000 bytes, -EOVERFLOW for element, bit or
  * byte counts that overflow 64 bits and for integers jansson cannot hold) with a message naming
  * the file, the tensor and the rule. Views returned by these functions stay valid until the file
- * or checkpoint they came from is closed. */
+ * or checkpoint they came from is closed. Handles do not change after open: any number of threads
+ * may query one at once (closing it must wait for them). A file truncated by someone else while
+ * mapped raises SIGBUS on access, as with any mapping. */
 
 typedef struct eht_st_file eht_st_file; /* one safetensors file (or image in memory) */
 typedef struct eht_ckpt eht_ckpt;       /* a checkpoint: one file, or a directory of shards */
