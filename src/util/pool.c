@@ -65,7 +65,7 @@ static void drain(eht_pool *p, unsigned gen, unsigned worker)
 	for (;;) {
 		if ((unsigned)(v >> 32) != gen)
 			break;
-		size_t n = atomic_load_explicit(&p->ntasks, memory_order_relaxed);
+		size_t n = atomic_load_explicit(&p->ntasks, memory_order_acquire);
 		size_t i = (size_t)(v & 0xffffffffu);
 		if (i >= n)
 			break;
@@ -200,11 +200,15 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 {
 	pthread_mutex_lock(&p->job_lock);
 	unsigned gen = atomic_load(&p->gen) + 1;
+	/* Close the previous generation first: a worker still in drain() for it holds a stale (gen, i)
+	 * and, had it read the new ntasks, could otherwise claim task i with the new fn and arg. After
+	 * this store its compare-and-swap fails; the release on ntasks makes a worker that sees the new
+	 * count also see this store. */
+	atomic_store(&p->next, (uint_fast64_t)gen << 32);
 	p->fn = fn;
 	p->arg = arg;
-	atomic_store_explicit(&p->ntasks, ntasks, memory_order_relaxed);
 	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
-	atomic_store_explicit(&p->next, (uint_fast64_t)gen << 32, memory_order_release);
+	atomic_store_explicit(&p->ntasks, ntasks, memory_order_release);
 	atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check */
 	if (atomic_load(&p->sleepers)) {
 		pthread_mutex_lock(&p->mu);
