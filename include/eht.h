@@ -612,10 +612,12 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  *   pointer (disk: rows come from the tier's read_rows), ids are sorted and deduplicated on the CPU,
  *   the distinct rows gathered in address order and an expand kernel (or the CPU, for host output)
  *   writes the requested order. Without a GPU, HOST writes into host memory.
- * - AUTO: per call from the batch size: with a GPU-readable table and a GPU, splits one batch between
- *   the GPU's in-place gather (DIRECT, on an internal stream) and the CPU pool (HOST), both at once,
- *   in proportion to rates measured once by a calibration on the first AUTO call; otherwise HOST.
- *   EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the split off (AUTO then picks one strategy).
+ * - AUTO: with host ids, a GPU-readable table and GPU output, splits each batch between the GPU's
+ *   in-place gather (DIRECT, on an internal stream) and the CPU pool (HOST), both at once, in
+ *   proportion to their rates measured by a short calibration in eht_lookup_create (opts strategy
+ *   AUTO; ~30 ms). EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the split off (the faster one
+ *   alone). With ids in GPU memory AUTO stays on the GPU: SORTED from 32,768 ids, DIRECT below (and
+ *   is then capturable like them). Host output or no GPU: HOST.
  *
  * Ordering rule (asynchronous on the stream): the call reads ids that are host memory before it
  * returns (they may be reused afterwards); ids in GPU memory must be valid when the stream reaches
@@ -623,9 +625,10 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  * use) is complete when the call returns. Host ids given to a GPU strategy are copied through
  * pinned memory. HOST with ids in GPU memory synchronizes the stream to read them.
  *
- * CUDA graphs: DIRECT and SORTED with ids in GPU memory and dead_count == NULL enqueue only kernels
- * and device copies (no host synchronization), so they can be captured; AUTO and HOST read ids on
- * the CPU and return -EOPNOTSUPP on a capturing stream (cuStreamIsCapturing).
+ * CUDA graphs: DIRECT and SORTED (and AUTO resolving to them) with ids in GPU memory, dead_count ==
+ * NULL and no EHT_LOOKUP_RUN_DEAD_ERROR enqueue only kernels, memsets and copies (no host
+ * synchronization), so they can be captured; HOST (and AUTO with host ids) reads ids on the CPU and
+ * returns -EOPNOTSUPP on a capturing stream (cuStreamIsCapturing), as do host ids for any strategy.
  *
  * Dead count: for HOST (and AUTO) it is known when the call returns. For DIRECT/SORTED, a non-NULL
  * dead_count makes the call synchronize the stream to read it (not capturable); pass NULL to stay

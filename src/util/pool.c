@@ -65,7 +65,7 @@ static void drain(eht_pool *p, unsigned gen, unsigned worker)
 	for (;;) {
 		if ((unsigned)(v >> 32) != gen)
 			break;
-		size_t n = atomic_load_explicit(&p->ntasks, memory_order_relaxed);
+		size_t n = atomic_load_explicit(&p->ntasks, memory_order_acquire);
 		size_t i = (size_t)(v & 0xffffffffu);
 		if (i >= n)
 			break;
@@ -87,9 +87,7 @@ static void *worker_main(void *v)
 	struct worker_arg wa = *(struct worker_arg *)v;
 	free(v);
 	eht_pool *p = wa.pool;
-	/* Generation 0 is the pool's state at creation, before any job. Reading p->gen here instead
-	 * would let a thread that starts late take a job started meanwhile for one already done, and
-	 * an eht_pool_start + eht_pool_wait job would then never finish. */
+	/* Generation 0 is the state at creation: a worker that starts late must still run job 1. */
 	unsigned seen = 0;
 	for (;;) {
 		double start = now_us();
@@ -203,13 +201,15 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 {
 	pthread_mutex_lock(&p->job_lock);
 	unsigned gen = atomic_load(&p->gen) + 1;
-	/* next first: a worker still in drain() of the previous job could otherwise read the new
-	 * (larger) ntasks, claim an index of the old generation and run the new fn twice. */
+	/* Close the previous generation first: a worker still in drain() for it holds a stale (gen, i)
+	 * and, had it read the new ntasks, could otherwise claim task i with the new fn and arg. After
+	 * this store its compare-and-swap fails; the release on ntasks makes a worker that sees the new
+	 * count also see this store. */
 	atomic_store(&p->next, (uint_fast64_t)gen << 32);
 	p->fn = fn;
 	p->arg = arg;
-	atomic_store_explicit(&p->ntasks, ntasks, memory_order_relaxed);
 	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->ntasks, ntasks, memory_order_release);
 	atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check */
 	if (atomic_load(&p->sleepers)) {
 		pthread_mutex_lock(&p->mu);
