@@ -304,6 +304,128 @@ int eht_table_close(eht_table *table);
 /* ===================================================================================== lookup == */
 /* Ids in, rows out (src/lookup). */
 
+/* A lookup engine bound to one table: row ids in, rows out (in GPU memory, or host memory for
+ * CPU-only use), with every buffer allocated once at eht_lookup_create (GPU addresses stay fixed,
+ * so lookups can sit beside CUDA-graph replays).
+ *
+ * Ids. Each id (int32 or int64) plus the call's id_offset names an absolute row r. r < 0, r >= rows,
+ * or r outside [first_row, first_row + local_rows) (rows this process holds) is "dead": its output row
+ * is all zero bytes (raw) or all +0.0 (bf16), and the call counts it; EHT_LOOKUP_RUN_DEAD_ERROR makes
+ * dead ids an error (-ERANGE) instead. No strategy ever reads outside the table.
+ *
+ * Strategies (all produce bit-identical output):
+ * - DIRECT: one GPU kernel reads each row in place from pinned host memory, in the given order (what
+ *   engines do today; limited by the GPU's address-translation misses: ~29 M rows/s on a 48 GiB table).
+ * - SORTED: GPU radix sort of (row, position) pairs, dedup, gather of the distinct rows in address
+ *   order into a fixed GPU buffer, then an expand kernel writes them in the requested order. Needs
+ *   local_rows < 2^32 - 1.
+ * - HOST: a persistent pool of NUMA-local CPU threads copies rows into pinned staging, chunk by chunk,
+ *   each chunk sent with cuMemcpyHtoDAsync as soon as it is ready (request order, no sort: measured
+ *   faster on the CPU for uniform ids). With EHT_LOOKUP_HOST_SORT, or for tiers without a host
+ *   pointer (disk: rows come from the tier's read_rows), ids are sorted and deduplicated on the CPU,
+ *   the distinct rows gathered in address order and an expand kernel (or the CPU, for host output)
+ *   writes the requested order. Without a GPU, HOST writes into host memory.
+ * - AUTO: per call from the batch size: with a GPU-readable table and a GPU, splits one batch between
+ *   the GPU's in-place gather (DIRECT, on an internal stream) and the CPU pool (HOST), both at once,
+ *   in proportion to rates measured once by a calibration on the first AUTO call; otherwise HOST.
+ *   EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the split off (AUTO then picks one strategy).
+ *
+ * Ordering rule (asynchronous on the stream): the call reads ids that are host memory before it
+ * returns (they may be reused afterwards); ids in GPU memory must be valid when the stream reaches
+ * the call. Outputs are valid once the stream passes the point after the call. Host output (CPU
+ * use) is complete when the call returns. Host ids given to a GPU strategy are copied through
+ * pinned memory. HOST with ids in GPU memory synchronizes the stream to read them.
+ *
+ * CUDA graphs: DIRECT and SORTED with ids in GPU memory and dead_count == NULL enqueue only kernels
+ * and device copies (no host synchronization), so they can be captured; AUTO and HOST read ids on
+ * the CPU and return -EOPNOTSUPP on a capturing stream (cuStreamIsCapturing).
+ *
+ * Dead count: for HOST (and AUTO) it is known when the call returns. For DIRECT/SORTED, a non-NULL
+ * dead_count makes the call synchronize the stream to read it (not capturable); pass NULL to stay
+ * asynchronous and read eht_lookup_last_dead_count() after the stream has passed the call.
+ *
+ * Output format BF16 (packed Engram rows of EHT_ENGRAM_ROW_BYTES only): 256 bf16 per row (512 bytes).
+ * Weight w (FP8 e4m3fn byte) of group g = w_index / 32 with scale byte s (ue8m0) becomes
+ *   value = e4m3(w) * 2^(s - 127), computed exactly in float (e4m3 has 3 mantissa bits, so the product
+ *   is exact, float subnormals included, unless it overflows to +-inf, which needs s >= 247),
+ *   then rounded to bf16 round-to-nearest-even (bits + 0x7fff + lsb) >> 16; values below 2^-133 lose
+ *   bits there (bf16 subnormals). Special cases: e4m3 0x7f / 0xff (NaN) -> 0x7fc0; s = 0xff (NaN in
+ *   e8m0) -> 0x7fc0 for the whole group; e4m3 -0 (0x80) -> -0 (0x8000); overflow -> +-inf (0x7f80 /
+ *   0xff80); dead rows -> 0x0000. eht_engram_dequant_row() is the CPU reference; the GPU kernels
+ *   match it bit for bit. */
+
+typedef struct eht_lookup eht_lookup;
+
+enum eht_lookup_strategy {
+	EHT_LOOKUP_AUTO = 0,
+	EHT_LOOKUP_DIRECT = 1,
+	EHT_LOOKUP_SORTED = 2,
+	EHT_LOOKUP_HOST = 3,
+};
+enum eht_lookup_format {
+	EHT_LOOKUP_RAW = 0,  /* row_bytes per row, bit copies */
+	EHT_LOOKUP_BF16 = 1, /* 256 bf16 per packed Engram row (row_bytes must be 264) */
+};
+enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
+
+/* eht_lookup_opts.flags */
+#define EHT_LOOKUP_CPU_ONLY 0x1u  /* never touch the GPU: HOST into host memory only */
+#define EHT_LOOKUP_HOST_SORT 0x2u /* HOST sorts and deduplicates ids before gathering */
+#define EHT_LOOKUP_OPTS_FLAGS (EHT_LOOKUP_CPU_ONLY | EHT_LOOKUP_HOST_SORT)
+
+struct eht_lookup_opts {
+	uint32_t size;         /* sizeof(struct eht_lookup_opts) */
+	uint32_t flags;        /* EHT_LOOKUP_* above */
+	int strategy;          /* enum eht_lookup_strategy: the default for runs (AUTO) */
+	int format;            /* enum eht_lookup_format (RAW) */
+	int device;            /* CUDA device; -1: the table's device, or none (CPU only) */
+	unsigned threads;      /* CPU gather threads; 0: CPUs of the NUMA node minus one (min 1) */
+	uint64_t max_batch;    /* ids per internal step; larger calls are split (0: 196608) */
+	uint64_t staging_bytes;/* pinned staging for HOST (0: max_batch rows, at most 256 MiB) */
+	int numa_node;         /* node for the CPU threads; -1: the table's node (or unbound) */
+	unsigned spin_us;      /* how long idle CPU threads spin before sleeping (0: 2000 us) */
+};
+
+/* Creates a lookup engine for `table` (which must outlive it): CPU thread pool, pinned staging, GPU
+ * buffers and kernels. opts NULL = defaults. Returns 0; -EINVAL (bad options, unknown flags, BF16 on
+ * rows that are not 264 bytes, a GPU strategy on a table the GPU cannot read); -ENODEV (GPU strategy
+ * without a GPU); -ENOTSUP (GPU strategy in a build without kernels); -ENOMEM; driver errors. */
+int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_lookup **out);
+
+/* eht_lookup_run flags */
+#define EHT_LOOKUP_RUN_DEAD_ERROR 0x1u /* dead ids are -ERANGE instead of zero rows */
+#define EHT_LOOKUP_RUN_IDS_HOST 0x2u   /* ids are host memory (skip pointer detection) */
+#define EHT_LOOKUP_RUN_IDS_DEVICE 0x4u /* ids are GPU memory */
+#define EHT_LOOKUP_RUN_OUT_HOST 0x8u   /* out is host memory (CPU use; HOST strategy only) */
+#define EHT_LOOKUP_RUN_OUT_DEVICE 0x10u /* out is GPU memory */
+/* strategy for this call in bits 8..11 (0 = the engine's default), e.g. EHT_LOOKUP_RUN_STRATEGY(EHT_LOOKUP_SORTED) */
+#define EHT_LOOKUP_RUN_STRATEGY(s) ((unsigned)(s) << 8)
+#define EHT_LOOKUP_RUN_STRATEGY_MASK 0xf00u
+
+/* Looks up count ids into out (count x row_bytes bytes for RAW, count x 512 for BF16). Where ids and
+ * out live is detected with cuPointerGetAttribute unless a flag says (no GPU: both are host memory).
+ * stream is a CUstream (NULL: the legacy default stream). Splits batches over max_batch internally.
+ * *dead_count (may be NULL) gets the number of dead ids, see above. Returns 0; -EINVAL (NULL
+ * pointers, bad id_type or flags, GPU output for a CPU-only engine, host output for a GPU strategy);
+ * -ERANGE (a dead id with EHT_LOOKUP_RUN_DEAD_ERROR; dead rows are still zero-filled); -EOPNOTSUPP
+ * (HOST or AUTO, or dead_count, on a capturing stream); the table's read error; driver errors. */
+int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count,
+		   void *out, void *stream, unsigned flags, uint64_t *dead_count);
+
+/* Dead ids of the last run, complete once the stream has passed that run (a pinned counter the GPU
+ * strategies write asynchronously). */
+uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
+
+/* The strategy the last run used (AUTO resolved), and the name of a strategy ("direct", ...). */
+int eht_lookup_last_strategy(const eht_lookup *lk);
+const char *eht_lookup_strategy_name(int strategy);
+
+/* Frees everything the engine allocated (after synchronizing its streams); NULL is a no-op. */
+void eht_lookup_destroy(eht_lookup *lk);
+
+/* CPU reference of the BF16 format: one packed Engram row (264 bytes) into 256 bf16 (as uint16). */
+void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
+
 /* ======================================================================================= disk == */
 /* The disk tier: rows stay in safetensors files (src/table). */
 

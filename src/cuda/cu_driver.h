@@ -49,6 +49,12 @@
 	X(cuStreamQuery, (CUstream s))                                                               \
 	X(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int flags))                            \
 	X(cuStreamIsCapturing, (CUstream s, int *status))                                            \
+	X(cuStreamBeginCapture, (CUstream s, int mode))                                              \
+	X(cuStreamEndCapture, (CUstream s, CUgraph * graph))                                         \
+	X(cuGraphInstantiateWithFlags, (CUgraphExec * exec, CUgraph graph, unsigned long long flags)) \
+	X(cuGraphLaunch, (CUgraphExec exec, CUstream s))                                             \
+	X(cuGraphExecDestroy, (CUgraphExec exec))                                                    \
+	X(cuGraphDestroy, (CUgraph graph))                                                           \
 	X(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void *userData))                               \
 	X(cuEventCreate, (CUevent * e, unsigned int flags))                                          \
 	X(cuEventDestroy, (CUevent e))                                                               \

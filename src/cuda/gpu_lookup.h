@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpu_lookup.h: launch wrappers for the lookup kernels (src/cuda/kernels/lookup.cu), driver API only.
+ * Every wrapper enqueues on `s` without host synchronization (so all of them can be graph-captured)
+ * and returns 0 or the driver's error as -errno. */
+#ifndef EHT_CUDA_GPU_LOOKUP_H
+#define EHT_CUDA_GPU_LOOKUP_H
+
+#include <stdint.h>
+
+#include "cuda/cu_driver.h"
+
+/* Largest batch eht_gpu_sort_dedup sorts inside one block (one launch). */
+#define EHT_GPU_SMALL_TILE 8192u
+/* Tile of the multi-block radix passes. */
+#define EHT_GPU_TILE 2048u
+#define EHT_GPU_RADIX 256u
+
+struct eht_gpu_lookup {
+	CUmodule mod;
+	CUfunction direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
+		dedup_assign;
+	int sms;
+};
+
+/* Loads the module on the current context of `device`. Returns 0, -ENOTSUP (no kernels built), or a
+ * driver error. */
+int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g);
+void eht_gpu_lookup_unload(struct eht_gpu_lookup *g);
+
+/* Ids -> local rows: an id (int32/int64) plus off is live when in [lo, hi). */
+struct eht_gpu_ids {
+	CUdeviceptr ids;
+	int id64;
+	int64_t off, lo, hi;
+};
+
+/* Widest load (16, 8, 4 or 1 bytes) that divides rb and the given addresses. */
+int eht_gpu_vec(uint32_t rb, uint64_t a, uint64_t b);
+
+/* DIRECT: out[i] = row(ids[i]) in place from table (device address of local row 0), zero for dead;
+ * counters[0] += dead ids (u64). fmt: enum eht_lookup_format. */
+int eht_gpu_direct(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
+		   CUdeviceptr table, uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr counters);
+
+/* Expand: out[p] = compact[slot[p]] (slot 0: identity; slot UINT32_MAX: zero row) for p < n. */
+int eht_gpu_expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, uint64_t n,
+		   CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt);
+
+/* Device buffers of the sort; sizes for max_n ids from eht_gpu_sort_sizes. */
+struct eht_gpu_sort_bufs {
+	CUdeviceptr keys[2], vals[2]; /* u32 x max_n each */
+	CUdeviceptr hist;             /* u32 x RADIX x tiles(max_n) */
+	CUdeviceptr heads;            /* u32 x tiles(max_n) + 1 (the last holds the total) */
+};
+/* Bytes of the four kinds of buffer above for max_n ids. */
+void eht_gpu_sort_sizes(uint64_t max_n, uint64_t *keys_bytes, uint64_t *hist_bytes, uint64_t *heads_bytes);
+
+/* Sort + dedup of n ids (n <= max_n of bufs; n < 2^32): uniq[0..u) ascending distinct live local rows,
+ * slot[p] = index into uniq or UINT32_MAX for dead, counters[0] += dead, counters[1] = u.
+ * dead_key = hi - lo (must be < UINT32_MAX). */
+int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint32_t n,
+		       const struct eht_gpu_sort_bufs *b, CUdeviceptr uniq, CUdeviceptr slot,
+		       CUdeviceptr counters);
+
+/* compact[u] = table row uniq[u] for u < counters[1] (read on the GPU); max_n bounds the grid. */
+int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr uniq, CUdeviceptr counters,
+			uint64_t max_n, CUdeviceptr table, uint32_t rb, CUdeviceptr compact);
+
+#endif

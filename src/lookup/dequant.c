@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* dequant.c: the CPU reference of the BF16 output format (eht.h documents the formula). The GPU kernel
+ * (src/cuda/kernels/lookup.cu, dq1) follows the same integer steps, so both agree bit for bit. */
+#include <pthread.h>
+#include <string.h>
+
+#include "eht.h"
+#include "lookup/lookup_impl.h"
+
+static inline uint32_t f2u(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static inline float u2f(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+uint16_t eht_lk_dequant1(uint8_t w, uint8_t s)
+{
+	if (s == 0xff || (w & 0x7f) == 0x7f)
+		return 0x7fc0;
+	uint32_t e = (w >> 3) & 15u, m = w & 7u;
+	/* e4m3 magnitude, exact: normal (1 + m/8) * 2^(e-7), subnormal m * 2^-9. */
+	float v = e ? u2f(((e + 120u) << 23) | (m << 20)) : (float)m * 0x1p-9f;
+	/* 2^(s-127) is a float for every s < 255 (s == 0: the subnormal 2^-127). */
+	float sc = u2f(s ? (uint32_t)s << 23 : 0x00400000u);
+	volatile float p = v * sc; /* one IEEE multiply, exact unless it overflows */
+	uint32_t u = f2u(p) | ((uint32_t)(w & 0x80) << 24);
+	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+/* Every (scale, weight) pair precomputed once (128 KiB): the CPU paths dequantize by table lookup. */
+static uint16_t dq_table[256 * 256];
+static pthread_once_t dq_once = PTHREAD_ONCE_INIT;
+
+static void dq_init(void)
+{
+	for (int s = 0; s < 256; s++)
+		for (int w = 0; w < 256; w++)
+			dq_table[s << 8 | w] = eht_lk_dequant1((uint8_t)w, (uint8_t)s);
+}
+
+void eht_engram_dequant_row(const uint8_t *row, uint16_t *out)
+{
+	pthread_once(&dq_once, dq_init);
+	const uint8_t *sc = row + EHT_ENGRAM_DIM;
+	for (int g = 0; g < EHT_ENGRAM_DIM / EHT_ENGRAM_GROUP; g++) {
+		const uint16_t *t = dq_table + ((size_t)sc[g] << 8);
+		for (int i = g * EHT_ENGRAM_GROUP; i < (g + 1) * EHT_ENGRAM_GROUP; i++)
+			out[i] = t[row[i]];
+	}
+}

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lk_host.c: the CPU side of lookups: sort + dedup of ids, the persistent pool copying rows into
+ * pinned staging chunk by chunk, and the DMA of each finished run of chunks while later chunks are
+ * still being gathered (the main thread only issues copies; PLATFORM.md: ~170 ns per random row per
+ * thread, so the pool must spread even a 6,144-id decode batch over all threads). */
+#include <string.h>
+
+#include "lookup/lookup_impl.h"
+#include "util/err.h"
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* ------------------------------------------------------------------- (a) sort + dedup */
+size_t eht_lk_sort_dedup(const uint64_t *rows, size_t n, uint64_t *tmp, uint64_t *uniq, uint32_t *slot,
+			 size_t *nu)
+{
+	/* Live ids packed as row << 32 | position; an LSD radix sort on the row bits (11-bit digits, only
+	 * as many passes as the largest row needs) keeps positions in order within equal rows. */
+	uint64_t *a = tmp, *b = tmp + n, maxrow = 0;
+	size_t m = 0, dead = 0;
+	for (size_t p = 0; p < n; p++) {
+		if (rows[p] == LK_DEAD) {
+			slot[p] = LK_SLOT_DEAD;
+			dead++;
+			continue;
+		}
+		if (rows[p] > maxrow)
+			maxrow = rows[p];
+		a[m++] = rows[p] << 32 | p;
+	}
+	enum { BITS = 11, R = 1 << BITS };
+	static _Thread_local size_t cnt[R];
+	for (unsigned shift = 32; shift < 64 && (maxrow >> (shift - 32)) != 0; shift += BITS) {
+		memset(cnt, 0, sizeof(cnt));
+		for (size_t i = 0; i < m; i++)
+			cnt[(a[i] >> shift) & (R - 1)]++;
+		size_t sum = 0;
+		for (size_t d = 0; d < R; d++) {
+			size_t c = cnt[d];
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < m; i++)
+			b[cnt[(a[i] >> shift) & (R - 1)]++] = a[i];
+		uint64_t *x = a;
+		a = b;
+		b = x;
+	}
+	size_t u = 0;
+	for (size_t i = 0; i < m; i++) {
+		uint64_t row = a[i] >> 32;
+		if (u == 0 || uniq[u - 1] != row)
+			uniq[u++] = row;
+		slot[a[i] & 0xffffffffu] = (uint32_t)(u - 1);
+	}
+	*nu = u;
+	return dead;
+}
+
+/* ------------------------------------------------------------------- pool jobs */
+enum { JOB_IDS, JOB_ROWS, JOB_EXPAND };
+
+struct lk_job {
+	eht_lookup *lk;
+	int kind;
+	const void *ids; /* JOB_IDS: ids of this piece */
+	int id64;
+	int64_t off;
+	const uint64_t *rows;   /* JOB_ROWS: local (host pointer) or absolute (read_rows) rows */
+	const uint32_t *slot;   /* JOB_EXPAND: slot per position, rows read from src */
+	const uint8_t *src;     /* JOB_EXPAND: compact rows */
+	size_t n, chunk;
+	uint8_t *dst;
+	size_t stride; /* bytes per output row */
+	int fmt;       /* JOB_IDS / JOB_EXPAND: raw or CPU dequant */
+	atomic_int err;
+};
+
+static inline void prefetch_row(const uint8_t *p, uint32_t rb)
+{
+	for (uint32_t o = 0; o < rb; o += 64)
+		__builtin_prefetch(p + o, 0, 0);
+}
+
+static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fmt)
+{
+	if (!src)
+		memset(dst, 0, fmt == EHT_LOOKUP_BF16 ? 2 * EHT_ENGRAM_DIM : rb);
+	else if (fmt == EHT_LOOKUP_BF16)
+		eht_engram_dequant_row(src, (uint16_t *)(void *)dst);
+	else
+		memcpy(dst, src, rb);
+}
+
+static void job_task(void *arg, size_t c, unsigned worker)
+{
+	struct lk_job *j = arg;
+	eht_lookup *lk = j->lk;
+	const uint8_t *host = lk->ti.host;
+	const uint32_t rb = lk->rb;
+	size_t begin = c * j->chunk, end = begin + j->chunk < j->n ? begin + j->chunk : j->n;
+	uint64_t dead = 0;
+	switch (j->kind) {
+	case JOB_IDS:
+		for (size_t i = begin; i < end; i++) {
+			if (i + LK_PREFETCH < end) {
+				uint64_t r = eht_lk_local(j->ids, j->id64, i + LK_PREFETCH, j->off, lk->lo, lk->hi);
+				if (r != LK_DEAD)
+					prefetch_row(host + r * rb, rb);
+			}
+			uint64_t r = eht_lk_local(j->ids, j->id64, i, j->off, lk->lo, lk->hi);
+			dead += r == LK_DEAD;
+			put_row(j->dst + i * j->stride, r == LK_DEAD ? NULL : host + r * rb, rb, j->fmt);
+		}
+		break;
+	case JOB_ROWS:
+		if (!host) {
+			int rc = lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb);
+			if (rc) {
+				int zero = 0;
+				atomic_compare_exchange_strong(&j->err, &zero, rc);
+			}
+			break;
+		}
+		for (size_t i = begin; i < end; i++) {
+			if (i + LK_PREFETCH < end)
+				prefetch_row(host + j->rows[i + LK_PREFETCH] * rb, rb);
+			memcpy(j->dst + i * rb, host + j->rows[i] * rb, rb);
+		}
+		break;
+	case JOB_EXPAND:
+		for (size_t i = begin; i < end; i++) {
+			uint32_t s = j->slot[i];
+			put_row(j->dst + i * j->stride, s == LK_SLOT_DEAD ? NULL : j->src + (size_t)s * rb, rb, j->fmt);
+		}
+		break;
+	}
+	if (lk->chunk_dead)
+		lk->chunk_dead[c] = dead;
+	atomic_store_explicit(&lk->chunk_done[c], 1, memory_order_release);
+}
+
+/* Chunks small enough that every thread gets several (a 6,144-id batch over 15 threads: ~100 rows),
+ * large enough that the per-chunk DMA call and task claim stay cheap. */
+static size_t chunk_for(const eht_lookup *lk, size_t n)
+{
+	size_t workers = lk->nthreads + 1, c = (n + workers * 4 - 1) / (workers * 4);
+	if (c < LK_CHUNK_MIN)
+		c = LK_CHUNK_MIN;
+	if (c > LK_CHUNK_MAX)
+		c = LK_CHUNK_MAX;
+	size_t need = (n + c - 1) / c;
+	if (need > lk->max_chunks) /* never: max_chunks covers the largest piece at the smallest chunk */
+		c = (n + lk->max_chunks - 1) / lk->max_chunks;
+	return c;
+}
+
+/* Runs job j over n rows. With dma_dst, the caller thread issues cuMemcpyHtoDAsync for each run of
+ * finished chunks (row i of j->dst goes to dma_dst + i * stride) while the pool works; without, the
+ * caller gathers too. Adds the job's dead rows to *dead. */
+static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstream s, uint64_t *dead)
+{
+	if (j->n == 0)
+		return 0;
+	j->chunk = chunk_for(lk, j->n);
+	size_t nchunks = (j->n + j->chunk - 1) / j->chunk;
+	atomic_init(&j->err, 0);
+	for (size_t c = 0; c < nchunks; c++) {
+		atomic_store_explicit(&lk->chunk_done[c], 0, memory_order_relaxed);
+		lk->chunk_dead[c] = 0;
+	}
+	int rc = 0;
+	if (!dma_dst) {
+		eht_pool_run(lk->pool, nchunks, job_task, j);
+	} else {
+		eht_pool_start(lk->pool, nchunks, job_task, j);
+		size_t c = 0;
+		while (c < nchunks) {
+			while (!atomic_load_explicit(&lk->chunk_done[c], memory_order_acquire))
+				cpu_relax();
+			size_t e = c + 1;
+			while (e < nchunks && atomic_load_explicit(&lk->chunk_done[e], memory_order_acquire))
+				e++;
+			size_t b0 = c * j->chunk, b1 = e * j->chunk < j->n ? e * j->chunk : j->n;
+			if (!rc)
+				rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(dma_dst + b0 * j->stride, j->dst + b0 * j->stride,
+								    (b1 - b0) * j->stride, s));
+			c = e;
+		}
+		eht_pool_wait(lk->pool);
+	}
+	for (size_t c = 0; c < nchunks; c++)
+		*dead += lk->chunk_dead[c];
+	int err = atomic_load(&j->err);
+	return err ? err : rc;
+}
+
+/* ------------------------------------------------------------------- (b) */
+int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, CUdeviceptr dma_dst, CUstream s)
+{
+	struct lk_job j = {.lk = lk, .kind = JOB_ROWS, .rows = rows, .n = n, .dst = lk->staging,
+			   .stride = lk->rb, .fmt = EHT_LOOKUP_RAW};
+	uint64_t dead = 0;
+	int rc = run_job(lk, &j, dma_dst, s, &dead);
+	return rc ? eht_err_prefix(rc, "lookup: gathering %zu rows of table %s", n, lk->ti.name) : 0;
+}
+
+/* Waits until the copies that last read a reused host buffer have finished. */
+static int wait_event(CUevent e, bool *used)
+{
+	if (!*used)
+		return 0;
+	*used = false;
+	return EHT_CU_CHECK(cuEventSynchronize(e));
+}
+
+int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
+			     bool out_dev, CUstream s, uint64_t *dead)
+{
+	int rc = 0;
+	if (out_dev && (rc = wait_event(lk->ev_stage, &lk->stage_used)))
+		return rc;
+	for (size_t p = 0; p < n; p++)
+		lk->h_rows[p] = eht_lk_local(ids, id64, p, off, lk->lo, lk->hi);
+	size_t nu = 0;
+	*dead += eht_lk_sort_dedup(lk->h_rows, n, lk->h_tmp, lk->h_uniq, lk->h_slot, &nu);
+	if (!lk->ti.host)
+		for (size_t u = 0; u < nu; u++)
+			lk->h_uniq[u] += (uint64_t)lk->lo; /* read_rows takes absolute rows */
+	if (!out_dev) {
+		rc = eht_lk_gather_stage(lk, lk->h_uniq, nu, 0, NULL);
+		if (rc)
+			return rc;
+		struct lk_job j = {.lk = lk, .kind = JOB_EXPAND, .slot = lk->h_slot, .src = lk->staging, .n = n,
+				   .dst = out, .stride = lk->out_rb, .fmt = lk->fmt};
+		uint64_t none = 0;
+		return run_job(lk, &j, 0, NULL, &none);
+	}
+	rc = eht_lk_gather_stage(lk, lk->h_uniq, nu, lk->d_compact, s);
+	if (!rc)
+		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(lk->d_slot, lk->h_slot, n * sizeof(uint32_t), s));
+	if (!rc)
+		rc = eht_gpu_expand(&lk->g, s, lk->d_slot, n, lk->d_compact, lk->rb, (CUdeviceptr)(uintptr_t)out,
+				    lk->fmt);
+	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(lk->ev_stage, s))))
+		lk->stage_used = true;
+	return rc;
+}
+
+int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
+			     bool out_dev, CUstream s, uint64_t *dead)
+{
+	if (!out_dev) {
+		struct lk_job j = {.lk = lk, .kind = JOB_IDS, .ids = ids, .id64 = id64, .off = off, .n = n,
+				   .dst = out, .stride = lk->out_rb, .fmt = lk->fmt};
+		return run_job(lk, &j, 0, NULL, dead);
+	}
+	/* Staging halves: the pool fills one half while the other half's copies drain. */
+	size_t half = lk->staging_rows / 2, isz = id64 ? 8 : 4;
+	int rc = 0;
+	for (size_t base = 0, k = 0; base < n && !rc; base += half, k++) {
+		size_t m = n - base < half ? n - base : half;
+		int h = (int)(k & 1);
+		if ((rc = wait_event(lk->ev_half[h], &lk->half_used[h])))
+			break;
+		uint8_t *stage = lk->staging + (size_t)h * half * lk->rb;
+		struct lk_job j = {.lk = lk, .kind = JOB_IDS, .ids = (const uint8_t *)ids + base * isz, .id64 = id64,
+				   .off = off, .n = m, .dst = stage, .stride = lk->rb, .fmt = EHT_LOOKUP_RAW};
+		CUdeviceptr o = (CUdeviceptr)(uintptr_t)out + base * lk->out_rb;
+		if (lk->fmt == EHT_LOOKUP_RAW) {
+			rc = run_job(lk, &j, o, s, dead);
+		} else {
+			CUdeviceptr raw = lk->d_compact + (CUdeviceptr)h * half * lk->rb;
+			rc = run_job(lk, &j, raw, s, dead);
+			if (!rc)
+				rc = eht_gpu_expand(&lk->g, s, 0, m, raw, lk->rb, o, lk->fmt);
+		}
+		if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(lk->ev_half[h], s))))
+			lk->half_used[h] = true;
+	}
+	return rc;
+}

@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lookup.c: eht_lookup: options, the buffers allocated once, and the per-call dispatch to the
+ * strategies (GPU ones here, the CPU side in lk_host.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lookup/lookup_impl.h"
+#include "util/env.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define DEFAULT_MAX_BATCH 196608u
+#define DEFAULT_STAGING_CAP (256ull << 20)
+#define DEFAULT_SPIN_US 2000u
+/* AUTO keeps ids in GPU memory on the GPU: SORTED from this many ids, DIRECT below. */
+#define AUTO_SORTED_MIN 32768u
+
+const char *eht_lookup_strategy_name(int s)
+{
+	switch (s) {
+	case EHT_LOOKUP_AUTO: return "auto";
+	case EHT_LOOKUP_DIRECT: return "direct";
+	case EHT_LOOKUP_SORTED: return "sorted";
+	case EHT_LOOKUP_HOST: return "host";
+	default: return "unknown";
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *host_alloc(eht_lookup *lk, size_t bytes, int *rc)
+{
+	void *p = NULL;
+	if (*rc)
+		return NULL;
+	if (bytes == 0)
+		bytes = 8;
+	if (lk->gpu) {
+		/* Pinned once here so every copy is a true async DMA; PORTABLE for any context. */
+		*rc = EHT_CU_CHECK(cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE));
+		if (*rc)
+			eht_err_prefix(*rc, "lookup: pinning %zu bytes of staging", bytes);
+	} else if (!(p = malloc(bytes))) {
+		*rc = eht_err(ENOMEM, "lookup: out of memory (%zu bytes)", bytes);
+	}
+	return p;
+}
+
+static void host_free(eht_lookup *lk, void *p)
+{
+	if (!p)
+		return;
+	if (lk->gpu)
+		eht_cu.cuMemFreeHost(p);
+	else
+		free(p);
+}
+
+static CUdeviceptr dev_alloc(size_t bytes, int *rc)
+{
+	CUdeviceptr d = 0;
+	if (*rc)
+		return 0;
+	*rc = EHT_CU_CHECK(cuMemAlloc(&d, bytes ? bytes : 8));
+	if (*rc)
+		eht_err_prefix(*rc, "lookup: %zu bytes of GPU memory", bytes);
+	return d;
+}
+
+void eht_lookup_destroy(eht_lookup *lk)
+{
+	if (!lk)
+		return;
+	if (lk->gpu) {
+		eht_cu_use_device(lk->device);
+		if (lk->side)
+			eht_cu.cuStreamSynchronize(lk->side);
+		eht_cu.cuCtxSynchronize(); /* copies may still read staging */
+		CUevent *evs[] = {&lk->ev_half[0], &lk->ev_half[1], &lk->ev_ids, &lk->ev_stage, &lk->ev_fork, &lk->ev_join};
+		for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+			if (*evs[i])
+				eht_cu.cuEventDestroy(*evs[i]);
+		if (lk->side)
+			eht_cu.cuStreamDestroy(lk->side);
+		CUdeviceptr ds[] = {lk->d_ids, lk->d_compact, lk->d_uniq, lk->d_slot, lk->d_counters, lk->sb.keys[0],
+				    lk->sb.keys[1], lk->sb.vals[0], lk->sb.vals[1], lk->sb.hist, lk->sb.heads};
+		for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
+			if (ds[i])
+				eht_cu.cuMemFree(ds[i]);
+		eht_gpu_lookup_unload(&lk->g);
+	}
+	eht_pool_destroy(lk->pool);
+	host_free(lk, lk->staging);
+	host_free(lk, lk->h_slot);
+	host_free(lk, lk->h_ids);
+	host_free(lk, lk->h_counters);
+	free(lk->h_rows);
+	free(lk->h_tmp);
+	free(lk->h_uniq);
+	free(lk->chunk_done);
+	free(lk->chunk_dead);
+	free(lk);
+}
+
+static void calibrate(eht_lookup *lk);
+
+int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_lookup **out)
+{
+	struct eht_lookup_opts o = {.size = sizeof(o), .device = -1, .numa_node = -1};
+	if (!out)
+		return eht_err(EINVAL, "eht_lookup_create: NULL out");
+	*out = NULL;
+	if (!table)
+		return eht_err(EINVAL, "eht_lookup_create: NULL table");
+	if (opts) {
+		if (opts->size < sizeof(o))
+			return eht_err(EINVAL, "eht_lookup_create: opts->size %u < %zu", opts->size, sizeof(o));
+		o = *opts;
+	}
+	if (o.flags & ~EHT_LOOKUP_OPTS_FLAGS)
+		return eht_err(EINVAL, "eht_lookup_create: unknown flags 0x%x", o.flags & ~EHT_LOOKUP_OPTS_FLAGS);
+	if (o.strategy < EHT_LOOKUP_AUTO || o.strategy > EHT_LOOKUP_HOST)
+		return eht_err(EINVAL, "eht_lookup_create: unknown strategy %d", o.strategy);
+	if (o.format != EHT_LOOKUP_RAW && o.format != EHT_LOOKUP_BF16)
+		return eht_err(EINVAL, "eht_lookup_create: unknown output format %d", o.format);
+	const struct eht_table_info *ti = &table->info;
+	if (o.format == EHT_LOOKUP_BF16 && ti->row_bytes != EHT_ENGRAM_ROW_BYTES)
+		return eht_err(EINVAL, "lookup: BF16 output needs packed Engram rows of %d bytes; table %s has %llu",
+			       EHT_ENGRAM_ROW_BYTES, ti->name, (unsigned long long)ti->row_bytes);
+	if (ti->row_bytes == 0 || ti->row_bytes > (1u << 30))
+		return eht_err(EINVAL, "lookup: table %s has unsupported row size %llu", ti->name,
+			       (unsigned long long)ti->row_bytes);
+	if (!ti->host && !(table->ops && table->ops->read_rows))
+		return eht_err(EINVAL, "lookup: table %s has neither a host pointer nor read_rows", ti->name);
+	if (o.max_batch == 0)
+		o.max_batch = DEFAULT_MAX_BATCH;
+	if (o.max_batch >= (1ull << 31))
+		return eht_err(EINVAL, "lookup: max_batch %llu is over 2^31", (unsigned long long)o.max_batch);
+
+	eht_lookup *lk = calloc(1, sizeof(*lk));
+	if (!lk)
+		return eht_err(ENOMEM, "lookup: out of memory");
+	lk->t = table;
+	lk->ti = *ti;
+	lk->rb = (uint32_t)ti->row_bytes;
+	lk->fmt = o.format;
+	lk->out_rb = o.format == EHT_LOOKUP_BF16 ? 2 * EHT_ENGRAM_DIM : lk->rb;
+	lk->strategy = o.strategy;
+	lk->flags = o.flags;
+	lk->max_batch = o.max_batch;
+	uint64_t hi = ti->first_row + ti->local_rows;
+	lk->lo = (int64_t)ti->first_row;
+	lk->hi = (int64_t)(hi < ti->rows ? hi : ti->rows);
+	if (lk->hi < lk->lo)
+		lk->hi = lk->lo;
+	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
+	lk->rate_gpu = 29e6; /* PLATFORM.md, 48 GiB table, until calibrated */
+	lk->rate_cpu = 90e6;
+	lk->device = o.device >= 0 ? o.device : ti->device;
+	lk->gpu = !(o.flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
+	int rc = 0;
+	if (o.strategy == EHT_LOOKUP_DIRECT || o.strategy == EHT_LOOKUP_SORTED) {
+		if (!lk->gpu)
+			rc = eht_err(ENODEV, "lookup: strategy %s needs a GPU; table %s is not pinned for one",
+				     eht_lookup_strategy_name(o.strategy), ti->name);
+		else if (!ti->device_ptr || ti->device != lk->device)
+			rc = eht_err(EINVAL, "lookup: strategy %s reads the table in place; table %s is not readable by GPU %d",
+				     eht_lookup_strategy_name(o.strategy), ti->name, lk->device);
+		else if (o.strategy == EHT_LOOKUP_SORTED && !lk->sortable)
+			rc = eht_err(EINVAL, "lookup: SORTED needs fewer than 2^32-1 local rows");
+	}
+	if (!rc && (o.flags & EHT_LOOKUP_HOST_SORT) && !lk->sortable)
+		rc = eht_err(EINVAL, "lookup: HOST_SORT needs fewer than 2^32-1 local rows");
+	if (!rc && !ti->host && !lk->sortable)
+		rc = eht_err(EINVAL, "lookup: tables without a host pointer need fewer than 2^32-1 local rows");
+	if (rc)
+		goto fail;
+	if (lk->gpu && (rc = eht_cu_use_device(lk->device)))
+		goto fail;
+	lk->table_gpu = lk->gpu && ti->device_ptr && ti->device == lk->device;
+
+	/* CPU pool: NUMA-local, one thread fewer than the node's CPUs (the caller issues the DMA). */
+	int node = o.numa_node >= 0 ? o.numa_node : ti->numa_node;
+	unsigned threads = o.threads;
+	if (!threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 1 ? (unsigned)n - 1 : 1;
+		if (threads > 64)
+			threads = 64;
+	}
+	if ((rc = eht_pool_create(threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
+		goto fail;
+	lk->nthreads = eht_pool_size(lk->pool);
+
+	/* Staging: at least 64 rows (two halves of 32), by default one max_batch of rows. */
+	uint64_t sb = o.staging_bytes;
+	if (!sb) {
+		sb = lk->max_batch * lk->rb;
+		if (sb > DEFAULT_STAGING_CAP)
+			sb = DEFAULT_STAGING_CAP;
+	}
+	lk->staging_rows = sb / lk->rb;
+	if (lk->staging_rows < 64)
+		lk->staging_rows = 64;
+	size_t mb = lk->max_batch;
+	size_t piece_max = mb > lk->staging_rows ? mb : lk->staging_rows;
+	lk->max_chunks = (piece_max + LK_CHUNK_MIN - 1) / LK_CHUNK_MIN + 1;
+	lk->staging = host_alloc(lk, lk->staging_rows * lk->rb, &rc);
+	lk->h_slot = host_alloc(lk, mb * sizeof(uint32_t), &rc);
+	if (lk->gpu) {
+		lk->h_ids = host_alloc(lk, mb * 8, &rc);
+		lk->h_counters = host_alloc(lk, 2 * sizeof(uint64_t), &rc);
+	}
+	lk->h_rows = malloc(mb * sizeof(uint64_t));
+	lk->h_tmp = malloc(2 * mb * sizeof(uint64_t));
+	lk->h_uniq = malloc(mb * sizeof(uint64_t));
+	lk->chunk_done = calloc(lk->max_chunks, sizeof(atomic_uint));
+	lk->chunk_dead = calloc(lk->max_chunks, sizeof(uint64_t));
+	if (!rc && (!lk->h_rows || !lk->h_tmp || !lk->h_uniq || !lk->chunk_done || !lk->chunk_dead))
+		rc = eht_err(ENOMEM, "lookup: out of memory for %zu-id buffers", mb);
+	if (rc)
+		goto fail;
+	if (lk->h_counters)
+		memset(lk->h_counters, 0, 2 * sizeof(uint64_t));
+
+	if (lk->gpu) {
+		int krc = eht_gpu_lookup_load(lk->device, &lk->g);
+		lk->kernels = krc == 0;
+		if (krc && (o.strategy == EHT_LOOKUP_DIRECT || o.strategy == EHT_LOOKUP_SORTED ||
+			    o.format == EHT_LOOKUP_BF16)) {
+			rc = krc;
+			goto fail;
+		}
+		if (krc)
+			eht_warn_once("lookup: GPU kernels unavailable (%s); HOST only", eht_last_error());
+		lk->compact_rows = mb > lk->staging_rows ? mb : lk->staging_rows;
+		uint64_t kb, hb, hdb;
+		eht_gpu_sort_sizes(mb, &kb, &hb, &hdb);
+		lk->d_ids = dev_alloc(mb * 8, &rc);
+		lk->d_compact = dev_alloc(lk->compact_rows * lk->rb, &rc);
+		lk->d_uniq = dev_alloc(mb * 4, &rc);
+		lk->d_slot = dev_alloc(mb * 4, &rc);
+		lk->d_counters = dev_alloc(2 * sizeof(uint64_t), &rc);
+		for (int i = 0; i < 2; i++) {
+			lk->sb.keys[i] = dev_alloc(kb, &rc);
+			lk->sb.vals[i] = dev_alloc(kb, &rc);
+		}
+		lk->sb.hist = dev_alloc(hb, &rc);
+		lk->sb.heads = dev_alloc(hdb, &rc);
+		CUevent *evs[] = {&lk->ev_half[0], &lk->ev_half[1], &lk->ev_ids, &lk->ev_stage, &lk->ev_fork, &lk->ev_join};
+		for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]) && !rc; i++)
+			rc = EHT_CU_CHECK(cuEventCreate(evs[i], CU_EVENT_DISABLE_TIMING));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuStreamCreate(&lk->side, CU_STREAM_NON_BLOCKING));
+		if (rc)
+			goto fail;
+	}
+	lk->last_strategy = -1;
+	if (lk->strategy == EHT_LOOKUP_AUTO && lk->table_gpu && lk->kernels && lk->ti.host)
+		calibrate(lk);
+	eht_debug("lookup on %s: %u threads, staging %zu rows, max_batch %zu, gpu %d (in place %d)", ti->name,
+		  lk->nthreads, lk->staging_rows, mb, lk->gpu, lk->table_gpu);
+	*out = lk;
+	return 0;
+fail:
+	eht_lookup_destroy(lk);
+	return rc;
+}
+
+/* ------------------------------------------------------------------- run helpers */
+static bool is_device_ptr(const void *p)
+{
+	int type = 0;
+	CUresult r = eht_cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
+	return r == CUDA_SUCCESS && (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED);
+}
+
+/* Ids of one piece as a device pointer: in place when already on the GPU, else through pinned h_ids
+ * (waiting for the copy that last read it) into d_ids on stream s. */
+static int piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
+			 CUdeviceptr *dptr)
+{
+	if (ids_dev) {
+		*dptr = (CUdeviceptr)(uintptr_t)ids;
+		return 0;
+	}
+	int rc = 0;
+	if (lk->ids_used) {
+		lk->ids_used = false;
+		if ((rc = EHT_CU_CHECK(cuEventSynchronize(lk->ev_ids))))
+			return rc;
+	}
+	memcpy(lk->h_ids, ids, n * isz);
+	rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(lk->d_ids, lk->h_ids, n * isz, s));
+	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(lk->ev_ids, s))))
+		lk->ids_used = true;
+	*dptr = lk->d_ids;
+	return rc;
+}
+
+static int gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+		     CUdeviceptr out, CUstream s)
+{
+	CUdeviceptr d;
+	int rc = piece_ids_dev(lk, ids, ids_dev, id64 ? 8 : 4, n, s, &d);
+	if (rc)
+		return rc;
+	struct eht_gpu_ids gi = {.ids = d, .id64 = id64, .off = off, .lo = lk->lo, .hi = lk->hi};
+	if (strategy == EHT_LOOKUP_DIRECT)
+		return eht_gpu_direct(&lk->g, s, &gi, n, lk->ti.device_ptr, lk->rb, out, lk->fmt, lk->d_counters);
+	rc = eht_gpu_sort_dedup(&lk->g, s, &gi, (uint32_t)n, &lk->sb, lk->d_uniq, lk->d_slot, lk->d_counters);
+	if (!rc)
+		rc = eht_gpu_gather_uniq(&lk->g, s, lk->d_uniq, lk->d_counters, n, lk->ti.device_ptr, lk->rb,
+					 lk->d_compact);
+	if (!rc)
+		rc = eht_gpu_expand(&lk->g, s, lk->d_slot, n, lk->d_compact, lk->rb, out, lk->fmt);
+	return rc;
+}
+
+static int host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
+		      CUstream s, uint64_t *dead)
+{
+	if ((lk->flags & EHT_LOOKUP_HOST_SORT) || !lk->ti.host) {
+		/* The sorted path's pieces must fit the staging too (distinct rows live there). */
+		size_t cap = lk->staging_rows < lk->max_batch ? lk->staging_rows : lk->max_batch, isz = id64 ? 8 : 4;
+		for (size_t b = 0; b < n; b += cap) {
+			size_t m = n - b < cap ? n - b : cap;
+			int rc = eht_lk_host_sorted_piece(lk, (const uint8_t *)ids + b * isz, id64, off, m,
+							  (uint8_t *)out + b * lk->out_rb, out_dev, s, dead);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	return eht_lk_host_direct_piece(lk, ids, id64, off, n, out, out_dev, s, dead);
+}
+
+static uint64_t count_dead(const eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n)
+{
+	uint64_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += eht_lk_local(ids, id64, i, off, lk->lo, lk->hi) == LK_DEAD;
+	return d;
+}
+
+/* AUTO's split: ids [0, k) by DIRECT on the side stream, [k, n) by HOST on s, both at once. */
+static int auto_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, CUstream s,
+		      uint64_t *dead)
+{
+	double f = lk->rate_gpu / (lk->rate_gpu + lk->rate_cpu);
+	size_t k = eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1) ? (size_t)((double)n * f) : 0;
+	if (!eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1) && lk->rate_gpu > lk->rate_cpu)
+		k = n;
+	if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
+		k = 0;
+	int rc = 0;
+	if (k) {
+		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
+		if (!rc)
+			rc = gpu_piece(lk, EHT_LOOKUP_DIRECT, ids, false, id64, off, k, (CUdeviceptr)(uintptr_t)out, lk->side);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
+		if (rc)
+			return rc;
+	}
+	size_t isz = id64 ? 8 : 4;
+	if (k < n)
+		rc = host_piece(lk, (const uint8_t *)ids + k * isz, id64, off, n - k, (uint8_t *)out + k * lk->out_rb,
+				true, s, dead);
+	if (k) {
+		*dead += count_dead(lk, ids, id64, off, k); /* the GPU part, counted while it runs */
+		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(s, lk->ev_join, 0));
+		if (!rc)
+			rc = jrc;
+	}
+	return rc;
+}
+
+int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
+		   void *stream, unsigned flags, uint64_t *dead_count)
+{
+	const unsigned known = EHT_LOOKUP_RUN_DEAD_ERROR | EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_IDS_DEVICE |
+			       EHT_LOOKUP_RUN_OUT_HOST | EHT_LOOKUP_RUN_OUT_DEVICE | EHT_LOOKUP_RUN_STRATEGY_MASK;
+	if (dead_count)
+		*dead_count = 0;
+	if (!lk)
+		return eht_err(EINVAL, "eht_lookup_run: NULL engine");
+	if (flags & ~known)
+		return eht_err(EINVAL, "eht_lookup_run: unknown flags 0x%x", flags & ~known);
+	if (id_type != EHT_ID_INT32 && id_type != EHT_ID_INT64)
+		return eht_err(EINVAL, "eht_lookup_run: unknown id type %d", id_type);
+	if ((flags & EHT_LOOKUP_RUN_IDS_HOST) && (flags & EHT_LOOKUP_RUN_IDS_DEVICE))
+		return eht_err(EINVAL, "eht_lookup_run: ids cannot be both host and device memory");
+	if ((flags & EHT_LOOKUP_RUN_OUT_HOST) && (flags & EHT_LOOKUP_RUN_OUT_DEVICE))
+		return eht_err(EINVAL, "eht_lookup_run: out cannot be both host and device memory");
+	int strategy = (int)((flags & EHT_LOOKUP_RUN_STRATEGY_MASK) >> 8);
+	if (strategy > EHT_LOOKUP_HOST)
+		return eht_err(EINVAL, "eht_lookup_run: unknown strategy %d", strategy);
+	if (!strategy)
+		strategy = lk->strategy;
+	lk->last_dead_host = 0;
+	lk->last_dead_gpu = false;
+	if (count == 0)
+		return 0;
+	if (!ids || !out)
+		return eht_err(EINVAL, "eht_lookup_run: NULL %s", ids ? "out" : "ids");
+	if (count > UINT32_MAX)
+		return eht_err(EINVAL, "eht_lookup_run: %llu ids in one call (at most 2^32-1)", (unsigned long long)count);
+	if (lk->gpu && (flags & EHT_LOOKUP_RUN_OUT_HOST) == 0 && eht_cu_use_device(lk->device))
+		return -ENODEV;
+	bool ids_dev = (flags & EHT_LOOKUP_RUN_IDS_DEVICE) || (lk->gpu && !(flags & EHT_LOOKUP_RUN_IDS_HOST) && is_device_ptr(ids));
+	bool out_dev = (flags & EHT_LOOKUP_RUN_OUT_DEVICE) || (lk->gpu && !(flags & EHT_LOOKUP_RUN_OUT_HOST) && is_device_ptr(out));
+	if ((ids_dev || out_dev) && !lk->gpu)
+		return eht_err(EINVAL, "eht_lookup_run: GPU memory given to a CPU-only lookup engine");
+	CUstream s = (CUstream)stream;
+	int capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (lk->gpu && EHT_CU_CHECK(cuStreamIsCapturing(s, &capturing)) != 0)
+		return eht_err_prefix(-EINVAL, "eht_lookup_run: bad stream");
+
+	/* Resolve the strategy. */
+	if (strategy == EHT_LOOKUP_AUTO) {
+		if (!out_dev || !lk->table_gpu || !lk->kernels)
+			strategy = EHT_LOOKUP_HOST;
+		else if (ids_dev)
+			strategy = (count >= AUTO_SORTED_MIN && lk->sortable) ? EHT_LOOKUP_SORTED : EHT_LOOKUP_DIRECT;
+	}
+	if (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) {
+		if (!out_dev)
+			return eht_err(EINVAL, "eht_lookup_run: strategy %s writes GPU memory; out is host memory",
+				       eht_lookup_strategy_name(strategy));
+		if (!lk->table_gpu || !lk->kernels)
+			return eht_err(EINVAL, "eht_lookup_run: strategy %s needs the table readable by GPU %d and the kernels",
+				       eht_lookup_strategy_name(strategy), lk->device);
+		if (strategy == EHT_LOOKUP_SORTED && !lk->sortable)
+			return eht_err(EINVAL, "eht_lookup_run: SORTED needs fewer than 2^32-1 local rows");
+	}
+	if (out_dev && lk->fmt == EHT_LOOKUP_BF16 && (!lk->kernels || ((uintptr_t)out & 15)))
+		return eht_err(EINVAL, "eht_lookup_run: BF16 output on the GPU needs the kernels and a 16-byte aligned out");
+	bool host_side = strategy == EHT_LOOKUP_HOST || strategy == EHT_LOOKUP_AUTO;
+	bool dead_sync = !host_side && (dead_count || (flags & EHT_LOOKUP_RUN_DEAD_ERROR));
+	if (capturing != CU_STREAM_CAPTURE_STATUS_NONE && (host_side || dead_sync || !ids_dev))
+		return eht_err(EOPNOTSUPP, "eht_lookup_run: strategy %s%s cannot be captured in a CUDA graph",
+			       eht_lookup_strategy_name(strategy),
+			       host_side ? "" : dead_sync ? " with a dead count" : " with host ids");
+	lk->last_strategy = strategy;
+
+	int rc = 0;
+	const size_t isz = id_type == EHT_ID_INT64 ? 8 : 4;
+	const int id64 = id_type == EHT_ID_INT64;
+	uint64_t dead = 0;
+	if (!host_side && (rc = EHT_CU_CHECK(cuMemsetD32Async(lk->d_counters, 0, 4, s))))
+		return rc;
+	for (uint64_t b = 0; b < count && !rc; b += lk->max_batch) {
+		size_t m = count - b < lk->max_batch ? (size_t)(count - b) : (size_t)lk->max_batch;
+		const uint8_t *pid = (const uint8_t *)ids + b * isz;
+		uint8_t *pout = (uint8_t *)out + b * lk->out_rb;
+		if (!host_side) {
+			rc = gpu_piece(lk, strategy, pid, ids_dev, id64, id_offset, m, (CUdeviceptr)(uintptr_t)pout, s);
+			continue;
+		}
+		if (ids_dev) {
+			/* The CPU must read these ids: copy them back and wait (documented). */
+			if (lk->ids_used) {
+				lk->ids_used = false;
+				if ((rc = EHT_CU_CHECK(cuEventSynchronize(lk->ev_ids))))
+					break;
+			}
+			rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_ids, (CUdeviceptr)(uintptr_t)pid, m * isz, s));
+			if (!rc)
+				rc = EHT_CU_CHECK(cuStreamSynchronize(s));
+			if (rc)
+				break;
+			pid = lk->h_ids;
+		}
+		if (strategy == EHT_LOOKUP_AUTO && lk->ti.host && !(lk->flags & EHT_LOOKUP_HOST_SORT))
+			rc = auto_piece(lk, pid, id64, id_offset, m, pout, s, &dead);
+		else
+			rc = host_piece(lk, pid, id64, id_offset, m, pout, out_dev, s, &dead);
+	}
+	if (rc)
+		return rc;
+	if (!host_side) {
+		lk->last_dead_gpu = true;
+		rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_counters, lk->d_counters, 2 * sizeof(uint64_t), s));
+		if (!rc && dead_sync)
+			rc = EHT_CU_CHECK(cuStreamSynchronize(s));
+		if (rc)
+			return rc;
+		if (dead_sync)
+			dead = lk->h_counters[0];
+	} else {
+		lk->last_dead_host = dead;
+	}
+	if (dead_count)
+		*dead_count = dead;
+	if (dead && (flags & EHT_LOOKUP_RUN_DEAD_ERROR))
+		return eht_err(ERANGE, "lookup: %llu of %llu ids are outside the rows [%lld, %lld) of table %s",
+			       (unsigned long long)dead, (unsigned long long)count, (long long)lk->lo, (long long)lk->hi,
+			       lk->ti.name);
+	return 0;
+}
+
+uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)
+{
+	if (!lk)
+		return 0;
+	return lk->last_dead_gpu ? *(volatile uint64_t *)lk->h_counters : lk->last_dead_host;
+}
+
+int eht_lookup_last_strategy(const eht_lookup *lk) { return lk ? lk->last_strategy : -1; }
+
+/* ------------------------------------------------------------------- AUTO calibration */
+/* Times DIRECT and HOST once on uniform ids (the shape AUTO splits), so the split follows this
+ * machine and this table (a small table is fast in place; a large one is not: PLATFORM.md). */
+static void calibrate(eht_lookup *lk)
+{
+	size_t n = lk->max_batch < 32768 ? lk->max_batch : 32768;
+	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
+	if (rows == 0 || n < 1024)
+		return;
+	int64_t *ids = malloc(n * sizeof(*ids));
+	CUdeviceptr out = 0;
+	if (!ids || EHT_CU_CHECK(cuMemAlloc(&out, n * lk->out_rb)) != 0) {
+		free(ids);
+		eht_warn("lookup: calibration skipped (%s)", eht_last_error());
+		return;
+	}
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		ids[i] = lk->lo + (int64_t)(x % rows);
+	}
+	double best[2] = {1e9, 1e9};
+	const int strat[2] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_HOST};
+	for (int rep = 0; rep < 3; rep++) {
+		for (int k = 0; k < 2; k++) {
+			double t0 = now_s();
+			int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
+						EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE |
+							EHT_LOOKUP_RUN_STRATEGY(strat[k]), NULL);
+			if (!rc)
+				rc = EHT_CU_CHECK(cuStreamSynchronize(NULL));
+			double t = now_s() - t0;
+			if (rc) {
+				eht_warn("lookup: calibration failed (%s); AUTO uses PLATFORM.md's rates", eht_last_error());
+				goto out;
+			}
+			if (rep && t < best[k]) /* rep 0 warms up */
+				best[k] = t;
+		}
+	}
+	lk->rate_gpu = (double)n / best[0];
+	lk->rate_cpu = (double)n / best[1];
+	eht_info("lookup %s: calibrated DIRECT %.1f M rows/s, HOST %.1f M rows/s", lk->ti.name, lk->rate_gpu / 1e6,
+		 lk->rate_cpu / 1e6);
+out:
+	eht_cu.cuMemFree(out);
+	free(ids);
+	lk->last_strategy = -1;
+}

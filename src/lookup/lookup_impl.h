@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lookup_impl.h: the lookup engine's state and the pieces other tiers reuse. The disk tier plugs in
+ * with (a) eht_lk_sort_dedup (host-side sort + dedup of ids), (b) eht_lk_gather_stage (distinct rows
+ * through the tier's read_rows, or memcpy, into pinned staging by the CPU pool, each chunk sent to a
+ * fixed GPU buffer with cuMemcpyHtoDAsync as soon as it is ready), (c) eht_gpu_expand
+ * (src/cuda/gpu_lookup.h) from that GPU buffer to the requested order; eht_lk_host_sorted_piece runs
+ * all three for one piece of a batch. */
+#ifndef EHT_LOOKUP_LOOKUP_IMPL_H
+#define EHT_LOOKUP_LOOKUP_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda/cu_driver.h"
+#include "cuda/gpu_lookup.h"
+#include "eht.h"
+#include "table/table_impl.h"
+#include "util/pool.h"
+
+#define LK_DEAD UINT64_MAX
+#define LK_SLOT_DEAD UINT32_MAX
+/* Rows a CPU thread reads ahead with software prefetch (PLATFORM.md: 8 helped a little). */
+#define LK_PREFETCH 8
+#define LK_CHUNK_MIN 16
+#define LK_CHUNK_MAX 1024
+
+struct eht_lookup {
+	eht_table *t;
+	struct eht_table_info ti;
+	uint32_t rb, out_rb;
+	int64_t lo, hi; /* absolute rows this process holds: [lo, hi) */
+	int fmt, strategy, device;
+	unsigned flags;
+	bool gpu;          /* a GPU context and GPU buffers exist */
+	bool kernels;      /* the lookup kernels are loaded */
+	bool table_gpu;    /* the table is readable in place by that GPU */
+	bool sortable;     /* local rows fit 32-bit keys (SORTED, HOST_SORT) */
+	uint64_t max_batch;
+
+	eht_pool *pool;
+	unsigned nthreads;
+
+	/* Host buffers, allocated once (pinned when gpu). */
+	uint8_t *staging;
+	size_t staging_rows;
+	uint64_t *h_rows, *h_tmp, *h_uniq; /* max_batch, 2 x max_batch, max_batch */
+	uint32_t *h_slot;                  /* max_batch */
+	void *h_ids;                       /* max_batch x 8 (gpu only) */
+	uint64_t *h_counters;              /* 2: dead, distinct (gpu only, written by DMA) */
+	atomic_uint *chunk_done;
+	uint64_t *chunk_dead;
+	size_t max_chunks;
+
+	/* GPU state. */
+	struct eht_gpu_lookup g;
+	CUstream side;
+	CUevent ev_half[2], ev_ids, ev_stage, ev_fork, ev_join;
+	bool half_used[2], ids_used, stage_used;
+	CUdeviceptr d_ids, d_compact, d_uniq, d_slot, d_counters;
+	struct eht_gpu_sort_bufs sb;
+	uint64_t compact_rows;
+
+	/* Last run and AUTO's calibration. */
+	uint64_t last_dead_host;
+	bool last_dead_gpu;
+	int last_strategy;
+	double rate_gpu, rate_cpu; /* rows/s of DIRECT and HOST */
+};
+
+/* One id (int32/int64 at index i) + off -> local row, or LK_DEAD. */
+static inline uint64_t eht_lk_local(const void *ids, int id64, size_t i, int64_t off, int64_t lo, int64_t hi)
+{
+	int64_t v = id64 ? ((const int64_t *)ids)[i] : (int64_t)((const int32_t *)ids)[i];
+	int64_t r = (int64_t)((uint64_t)v + (uint64_t)off);
+	return (r >= lo && r < hi) ? (uint64_t)(r - lo) : LK_DEAD;
+}
+
+/* (a) Sorts and deduplicates rows[0..n) (local rows < 2^32, or LK_DEAD): uniq[0..*nu) ascending
+ * distinct live rows, slot[p] = index into uniq or LK_SLOT_DEAD. tmp: 2n entries. Returns the number
+ * of dead rows. n must be < 2^32. */
+size_t eht_lk_sort_dedup(const uint64_t *rows, size_t n, uint64_t *tmp, uint64_t *uniq, uint32_t *slot,
+			 size_t *nu);
+
+/* (b) Gathers rows rows[0..n) into lk->staging by the pool (from the host pointer, or with the
+ * table's read_rows: `rows` are then absolute rows, else local), and when dma_dst is not 0 sends each
+ * finished run of chunks to dma_dst (same layout) on stream s. Returns 0 or the first error. */
+int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, CUdeviceptr dma_dst, CUstream s);
+
+/* One piece (n <= min(max_batch, staging_rows)) of the sorted HOST path: ids -> local rows ->
+ * (a) -> (b) -> (c) into out (GPU when out_dev, else host memory, expanded by the CPU). Adds the dead
+ * ids to *dead. */
+int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
+			     bool out_dev, CUstream s, uint64_t *dead);
+
+/* The HOST path in request order for n <= max_batch ids (no sort): rows copied (or dequantized)
+ * straight into host out, or through staging halves into GPU out. Adds the dead ids to *dead. */
+int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
+			     bool out_dev, CUstream s, uint64_t *dead);
+
+/* The CPU reference of one weight: e4m3 byte w with ue8m0 scale s -> bf16 bits. */
+uint16_t eht_lk_dequant1(uint8_t w, uint8_t s);
+
+#endif

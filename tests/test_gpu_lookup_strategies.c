@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_gpu_lookup_strategies.c: every strategy (DIRECT, SORTED, HOST, AUTO) on the GPU, raw and bf16,
+ * ids in host and GPU memory, both id types, offsets, dead ids, 0/1/small/multi-tile/split batches,
+ * against the CPU reference, into outputs poisoned with 0xAB; CUDA-graph capture rules. Exit 77
+ * without a GPU. */
+#include <string.h>
+
+#include "cuda/cu_driver.h"
+#include "testutil.h"
+
+#define RB EHT_ENGRAM_ROW_BYTES
+
+static uint8_t *g_table;
+static uint64_t g_rows;
+
+static void ref_row(int64_t r, int fmt, uint8_t *dst)
+{
+	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
+	if (r < 0 || (uint64_t)r >= g_rows)
+		memset(dst, 0, ob);
+	else if (fmt == EHT_LOOKUP_RAW)
+		memcpy(dst, g_table + (size_t)r * RB, RB);
+	else
+		eht_engram_dequant_row(g_table + (size_t)r * RB, (uint16_t *)(void *)dst);
+}
+
+static int cu(int rc)
+{
+	if (rc)
+		fprintf(stderr, "driver call failed: %s\n", eht_last_error());
+	return rc;
+}
+
+static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64, int64_t off, int ids_on_gpu,
+		      uint64_t *rs, CUstream s)
+{
+	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB, isz = id64 ? 8 : 4;
+	void *ids = malloc(n * 8 + 8);
+	uint8_t *out = malloc(n * ob + 64), *want = malloc(ob);
+	uint64_t want_dead = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = t_rand(rs);
+		int64_t id;
+		if (x % 11 == 0)
+			id = -1 - (int64_t)(x % 5) - off;
+		else if (x % 19 == 0)
+			id = (int64_t)g_rows + (int64_t)(x % 1000) - off;
+		else if (x % 4 == 0 && i)
+			id = id64 ? ((int64_t *)ids)[i - 1] : ((int32_t *)ids)[i - 1];
+		else if (x % 7 == 0)
+			id = (int64_t)(x % 64) - off; /* hot rows: many duplicates */
+		else
+			id = (int64_t)(x % g_rows) - off;
+		if (id64)
+			((int64_t *)ids)[i] = id;
+		else
+			((int32_t *)ids)[i] = (int32_t)id;
+		want_dead += id + off < 0 || (uint64_t)(id + off) >= g_rows;
+	}
+	CUdeviceptr d_out = 0, d_ids = 0;
+	if (cu(EHT_CU_CHECK(cuMemAlloc(&d_out, n * ob + 64))) || cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, n * isz + 8)))) {
+		t_failures++;
+		goto out;
+	}
+	cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob + 64)));
+	if (ids_on_gpu && n)
+		cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * isz)));
+	uint64_t dead = 777;
+	const void *pid = ids_on_gpu ? (const void *)(uintptr_t)d_ids : ids;
+	int rc = eht_lookup_run(lk, pid, id64 ? EHT_ID_INT64 : EHT_ID_INT32, off, n, (void *)(uintptr_t)d_out, s,
+				EHT_LOOKUP_RUN_STRATEGY(strategy), &dead);
+	if (rc) {
+		fprintf(stderr, "run %s n %zu: %s\n", eht_lookup_strategy_name(strategy), n, eht_last_error());
+		t_failures++;
+		goto out;
+	}
+	if (ids_on_gpu) /* ids changed after the call must not matter once the stream passed it */
+		cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+	cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+	cu(EHT_CU_CHECK(cuMemcpyDtoH(out, d_out, n * ob + 64)));
+	CHECK(dead == want_dead);
+	CHECK(eht_lookup_last_dead_count(lk) == want_dead);
+	int bad = 0;
+	for (size_t i = 0; i < n && bad < 3; i++) {
+		int64_t r = (id64 ? ((int64_t *)ids)[i] : ((int32_t *)ids)[i]) + off;
+		ref_row(r, fmt, want);
+		if (memcmp(out + i * ob, want, ob)) {
+			fprintf(stderr, "%s fmt %d n %zu id64 %d gpu-ids %d: row %zu (table row %lld) differs\n",
+				eht_lookup_strategy_name(strategy), fmt, n, id64, ids_on_gpu, i, (long long)r);
+			bad++;
+		}
+	}
+	CHECK(bad == 0);
+	for (size_t i = 0; i < 64; i++)
+		bad += out[n * ob + i] != 0xab;
+	CHECK(bad == 0);
+out:
+	if (d_out)
+		eht_cu.cuMemFree(d_out);
+	if (d_ids)
+		eht_cu.cuMemFree(d_ids);
+	free(ids);
+	free(out);
+	free(want);
+}
+
+static void check_capture(eht_lookup *lk, CUstream s)
+{
+	enum { N = 3000 };
+	static int32_t ids[N];
+	uint64_t rs = 7;
+	for (int i = 0; i < N; i++)
+		ids[i] = (int32_t)(t_rand(&rs) % (g_rows + 100)) - 50;
+	CUdeviceptr d_ids = 0, d_out = 0;
+	if (cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, sizeof(ids)))) || cu(EHT_CU_CHECK(cuMemAlloc(&d_out, N * RB)))) {
+		t_failures++;
+		return;
+	}
+	cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, sizeof(ids))));
+	for (int strategy = EHT_LOOKUP_DIRECT; strategy <= EHT_LOOKUP_HOST; strategy++) {
+		CUgraph g = NULL;
+		CUgraphExec ge = NULL;
+		CHECK_RC(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)), 0);
+		int rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT32, 0, N, (void *)(uintptr_t)d_out, s,
+					EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
+		int erc = EHT_CU_CHECK(cuStreamEndCapture(s, &g));
+		if (strategy == EHT_LOOKUP_HOST) {
+			CHECK(rc == -EOPNOTSUPP);
+		} else {
+			CHECK_RC(rc, 0);
+			CHECK_RC(erc, 0);
+			cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, N * RB)));
+			if (g && !cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
+				CHECK_RC(EHT_CU_CHECK(cuGraphLaunch(ge, s)), 0);
+				CHECK_RC(EHT_CU_CHECK(cuStreamSynchronize(s)), 0);
+				uint8_t *out = malloc(N * RB), want[RB];
+				cu(EHT_CU_CHECK(cuMemcpyDtoH(out, d_out, N * RB)));
+				int bad = 0;
+				for (int i = 0; i < N; i++) {
+					ref_row(ids[i], EHT_LOOKUP_RAW, want);
+					bad += memcmp(out + (size_t)i * RB, want, RB) != 0;
+				}
+				CHECK(bad == 0);
+				free(out);
+				eht_cu.cuGraphExecDestroy(ge);
+			}
+		}
+		if (g)
+			eht_cu.cuGraphDestroy(g);
+	}
+	eht_cu.cuMemFree(d_ids);
+	eht_cu.cuMemFree(d_out);
+}
+
+int main(void)
+{
+	if (!t_have_gpu())
+		t_skip("no GPU");
+	uint64_t rs = 99;
+	g_rows = 100000;
+	g_table = malloc(g_rows * RB);
+	for (size_t i = 0; i < g_rows * RB; i++)
+		g_table[i] = (uint8_t)t_rand(&rs);
+	for (size_t r = 0; r < g_rows; r += 97) { /* NaN weights, NaN / overflowing / tiny scales */
+		g_table[r * RB + 3] = 0x7f;
+		g_table[r * RB + 256] = 0xff;
+		g_table[r * RB + 257] = 250;
+		g_table[r * RB + 258] = 0;
+	}
+	eht_table *t = NULL;
+	CHECK_RC(eht_table_wrap(g_table, g_rows, RB, 0, "gpu-test", &t), 0);
+	struct eht_table_info ti = {.size = sizeof(ti)};
+	if (!t || eht_table_get_info(t, &ti) || !ti.device_ptr) {
+		fprintf(stderr, "cannot pin the test table: %s\n", eht_last_error());
+		return 1;
+	}
+	CUstream s = NULL;
+	CHECK_RC(EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)), 0);
+	static const size_t ns[] = {0, 1, 7, 100, 6144, 8192, 8193, 20000, 50001};
+	for (int fmt = 0; fmt < 2; fmt++) {
+		/* max_batch 20000 splits the largest batch; staging of 3000 rows forces several halves. */
+		struct eht_lookup_opts o = {.size = sizeof(o), .format = fmt, .device = 0, .numa_node = -1,
+					    .threads = 4, .max_batch = 20000, .staging_bytes = 3000 * RB};
+		eht_lookup *lk = NULL;
+		CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+		if (!lk)
+			break;
+		for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++)
+			for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++)
+				for (int v = 0; v < 4; v++) {
+					int id64 = v & 1, gpu_ids = v >> 1;
+					check_run(lk, strategy, fmt, ns[k], id64, 0, gpu_ids, &rs, s);
+					check_run(lk, strategy, fmt, ns[k], id64, 1000, gpu_ids, &rs, v & 1 ? s : NULL);
+				}
+		if (fmt == EHT_LOOKUP_RAW)
+			check_capture(lk, s);
+		eht_lookup_destroy(lk);
+	}
+	/* HOST with the sorted CPU path (what the disk tier uses) into GPU memory. */
+	{
+		struct eht_lookup_opts o = {.size = sizeof(o), .flags = EHT_LOOKUP_HOST_SORT, .strategy = EHT_LOOKUP_HOST,
+					    .format = EHT_LOOKUP_BF16, .device = 0, .numa_node = -1, .threads = 3,
+					    .max_batch = 5000, .staging_bytes = 1000 * RB};
+		eht_lookup *lk = NULL;
+		CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+		for (size_t k = 0; lk && k < sizeof(ns) / sizeof(ns[0]); k++)
+			check_run(lk, EHT_LOOKUP_HOST, EHT_LOOKUP_BF16, ns[k], 1, -5, 0, &rs, s);
+		eht_lookup_destroy(lk);
+	}
+	eht_cu.cuStreamDestroy(s);
+	eht_table_close(t);
+	free(g_table);
+	return t_done();
+}
