@@ -110,7 +110,7 @@ int disk_check_files(struct disk *d, bool check_path)
 static int maybe_check(struct disk *d)
 {
 	uint64_t now = now_ns(), last = atomic_load_explicit(&d->last_check_ns, memory_order_relaxed);
-	if (now - last < d->check_ns)
+	if (now <= last || now - last < d->check_ns) /* another thread may have stored a later time */
 		return 0;
 	if (!atomic_compare_exchange_strong(&d->last_check_ns, &last, now))
 		return 0;

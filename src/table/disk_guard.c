@@ -5,13 +5,16 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "table/disk_impl.h"
 #include "util/err.h"
 
 /* initial-exec: the handler must not trigger a lazy TLS allocation. */
-static __thread sigjmp_buf *tl_jump __attribute__((tls_model("initial-exec")));
+/* volatile: the stores around the copy loop must not be merged away (memcpy is a builtin the
+ * compiler knows does not read this). */
+static __thread sigjmp_buf *volatile tl_jump __attribute__((tls_model("initial-exec")));
 static struct sigaction old_bus;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 static int guard_rc;
@@ -69,8 +72,10 @@ int disk_guarded_copy_rows(const uint8_t *base, const uint64_t *rows, size_t n, 
 		return -EIO;
 	}
 	tl_jump = &jb;
+	atomic_signal_fence(memory_order_seq_cst);
 	for (; i < n; i++)
 		memcpy(dst + i * dst_stride, base + (rows[i] - first_row) * row_bytes, row_bytes);
+	atomic_signal_fence(memory_order_seq_cst);
 	tl_jump = NULL;
 	return 0;
 }
