@@ -136,11 +136,21 @@ int main(void)
 {
 	snprintf(dir, sizeof(dir), "%s", t_tmpdir("disk_trunc"));
 	snprintf(file, sizeof(file), "%s/model.safetensors", dir);
-	truncate_case(0, false, false);             /* the periodic check sees the size change */
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer does not hand a synchronous SIGBUS to user handlers: mapped copies of a
+	 * truncated file are tested in the normal and ASan builds only. */
+	const bool mapped = false;
+#else
+	const bool mapped = true;
+#endif
+	if (mapped)
+		truncate_case(0, false, false);     /* the periodic check sees the size change */
 	truncate_case(EHT_DISK_PREAD, false, true); /* ... also under prefetch */
 	setenv("EHT_DISK_CHECK_US", "1000000000", 1); /* check off: the reads themselves must fail cleanly */
-	truncate_case(0, true, false);              /* SIGBUS in the mapped copy, caught */
-	truncate_case(0, true, true);
+	if (mapped) {
+		truncate_case(0, true, false);      /* SIGBUS in the mapped copy, caught */
+		truncate_case(0, true, true);
+	}
 	truncate_case(EHT_DISK_PREAD, true, false); /* pread's short read */
 	unsetenv("EHT_DISK_CHECK_US");
 	change_cases();
