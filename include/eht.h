@@ -717,7 +717,114 @@ void eht_lookup_destroy(eht_lookup *lk);
 void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
 
 /* ======================================================================================= disk == */
-/* The disk tier: rows stay in safetensors files (src/table). */
+/* The disk tier: rows stay in safetensors files (src/table).
+ *
+ * eht_disk_open opens a checkpoint (a .safetensors file, a sharded directory with its index, or a
+ * directory of files: see eht_ckpt_open) and joins a weight tensor [rows, W] and an optional scale
+ * tensor [rows, S] (same rows, any dtypes with whole-byte rows, any files) per row into packed rows
+ * of W + S bytes: the weight row then the scale row (Engram: 256 + 8 = 264 bytes,
+ * EHT_ENGRAM_ROW_BYTES). The result is an eht_table of tier EHT_TIER_DISK: info.host is NULL,
+ * info.rows is the whole tensor's rows, and eht_lookup serves it like any other tier (its HOST
+ * strategy sorts and deduplicates the ids on the CPU, the pool gathers the distinct rows into pinned
+ * staging, the DMA goes to a fixed GPU buffer and the expand kernel writes the requested order).
+ *
+ * Tensor parallelism: rank r of R holds rows [first_row, first_row + local_rows) of eht_rows_split
+ * and maps only that range of each tensor, read-only with MADV_RANDOM (readahead would read hundreds
+ * of times the bytes a random row needs). An id outside the range is that rank's dead id: its
+ * output row is zeros (and counted as dead by eht_lookup_run). The R ranges are disjoint and cover
+ * every row, so the R ranks' outputs for the same ids sum (add, or bytewise OR) to the full
+ * table's lookup: exactly one rank writes each live row, the others write zeros (use the lookups'
+ * dead count only per rank; every id is dead on R - 1 ranks).
+ *
+ * Reads. Rows are copied from the mapping (default) or with pread (EHT_DISK_PREAD), through the page
+ * cache. A file truncated, rewritten or replaced while open never kills the process with SIGBUS:
+ * each gather first compares the files' size and mtime with those seen at open (at most every
+ * millisecond), and copies from the mapping run under a SIGBUS guard (a process-wide handler,
+ * installed on first open, that only acts for faults inside an eht disk copy and passes every other
+ * SIGBUS to the handler that was there before). Any failure (-EIO for a fault, EIO or short read,
+ * -ESTALE for a file changed since open) names the file, the tensor, the row and the byte offset,
+ * and says whether the file shrank, was modified (mtime) or replaced (the path now names another
+ * inode).
+ *
+ * Hot-row cache (cache_bytes, default 16 MiB): a direct-mapped cache of recently read rows in
+ * process memory, one slot per row hash, each slot guarded by its own try-lock (a busy slot counts
+ * as a miss; no global lock, nothing written on a hit besides the slot's lock word). Direct-mapped
+ * because it is O(1) and lock-free across the gather threads, and because a 264-byte row in it costs
+ * 264 bytes where the page cache holds the row's whole 4 KiB page: Engram ids are hashed n-grams
+ * whose frequent rows recur step after step, so a small row cache keeps those hot when the page
+ * cache cannot hold the table. One-time rows of a large prefill step can evict hot rows; the page
+ * cache stays the large tier.
+ *
+ * Prefetch. The ids of a step depend only on the input tokens, so its reads can start before the
+ * GPU reaches the layer: eht_disk_prefetch copies the ids, and a dispatcher thread of the table
+ * sorts and deduplicates them and gathers the distinct local rows with io_threads reader threads
+ * (a deeper queue than the lookup's pool: cold reads need 64+ in flight, PLATFORM.md) into one of
+ * prefetch_slots buffers of prefetch_rows rows, allocated at open. eht_lookup_run on the table then
+ * serves the rows of the OLDEST unreleased ticket from that buffer (waiting for its reads to finish
+ * if needed) and reads any other row as usual, so a ticket never changes results, only where the
+ * bytes come from. Typical double-buffered loop: prefetch(step k+1); run(step k); release(ticket k).
+ * A prefetch of more distinct rows than prefetch_rows stages the first prefetch_rows of them (in
+ * row order); the lookup reads the rest itself. */
+
+typedef struct eht_disk_ticket eht_disk_ticket;
+
+/* eht_disk_opts.flags */
+#define EHT_DISK_PREAD 0x1u /* gather with pread(2) instead of copies from the mapping */
+#define EHT_DISK_OPTS_FLAGS (EHT_DISK_PREAD)
+
+struct eht_disk_opts {
+	uint32_t size;           /* sizeof(struct eht_disk_opts) */
+	uint32_t flags;          /* EHT_DISK_* above */
+	const char *weight;      /* weight tensor name (required) */
+	const char *scale;       /* scale tensor name, or NULL: rows are the weight rows alone */
+	uint32_t rank, nranks;   /* this process's share (nranks 0: rank 0 of 1) */
+	uint64_t cache_bytes;    /* hot-row cache (0: 16 MiB; EHT_DISK_NO_CACHE: none) */
+	unsigned io_threads;     /* prefetch reader threads (0: 32) */
+	uint64_t prefetch_rows;  /* distinct rows per prefetch buffer (0: 196608) */
+	unsigned prefetch_slots; /* tickets in flight at once (0: 2) */
+	const char *name;        /* table name (0: the weight tensor's name) */
+};
+#define EHT_DISK_NO_CACHE UINT64_MAX
+#define EHT_DISK_DEFAULT_CACHE_BYTES (16ull << 20)
+
+/* Opens rank's rows of the tensors as a disk-tier table (closed with eht_table_close). Returns 0;
+ * -EINVAL (NULL path or weight name, unknown flags, rank >= nranks, a tensor that is not 2-D or whose
+ * rows are not whole bytes, weight and scale rows differ, a row over 1 GiB); -ENOENT (no such
+ * checkpoint or tensor); -ENOMEM; or the errors of eht_ckpt_open and eht_st_map_rows. */
+int eht_disk_open(const char *ckpt_path, const struct eht_disk_opts *opts, eht_table **out);
+
+/* Starts gathering the rows of count ids (int32 or int64 as in eht_lookup_run, each id + id_offset
+ * an absolute row; dead ids are skipped) and returns at once; ids may be reused when it returns.
+ * flags must be 0. Returns 0; -EINVAL (not a disk table, bad arguments); -EBUSY (every prefetch
+ * slot holds an unreleased ticket). */
+int eht_disk_prefetch(eht_table *table, const void *ids, int id_type, int64_t id_offset, uint64_t count,
+		      uint32_t flags, eht_disk_ticket **out);
+/* Waits until the ticket's reads are done. Returns 0 or the first read error (the lookup then reads
+ * those rows itself and reports the error again). */
+int eht_disk_wait(eht_disk_ticket *ticket);
+/* Distinct rows the ticket staged (after it is done). */
+uint64_t eht_disk_ticket_rows(const eht_disk_ticket *ticket);
+/* Waits for the ticket's reads and frees its slot; NULL is a no-op. Returns as eht_disk_wait. */
+int eht_disk_release(eht_disk_ticket *ticket);
+
+/* Compares every file of the table with what was seen at open: size, mtime, and the inode the path
+ * names now. Returns 0 or -ESTALE with a message naming the file and what changed. */
+int eht_disk_check(eht_table *table);
+
+/* Drops the table's rows from this process's mapping and the kernel's page cache
+ * (MADV_DONTNEED + POSIX_FADV_DONTNEED on the row ranges) and empties the hot-row cache, so the
+ * next reads are cold (benchmarks). Returns 0 or -EINVAL (not a disk table). */
+int eht_disk_drop_cache(eht_table *table);
+
+struct eht_disk_stats {
+	uint32_t size;          /* sizeof(struct eht_disk_stats), set by the caller */
+	uint64_t rows_read;     /* rows copied from the files */
+	uint64_t cache_hits;    /* rows served by the hot-row cache */
+	uint64_t prefetch_hits; /* rows served from a prefetch buffer */
+	uint64_t cache_slots;   /* rows the hot-row cache holds at most */
+};
+/* Counters since open. Returns 0 or -EINVAL. */
+int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);
 
 /* ====================================================================================== serve == */
 /* Serving a checkpoint's tables to a node's workers (src/serve): one process (`eht serve`, or any

@@ -3,6 +3,7 @@
  * pinned staging chunk by chunk, and the DMA of each finished run of chunks while later chunks are
  * still being gathered (the main thread only issues copies; PLATFORM.md: ~170 ns per random row per
  * thread, so the pool must spread even a 6,144-id decode batch over all threads). */
+#include <stdio.h>
 #include <string.h>
 
 #include "lookup/lookup_impl.h"
@@ -81,6 +82,7 @@ struct lk_job {
 	size_t stride; /* bytes per output row */
 	int fmt;       /* JOB_IDS / JOB_EXPAND: raw or CPU dequant */
 	atomic_int err;
+	char errmsg[1024]; /* [disk hook] the message of err, from the worker thread that failed */
 };
 
 static inline void prefetch_row(const uint8_t *p, uint32_t rb)
@@ -125,7 +127,8 @@ static void job_task(void *arg, size_t c, unsigned worker)
 			int rc = lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb);
 			if (rc) {
 				int zero = 0;
-				atomic_compare_exchange_strong(&j->err, &zero, rc);
+				if (atomic_compare_exchange_strong(&j->err, &zero, rc)) /* [disk hook] keep the message */
+					snprintf(j->errmsg, sizeof(j->errmsg), "%s", eht_last_error());
 			}
 			break;
 		}
@@ -199,6 +202,8 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 	for (size_t c = 0; c < nchunks; c++)
 		*dead += lk->chunk_dead[c];
 	int err = atomic_load(&j->err);
+	if (err && j->errmsg[0]) /* [disk hook] error messages are thread-local: move it to the caller */
+		eht_err(err, "%s", j->errmsg);
 	return err ? err : rc;
 }
 

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* disk.c: the disk tier: a rank's rows of a weight (+ scale) tensor read in place from the
+ * checkpoint's files, joined per row into packed rows; reads, file checks and errors. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "table/disk_impl.h"
+#include "util/env.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define DEFAULT_IO_THREADS 32u
+#define DEFAULT_PREFETCH_ROWS 196608u
+#define DEFAULT_PREFETCH_SLOTS 2u
+#define MAX_ROW_BYTES (1ull << 30)
+/* Rows handled per block of read_direct (bounded stack use). */
+#define BLOCK 64
+/* Rows per consultation of the prefetch ticket. */
+#define SERVE_BLOCK 1024
+
+static const struct eht_table_ops disk_ops;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct disk *disk_of(const eht_table *t)
+{
+	return (t && t->ops == &disk_ops) ? t->impl : NULL;
+}
+
+/* ------------------------------------------------------------------- file checks and errors */
+static bool same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* What changed about part p since open, as text into buf ("" when nothing). */
+static void describe_change(const struct disk_part *p, char *buf, size_t len, bool *changed)
+{
+	struct stat st;
+	size_t o = 0;
+	buf[0] = '\0';
+	*changed = false;
+	if (fstat(p->fd, &st) == 0) {
+		if ((uint64_t)st.st_size != p->size) {
+			o += (size_t)snprintf(buf + o, len - o, "; the file %s from %llu to %llu bytes since open",
+					      (uint64_t)st.st_size < p->size ? "shrank" : "grew",
+					      (unsigned long long)p->size, (unsigned long long)st.st_size);
+			*changed = true;
+		} else if (!same_time(st.st_mtim, p->mtime) && o < len) {
+			o += (size_t)snprintf(buf + o, len - o, "; the file was modified since open (mtime changed)");
+			*changed = true;
+		}
+	}
+	if (o < len) {
+		if (stat(p->path, &st) != 0)
+			o += (size_t)snprintf(buf + o, len - o, "; the path no longer exists (%s)", strerror(errno));
+		else if (st.st_ino != p->ino || st.st_dev != p->dev)
+			o += (size_t)snprintf(buf + o, len - o, "; the path now names another file (replaced since open)");
+	}
+	(void)o;
+}
+
+int disk_read_error(struct disk *d, const struct disk_part *p, uint64_t row, uint64_t off, int err,
+		    const char *what)
+{
+	char change[512];
+	bool changed;
+	describe_change(p, change, sizeof(change), &changed);
+	if (err < 0)
+		err = -err;
+	return eht_err(err, "disk table %s: %s row %llu of '%s' at byte offset %llu of %s: %s%s", d->t->name, what,
+		       (unsigned long long)row, p->tensor, (unsigned long long)off, p->path, strerror(err), change);
+}
+
+int disk_check_files(struct disk *d, bool check_path)
+{
+	for (unsigned i = 0; i < d->nparts; i++) {
+		const struct disk_part *p = &d->part[i];
+		struct stat st;
+		bool bad = false;
+		if (fstat(p->fd, &st) != 0)
+			return eht_err_sys(errno, "disk table %s: fstat of %s", d->t->name, p->path);
+		bad = (uint64_t)st.st_size != p->size || !same_time(st.st_mtim, p->mtime);
+		if (!bad && check_path)
+			bad = stat(p->path, &st) != 0 || st.st_ino != p->ino || st.st_dev != p->dev;
+		if (bad) {
+			char change[512];
+			bool changed;
+			describe_change(p, change, sizeof(change), &changed);
+			return eht_err(ESTALE, "disk table %s: tensor '%s' in %s (rows at byte offset %llu) changed while open%s",
+				       d->t->name, p->tensor, p->path, (unsigned long long)p->file_offset, change);
+		}
+	}
+	return 0;
+}
+
+/* fstat check at most every check interval, whichever thread comes first. */
+static int maybe_check(struct disk *d)
+{
+	uint64_t now = now_ns(), last = atomic_load_explicit(&d->last_check_ns, memory_order_relaxed);
+	if (now <= last || now - last < d->check_ns) /* another thread may have stored a later time */
+		return 0;
+	if (!atomic_compare_exchange_strong(&d->last_check_ns, &last, now))
+		return 0;
+	return disk_check_files(d, false);
+}
+
+/* ------------------------------------------------------------------- reads */
+static int pread_full(const struct disk_part *p, uint8_t *dst, uint64_t len, uint64_t off, int *short_read)
+{
+	uint64_t done = 0;
+	*short_read = 0;
+	while (done < len) {
+		ssize_t r = pread(p->fd, dst + done, len - done, (off_t)(off + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0) {
+			*short_read = 1;
+			return -EIO;
+		}
+		done += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Reads rows miss[0..m) of every part into dst slots idx[0..m). */
+static int read_files(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst)
+{
+	for (unsigned k = 0; k < d->nparts; k++) {
+		const struct disk_part *p = &d->part[k];
+		if (d->flags & EHT_DISK_PREAD) {
+			for (size_t i = 0; i < m; i++) {
+				uint64_t off = p->file_offset + (miss[i] - d->first_row) * p->row_bytes;
+				int shrt;
+				int rc = pread_full(p, dst + (size_t)idx[i] * d->rb + p->dst_off, p->row_bytes, off, &shrt);
+				if (rc)
+					return disk_read_error(d, p, miss[i], off, rc,
+							       shrt ? "short read (end of file) of" : "reading");
+			}
+			continue;
+		}
+		/* Copies from the mapping, under the guard, in runs of consecutive destination slots. */
+		for (size_t i = 0; i < m;) {
+			size_t e = i + 1;
+			while (e < m && idx[e] == idx[e - 1] + 1)
+				e++;
+			size_t fault = 0;
+			int rc = disk_guarded_copy_rows(p->data, miss + i, e - i, d->first_row, p->row_bytes,
+							dst + (size_t)idx[i] * d->rb + p->dst_off, d->rb, &fault);
+			if (rc) {
+				uint64_t row = miss[i + fault];
+				return disk_read_error(d, p, row, p->file_offset + (row - d->first_row) * p->row_bytes,
+						       EIO, "bus error (SIGBUS, caught) reading");
+			}
+			i = e;
+		}
+	}
+	return 0;
+}
+
+int disk_read_direct(struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst)
+{
+	uint64_t miss[BLOCK];
+	uint32_t idx[BLOCK];
+	uint64_t hits = 0, nread = 0;
+	int rc = maybe_check(d);
+	for (size_t b = 0; b < n && !rc; b += BLOCK) {
+		size_t e = n - b < BLOCK ? n : b + BLOCK, m = 0;
+		for (size_t i = b; i < e; i++) {
+			if (disk_cache_get(&d->cache, rows[i], dst + i * d->rb)) {
+				hits++;
+				continue;
+			}
+			miss[m] = rows[i];
+			idx[m++] = (uint32_t)(i - b);
+		}
+		if (!m)
+			continue;
+		if ((rc = read_files(d, miss, idx, m, dst + b * d->rb)))
+			break;
+		for (size_t i = 0; i < m; i++)
+			disk_cache_put(&d->cache, miss[i], dst + (b + idx[i]) * d->rb);
+		nread += m;
+	}
+	atomic_fetch_add_explicit(&d->cache_hits, hits, memory_order_relaxed);
+	atomic_fetch_add_explicit(&d->rows_read, nread, memory_order_relaxed);
+	return rc;
+}
+
+/* The table's read_rows: the oldest prefetch ticket first, then cache and files. */
+static int disk_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst)
+{
+	struct disk *d = t->impl;
+	uint8_t *out = dst;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i] < d->first_row || rows[i] - d->first_row >= d->local_rows)
+			return eht_err(ERANGE, "disk table %s: row %llu is outside this rank's rows [%llu, %llu)", t->name,
+				       (unsigned long long)rows[i], (unsigned long long)d->first_row,
+				       (unsigned long long)(d->first_row + d->local_rows));
+	if (!d->nslots)
+		return disk_read_direct(d, rows, n, out);
+	uint8_t done[SERVE_BLOCK];
+	uint64_t rest[SERVE_BLOCK];
+	for (size_t b = 0; b < n; b += SERVE_BLOCK) {
+		size_t m = n - b < SERVE_BLOCK ? n - b : SERVE_BLOCK;
+		size_t served = disk_prefetch_serve(d, rows + b, m, out + b * d->rb, done);
+		if (served == m)
+			continue;
+		/* Runs of rows the ticket did not have. */
+		for (size_t i = 0; i < m;) {
+			if (done[i]) {
+				i++;
+				continue;
+			}
+			size_t e = i, k = 0;
+			while (e < m && !done[e])
+				rest[k++] = rows[b + e++];
+			int rc = disk_read_direct(d, rest, k, out + (b + i) * d->rb);
+			if (rc)
+				return rc;
+			i = e;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------- open / close */
+static void parts_close(struct disk *d)
+{
+	for (unsigned i = 0; i < d->nparts; i++)
+		eht_st_unmap(d->part[i].map);
+	d->nparts = 0;
+}
+
+static int disk_close(eht_table *t)
+{
+	struct disk *d = t->impl;
+	if (!d)
+		return 0;
+	disk_prefetch_fini(d);
+	int rc = 0;
+	for (unsigned i = 0; i < d->nparts; i++) {
+		int r = eht_st_unmap(d->part[i].map);
+		if (r && !rc)
+			rc = r;
+	}
+	disk_cache_free(&d->cache);
+	free(d);
+	t->impl = NULL;
+	return rc;
+}
+
+static const struct eht_table_ops disk_ops = {.read_rows = disk_read_rows, .close = disk_close};
+
+/* Maps rank's range of one tensor as part k of the packed rows. */
+static int open_part(struct disk *d, eht_ckpt *ck, const char *name, uint32_t rank, uint32_t nranks, unsigned k,
+		     uint64_t *rows_out)
+{
+	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
+	struct eht_st_rows r = {.size = sizeof(r)};
+	struct disk_part *p = &d->part[k];
+	int rc = eht_ckpt_find(ck, name, &ti);
+	if (rc)
+		return eht_err_prefix(rc, "disk: checkpoint %s", eht_ckpt_path(ck));
+	if ((rc = eht_st_rows(&ti, rank, nranks, &r)))
+		return rc;
+	if (r.row_bytes == 0 || r.row_bytes > MAX_ROW_BYTES)
+		return eht_err(EINVAL, "disk: tensor '%s' in %s: rows of %llu bytes are not supported", name, ti.path,
+			       (unsigned long long)r.row_bytes);
+	snprintf(p->path, sizeof(p->path), "%s", r.path);
+	snprintf(p->tensor, sizeof(p->tensor), "%s", name);
+	p->row_bytes = r.row_bytes;
+	p->file_offset = r.file_offset;
+	p->dst_off = k ? d->part[0].row_bytes : 0;
+	p->fd = -1;
+	if ((rc = eht_st_map_rows(&r, 0, &p->map)))
+		return rc;
+	d->nparts = k + 1;
+	p->data = eht_st_map_data(p->map);
+	p->fd = eht_st_map_fd(p->map);
+	struct stat st;
+	if (fstat(p->fd, &st) != 0)
+		return eht_err_sys(errno, "disk: fstat of %s", p->path);
+	p->size = (uint64_t)st.st_size;
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	p->mtime = st.st_mtim;
+	d->first_row = r.first_row;
+	d->local_rows = r.count;
+	*rows_out = r.rows;
+	return 0;
+}
+
+int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table **out)
+{
+	if (!out)
+		return eht_err(EINVAL, "eht_disk_open: NULL out");
+	*out = NULL;
+	if (!path || !opts || !opts->weight)
+		return eht_err(EINVAL, "eht_disk_open: NULL %s", !path ? "path" : "weight tensor name");
+	if (opts->size < sizeof(*opts))
+		return eht_err(EINVAL, "eht_disk_open: opts->size %u < %zu", opts->size, sizeof(*opts));
+	struct eht_disk_opts o = *opts;
+	if (o.flags & ~EHT_DISK_OPTS_FLAGS)
+		return eht_err(EINVAL, "eht_disk_open: unknown flags 0x%x", o.flags & ~EHT_DISK_OPTS_FLAGS);
+	if (o.nranks == 0)
+		o.nranks = 1;
+	if (o.rank >= o.nranks)
+		return eht_err(EINVAL, "eht_disk_open: rank %u of %u ranks", o.rank, o.nranks);
+	if (o.prefetch_rows >= (1ull << 31))
+		return eht_err(EINVAL, "eht_disk_open: prefetch_rows %llu is over 2^31", (unsigned long long)o.prefetch_rows);
+	int rc = 0;
+	if (!(o.flags & EHT_DISK_PREAD) && (rc = disk_guard_install()))
+		return rc;
+
+	struct disk *d = calloc(1, sizeof(*d));
+	eht_ckpt *ck = NULL;
+	eht_table *t = NULL;
+	if (!d)
+		return eht_err(ENOMEM, "disk: out of memory");
+	d->flags = o.flags;
+	d->check_ns = eht_env_u64("EHT_DISK_CHECK_US", 1000) * 1000ull;
+	atomic_init(&d->last_check_ns, now_ns());
+	if ((rc = eht_ckpt_open(path, 0, &ck)))
+		goto fail;
+	uint64_t rows = 0, srows = 0;
+	if ((rc = open_part(d, ck, o.weight, o.rank, o.nranks, 0, &rows)))
+		goto fail;
+	if (o.scale) {
+		if ((rc = open_part(d, ck, o.scale, o.rank, o.nranks, 1, &srows)))
+			goto fail;
+		if (srows != rows) {
+			rc = eht_err(EINVAL, "disk: weight '%s' has %llu rows but scale '%s' has %llu", o.weight,
+				     (unsigned long long)rows, o.scale, (unsigned long long)srows);
+			goto fail;
+		}
+	}
+	/* The views of the checkpoint map whole files; only the row ranges stay mapped. */
+	rc = eht_ckpt_close(ck);
+	ck = NULL;
+	if (rc)
+		goto fail;
+	d->rb = d->part[0].row_bytes + (d->nparts > 1 ? d->part[1].row_bytes : 0);
+	if (d->rb > MAX_ROW_BYTES) {
+		rc = eht_err(EINVAL, "disk: packed rows of %llu bytes are not supported", (unsigned long long)d->rb);
+		goto fail;
+	}
+	if ((rc = disk_cache_init(&d->cache, o.cache_bytes ? o.cache_bytes : EHT_DISK_DEFAULT_CACHE_BYTES, d->rb)))
+		goto fail;
+	d->io_threads = o.io_threads ? o.io_threads : DEFAULT_IO_THREADS;
+	d->prefetch_rows = o.prefetch_rows ? o.prefetch_rows : DEFAULT_PREFETCH_ROWS;
+	d->nslots = o.prefetch_slots ? o.prefetch_slots : DEFAULT_PREFETCH_SLOTS;
+
+	struct eht_table_info info = {
+		.size = sizeof(info), .tier = EHT_TIER_DISK, .rows = rows, .row_bytes = d->rb,
+		.first_row = d->first_row, .local_rows = d->local_rows, .host = NULL, .device_ptr = 0,
+		.device = -1, .numa_node = -1, .page_size = (uint64_t)sysconf(_SC_PAGESIZE),
+		.name = o.name ? o.name : o.weight,
+	};
+	if ((rc = eht_table_new(&info, &disk_ops, d, &t)))
+		goto fail;
+	d->t = t;
+	if ((rc = disk_prefetch_init(d))) {
+		eht_table_close(t); /* frees d */
+		return rc;
+	}
+	eht_debug("disk table %s: rows [%llu, +%llu) of %llu, %llu-byte rows, %s, cache %llu rows", t->name,
+		  (unsigned long long)d->first_row, (unsigned long long)d->local_rows, (unsigned long long)rows,
+		  (unsigned long long)d->rb, (d->flags & EHT_DISK_PREAD) ? "pread" : "mapped",
+		  (unsigned long long)d->cache.nslots);
+	*out = t;
+	return 0;
+fail:
+	eht_ckpt_close(ck);
+	parts_close(d);
+	disk_cache_free(&d->cache);
+	free(d);
+	return rc;
+}
+
+/* ------------------------------------------------------------------- public helpers */
+int eht_disk_check(eht_table *t)
+{
+	struct disk *d = disk_of(t);
+	if (!d)
+		return eht_err(EINVAL, "eht_disk_check: not a disk table");
+	return disk_check_files(d, true);
+}
+
+int eht_disk_drop_cache(eht_table *t)
+{
+	struct disk *d = disk_of(t);
+	if (!d)
+		return eht_err(EINVAL, "eht_disk_drop_cache: not a disk table");
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	for (unsigned i = 0; i < d->nparts; i++) {
+		const struct disk_part *p = &d->part[i];
+		uint64_t bytes = d->local_rows * p->row_bytes;
+		if (!bytes)
+			continue;
+		/* Our own page-table entries first: the kernel does not drop pages still mapped. */
+		uintptr_t a = (uintptr_t)p->data, a0 = a - a % page;
+		(void)madvise((void *)a0, (size_t)(a + bytes - a0), MADV_DONTNEED);
+		(void)posix_fadvise(p->fd, (off_t)p->file_offset, (off_t)bytes, POSIX_FADV_DONTNEED);
+	}
+	disk_cache_clear(&d->cache);
+	return 0;
+}
+
+int eht_disk_stats(const eht_table *t, struct eht_disk_stats *s)
+{
+	struct disk *d = disk_of(t);
+	if (!d || !s || s->size < sizeof(*s))
+		return eht_err(EINVAL, "eht_disk_stats: not a disk table, or NULL stats / stats->size too small");
+	s->rows_read = atomic_load(&d->rows_read);
+	s->cache_hits = atomic_load(&d->cache_hits);
+	s->prefetch_hits = atomic_load(&d->prefetch_hits);
+	s->cache_slots = d->cache.nslots;
+	return 0;
+}
+
+struct disk *disk_from_table(eht_table *t) { return disk_of(t); }

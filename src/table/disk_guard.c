@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* disk_guard.c: copies from a file mapping that turn a SIGBUS (the file was truncated under the
+ * mapping, or the device failed) into an error instead of killing the process. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "table/disk_impl.h"
+#include "util/err.h"
+
+/* initial-exec: the handler must not trigger a lazy TLS allocation. */
+/* volatile: the stores around the copy loop must not be merged away (memcpy is a builtin the
+ * compiler knows does not read this). */
+static __thread sigjmp_buf *volatile tl_jump __attribute__((tls_model("initial-exec")));
+#define PREFETCH_AHEAD 8
+
+static struct sigaction old_bus;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static int guard_rc;
+
+static void bus_handler(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *jb = tl_jump;
+	if (jb) {
+		tl_jump = NULL;
+		siglongjmp(*jb, 1);
+	}
+	/* Not ours: behave as the handler installed before us would have. */
+	if (old_bus.sa_flags & SA_SIGINFO) {
+		if (old_bus.sa_sigaction) {
+			old_bus.sa_sigaction(sig, si, uc);
+			return;
+		}
+	} else if (old_bus.sa_handler != SIG_DFL && old_bus.sa_handler != SIG_IGN) {
+		old_bus.sa_handler(sig);
+		return;
+	}
+	/* Default action: restore it; the faulting instruction runs again and the process dies as it
+	 * would have without us. */
+	signal(SIGBUS, SIG_DFL);
+	if (si && si->si_code <= 0) /* sent by kill(): re-raise */
+		raise(SIGBUS);
+}
+
+static void install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = bus_handler;
+	/* NODEFER: we leave the handler by siglongjmp without restoring the mask (sigsetjmp(.., 0)
+	 * saves a system call per copy), so SIGBUS must not stay blocked. */
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGBUS, &sa, &old_bus) != 0)
+		guard_rc = eht_err_sys(errno, "disk: installing the SIGBUS guard");
+}
+
+int disk_guard_install(void)
+{
+	pthread_once(&guard_once, install);
+	return guard_rc;
+}
+
+int disk_guarded_copy_rows(const uint8_t *base, const uint64_t *rows, size_t n, uint64_t first_row,
+			   uint64_t row_bytes, uint8_t *dst, uint64_t dst_stride, size_t *fault_index)
+{
+	sigjmp_buf jb;
+	volatile size_t i = 0;
+	if (sigsetjmp(jb, 0)) {
+		*fault_index = i;
+		return -EIO;
+	}
+	tl_jump = &jb;
+	atomic_signal_fence(memory_order_seq_cst);
+	for (; i < n; i++) {
+		/* Rows sit on different pages: start the next ones' misses early (a prefetch never faults). */
+		if (i + PREFETCH_AHEAD < n) {
+			const uint8_t *q = base + (rows[i + PREFETCH_AHEAD] - first_row) * row_bytes;
+			for (uint64_t o = 0; o < row_bytes && o < 512; o += 64)
+				__builtin_prefetch(q + o, 0, 0);
+		}
+		memcpy(dst + i * dst_stride, base + (rows[i] - first_row) * row_bytes, row_bytes);
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	tl_jump = NULL;
+	return 0;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* disk_impl.h: the disk tier's private state, shared by its files (open/read, guard, cache, prefetch). */
+#ifndef EHT_TABLE_DISK_IMPL_H
+#define EHT_TABLE_DISK_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "eht.h"
+#include "table/table_impl.h"
+#include "util/pool.h"
+
+/* One tensor's row range: the part of each packed row it provides. */
+struct disk_part {
+	char path[4096];
+	char tensor[256];
+	eht_st_map *map;
+	const uint8_t *data; /* row first_row in the mapping */
+	int fd;
+	uint64_t row_bytes;   /* bytes this tensor gives each packed row */
+	uint64_t dst_off;     /* where in the packed row */
+	uint64_t file_offset; /* file offset of row first_row */
+	/* What open saw, to tell truncation, modification and replacement apart. */
+	uint64_t size;
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+};
+
+/* Hot-row cache: direct-mapped, one try-lock per slot (tag word: 0 empty, row + 1, or LOCKED). */
+struct disk_cache {
+	uint64_t nslots; /* power of two, or 0 for no cache */
+	_Atomic uint64_t *tag;
+	uint8_t *data;
+	uint64_t rb;
+};
+#define DISK_CACHE_LOCKED UINT64_MAX
+
+enum { TK_FREE = 0, TK_FILLING, TK_QUEUED, TK_READING, TK_READY };
+
+struct eht_disk_ticket {
+	struct disk *d;
+	unsigned slot;
+	uint64_t seq;     /* FIFO order of prefetch calls */
+	int state;        /* TK_*, under d->mu */
+	unsigned users;   /* read_rows calls serving from it, under d->mu */
+	int err;          /* first read error (0) */
+	char errmsg[512];
+	size_t nids;
+	uint64_t *rows;   /* the ids' live absolute rows, then sorted and distinct (nu) */
+	uint64_t *tmp;    /* sort scratch (prefetch_rows) */
+	uint8_t *buf;     /* nu x rb */
+	size_t nu;
+};
+
+struct disk {
+	eht_table *t;
+	unsigned flags;
+	uint64_t rb, first_row, local_rows;
+	unsigned nparts;
+	struct disk_part part[2];
+	struct disk_cache cache;
+	uint64_t check_ns; /* fstat the files at most this often (EHT_DISK_CHECK_US, default 1000) */
+	_Atomic uint64_t last_check_ns;
+	_Atomic uint64_t rows_read, cache_hits, prefetch_hits;
+
+	/* Prefetch: slots, a dispatcher thread and the reader pool. */
+	uint64_t prefetch_rows;
+	unsigned nslots;
+	struct eht_disk_ticket *tk;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t dispatcher;
+	bool started, stop; /* buffers, dispatcher and pool exist (made on the first prefetch) */
+	_Atomic unsigned active; /* tickets not FREE */
+	uint64_t next_seq;
+	unsigned io_threads;
+	eht_pool *io_pool;
+};
+
+/* Reads absolute rows (in the local range) into dst, packed: cache, then the files (mapping under the
+ * SIGBUS guard, or pread). Inserts what it read into the cache. Thread-safe. Returns 0 or -errno
+ * with a message naming the file and offset. */
+int disk_read_direct(struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst);
+
+/* Checks the files against what open saw (size and mtime by fstat; with check_path also the inode
+ * the path names now). Returns 0 or -ESTALE naming the file. */
+int disk_check_files(struct disk *d, bool check_path);
+/* Builds the message for a failed read of part p at file offset off (errno-style err): names the
+ * file, tensor, row and offset and what changed about the file. Returns -err (or -ESTALE). */
+int disk_read_error(struct disk *d, const struct disk_part *p, uint64_t row, uint64_t off, int err,
+		    const char *what);
+
+/* Copies len bytes from a mapping at src to dst, turning a SIGBUS into -EIO. Returns 0 or -EIO. */
+int disk_guarded_copy_rows(const uint8_t *base, const uint64_t *rows, size_t n, uint64_t first_row,
+			   uint64_t row_bytes, uint8_t *dst, uint64_t dst_stride, size_t *fault_index);
+/* Installs the process-wide SIGBUS guard once. Returns 0 or -errno of sigaction. */
+int disk_guard_install(void);
+
+int disk_cache_init(struct disk_cache *c, uint64_t bytes, uint64_t rb);
+void disk_cache_free(struct disk_cache *c);
+void disk_cache_clear(struct disk_cache *c);
+/* Copies row into dst when cached. */
+bool disk_cache_get(struct disk_cache *c, uint64_t row, uint8_t *dst);
+void disk_cache_put(struct disk_cache *c, uint64_t row, const uint8_t *src);
+
+/* Prefetch: set-up at open and teardown at close (disk_prefetch.c). */
+int disk_prefetch_init(struct disk *d);
+void disk_prefetch_fini(struct disk *d);
+/* Serves rows from the oldest unreleased ticket (waiting for its reads): rows found are copied and
+ * marked done in `done` (n flags). Returns the number served. */
+size_t disk_prefetch_serve(struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst, uint8_t *done);
+
+/* The disk state behind a table, or NULL when it is not a disk table. */
+struct disk *disk_from_table(eht_table *t);
+
+/* Sorts and deduplicates v[0..n) in place (radix sort through tmp, n entries); returns the count. */
+size_t disk_sort_unique(uint64_t *v, size_t n, uint64_t *tmp);
+
+#endif
