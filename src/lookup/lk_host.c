@@ -37,7 +37,7 @@ size_t eht_lk_sort_dedup(const uint64_t *rows, size_t n, uint64_t *tmp, uint64_t
 		a[m++] = rows[p] << 32 | p;
 	}
 	enum { BITS = 11, R = 1 << BITS };
-	static _Thread_local size_t cnt[R];
+	size_t cnt[R]; /* 16 KiB on the stack: pool threads have 8 MiB */
 	for (unsigned shift = 32; shift < 64 && (maxrow >> (shift - 32)) != 0; shift += BITS) {
 		memset(cnt, 0, sizeof(cnt));
 		for (size_t i = 0; i < m; i++)

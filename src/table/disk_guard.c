@@ -11,10 +11,12 @@
 #include "table/disk_impl.h"
 #include "util/err.h"
 
-/* initial-exec: the handler must not trigger a lazy TLS allocation. */
-/* volatile: the stores around the copy loop must not be merged away (memcpy is a builtin the
+/* Not initial-exec: that would force all of libeht's TLS into the static TLS block, which a
+ * library dlopen'ed late (Python's ctypes) cannot get. The handler reads tl_jump only on a thread
+ * that has just written it, so its TLS block exists and no lazy allocation happens there.
+ * volatile: the stores around the copy loop must not be merged away (memcpy is a builtin the
  * compiler knows does not read this). */
-static __thread sigjmp_buf *volatile tl_jump __attribute__((tls_model("initial-exec")));
+static _Thread_local sigjmp_buf *volatile tl_jump;
 #define PREFETCH_AHEAD 8
 
 static struct sigaction old_bus;
