@@ -869,9 +869,11 @@ struct eht_serve_opts {
  * 2-D), -EADDRINUSE (the key is being served already), -ENOSPC / -ENOMEM (no tier could hold a
  * table), or the errors of eht_ckpt_open. */
 int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out);
-/* Number of tables and the table at index i (owned by the server). */
+/* Number of tables, and what table i is (tier, rows, row bytes, NUMA node, page size; for the disk
+ * tier host and device_ptr are 0: workers read the files). info->size must be set. Returns 0 or
+ * -EINVAL. */
 size_t eht_serve_table_count(const eht_server *server);
-const eht_table *eht_serve_table(const eht_server *server, size_t i);
+int eht_serve_table_info(const eht_server *server, size_t i, struct eht_table_info *info);
 /* Attaches served so far, and workers attached now. */
 uint64_t eht_serve_attaches(const eht_server *server);
 unsigned eht_serve_clients(const eht_server *server);

@@ -356,9 +356,17 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 
 size_t eht_serve_table_count(const eht_server *s) { return s ? s->ntables : 0; }
 
-const eht_table *eht_serve_table(const eht_server *s, size_t i)
+int eht_serve_table_info(const eht_server *s, size_t i, struct eht_table_info *info)
 {
-	return s && i < s->ntables ? s->tables[i].table : NULL;
+	if (!s || i >= s->ntables || !info || info->size < sizeof(*info))
+		return eht_err(EINVAL, "eht_serve_table_info: bad server, index %zu or info", i);
+	const struct served *t = &s->tables[i];
+	if (t->table)
+		return eht_table_get_info(t->table, info);
+	*info = (struct eht_table_info){.size = sizeof(*info), .tier = EHT_TIER_DISK, .rows = t->rows,
+				       .row_bytes = t->row_bytes, .local_rows = t->rows, .device = -1,
+				       .numa_node = -1, .page_size = 4096, .name = t->name};
+	return 0;
 }
 
 uint64_t eht_serve_attaches(const eht_server *s) { return s ? atomic_load(&s->attaches) : 0; }

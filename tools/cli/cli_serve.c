@@ -118,15 +118,13 @@ int cmd_serve(int argc, char **argv)
 	uint64_t total = 0;
 	printf("%-44s %12s %6s %-14s %5s %9s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "PAGE");
 	for (size_t i = 0; i < eht_serve_table_count(s); i++) {
-		const eht_table *t = eht_serve_table(s, i);
 		struct eht_table_info info = {.size = sizeof(info)};
-		if (t && eht_table_get_info(t, &info) == 0) {
+		if (eht_serve_table_info(s, i, &info) == 0) {
 			printf("%-44s %12llu %6llu %-14s %5d %8lluK\n", info.name, (unsigned long long)info.rows,
 			       (unsigned long long)info.row_bytes, eht_tier_name(info.tier), info.numa_node,
 			       (unsigned long long)(info.page_size >> 10));
-			total += info.rows * info.row_bytes;
-		} else {
-			printf("%-44s %12s %6s %-14s\n", "(rows stay in the checkpoint)", "-", "-", "disk");
+			if (info.tier != EHT_TIER_DISK)
+				total += info.rows * info.row_bytes;
 		}
 	}
 	printf("eht serve: %zu table(s), %.2f GiB loaded in %.1f s; serving under key '%s' "
