@@ -16,7 +16,7 @@
 static char ckpt[512], shm[512], key[64];
 
 /* Starts `eht serve ckpt --key key`; returns its pid once it serves (its stdout said so). */
-static pid_t start_server(const char *k, int *status_fd)
+static pid_t start_server(const char *k, const char *tier, int *status_fd)
 {
 	int p[2];
 	if (pipe(p) != 0)
@@ -25,7 +25,7 @@ static pid_t start_server(const char *k, int *status_fd)
 	if (pid == 0) {
 		dup2(p[1], 1);
 		close(p[0]);
-		execl(getenv("EHT_CLI"), "eht", "serve", ckpt, "--key", k, (char *)NULL);
+		execl(getenv("EHT_CLI"), "eht", "serve", ckpt, "--key", k, "--tier", tier, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
@@ -123,7 +123,7 @@ int main(void)
 
 	/* Serve; two workers attach at once and read the checkpoint's bytes. */
 	int sfd = -1;
-	pid_t srv = start_server(key, &sfd);
+	pid_t srv = start_server(key, "auto", &sfd);
 	CHECK(srv > 0);
 	if (srv <= 0)
 		return t_done();
@@ -163,7 +163,7 @@ int main(void)
 	CHECK(dir_entries(shm) == 0);
 
 	/* SIGTERM: a clean stop (exit 0); an attached worker learns it on its next call. */
-	srv = start_server(key, &sfd);
+	srv = start_server(key, "auto", &sfd);
 	CHECK(srv > 0);
 	if (srv > 0) {
 		CHECK_RC(eht_attach(key, &ao, &c), 0);
@@ -176,6 +176,23 @@ int main(void)
 		close(sfd);
 	}
 	CHECK(dir_entries(shm) == 0);
+
+	/* The disk tier: the server holds nothing; each worker reads its rank's rows from the files. */
+	srv = start_server(key, "disk", &sfd);
+	CHECK(srv > 0);
+	if (srv > 0) {
+		CHECK_RC(eht_attach(key, &ao, &c), 0);
+		eht_table *dt = NULL;
+		struct eht_table_info di = {.size = sizeof(di)};
+		CHECK_RC(eht_client_table(c, 0, &dt), 0);
+		CHECK_RC(eht_table_get_info(dt, &di), 0);
+		CHECK(di.tier == EHT_TIER_DISK && di.host == NULL);
+		CHECK_RC(lookup_and_check(c, ck), 0);
+		kill(srv, SIGTERM);
+		waitpid(srv, &st, 0);
+		CHECK_RC(eht_detach(c), 0);
+		close(sfd);
+	}
 	eht_ckpt_close(ck);
 	t_rmtree(tmp);
 	return t_done();
