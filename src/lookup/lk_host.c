@@ -8,6 +8,7 @@
 
 #include "lookup/lookup_impl.h"
 #include "util/err.h"
+#include "util/radix.h"
 
 static inline void cpu_relax(void)
 {
@@ -36,24 +37,7 @@ size_t eht_lk_sort_dedup(const uint64_t *rows, size_t n, uint64_t *tmp, uint64_t
 			maxrow = rows[p];
 		a[m++] = rows[p] << 32 | p;
 	}
-	enum { BITS = 11, R = 1 << BITS };
-	size_t cnt[R]; /* 16 KiB on the stack: pool threads have 8 MiB */
-	for (unsigned shift = 32; shift < 64 && (maxrow >> (shift - 32)) != 0; shift += BITS) {
-		memset(cnt, 0, sizeof(cnt));
-		for (size_t i = 0; i < m; i++)
-			cnt[(a[i] >> shift) & (R - 1)]++;
-		size_t sum = 0;
-		for (size_t d = 0; d < R; d++) {
-			size_t c = cnt[d];
-			cnt[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < m; i++)
-			b[cnt[(a[i] >> shift) & (R - 1)]++] = a[i];
-		uint64_t *x = a;
-		a = b;
-		b = x;
-	}
+	a = eht_radix_sort(a, b, m, 32, maxrow);
 	size_t u = 0;
 	for (size_t i = 0; i < m; i++) {
 		uint64_t row = a[i] >> 32;

@@ -7,6 +7,7 @@
 
 #include "table/disk_impl.h"
 #include "util/err.h"
+#include "util/radix.h"
 #include "util/log.h"
 
 /* Reader threads spin briefly: they wait on the disk, not on each other. */
@@ -20,35 +21,7 @@ size_t disk_sort_unique(uint64_t *v, size_t n, uint64_t *tmp)
 	for (size_t i = 0; i < n; i++)
 		if (v[i] > maxv)
 			maxv = v[i];
-	enum { BITS = 11, R = 1 << BITS };
-	size_t *cnt = malloc(R * sizeof(size_t));
-	uint64_t *a = v, *b = tmp;
-	if (!cnt) { /* no memory for counts: insertion sort is slow but correct */
-		for (size_t i = 1; i < n; i++)
-			for (size_t j = i; j && v[j - 1] > v[j]; j--) {
-				uint64_t x = v[j];
-				v[j] = v[j - 1];
-				v[j - 1] = x;
-			}
-	} else {
-		for (unsigned shift = 0; shift < 64 && (maxv >> shift) != 0; shift += BITS) {
-			memset(cnt, 0, R * sizeof(size_t));
-			for (size_t i = 0; i < n; i++)
-				cnt[(a[i] >> shift) & (R - 1)]++;
-			size_t sum = 0;
-			for (size_t d = 0; d < R; d++) {
-				size_t c = cnt[d];
-				cnt[d] = sum;
-				sum += c;
-			}
-			for (size_t i = 0; i < n; i++)
-				b[cnt[(a[i] >> shift) & (R - 1)]++] = a[i];
-			uint64_t *x = a;
-			a = b;
-			b = x;
-		}
-		free(cnt);
-	}
+	uint64_t *a = eht_radix_sort(v, tmp, n, 0, maxv);
 	size_t u = 0;
 	for (size_t i = 0; i < n; i++)
 		if (u == 0 || v[u - 1] != a[i])
