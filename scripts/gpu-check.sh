@@ -28,10 +28,17 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
   (cd build && ctest --output-on-failure -j4 --timeout 300) >"$OUT/ctest.log" 2>&1 || rc=1
   grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP" "$OUT/ctest.log" | head -40
 fi
+bench() { # name, then the arguments of `eht bench`
+  local name=$1; shift
+  timeout "${EHT_BENCH_TIMEOUT:-420}" build/eht bench "$@" >"$OUT/bench-$name.txt" 2>&1
+  echo "== bench $name (exit $?)"; tail -"${EHT_BENCH_TAIL:-24}" "$OUT/bench-$name.txt"
+}
 if [ "$what" = bench ] || [ "$what" = all ]; then
-  for b in ${EHT_BENCHES:-lookup share region}; do
-    timeout 240 build/eht bench "$b" ${EHT_BENCH_ARGS:-} >"$OUT/bench-$b.txt" 2>&1
-    echo "== bench $b (exit $?)"; tail -25 "$OUT/bench-$b.txt"
-  done
+  gib=${EHT_BENCH_GIB:-48}
+  bench lookup lookup --table-gib "$gib"
+  bench lookup-bf16 lookup --table-gib "$gib" --format bf16
+  bench share share --sizes "1,$gib"
+  bench region region --sizes "1,16,$gib"
+  bench disk disk --file-gib "${EHT_BENCH_DISK_GIB:-32}"
 fi
 exit $rc
