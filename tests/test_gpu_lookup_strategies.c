@@ -78,6 +78,11 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 		cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
 	cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
 	cu(EHT_CU_CHECK(cuMemcpyDtoH(out, d_out, n * ob + 64)));
+	if (dead != want_dead || eht_lookup_last_dead_count(lk) != want_dead)
+		fprintf(stderr, "%s fmt %d n %zu id64 %d gpu-ids %d off %lld: dead %llu (last %llu), want %llu\n",
+			eht_lookup_strategy_name(strategy), fmt, n, id64, ids_on_gpu, (long long)off,
+			(unsigned long long)dead, (unsigned long long)eht_lookup_last_dead_count(lk),
+			(unsigned long long)want_dead);
 	CHECK(dead == want_dead);
 	CHECK(eht_lookup_last_dead_count(lk) == want_dead);
 	int bad = 0;
