@@ -159,7 +159,7 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, CUstream s, const struct 
 	unsigned kb = n < 65536 * 4 ? (n + 255) / 256 : 1024;
 	{
 		void *args[] = {(void *)&ids->ids, &id64, &off, &n, &lo, &hi, &dead_key, (void *)&b->keys[0],
-				(void *)&b->vals[0], &counters};
+				(void *)&b->vals[0]};
 		int rc = launch(g->keys, kb, 256, s, args, "eht_lk_keys");
 		if (rc)
 			return rc;

@@ -318,23 +318,14 @@ eht_lk_sort_small(const void *ids, int id64, long long off, unsigned n, long lon
 
 /* Larger batches: LSD radix sort over tiles, RADIX_BITS per pass (hist, scan, scatter), then dedup. */
 
-/* keys[i], vals[i] = i, counters[0] += dead. */
+/* keys[i], vals[i] = i. (Dead ids are counted once, by the dedup that follows.) */
 extern "C" __global__ void eht_lk_keys(const void *ids, int id64, long long off, unsigned n, long long lo,
-				       long long hi, uint32_t dead_key, uint32_t *keys, uint32_t *vals,
-				       unsigned long long *counters)
+				       long long hi, uint32_t dead_key, uint32_t *keys, uint32_t *vals)
 {
-	unsigned dead = 0;
 	for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-		uint32_t k = key_of(ids, id64, off, i, lo, hi, dead_key);
-		keys[i] = k;
+		keys[i] = key_of(ids, id64, off, i, lo, hi, dead_key);
 		vals[i] = i;
-		dead += k == dead_key;
 	}
-	typedef cub::BlockReduce<unsigned, 256> Red;
-	__shared__ typename Red::TempStorage st;
-	unsigned d = Red(st).Sum(dead);
-	if (threadIdx.x == 0 && d)
-		atomicAdd(&counters[0], (unsigned long long)d);
 }
 
 /* hist[d * gridDim.x + tile] = number of keys of the tile with digit d at `shift`. */
