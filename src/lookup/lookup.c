@@ -356,9 +356,11 @@ static int auto_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 		      uint64_t *dead)
 {
 	double f = lk->rate_gpu / (lk->rate_gpu + lk->rate_cpu);
-	size_t k = eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1) ? (size_t)((double)n * f) : 0;
-	if (!eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1) && lk->rate_gpu > lk->rate_cpu)
-		k = n;
+	/* Split only where calibration measured the split faster than the better side alone: on the
+	 * device machine the two gatherers slow each other down (both go through the host's IOMMU and
+	 * memory), so the split can lose. Otherwise the whole batch goes to the faster side. */
+	bool split = lk->split_ok && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1);
+	size_t k = split ? (size_t)((double)n * f) : (lk->rate_gpu > lk->rate_cpu ? n : 0);
 	if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
 		k = 0;
 	int rc = 0;
@@ -544,10 +546,15 @@ static void calibrate(eht_lookup *lk)
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		ids[i] = lk->lo + (int64_t)(x % rows);
 	}
-	double best[2] = {1e9, 1e9};
-	const int strat[2] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_HOST};
+	double best[3] = {1e9, 1e9, 1e9};
+	const int strat[3] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO};
+	lk->split_ok = true; /* the third candidate: AUTO's split at the rates measured so far */
 	for (int rep = 0; rep < 3; rep++) {
-		for (int k = 0; k < 2; k++) {
+		for (int k = 0; k < 3; k++) {
+			if (k == 2) {
+				lk->rate_gpu = (double)n / best[0];
+				lk->rate_cpu = (double)n / best[1];
+			}
 			double t0 = now_s();
 			int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
 						EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE |
@@ -557,6 +564,9 @@ static void calibrate(eht_lookup *lk)
 			double t = now_s() - t0;
 			if (rc) {
 				eht_warn("lookup: calibration failed (%s); AUTO uses PLATFORM.md's rates", eht_last_error());
+				lk->rate_gpu = 29e6;
+				lk->rate_cpu = 90e6;
+				lk->split_ok = false;
 				goto out;
 			}
 			if (rep && t < best[k]) /* rep 0 warms up */
@@ -565,8 +575,10 @@ static void calibrate(eht_lookup *lk)
 	}
 	lk->rate_gpu = (double)n / best[0];
 	lk->rate_cpu = (double)n / best[1];
-	eht_info("lookup %s: calibrated DIRECT %.1f M rows/s, HOST %.1f M rows/s", lk->ti.name, lk->rate_gpu / 1e6,
-		 lk->rate_cpu / 1e6);
+	lk->split_ok = best[2] < 0.95 * (best[0] < best[1] ? best[0] : best[1]);
+	eht_info("lookup %s: calibrated DIRECT %.1f, HOST %.1f, both at once %.1f M rows/s: AUTO %s", lk->ti.name,
+		 lk->rate_gpu / 1e6, lk->rate_cpu / 1e6, (double)n / best[2] / 1e6,
+		 lk->split_ok ? "splits" : lk->rate_gpu > lk->rate_cpu ? "uses DIRECT" : "uses HOST");
 out:
 	eht_cu.cuMemFree(out);
 	free(ids);

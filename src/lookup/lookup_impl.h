@@ -67,6 +67,7 @@ struct eht_lookup {
 	bool last_dead_gpu;
 	int last_strategy;
 	double rate_gpu, rate_cpu; /* rows/s of DIRECT and HOST */
+	bool split_ok;             /* calibration found GPU + CPU at once faster than either alone */
 };
 
 /* One id (int32/int64 at index i) + off -> local row, or LK_DEAD. */
