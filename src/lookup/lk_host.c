@@ -7,17 +7,9 @@
 #include <string.h>
 
 #include "lookup/lookup_impl.h"
+#include "util/cpu.h"
 #include "util/err.h"
 #include "util/radix.h"
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
 
 /* ------------------------------------------------------------------- (a) sort + dedup */
 size_t eht_lk_sort_dedup(const uint64_t *rows, size_t n, uint64_t *tmp, uint64_t *uniq, uint32_t *slot,
@@ -171,7 +163,7 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 		size_t c = 0;
 		while (c < nchunks) {
 			while (!atomic_load_explicit(&lk->chunk_done[c], memory_order_acquire))
-				cpu_relax();
+				eht_cpu_relax();
 			size_t e = c + 1;
 			while (e < nchunks && atomic_load_explicit(&lk->chunk_done[e], memory_order_acquire))
 				e++;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/cpu.h"
 #include "util/log.h"
 
 struct eht_pool {
@@ -47,15 +48,6 @@ static double now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
 }
 
 /* Takes tasks of job `gen` until none are left; the last finisher wakes a sleeping waiter. */
@@ -103,7 +95,7 @@ static void *worker_main(void *v)
 				pthread_mutex_unlock(&p->mu);
 				start = now_us();
 			} else {
-				cpu_relax();
+				eht_cpu_relax();
 			}
 		}
 		if (atomic_load(&p->stop))
@@ -232,7 +224,7 @@ void eht_pool_wait(eht_pool *p)
 			pthread_mutex_unlock(&p->mu);
 			break;
 		}
-		cpu_relax();
+		eht_cpu_relax();
 	}
 	pthread_mutex_unlock(&p->job_lock);
 }

@@ -19,6 +19,10 @@ int bench_disk(int argc, char **argv);   /* cli_bench_disk.c */
 
 /* Prints "eht CMD: <eht_last_error()>" (or msg when given) to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *msg);
+/* Monotonic seconds, for timings. */
+double cli_now_s(void);
+/* qsort comparator of doubles (medians of timings). */
+int cli_cmp_double(const void *a, const void *b);
 /* True when argv has the flag (e.g. "--json"). */
 int cli_has_flag(int argc, char **argv, const char *flag);
 

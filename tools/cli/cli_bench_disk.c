@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "os/numa.h"
 #include "cuda/cu_driver.h"
 #include "eht.h"
 
@@ -24,33 +25,6 @@
 #define MAX_SHAPES 8
 #define WNAME "bench.engram.weight"
 #define SNAME "bench.engram.scale"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t mem_available(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[256];
-	unsigned long kb = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %lu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb << 10;
-}
 
 static inline uint64_t mix(uint64_t x)
 {
@@ -95,10 +69,10 @@ static int ensure_file(const char *path, uint64_t rows, FILE *info)
 		{.name = WNAME, .dtype = EHT_DTYPE_F8_E4M3, .ndim = 2, .shape = ws, .fill = fill_bytes, .ctx = (void *)1},
 		{.name = SNAME, .dtype = EHT_DTYPE_F8_E8M0, .ndim = 2, .shape = ss, .fill = fill_bytes, .ctx = (void *)2},
 	};
-	double t0 = now_s();
+	double t0 = cli_now_s();
 	int rc = eht_st_write(path, t, 2, NULL, 0);
 	if (!rc)
-		fprintf(info, "wrote %s: %.2f GiB in %.1f s\n", path, (double)rows * RB / (1 << 30), now_s() - t0);
+		fprintf(info, "wrote %s: %.2f GiB in %.1f s\n", path, (double)rows * RB / (1 << 30), cli_now_s() - t0);
 	return rc;
 }
 
@@ -119,7 +93,7 @@ static void *iops_thread(void *v)
 	if (posix_memalign(&buf, 4096, 4096))
 		return NULL;
 	uint64_t x = mix(atomic_fetch_add(&j->done, 0) + (uint64_t)(uintptr_t)&buf), n = 0;
-	while (now_s() < j->until) {
+	while (cli_now_s() < j->until) {
 		for (int k = 0; k < 32; k++) {
 			x = mix(x);
 			if (pread(j->fd, buf, 4096, (off_t)((x % j->blocks) * 4096)) != 4096) {
@@ -148,14 +122,14 @@ static double drive_iops(const char *path, unsigned nthreads, double seconds, ui
 	atomic_init(&j.err, 0);
 	pthread_t *th = calloc(nthreads, sizeof(*th));
 	unsigned started = 0;
-	double t0 = now_s();
+	double t0 = cli_now_s();
 	j.until = t0 + seconds;
 	for (unsigned i = 0; th && i < nthreads; i++)
 		if (pthread_create(&th[i], NULL, iops_thread, &j) == 0)
 			started++;
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	double el = now_s() - t0;
+	double el = cli_now_s() - t0;
 	free(th);
 	close(fd);
 	if (atomic_load(&j.err)) {
@@ -337,36 +311,36 @@ int bench_disk(int argc, char **argv)
 		struct eht_disk_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
 		eht_disk_drop_cache(t);
 		eht_disk_stats(t, &s0);
-		double t0 = now_s();
+		double t0 = cli_now_s();
 		if (RUN(lk, a, r->n)) {
 			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
 			continue;
 		}
-		r->cold_ms = (now_s() - t0) * 1e3;
+		r->cold_ms = (cli_now_s() - t0) * 1e3;
 		eht_disk_stats(t, &s1);
 		r->distinct = s1.rows_read - s0.rows_read;
 		eht_disk_drop_cache(t);
 		eht_disk_ticket *tk = NULL;
-		t0 = now_s();
+		t0 = cli_now_s();
 		if (eht_disk_prefetch(t, b, EHT_ID_INT32, 0, r->n, 0, &tk) || eht_disk_wait(tk) || RUN(lk, b, r->n)) {
 			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
 			eht_disk_release(tk);
 			continue;
 		}
-		r->cold_pf_ms = (now_s() - t0) * 1e3;
+		r->cold_pf_ms = (cli_now_s() - t0) * 1e3;
 		eht_disk_release(tk);
 		r->ok = 1;
 	}
 
 	/* Warm: read the whole file once (and pack the in-memory copy for HOST from the same reads). */
-	uint64_t avail = mem_available();
+	uint64_t avail = eht_mem_available();
 	if (!no_mem && avail && rows * RB + (rows * RB) + (2ull << 30) > avail) {
 		fprintf(info, "in-memory comparison skipped: %.1f GiB available, %.1f GiB needed beside the page cache\n",
 			(double)avail / (1 << 30), 2.0 * (double)rows * RB / (1 << 30));
 		no_mem = 1;
 	}
 	{
-		double t0 = now_s();
+		double t0 = cli_now_s();
 		eht_ckpt *ck = NULL;
 		struct eht_st_tensor_info w = {.size = sizeof(w)}, s = {.size = sizeof(s)};
 		if (!no_mem && !(mem = malloc(rows * RB))) {
@@ -391,13 +365,13 @@ int bench_disk(int argc, char **argv)
 			}
 		}
 		eht_ckpt_close(ck);
-		fprintf(info, "page cache warmed%s in %.1f s%s\n", mem ? " and in-memory copy packed" : "", now_s() - t0,
+		fprintf(info, "page cache warmed%s in %.1f s%s\n", mem ? " and in-memory copy packed" : "", cli_now_s() - t0,
 			sum == 1 ? " " : "");
 	}
 	{
 		/* Every row once through the disk table itself, so its mapping has every page entry (the cold
 		 * runs' drop removed them): steady state, as in a server after its first steps. */
-		double t0 = now_s();
+		double t0 = cli_now_s();
 		int32_t *seq = malloc(maxn * sizeof(*seq));
 		for (uint64_t b = 0; seq && b < rows; b += maxn) {
 			size_t n = rows - b < maxn ? (size_t)(rows - b) : maxn;
@@ -407,7 +381,7 @@ int bench_disk(int argc, char **argv)
 				break;
 		}
 		free(seq);
-		fprintf(info, "disk table's mapping populated in %.1f s\n", now_s() - t0);
+		fprintf(info, "disk table's mapping populated in %.1f s\n", cli_now_s() - t0);
 	}
 	for (int k = 0; k < nshapes; k++) {
 		struct shape_res *r = &res[k];
@@ -415,18 +389,18 @@ int bench_disk(int argc, char **argv)
 			continue;
 		for (int rep = -2; rep < reps; rep++) {
 			const int32_t *a = ids + (size_t)(rep + 4) * maxn;
-			double t0 = now_s();
+			double t0 = cli_now_s();
 			if (RUN(lk, a, r->n)) {
 				snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
 				r->ok = 0;
 				break;
 			}
 			if (rep >= 0)
-				times[rep] = now_s() - t0;
+				times[rep] = cli_now_s() - t0;
 		}
 		if (!r->ok)
 			continue;
-		qsort(times, (size_t)reps, sizeof(double), cmp_d);
+		qsort(times, (size_t)reps, sizeof(double), cli_cmp_double);
 		r->warm_ms = times[reps / 2] * 1e3;
 	}
 	if (mem) {
@@ -438,13 +412,13 @@ int bench_disk(int argc, char **argv)
 				int bad = 0;
 				for (int rep = -2; rep < reps && !bad; rep++) {
 					const int32_t *a = ids + (size_t)(rep + 4) * maxn;
-					double t0 = now_s();
+					double t0 = cli_now_s();
 					bad = RUN(mlk, a, r->n);
 					if (rep >= 0)
-						times[rep] = now_s() - t0;
+						times[rep] = cli_now_s() - t0;
 				}
 				if (!bad) {
-					qsort(times, (size_t)reps, sizeof(double), cmp_d);
+					qsort(times, (size_t)reps, sizeof(double), cli_cmp_double);
 					r->mem_ms = times[reps / 2] * 1e3;
 				}
 			}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "os/numa.h"
 #include "cuda/cu_driver.h"
 #include "eht.h"
 #include "util/env.h"
@@ -19,33 +20,6 @@
 
 #define RB EHT_ENGRAM_ROW_BYTES
 #define MAX_SHAPES 8
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static uint64_t mem_available(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[256];
-	uint64_t kb = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %lu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb << 10;
-}
 
 /* Parallel fill: every 8-byte word a hash of its index (fast, and no two rows alike). */
 struct fill_job {
@@ -182,7 +156,7 @@ int bench_lookup(int argc, char **argv)
 		fprintf(info, "no GPU%s: HOST only, rows gathered into host memory\n", cpu ? " (--cpu)" : "");
 
 	/* Table size: 48 GiB where at least 64 GiB are free, else half of what is free. */
-	uint64_t avail = mem_available();
+	uint64_t avail = eht_mem_available();
 	if (gib == 0) {
 		gib = 48;
 		if (avail < (64ull << 30)) {
@@ -219,7 +193,7 @@ int bench_lookup(int argc, char **argv)
 	const size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
 	const int batches = reps + 2; /* distinct ids per rep: no cache helps a later rep */
 
-	double t0 = now_s();
+	double t0 = cli_now_s();
 	table = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (table == MAP_FAILED) {
 		fprintf(stderr, "eht bench lookup: mmap of %zu bytes: %s\n", bytes, strerror(errno));
@@ -232,15 +206,15 @@ int bench_lookup(int argc, char **argv)
 	}
 	struct fill_job fj = {.p = (uint64_t *)(void *)table, .words = bytes / 8, .per_task = 1u << 21};
 	eht_pool_run(pool, (fj.words + fj.per_task - 1) / fj.per_task, fill_task, &fj);
-	double t_fill = now_s() - t0;
-	t0 = now_s();
+	double t_fill = cli_now_s() - t0;
+	t0 = cli_now_s();
 	if (eht_table_wrap(table, rows, RB, gpu ? dev : -1, "bench", &t)) {
 		cli_fail("bench lookup", NULL);
 		goto out;
 	}
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	eht_table_get_info(t, &ti);
-	double t_pin = now_s() - t0;
+	double t_pin = cli_now_s() - t0;
 	if (gpu && !ti.device_ptr)
 		fprintf(info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", dev);
 	fprintf(info, "table: %.2f GiB, %llu rows of %d B, filled in %.1f s", gib, (unsigned long long)rows, RB, t_fill);
@@ -302,18 +276,18 @@ int bench_lookup(int argc, char **argv)
 				size_t off = (size_t)(rep + 2) * maxn;
 				const void *pid = gpu_ids ? (const void *)(uintptr_t)(dids + off * sizeof(*ids)) : ids + off;
 				void *pout = gpu ? (void *)(uintptr_t)dout : hout;
-				double a = now_s();
+				double a = cli_now_s();
 				err = eht_lookup_run(lk, pid, EHT_ID_INT32, 0, r->n, pout, NULL, 0, NULL);
 				if (!err && gpu)
 					err = EHT_CU_CHECK(cuStreamSynchronize(NULL));
 				if (rep >= 0)
-					times[rep] = now_s() - a;
+					times[rep] = cli_now_s() - a;
 			}
 			if (err) {
 				snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
 				continue;
 			}
-			qsort(times, (size_t)reps, sizeof(double), cmp_d);
+			qsort(times, (size_t)reps, sizeof(double), cli_cmp_double);
 			r->med_ms = times[reps / 2] * 1e3;
 			r->p90_ms = times[(reps * 9) / 10 < reps ? (reps * 9) / 10 : reps - 1] * 1e3;
 			r->ok = 1;

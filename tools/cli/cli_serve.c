@@ -19,17 +19,10 @@ struct progress {
 	int last_decile;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void show_progress(void *arg, uint64_t done, uint64_t total, const char *table)
 {
 	struct progress *p = arg;
-	double t = now_s(), el = t - p->start;
+	double t = cli_now_s(), el = t - p->start;
 	double rate = el > 0 ? (double)done / el : 0;
 	double eta = rate > 0 ? (double)(total - done) / rate : 0;
 	double frac = total ? (double)done / (double)total : 1;
@@ -108,13 +101,13 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-	struct progress p = {.start = now_s(), .tty = isatty(2), .last_decile = -1};
+	struct progress p = {.start = cli_now_s(), .tty = isatty(2), .last_decile = -1};
 	o.progress = show_progress;
 	o.progress_arg = &p;
 	eht_server *s = NULL;
 	if (eht_serve_start(path, &o, &s) != 0)
 		return cli_fail("serve", NULL);
-	double secs = now_s() - p.start;
+	double secs = cli_now_s() - p.start;
 	uint64_t total = 0;
 	printf("%-44s %12s %6s %-14s %5s %9s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "PAGE");
 	for (size_t i = 0; i < eht_serve_table_count(s); i++) {

@@ -19,13 +19,6 @@ struct wopts {
 	double timeout_s;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t rnd(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -95,11 +88,11 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 		uint64_t dead = 0;
 		double best = 1e30;
 		for (int r = 0; !rc && r < o->reps; r++) {
-			double t0 = now_s();
+			double t0 = cli_now_s();
 			rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, out, NULL, flags, &dead);
 			if (!rc && gpu)
 				rc = EHT_CU_CHECK(cuCtxSynchronize());
-			double dt = now_s() - t0;
+			double dt = cli_now_s() - t0;
 			best = dt < best ? dt : best;
 		}
 		if (!rc && gpu)
