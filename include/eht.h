@@ -612,11 +612,13 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  *   pointer (disk: rows come from the tier's read_rows), ids are sorted and deduplicated on the CPU,
  *   the distinct rows gathered in address order and an expand kernel (or the CPU, for host output)
  *   writes the requested order. Without a GPU, HOST writes into host memory.
- * - AUTO: with host ids, a GPU-readable table and GPU output, splits each batch between the GPU's
- *   in-place gather (DIRECT, on an internal stream) and the CPU pool (HOST), both at once, in
- *   proportion to their rates measured by a short calibration in eht_lookup_create (opts strategy
- *   AUTO; ~30 ms). EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the split off (the faster one
- *   alone). With ids in GPU memory AUTO stays on the GPU: SORTED from 32,768 ids, DIRECT below (and
+ * - AUTO: with host ids, a GPU-readable table and GPU output, a short calibration in
+ *   eht_lookup_create (opts strategy AUTO; tens of ms) times DIRECT alone, HOST alone, and both at
+ *   once (the batch split between the GPU's in-place gather on an internal stream and the CPU
+ *   pool) at a decode-sized (6,144) and a prefill-sized (196,608 or max_batch) batch, and AUTO then
+ *   uses the fastest per size class. When it splits, the GPU's share follows each call's measured
+ *   times so both sides finish together. EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the
+ *   split off. With ids in GPU memory AUTO stays on the GPU: SORTED from 32,768 ids, DIRECT below (and
  *   is then capturable like them). Host output or no GPU: HOST.
  *
  * Ordering rule (asynchronous on the stream): the call reads ids that are host memory before it

@@ -84,7 +84,8 @@ void eht_lookup_destroy(eht_lookup *lk)
 		if (lk->side)
 			eht_cu.cuStreamSynchronize(lk->side);
 		eht_cu.cuCtxSynchronize(); /* copies may still read staging */
-		CUevent *evs[] = {&lk->ev_half[0], &lk->ev_half[1], &lk->ev_ids, &lk->ev_stage, &lk->ev_fork, &lk->ev_join};
+		CUevent *evs[] = {&lk->ev_half[0], &lk->ev_half[1], &lk->ev_ids, &lk->ev_stage, &lk->ev_fork, &lk->ev_join,
+				  &lk->ev_t0, &lk->ev_t1};
 		for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 			if (*evs[i])
 				eht_cu.cuEventDestroy(*evs[i]);
@@ -162,8 +163,8 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	if (lk->hi < lk->lo)
 		lk->hi = lk->lo;
 	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
-	lk->rate_gpu = 29e6; /* PLATFORM.md, 48 GiB table, until calibrated */
-	lk->rate_cpu = 90e6;
+	for (int c = 0; c < 2; c++) /* until calibrated: the faster side on PLATFORM.md's machine */
+		lk->autos[c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 29.0 / (29.0 + 90.0)};
 	lk->device = o.device >= 0 ? o.device : ti->device;
 	lk->gpu = !(o.flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
 	int rc = 0;
@@ -259,6 +260,10 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]) && !rc; i++)
 			rc = EHT_CU_CHECK(cuEventCreate(evs[i], CU_EVENT_DISABLE_TIMING));
 		if (!rc)
+			rc = EHT_CU_CHECK(cuEventCreate(&lk->ev_t0, CU_EVENT_DEFAULT));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuEventCreate(&lk->ev_t1, CU_EVENT_DEFAULT));
+		if (!rc)
 			rc = EHT_CU_CHECK(cuStreamCreate(&lk->side, CU_STREAM_NON_BLOCKING));
 		if (rc)
 			goto fail;
@@ -351,34 +356,67 @@ static uint64_t count_dead(const eht_lookup *lk, const void *ids, int id64, int6
 	return d;
 }
 
-/* AUTO's split: ids [0, k) by DIRECT on the side stream, [k, n) by HOST on s, both at once. */
+/* Learns from the last split of class a, once its GPU part has finished: the rates both sides had
+ * while running together give the fraction at which they finish together (moving average). */
+static void auto_learn(eht_lookup *lk, struct lk_auto *a)
+{
+	if (!a->pending || eht_cu.cuEventQuery(lk->ev_t1) != CUDA_SUCCESS)
+		return;
+	a->pending = false;
+	float ms = 0;
+	if (eht_cu.cuEventElapsedTime(&ms, lk->ev_t0, lk->ev_t1) != CUDA_SUCCESS || ms <= 0 || a->t_cpu <= 0 ||
+	    a->k == 0 || a->k >= a->n)
+		return;
+	double rg = (double)a->k / (ms * 1e-3), rc = (double)(a->n - a->k) / a->t_cpu;
+	double target = rg / (rg + rc);
+	a->f = 0.7 * a->f + 0.3 * target;
+	if (a->f < 0.02)
+		a->f = 0.02;
+	if (a->f > 0.98)
+		a->f = 0.98;
+}
+
+/* AUTO with host ids: the calibrated side takes the batch, or ids [0, k) go to DIRECT on the side
+ * stream and [k, n) to HOST on s, both at once. */
 static int auto_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, CUstream s,
 		      uint64_t *dead)
 {
-	double f = lk->rate_gpu / (lk->rate_gpu + lk->rate_cpu);
-	/* Split only where calibration measured the split faster than the better side alone: on the
-	 * device machine the two gatherers slow each other down (both go through the host's IOMMU and
-	 * memory), so the split can lose. Otherwise the whole batch goes to the faster side. */
-	bool split = lk->split_ok && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1);
-	size_t k = split ? (size_t)((double)n * f) : (lk->rate_gpu > lk->rate_cpu ? n : 0);
-	if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
-		k = 0;
+	struct lk_auto *a = &lk->autos[LK_AUTO_CLASS(n)];
+	auto_learn(lk, a);
+	size_t k = a->mode == EHT_LOOKUP_DIRECT ? n : 0;
+	if (a->mode == EHT_LOOKUP_AUTO && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1)) {
+		k = (size_t)((double)n * a->f);
+		if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
+			k = 0;
+	}
+	bool timed = k && k < n && !a->pending;
 	int rc = 0;
 	if (k) {
 		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
 		if (!rc)
 			rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
+		if (!rc && timed)
+			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t0, lk->side));
 		if (!rc)
 			rc = gpu_piece(lk, EHT_LOOKUP_DIRECT, ids, false, id64, off, k, (CUdeviceptr)(uintptr_t)out, lk->side);
+		if (!rc && timed)
+			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t1, lk->side));
 		if (!rc)
 			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
 		if (rc)
 			return rc;
 	}
 	size_t isz = id64 ? 8 : 4;
+	double t0 = now_s();
 	if (k < n)
 		rc = host_piece(lk, (const uint8_t *)ids + k * isz, id64, off, n - k, (uint8_t *)out + k * lk->out_rb,
 				true, s, dead);
+	if (timed && !rc) {
+		a->t_cpu = now_s() - t0;
+		a->k = k;
+		a->n = n;
+		a->pending = true;
+	}
 	if (k) {
 		*dead += count_dead(lk, ids, id64, off, k); /* the GPU part, counted while it runs */
 		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(s, lk->ev_join, 0));
@@ -526,60 +564,71 @@ uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)
 int eht_lookup_last_strategy(const eht_lookup *lk) { return lk ? lk->last_strategy : -1; }
 
 /* ------------------------------------------------------------------- AUTO calibration */
-/* Times DIRECT and HOST once on uniform ids (the shape AUTO splits), so the split follows this
- * machine and this table (a small table is fast in place; a large one is not: PLATFORM.md). */
+/* Times one shape: the best of reps after one warm-up run. Returns seconds, or a negative errno. */
+static double time_runs(eht_lookup *lk, const int64_t *ids, size_t n, CUdeviceptr out, int strategy, int reps)
+{
+	double best = 1e30;
+	for (int rep = 0; rep <= reps; rep++) {
+		double t0 = now_s();
+		int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
+					EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE | EHT_LOOKUP_RUN_STRATEGY(strategy),
+					NULL);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuCtxSynchronize());
+		if (rc)
+			return rc;
+		double t = now_s() - t0;
+		if (rep && t < best)
+			best = t;
+	}
+	return best;
+}
+
+/* For each batch-size class, times DIRECT alone, HOST alone and both at once on uniform ids (the
+ * shape of Engram lookups), and keeps the fastest for AUTO. On the device machine (PLATFORM.md)
+ * the two gatherers share the host's memory and IOMMU, so running both at once is not always a
+ * win; measuring is the only honest way to choose. */
 static void calibrate(eht_lookup *lk)
 {
-	size_t n = lk->max_batch < 32768 ? lk->max_batch : 32768;
+	const size_t sizes[2] = {6144, 196608};
+	size_t nmax = lk->max_batch < sizes[1] ? lk->max_batch : sizes[1];
 	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
-	if (rows == 0 || n < 1024)
+	if (rows == 0 || nmax < 256)
 		return;
-	int64_t *ids = malloc(n * sizeof(*ids));
+	int64_t *ids = malloc(nmax * sizeof(*ids));
 	CUdeviceptr out = 0;
-	if (!ids || EHT_CU_CHECK(cuMemAlloc(&out, n * lk->out_rb)) != 0) {
+	if (!ids || EHT_CU_CHECK(cuMemAlloc(&out, nmax * lk->out_rb)) != 0) {
 		free(ids);
 		eht_warn("lookup: calibration skipped (%s)", eht_last_error());
 		return;
 	}
 	uint64_t x = 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < nmax; i++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		ids[i] = lk->lo + (int64_t)(x % rows);
 	}
-	double best[3] = {1e9, 1e9, 1e9};
-	const int strat[3] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO};
-	lk->split_ok = true; /* the third candidate: AUTO's split at the rates measured so far */
-	for (int rep = 0; rep < 3; rep++) {
-		for (int k = 0; k < 3; k++) {
-			if (k == 2) {
-				lk->rate_gpu = (double)n / best[0];
-				lk->rate_cpu = (double)n / best[1];
-			}
-			double t0 = now_s();
-			int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
-						EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE |
-							EHT_LOOKUP_RUN_STRATEGY(strat[k]), NULL);
-			if (!rc)
-				rc = EHT_CU_CHECK(cuStreamSynchronize(NULL));
-			double t = now_s() - t0;
-			if (rc) {
-				eht_warn("lookup: calibration failed (%s); AUTO uses PLATFORM.md's rates", eht_last_error());
-				lk->rate_gpu = 29e6;
-				lk->rate_cpu = 90e6;
-				lk->split_ok = false;
-				goto out;
-			}
-			if (rep && t < best[k]) /* rep 0 warms up */
-				best[k] = t;
+	for (int c = 0; c < 2; c++) {
+		size_t n = sizes[c] < nmax ? sizes[c] : nmax;
+		struct lk_auto *a = &lk->autos[c];
+		double td = time_runs(lk, ids, n, out, EHT_LOOKUP_DIRECT, 3);
+		double th = time_runs(lk, ids, n, out, EHT_LOOKUP_HOST, 3);
+		if (td < 0 || th < 0) {
+			eht_warn("lookup: calibration failed (%s); AUTO uses HOST", eht_last_error());
+			break;
+		}
+		*a = (struct lk_auto){.mode = EHT_LOOKUP_AUTO, .f = th / (td + th)};
+		double ts = time_runs(lk, ids, n, out, EHT_LOOKUP_AUTO, 6); /* the split's fraction settles */
+		if (ts < 0)
+			ts = 1e30;
+		a->mode = ts < td && ts < th ? EHT_LOOKUP_AUTO : td < th ? EHT_LOOKUP_DIRECT : EHT_LOOKUP_HOST;
+		eht_info("lookup %s, %zu ids: DIRECT %.3f ms, HOST %.3f ms, both at once %.3f ms (GPU share %.2f): AUTO "
+			 "uses %s", lk->ti.name, n, td * 1e3, th * 1e3, ts * 1e3, a->f,
+			 a->mode == EHT_LOOKUP_AUTO ? "both" : eht_lookup_strategy_name(a->mode));
+		if (n == nmax && c == 0) { /* batches never reach the prefill class: same choice */
+			lk->autos[1] = *a;
+			break;
 		}
 	}
-	lk->rate_gpu = (double)n / best[0];
-	lk->rate_cpu = (double)n / best[1];
-	lk->split_ok = best[2] < 0.95 * (best[0] < best[1] ? best[0] : best[1]);
-	eht_info("lookup %s: calibrated DIRECT %.1f, HOST %.1f, both at once %.1f M rows/s: AUTO %s", lk->ti.name,
-		 lk->rate_gpu / 1e6, lk->rate_cpu / 1e6, (double)n / best[2] / 1e6,
-		 lk->split_ok ? "splits" : lk->rate_gpu > lk->rate_cpu ? "uses DIRECT" : "uses HOST");
-out:
 	eht_cu.cuMemFree(out);
 	free(ids);
 	lk->last_strategy = -1;

@@ -66,9 +66,21 @@ struct eht_lookup {
 	uint64_t last_dead_host;
 	bool last_dead_gpu;
 	int last_strategy;
-	double rate_gpu, rate_cpu; /* rows/s of DIRECT and HOST */
-	bool split_ok;             /* calibration found GPU + CPU at once faster than either alone */
+	/* AUTO, per batch-size class (decode-sized, prefill-sized): which side takes the batch, or
+	 * what fraction the GPU takes when both gather at once. Calibrated at create; the split
+	 * fraction then follows each call's measured times, so both sides finish together. */
+	struct lk_auto {
+		int mode;          /* EHT_LOOKUP_DIRECT, EHT_LOOKUP_HOST, or EHT_LOOKUP_AUTO: split */
+		double f;          /* GPU's share of a split batch */
+		double t_cpu;      /* last split: seconds of the CPU part */
+		size_t k, n;       /* last split: GPU ids, all ids (k == 0: nothing to learn from) */
+		bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
+	} autos[2];
+	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
 };
+
+/* AUTO's class of an n-id batch: 0 decode-sized, 1 prefill-sized. */
+#define LK_AUTO_CLASS(n) ((n) >= 32768 ? 1 : 0)
 
 /* One id (int32/int64 at index i) + off -> local row, or LK_DEAD. */
 static inline uint64_t eht_lk_local(const void *ids, int id64, size_t i, int64_t off, int64_t lo, int64_t hi)
