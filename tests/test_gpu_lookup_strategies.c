@@ -63,6 +63,9 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 		goto out;
 	}
 	cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob + 64)));
+	/* cuMemsetD8 is asynchronous on the legacy stream, and s does not wait for it (non-blocking):
+	 * the poison must land before the lookup writes. */
+	cu(EHT_CU_CHECK(cuCtxSynchronize()));
 	if (ids_on_gpu && n)
 		cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * isz)));
 	uint64_t dead = 777;
@@ -86,6 +89,19 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 	CHECK(dead == want_dead);
 	CHECK(eht_lookup_last_dead_count(lk) == want_dead);
 	int bad = 0;
+	size_t nbad = 0, first_bad = 0, last_bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t r = (id64 ? ((int64_t *)ids)[i] : ((int32_t *)ids)[i]) + off;
+		ref_row(r, fmt, want);
+		if (memcmp(out + i * ob, want, ob)) {
+			if (!nbad++)
+				first_bad = i;
+			last_bad = i;
+		}
+	}
+	if (nbad)
+		fprintf(stderr, "%s fmt %d n %zu: %zu rows differ, first %zu, last %zu\n", eht_lookup_strategy_name(strategy),
+			fmt, n, nbad, first_bad, last_bad);
 	for (size_t i = 0; i < n && bad < 3; i++) {
 		int64_t r = (id64 ? ((int64_t *)ids)[i] : ((int32_t *)ids)[i]) + off;
 		ref_row(r, fmt, want);
@@ -96,6 +112,7 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 		}
 	}
 	CHECK(bad == 0);
+	bad = 0; /* nothing past the output may be written */
 	for (size_t i = 0; i < 64; i++)
 		bad += out[n * ob + i] != 0xab;
 	CHECK(bad == 0);
