@@ -152,6 +152,7 @@ static void check_capture(eht_lookup *lk, CUstream s)
 			CHECK_RC(rc, 0);
 			CHECK_RC(erc, 0);
 			cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, N * RB)));
+			cu(EHT_CU_CHECK(cuCtxSynchronize())); /* s is non-blocking: the poison first */
 			if (g && !cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
 				CHECK_RC(EHT_CU_CHECK(cuGraphLaunch(ge, s)), 0);
 				CHECK_RC(EHT_CU_CHECK(cuStreamSynchronize(s)), 0);
