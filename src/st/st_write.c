@@ -285,6 +285,11 @@ int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, si
 				goto out;
 		}
 	}
+	/* Durable before it is visible: after a crash, path is the old file or the whole new one. */
+	if (fsync(fd) != 0) {
+		rc = eht_err_sys(errno, "%s: fsync", tmp);
+		goto out;
+	}
 	if (close(fd) != 0) {
 		fd = -1;
 		rc = eht_err_sys(errno, "%s: close", tmp);
