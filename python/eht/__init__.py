@@ -258,9 +258,10 @@ class Table:
             raise EhtError(_errno.ENOSYS, "PyTorch is not installed")
         shape = (self.local_rows, self.row_bytes)
         if self.device_ptr and device != "cpu":
+            # torch takes no read-only flag here (nor does the seed): treat the tensor as read-only.
             holder = type("EhtCudaArray", (), {})()
             holder.__cuda_array_interface__ = {"shape": shape, "typestr": "|u1",
-                                               "data": (self.device_ptr, True), "version": 3}
+                                               "data": (self.device_ptr, False), "version": 3}
             holder.owner = self
             return torch.as_tensor(holder, device=torch.device("cuda", self.device))
         return torch.frombuffer(self.host_view(), dtype=torch.uint8).view(*shape)
