@@ -160,11 +160,16 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 		eht_pool_run(lk->pool, nchunks, job_task, j);
 	} else {
 		eht_pool_start(lk->pool, nchunks, job_task, j);
-		size_t c = 0;
+		/* Copies of at least an eighth of the job each: every cuMemcpyHtoDAsync costs the caller
+		 * microseconds, and a decode batch has ~64 chunks; fewer, larger copies still overlap. */
+		size_t c = 0, batch = nchunks / 8 ? nchunks / 8 : 1;
 		while (c < nchunks) {
-			while (!atomic_load_explicit(&lk->chunk_done[c], memory_order_acquire))
-				eht_cpu_relax();
-			size_t e = c + 1;
+			size_t want = c + batch < nchunks ? c + batch : nchunks, e = c;
+			while (e < want) {
+				while (!atomic_load_explicit(&lk->chunk_done[e], memory_order_acquire))
+					eht_cpu_relax();
+				e++;
+			}
 			while (e < nchunks && atomic_load_explicit(&lk->chunk_done[e], memory_order_acquire))
 				e++;
 			size_t b0 = c * j->chunk, b1 = e * j->chunk < j->n ? e * j->chunk : j->n;
