@@ -164,7 +164,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		lk->hi = lk->lo;
 	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
 	for (int c = 0; c < 2; c++) /* until calibrated: the faster side on PLATFORM.md's machine */
-		lk->autos[c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 29.0 / (29.0 + 90.0)};
+		lk->autos[c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 29.0 / (29.0 + 90.0), .f0 = 29.0 / (29.0 + 90.0)};
 	lk->device = o.device >= 0 ? o.device : ti->device;
 	lk->gpu = !(o.flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
 	int rc = 0;
@@ -370,10 +370,9 @@ static void auto_learn(eht_lookup *lk, struct lk_auto *a)
 	double rg = (double)a->k / (ms * 1e-3), rc = (double)(a->n - a->k) / a->t_cpu;
 	double target = rg / (rg + rc);
 	a->f = 0.7 * a->f + 0.3 * target;
-	if (a->f < 0.02)
-		a->f = 0.02;
-	if (a->f > 0.98)
-		a->f = 0.98;
+	/* Within a factor of the calibrated share: one odd measurement must not move the whole batch. */
+	double lo = a->f0 * 0.5, hi = a->f0 * 1.5 < 0.95 ? a->f0 * 1.5 : 0.95;
+	a->f = a->f < lo ? lo : a->f > hi ? hi : a->f;
 }
 
 /* AUTO with host ids: the calibrated side takes the batch, or ids [0, k) go to DIRECT on the side
@@ -564,10 +563,13 @@ uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)
 int eht_lookup_last_strategy(const eht_lookup *lk) { return lk ? lk->last_strategy : -1; }
 
 /* ------------------------------------------------------------------- AUTO calibration */
-/* Times one shape: the best of reps after one warm-up run. Returns seconds, or a negative errno. */
+/* Times one shape: the median of reps after one warm-up run (medians: one slow run, e.g. a pool
+ * thread that was asleep, must not decide). Returns seconds, or a negative errno. */
 static double time_runs(eht_lookup *lk, const int64_t *ids, size_t n, CUdeviceptr out, int strategy, int reps)
 {
-	double best = 1e30;
+	double t[16];
+	if (reps > 16)
+		reps = 16;
 	for (int rep = 0; rep <= reps; rep++) {
 		double t0 = now_s();
 		int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
@@ -577,11 +579,16 @@ static double time_runs(eht_lookup *lk, const int64_t *ids, size_t n, CUdevicept
 			rc = EHT_CU_CHECK(cuCtxSynchronize());
 		if (rc)
 			return rc;
-		double t = now_s() - t0;
-		if (rep && t < best)
-			best = t;
+		if (rep)
+			t[rep - 1] = now_s() - t0;
 	}
-	return best;
+	for (int i = 1; i < reps; i++) /* insertion sort of a handful */
+		for (int k = i; k > 0 && t[k - 1] > t[k]; k--) {
+			double x = t[k];
+			t[k] = t[k - 1];
+			t[k - 1] = x;
+		}
+	return t[reps / 2];
 }
 
 /* For each batch-size class, times DIRECT alone, HOST alone and both at once on uniform ids (the
@@ -610,17 +617,27 @@ static void calibrate(eht_lookup *lk)
 	for (int c = 0; c < 2; c++) {
 		size_t n = sizes[c] < nmax ? sizes[c] : nmax;
 		struct lk_auto *a = &lk->autos[c];
-		double td = time_runs(lk, ids, n, out, EHT_LOOKUP_DIRECT, 3);
-		double th = time_runs(lk, ids, n, out, EHT_LOOKUP_HOST, 3);
+		int reps = c == 0 ? 9 : 5;
+		double td = time_runs(lk, ids, n, out, EHT_LOOKUP_DIRECT, reps);
+		double th = time_runs(lk, ids, n, out, EHT_LOOKUP_HOST, reps);
 		if (td < 0 || th < 0) {
 			eht_warn("lookup: calibration failed (%s); AUTO uses HOST", eht_last_error());
 			break;
 		}
-		*a = (struct lk_auto){.mode = EHT_LOOKUP_AUTO, .f = th / (td + th)};
-		double ts = time_runs(lk, ids, n, out, EHT_LOOKUP_AUTO, 6); /* the split's fraction settles */
+		*a = (struct lk_auto){.mode = EHT_LOOKUP_AUTO, .f = th / (td + th), .f0 = th / (td + th)};
+		double ts = time_runs(lk, ids, n, out, EHT_LOOKUP_AUTO, reps + 4); /* the split's share settles */
 		if (ts < 0)
 			ts = 1e30;
-		a->mode = ts < td && ts < th ? EHT_LOOKUP_AUTO : td < th ? EHT_LOOKUP_DIRECT : EHT_LOOKUP_HOST;
+		/* HOST unless another choice is clearly (5%) faster: it has the steadiest times. */
+		double best = th;
+		a->mode = EHT_LOOKUP_HOST;
+		if (td < 0.95 * best) {
+			a->mode = EHT_LOOKUP_DIRECT;
+			best = td;
+		}
+		if (ts < 0.95 * best)
+			a->mode = EHT_LOOKUP_AUTO;
+		a->f0 = a->f;
 		eht_info("lookup %s, %zu ids: DIRECT %.3f ms, HOST %.3f ms, both at once %.3f ms (GPU share %.2f): AUTO "
 			 "uses %s", lk->ti.name, n, td * 1e3, th * 1e3, ts * 1e3, a->f,
 			 a->mode == EHT_LOOKUP_AUTO ? "both" : eht_lookup_strategy_name(a->mode));

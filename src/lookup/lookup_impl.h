@@ -72,6 +72,7 @@ struct eht_lookup {
 	struct lk_auto {
 		int mode;          /* EHT_LOOKUP_DIRECT, EHT_LOOKUP_HOST, or EHT_LOOKUP_AUTO: split */
 		double f;          /* GPU's share of a split batch */
+		double f0;         /* the share calibration settled on */
 		double t_cpu;      /* last split: seconds of the CPU part */
 		size_t k, n;       /* last split: GPU ids, all ids (k == 0: nothing to learn from) */
 		bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
