@@ -565,12 +565,22 @@ int eht_lookup_last_strategy(const eht_lookup *lk) { return lk ? lk->last_strate
 /* ------------------------------------------------------------------- AUTO calibration */
 /* Times one shape: the median of reps after one warm-up run (medians: one slow run, e.g. a pool
  * thread that was asleep, must not decide). Returns seconds, or a negative errno. */
-static double time_runs(eht_lookup *lk, const int64_t *ids, size_t n, CUdeviceptr out, int strategy, int reps)
+static double time_runs(eht_lookup *lk, int64_t *ids, size_t n, CUdeviceptr out, int strategy, int reps,
+			uint64_t *seed)
 {
 	double t[16];
+	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
 	if (reps > 16)
 		reps = 16;
 	for (int rep = 0; rep <= reps; rep++) {
+		/* Fresh uniform ids every run, as Engram hashes give: repeating ids would let the GPU's
+		 * translation caches make in-place reads look several times faster than they are. */
+		uint64_t x = *seed;
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			ids[i] = lk->lo + (int64_t)(x % rows);
+		}
+		*seed = x;
 		double t0 = now_s();
 		int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
 					EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE | EHT_LOOKUP_RUN_STRATEGY(strategy),
@@ -609,23 +619,19 @@ static void calibrate(eht_lookup *lk)
 		eht_warn("lookup: calibration skipped (%s)", eht_last_error());
 		return;
 	}
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < nmax; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		ids[i] = lk->lo + (int64_t)(x % rows);
-	}
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (int c = 0; c < 2; c++) {
 		size_t n = sizes[c] < nmax ? sizes[c] : nmax;
 		struct lk_auto *a = &lk->autos[c];
 		int reps = c == 0 ? 9 : 5;
-		double td = time_runs(lk, ids, n, out, EHT_LOOKUP_DIRECT, reps);
-		double th = time_runs(lk, ids, n, out, EHT_LOOKUP_HOST, reps);
+		double td = time_runs(lk, ids, n, out, EHT_LOOKUP_DIRECT, reps, &seed);
+		double th = time_runs(lk, ids, n, out, EHT_LOOKUP_HOST, reps, &seed);
 		if (td < 0 || th < 0) {
 			eht_warn("lookup: calibration failed (%s); AUTO uses HOST", eht_last_error());
 			break;
 		}
 		*a = (struct lk_auto){.mode = EHT_LOOKUP_AUTO, .f = th / (td + th), .f0 = th / (td + th)};
-		double ts = time_runs(lk, ids, n, out, EHT_LOOKUP_AUTO, reps + 4); /* the split's share settles */
+		double ts = time_runs(lk, ids, n, out, EHT_LOOKUP_AUTO, reps + 4, &seed); /* the split's share settles */
 		if (ts < 0)
 			ts = 1e30;
 		/* HOST unless another choice is clearly (5%) faster: it has the steadiest times. */
