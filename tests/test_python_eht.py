@@ -94,6 +94,9 @@ class TestEht(unittest.TestCase):
                         want = w[r * 256:(r + 1) * 256] + s[r * 8:(r + 1) * 8] if r >= 0 else bytes(264)
                         self.assertEqual(out[i * 264:(i + 1) * 264], want)
                     self.assertEqual(bytes(t.host_view()[:256]), w[:256])
+                    out2 = bytearray(len(ids) * 264)
+                    self.assertEqual(t.lookup(ids, out2, strategy="host"), 1)  # the convenience call
+                    self.assertEqual(out2, out)
                     c.check()
                     srv.send_signal(signal.SIGKILL)
                     srv.wait()

@@ -7,8 +7,8 @@ tables and lookup outputs can be zero-copy torch tensors on the right device.
     import eht
     client = eht.attach("mykey", device=0)        # tables served by `eht serve ... --key mykey`
     table = client.tables["model.layers.1.engram.embedding"]
-    lk = table.lookup_engine(strategy="auto")
-    dead = lk.run(ids, out)                        # ids: torch/array/bytes; out: torch/bytearray
+    dead = table.lookup(ids, out)                  # ids: torch/array; out: torch/bytearray
+    lk = table.lookup_engine(strategy="auto", format="bf16")   # or an engine of one's own
 
 libeht is found through $EHT_LIB, then next to this package (../../build/libeht.so), then the
 system's library path.
@@ -270,7 +270,20 @@ class Table:
         """A Lookup bound to this table (keyword arguments as Lookup)."""
         return Lookup(self, **kw)
 
+    def lookup(self, ids, out, strategy="auto", format="raw", **kw):
+        """Looks ids up into out with an engine made once per (strategy, format) and kept; returns
+        the number of dead ids. Keyword arguments go to Lookup.run (id_offset, stream, ...)."""
+        engines = self.__dict__.setdefault("_engines", {})
+        if (strategy, format) not in engines:
+            torch = _torch()
+            gpu = torch is not None and isinstance(out, torch.Tensor) and out.is_cuda
+            engines[strategy, format] = Lookup(self, strategy=strategy, format=format,
+                                               cpu_only=not gpu)
+        return engines[strategy, format].run(ids, out, **kw)
+
     def close(self):
+        for lk in self.__dict__.pop("_engines", {}).values():
+            lk.close()
         if getattr(self, "_h", None) and self._owned:
             _L().eht_table_close(self._h)
         self._h = None
@@ -317,7 +330,7 @@ class Client:
     def close(self):
         if getattr(self, "_h", None):
             for t in self.tables.values():
-                t._h = None
+                t.close()  # its engines; the table itself belongs to the attachment
             _L().eht_detach(self._h)
             self._h = None
 
