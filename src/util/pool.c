@@ -87,7 +87,10 @@ static void *worker_main(void *v)
 	struct worker_arg wa = *(struct worker_arg *)v;
 	free(v);
 	eht_pool *p = wa.pool;
-	unsigned seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+	/* Generation 0 is the pool's state at creation. Reading p->gen here instead lost jobs: a thread
+	 * that starts late (slow thread creation, sanitizers) would take a job published before it ran
+	 * as already seen, and its tasks would never be claimed by it while the waiter slept. */
+	unsigned seen = 0;
 	for (;;) {
 		double start = now_us();
 		unsigned g;
