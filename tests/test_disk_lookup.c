@@ -271,6 +271,9 @@ int main(void)
 				check_tp(paths[p], layer, ref, rows, rb, tps[k], 0, 0, ids, N_IDS);
 				if (li == 0) {
 					check_tp(paths[p], layer, ref, rows, rb, tps[k], EHT_DISK_PREAD, 0, ids, N_IDS);
+					if (t_uring_works())
+						check_tp(paths[p], layer, ref, rows, rb, tps[k], EHT_DISK_URING, EHT_DISK_NO_CACHE,
+							 ids, N_IDS);
 					check_tp(paths[p], layer, ref, rows, rb, tps[k], 0, EHT_DISK_NO_CACHE, ids, N_IDS);
 				}
 			}

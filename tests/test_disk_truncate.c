@@ -92,7 +92,7 @@ static void truncate_case(unsigned flags, bool guard_path, bool prefetch)
 	CHECK(msg_has("offset"));
 	CHECK(msg_has("shrank"));
 	if (guard_path)
-		CHECK(rc == -EIO && msg_has(flags & EHT_DISK_PREAD ? "short read" : "SIGBUS"));
+		CHECK(rc == -EIO && msg_has(flags & (EHT_DISK_PREAD | EHT_DISK_URING) ? "short read" : "SIGBUS"));
 	else /* the thread that checks sees ESTALE; others may already be copying and fault */
 		CHECK(rc == -ESTALE || rc == -EIO);
 	CHECK_RC(eht_disk_check(t), -ESTALE);
@@ -152,6 +152,8 @@ int main(void)
 		truncate_case(0, true, true);
 	}
 	truncate_case(EHT_DISK_PREAD, true, false); /* pread's short read */
+	if (t_uring_works())
+		truncate_case(EHT_DISK_URING, true, false); /* io_uring's short read */
 	unsetenv("EHT_DISK_CHECK_US");
 	change_cases();
 	t_rmtree(dir);

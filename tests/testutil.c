@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
+#if EHT_HAVE_URING_BUILD
+#include <liburing.h>
+#endif
 
 int t_failures;
 
@@ -82,6 +85,19 @@ uint64_t t_rand(uint64_t *s)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+int t_uring_works(void)
+{
+#if EHT_HAVE_URING_BUILD
+	struct io_uring r;
+	if (io_uring_queue_init(8, &r, 0) < 0)
+		return 0; /* e.g. kernel.io_uring_disabled, or a seccomp filter */
+	io_uring_queue_exit(&r);
+	return 1;
+#else
+	return 0;
+#endif
 }
 
 int t_have_gpu(void) { return eht_cu_device_count() > 0; }

@@ -49,6 +49,8 @@ int t_write_file(const char *path, const void *data, size_t len);
 uint64_t t_rand(uint64_t *state);
 /* True when a CUDA device is usable (libcuda loads and has a device). */
 int t_have_gpu(void);
+/* True when libeht was built with liburing and this kernel lets the process use io_uring. */
+int t_uring_works(void);
 /* Hex SHA-256 of data into out[65]. */
 void t_sha256_hex(const void *data, size_t len, char out[65]);
 

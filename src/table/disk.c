@@ -141,6 +141,8 @@ static int pread_full(const struct disk_part *p, uint8_t *dst, uint64_t len, uin
 /* Reads rows miss[0..m) of every part into dst slots idx[0..m). */
 static int read_files(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst)
 {
+	if (d->flags & EHT_DISK_URING)
+		return disk_read_uring(d, miss, idx, m, dst);
 	for (unsigned k = 0; k < d->nparts; k++) {
 		const struct disk_part *p = &d->part[k];
 		if (d->flags & EHT_DISK_PREAD) {
@@ -325,7 +327,14 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	if (o.prefetch_rows >= (1ull << 31))
 		return eht_err(EINVAL, "eht_disk_open: prefetch_rows %llu is over 2^31", (unsigned long long)o.prefetch_rows);
 	int rc = 0;
-	if (!(o.flags & EHT_DISK_PREAD) && (rc = disk_guard_install()))
+	if (eht_env_u64("EHT_DISK_URING", 0))
+		o.flags |= EHT_DISK_URING;
+	if ((o.flags & EHT_DISK_URING) && (o.flags & EHT_DISK_PREAD))
+		return eht_err(EINVAL, "eht_disk_open: EHT_DISK_URING and EHT_DISK_PREAD together");
+	if ((o.flags & EHT_DISK_URING) && !disk_uring_available())
+		return eht_err(EOPNOTSUPP, "eht_disk_open: EHT_DISK_URING in a libeht built without liburing "
+					   "(install liburing-dev and rebuild)");
+	if (!(o.flags & (EHT_DISK_PREAD | EHT_DISK_URING)) && (rc = disk_guard_install()))
 		return rc;
 
 	struct disk *d = calloc(1, sizeof(*d));
@@ -381,7 +390,7 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	}
 	eht_debug("disk table %s: rows [%llu, +%llu) of %llu, %llu-byte rows, %s, cache %llu rows", t->name,
 		  (unsigned long long)d->first_row, (unsigned long long)d->local_rows, (unsigned long long)rows,
-		  (unsigned long long)d->rb, (d->flags & EHT_DISK_PREAD) ? "pread" : "mapped",
+		  (unsigned long long)d->rb, (d->flags & EHT_DISK_PREAD) ? "pread" : (d->flags & EHT_DISK_URING) ? "io_uring" : "mapped",
 		  (unsigned long long)d->cache.nslots);
 	*out = t;
 	return 0;

@@ -87,6 +87,13 @@ struct disk {
  * with a message naming the file and offset. */
 int disk_read_direct(struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst);
 
+/* Reads rows miss[0..m) of every part into dst slots idx[0..m) with io_uring (this thread's ring,
+ * up to 256 reads in flight). Returns 0 or -errno naming the file and offset; -EOPNOTSUPP in a build
+ * without liburing. */
+int disk_read_uring(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst);
+/* True when this build has liburing. */
+bool disk_uring_available(void);
+
 /* Checks the files against what open saw (size and mtime by fstat; with check_path also the inode
  * the path names now). Returns 0 or -ESTALE naming the file. */
 int disk_check_files(struct disk *d, bool check_path);
