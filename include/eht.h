@@ -774,7 +774,9 @@ typedef struct eht_disk_ticket eht_disk_ticket;
 #define EHT_DISK_PREAD 0x1u /* gather with pread(2) instead of copies from the mapping */
 #define EHT_DISK_URING 0x2u /* gather with io_uring reads, up to 256 in flight per thread (buffered:
 			     * the tier lives on the page cache); -EOPNOTSUPP in a build without
-			     * liburing. EHT_DISK_URING=1 in the environment sets it. */
+			     * liburing. EHT_DISK_URING=1 in the environment sets it. For cold data:
+			     * measured 1.45x faster cold than mapped copies (87-93% of the drive's
+			     * IOPS), but a read per row makes warm steps ~7x slower than copies. */
 #define EHT_DISK_OPTS_FLAGS (EHT_DISK_PREAD | EHT_DISK_URING)
 
 struct eht_disk_opts {
