@@ -41,17 +41,18 @@ struct shared_map {
 	bool pinned;
 };
 
-static int shared_map_close(eht_table *t)
+static int shared_map_free(struct shared_map *m, const char *name)
 {
-	struct shared_map *m = t->impl;
 	int rc = 0;
 	if (m && m->pinned)
 		rc = eht_cu_unpin(m->data, m->bytes);
 	if (m && m->map && munmap(m->map, m->len) != 0 && !rc)
-		rc = eht_err_sys(errno, "table %s: munmap", t->name);
+		rc = eht_err_sys(errno, "table %s: munmap", name);
 	free(m);
 	return rc;
 }
+
+static int shared_map_close(eht_table *t) { return shared_map_free(t->impl, t->name); }
 
 static const struct eht_table_ops shared_map_ops = {.close = shared_map_close};
 
@@ -95,8 +96,7 @@ static int map_region(json_t *tj, int fd, int device, eht_table **out)
 	eht_table *t = NULL;
 	int rc = eht_table_new(&info, &shared_map_ops, m, &t);
 	if (rc) {
-		t = &(eht_table){.impl = m, .info = info};
-		shared_map_close(t);
+		shared_map_free(m, name);
 		return rc;
 	}
 	*out = t;

@@ -88,7 +88,7 @@ static json_t *table_json(const eht_server *s, const struct served *t, size_t fi
 }
 
 /* Exports table t's descriptors (and FABRIC handles into the JSON) for one worker. */
-static int table_fds(const struct served *t, json_t *tj, int *fds, size_t nfds)
+static int table_fds(const struct served *t, json_t *tj, int *fds)
 {
 	if (!t->table)
 		return 0;
@@ -118,7 +118,6 @@ static int table_fds(const struct served *t, json_t *tj, int *fds, size_t nfds)
 		return rc;
 	fds[0] = dup(fd);
 	return fds[0] < 0 ? eht_err_sys(errno, "serve: dup") : 0;
-	(void)nfds;
 }
 
 /* Sends the hello, the JSON and every descriptor to one worker. */
@@ -140,7 +139,7 @@ static int send_tables(eht_server *s, int cfd)
 	for (size_t i = 0, at = 0; !rc && i < s->ntables; i++) {
 		json_t *tj = json_array_get(arr, i);
 		size_t n = (size_t)json_integer_value(json_array_get(json_object_get(tj, "fds"), 1));
-		rc = table_fds(&s->tables[i], tj, fds + at, n);
+		rc = table_fds(&s->tables[i], tj, fds + at);
 		at += n;
 	}
 	char *text = rc ? NULL : json_dumps(root, JSON_COMPACT);
