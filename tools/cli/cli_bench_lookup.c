@@ -336,10 +336,13 @@ int bench_lookup(int argc, char **argv)
 	}
 	if (json)
 		printf("]}\n");
-	else
+	else if (link > 0)
 		printf("(time per step to the last byte in %s memory, after stream sync; %d reps of fresh uniform ids; "
 		       "GB/s counts %d-byte rows; link floor for 196,608 rows: %.2f ms)\n",
-		       gpu ? "GPU" : "host", reps, RB, link > 0 ? 196608.0 * RB / (link * 1e9) * 1e3 : 0);
+		       gpu ? "GPU" : "host", reps, RB, 196608.0 * RB / (link * 1e9) * 1e3);
+	else
+		printf("(time per step to the last byte in %s memory; %d reps of fresh uniform ids; GB/s counts %d-byte "
+		       "rows; no GPU link measured)\n", gpu ? "GPU" : "host", reps, RB);
 	rc = 0;
 out:
 	if (dout)
