@@ -608,10 +608,11 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  *   local_rows < 2^32 - 1.
  * - HOST: a persistent pool of NUMA-local CPU threads copies rows into pinned staging, chunk by chunk,
  *   each chunk sent with cuMemcpyHtoDAsync as soon as it is ready (request order, no sort: measured
- *   faster on the CPU for uniform ids). With EHT_LOOKUP_HOST_SORT, or for tiers without a host
- *   pointer (disk: rows come from the tier's read_rows), ids are sorted and deduplicated on the CPU,
- *   the distinct rows gathered in address order and an expand kernel (or the CPU, for host output)
- *   writes the requested order. Without a GPU, HOST writes into host memory.
+ *   faster on the CPU for uniform ids). Tiers without a host pointer (disk) give their rows through
+ *   the tier's read_rows, also in request order. With EHT_LOOKUP_HOST_SORT (and for bf16 output
+ *   into host memory from such a tier), ids are sorted and deduplicated on the CPU, the distinct
+ *   rows gathered in address order and an expand kernel (or the CPU, for host output) writes the
+ *   requested order: fewer reads where ids repeat a lot. Without a GPU, HOST writes into host memory.
  * - AUTO: with host ids, a GPU-readable table and GPU output, a short calibration in
  *   eht_lookup_create (opts strategy AUTO; tens of ms) times DIRECT alone, HOST alone, and both at
  *   once (the batch split between the GPU's in-place gather on an internal stream and the CPU

@@ -87,6 +87,34 @@ static void job_task(void *arg, size_t c, unsigned worker)
 	uint64_t dead = 0;
 	switch (j->kind) {
 	case JOB_IDS:
+		if (!host) {
+			/* A tier without a host pointer (disk): runs of live ids go to read_rows in request
+			 * order, straight into their output rows (raw only: stride == rb). */
+			uint64_t run[256];
+			for (size_t i = begin; i < end;) {
+				uint64_t r = eht_lk_local(j->ids, j->id64, i, j->off, lk->lo, lk->hi);
+				if (r == LK_DEAD) {
+					dead++;
+					memset(j->dst + i * j->stride, 0, rb);
+					i++;
+					continue;
+				}
+				size_t s0 = i, m = 0;
+				while (i < end && m < sizeof(run) / sizeof(run[0]) &&
+				       (r = eht_lk_local(j->ids, j->id64, i, j->off, lk->lo, lk->hi)) != LK_DEAD) {
+					run[m++] = r + (uint64_t)lk->lo; /* read_rows takes absolute rows */
+					i++;
+				}
+				int rc = lk->t->ops->read_rows(lk->t, run, m, j->dst + s0 * j->stride);
+				if (rc) {
+					int zero = 0;
+					if (atomic_compare_exchange_strong(&j->err, &zero, rc)) /* [disk hook] keep the message */
+						snprintf(j->errmsg, sizeof(j->errmsg), "%s", eht_last_error());
+					break;
+				}
+			}
+			break;
+		}
 		for (size_t i = begin; i < end; i++) {
 			if (i + LK_PREFETCH < end) {
 				uint64_t r = eht_lk_local(j->ids, j->id64, i + LK_PREFETCH, j->off, lk->lo, lk->hi);

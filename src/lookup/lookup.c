@@ -333,7 +333,10 @@ static int gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev
 static int host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
 		      CUstream s, uint64_t *dead)
 {
-	if ((lk->flags & EHT_LOOKUP_HOST_SORT) || !lk->ti.host) {
+	/* Without a host pointer (disk) rows come through read_rows: in request order like the
+	 * in-memory path (no sort, no expand: measured faster warm), except for CPU-side bf16 output,
+	 * which needs the raw rows staged first. */
+	if ((lk->flags & EHT_LOOKUP_HOST_SORT) || (!lk->ti.host && !out_dev && lk->fmt != EHT_LOOKUP_RAW)) {
 		/* The sorted path's pieces must fit the staging too (distinct rows live there). */
 		size_t cap = lk->staging_rows < lk->max_batch ? lk->staging_rows : lk->max_batch, isz = id64 ? 8 : 4;
 		for (size_t b = 0; b < n; b += cap) {
