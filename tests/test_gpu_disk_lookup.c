@@ -156,6 +156,8 @@ int main(void)
 		CUdeviceptr d_ids = 0;
 		CHECK_RC(EHT_CU_CHECK(cuMemAlloc(&d_ids, N_IDS * sizeof(int64_t))), 0);
 		CHECK_RC(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, N_IDS * sizeof(int64_t))), 0);
+		/* From pageable memory the copy can return before its DMA lands; s does not wait for it. */
+		CHECK_RC(EHT_CU_CHECK(cuCtxSynchronize()), 0);
 		static const uint32_t tps[] = {1, 2, 4, 8};
 		for (int k = 0; k < 4; k++)
 			check_tp(paths[p], ref, rows, tps[k], ids, N_IDS, d_ids, s);

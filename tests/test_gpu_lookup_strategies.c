@@ -63,11 +63,11 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 		goto out;
 	}
 	cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob + 64)));
-	/* cuMemsetD8 is asynchronous on the legacy stream, and s does not wait for it (non-blocking):
-	 * the poison must land before the lookup writes. */
-	cu(EHT_CU_CHECK(cuCtxSynchronize()));
 	if (ids_on_gpu && n)
 		cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * isz)));
+	/* Both may still be in flight on the legacy stream (a memset always, a copy from pageable memory
+	 * can return before its DMA lands), and s does not wait for it (non-blocking). */
+	cu(EHT_CU_CHECK(cuCtxSynchronize()));
 	uint64_t dead = 777;
 	const void *pid = ids_on_gpu ? (const void *)(uintptr_t)d_ids : ids;
 	int rc = eht_lookup_run(lk, pid, id64 ? EHT_ID_INT64 : EHT_ID_INT32, off, n, (void *)(uintptr_t)d_out, s,
@@ -139,6 +139,7 @@ static void check_capture(eht_lookup *lk, CUstream s)
 		return;
 	}
 	cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, sizeof(ids))));
+	cu(EHT_CU_CHECK(cuCtxSynchronize())); /* the copy's DMA may still be in flight; s does not wait */
 	for (int strategy = EHT_LOOKUP_DIRECT; strategy <= EHT_LOOKUP_HOST; strategy++) {
 		CUgraph g = NULL;
 		CUgraphExec ge = NULL;
