@@ -77,6 +77,16 @@ static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fm
 		memcpy(dst, src, rb);
 }
 
+/* Records a worker's read error (the first one wins) with its message: messages are thread-local,
+ * so run_job hands it to the caller. Returns rc. */
+static int job_fail(struct lk_job *j, int rc)
+{
+	int zero = 0;
+	if (rc && atomic_compare_exchange_strong(&j->err, &zero, rc))
+		snprintf(j->errmsg, sizeof(j->errmsg), "%s", eht_last_error());
+	return rc;
+}
+
 static void job_task(void *arg, size_t c, unsigned worker)
 {
 	struct lk_job *j = arg;
@@ -105,13 +115,8 @@ static void job_task(void *arg, size_t c, unsigned worker)
 					run[m++] = r + (uint64_t)lk->lo; /* read_rows takes absolute rows */
 					i++;
 				}
-				int rc = lk->t->ops->read_rows(lk->t, run, m, j->dst + s0 * j->stride);
-				if (rc) {
-					int zero = 0;
-					if (atomic_compare_exchange_strong(&j->err, &zero, rc)) /* [disk hook] keep the message */
-						snprintf(j->errmsg, sizeof(j->errmsg), "%s", eht_last_error());
+				if (job_fail(j, lk->t->ops->read_rows(lk->t, run, m, j->dst + s0 * j->stride)))
 					break;
-				}
 			}
 			break;
 		}
@@ -128,12 +133,7 @@ static void job_task(void *arg, size_t c, unsigned worker)
 		break;
 	case JOB_ROWS:
 		if (!host) {
-			int rc = lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb);
-			if (rc) {
-				int zero = 0;
-				if (atomic_compare_exchange_strong(&j->err, &zero, rc)) /* [disk hook] keep the message */
-					snprintf(j->errmsg, sizeof(j->errmsg), "%s", eht_last_error());
-			}
+			job_fail(j, lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb));
 			break;
 		}
 		for (size_t i = begin; i < end; i++) {

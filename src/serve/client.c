@@ -316,10 +316,10 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 	free(fds);
 	json_decref(root);
 	if (rc) {
-		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s", eht_last_error());
+		struct eht_err_saved cause;
+		eht_err_save(&cause);
 		eht_detach(c);
-		return eht_err(rc, "%s", msg);
+		return eht_err_restore(&cause, rc);
 	}
 	*out = c;
 	return 0;

@@ -344,10 +344,10 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 			s->running = true;
 	}
 	if (rc) {
-		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s", eht_last_error());
+		struct eht_err_saved cause;
+		eht_err_save(&cause);
 		eht_serve_stop(s);
-		return eht_err(rc, "%s", msg);
+		return eht_err_restore(&cause, rc);
 	}
 	*out = s;
 	return 0;

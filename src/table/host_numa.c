@@ -325,11 +325,10 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 		eht_err_prefix(rc, "granting GPU %d and NUMA node %d access", device, h->numa);
 out:
 	if (rc) {
-		/* Keep the cause: teardown messages must not replace it. */
-		char cause[512];
-		snprintf(cause, sizeof(cause), "%s", eht_last_error());
+		struct eht_err_saved cause;
+		eht_err_save(&cause);
 		unmap_range(va, h->padded, h->chunk, mapped);
-		eht_err(rc, "%s", cause);
+		eht_err_restore(&cause, rc);
 		va = 0;
 	}
 	release_handles(handles, h->nchunks);

@@ -8,8 +8,6 @@
 
 #include "eht.h"
 
-#define EHT_ERR_MAX 1024
-
 static _Thread_local char err_msg[EHT_ERR_MAX];
 
 static int normalize(int err) { return err > 0 ? -err : (err == 0 ? -EIO : err); }
@@ -46,6 +44,14 @@ int eht_err_prefix(int rc, const char *fmt, ...)
 	if (n >= 0 && (size_t)n < sizeof(err_msg) && old[0])
 		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", old);
 	return rc;
+}
+
+void eht_err_save(struct eht_err_saved *saved) { memcpy(saved->msg, err_msg, sizeof(saved->msg)); }
+
+int eht_err_restore(const struct eht_err_saved *saved, int rc)
+{
+	memcpy(err_msg, saved->msg, sizeof(err_msg));
+	return normalize(rc);
 }
 
 void eht_err_clear(void) { err_msg[0] = '\0'; }

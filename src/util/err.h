@@ -17,6 +17,17 @@ int eht_err(int err, const char *fmt, ...) EHT_PRINTF(2, 3);
 int eht_err_sys(int err, const char *fmt, ...) EHT_PRINTF(2, 3);
 /* Prefixes the current message with more context ("opening x: <old message>"); returns rc. */
 int eht_err_prefix(int rc, const char *fmt, ...) EHT_PRINTF(2, 3);
+#define EHT_ERR_MAX 1024
+
+/* This thread's message, saved so that the teardown after a failure (whose own errors are logged)
+ * cannot replace the cause the caller is told. */
+struct eht_err_saved {
+	char msg[EHT_ERR_MAX];
+};
+void eht_err_save(struct eht_err_saved *saved);
+/* Puts the saved message back and returns rc (as eht_err). */
+int eht_err_restore(const struct eht_err_saved *saved, int rc);
+
 /* Clears this thread's message. */
 void eht_err_clear(void);
 
