@@ -21,10 +21,8 @@ static int rank_main(int rank)
 {
 	char path[512];
 	snprintf(path, sizeof(path), "%s/rank%d.log", logdir, rank);
-	int lfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (lfd < 0 || dup2(lfd, 2) < 0)
+	if (t_stderr_to(path))
 		return 2;
-	close(lfd);
 	eht_group *g = NULL;
 	struct eht_group_opts go = {.size = sizeof(go), .timeout_ms = 20000};
 	if (eht_group_create(key, rank, N, &go, &g))

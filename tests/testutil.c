@@ -60,6 +60,16 @@ void t_rmtree(const char *path)
 		fprintf(stderr, "warning: could not remove %s\n", path);
 }
 
+int t_stderr_to(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return -errno;
+	int rc = dup2(fd, 2) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
 int t_write_file(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -43,6 +43,8 @@ const char *t_fixtures(void);
 char *t_tmpdir(const char *tag);
 /* Removes a directory tree (rm -rf). */
 void t_rmtree(const char *path);
+/* Sends this process's stderr to a new file at path (a forked rank's log). Returns 0 or -errno. */
+int t_stderr_to(const char *path);
 /* Writes bytes to a file; returns 0 or -errno. */
 int t_write_file(const char *path, const void *data, size_t len);
 /* Deterministic pseudo-random numbers (splitmix64). */
