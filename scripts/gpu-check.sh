@@ -21,10 +21,8 @@ fi
   nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
   nproc; free -g | head -2
 } >"$OUT/machine.txt" 2>&1
-# Test fixtures: ../shared/fixtures when present, else a copy in .fixtures/ (the device machine gets
-# only the repository).
-fixtures=$PWD/../shared/fixtures
-[ -d "$fixtures" ] || fixtures=$PWD/.fixtures
+# Test fixtures: the copy in the repository.
+fixtures=$PWD/tests/fixtures
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_FIXTURES="$fixtures" >"$OUT/build.log" 2>&1 &&
   cmake --build build -j"$jobs" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 rc=0

@@ -36,7 +36,7 @@ const char *t_fixtures(void)
 	const char *f = getenv("EHT_FIXTURES");
 	struct stat st;
 	if (!f || stat(f, &st) != 0 || !S_ISDIR(st.st_mode))
-		t_skip("fixtures folder (EHT_FIXTURES, ../shared/fixtures) not found");
+		t_skip("fixtures folder (EHT_FIXTURES, tests/fixtures) not found");
 	return f;
 }
 
