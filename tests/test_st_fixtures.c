@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_st_fixtures.c: files of the official writer (../shared/fixtures/safetensors): every tensor's
+/* test_st_fixtures.c: files of the official writer (tests/fixtures/safetensors): every tensor's
  * bytes, read through eht, hash to the sha256 of manifest.json; shapes, dtypes, metadata; the same
  * tensors through eht_ckpt over the single file and over the indexed shards. */
 #include <jansson.h>
