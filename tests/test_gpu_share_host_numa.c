@@ -14,6 +14,7 @@
 
 #include "cuda/cu_driver.h"
 #include "cuda/probe.h"
+#include "os/numa.h"
 #include "util/env.h"
 #include "testutil.h"
 
@@ -174,7 +175,7 @@ static int rank_main(int rank)
 	case S_RESERVE: {
 		int numa = eht_cu_host_numa_id(0);
 		uint64_t total = 0, freeb = 0, avail = 0;
-		bad |= numa < 0 || eht_probe_numa_mem(numa, &total, &freeb, &avail) != 0;
+		bad |= numa < 0 || eht_numa_node_mem(numa, &total, &freeb, &avail) != 0;
 		so.reserve_bytes = avail + 1; /* just above what is free */
 		rc = eht_host_table_share(bytes, g, &so, &t);
 		bad |= rc != -ENOMEM || t;
@@ -184,7 +185,7 @@ static int rank_main(int rank)
 			bad |= all[i] != -ENOMEM;
 		/* Everything was released: the node has its memory back. */
 		uint64_t avail2 = 0;
-		eht_probe_numa_mem(numa, &total, &freeb, &avail2);
+		eht_numa_node_mem(numa, &total, &freeb, &avail2);
 		bad |= avail2 + (bytes / 2) < avail;
 		break;
 	}

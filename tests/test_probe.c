@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 
 #include "cuda/probe.h"
+#include "os/numa.h"
 #include "testutil.h"
 
 int main(void)
@@ -52,8 +53,8 @@ int main(void)
 	}
 	/* NUMA memory of node 0's neighbours: an absent node is -ENOENT. */
 	uint64_t t, f, a;
-	CHECK_RC(eht_probe_numa_mem(4095, &t, &f, &a), -ENOENT);
-	CHECK_RC(eht_probe_numa_mem(p->numa[0].node, &t, &f, &a), 0);
+	CHECK_RC(eht_numa_node_mem(4095, &t, &f, &a), -ENOENT);
+	CHECK_RC(eht_numa_node_mem(p->numa[0].node, &t, &f, &a), 0);
 
 	char *s = NULL;
 	CHECK_RC(eht_probe_json(&s), 0);

@@ -10,6 +10,7 @@
 
 #include "cuda/cu_driver.h"
 #include "cuda/probe.h"
+#include "os/numa.h"
 #include "eht.h"
 #include "util/err.h"
 
@@ -181,14 +182,14 @@ int eht_probe(struct eht_probe **out)
 	p->imex_channels = count_dir(IMEX_DIR);
 
 	int nodes[1024];
-	int nn = eht_probe_numa_nodes(nodes, 1024);
+	int nn = eht_numa_nodes(nodes, 1024);
 	p->numa = calloc((size_t)nn, sizeof(*p->numa));
 	if (!p->numa)
 		goto nomem;
 	for (int i = 0; i < nn; i++) {
 		struct eht_probe_numa *m = &p->numa[p->nnuma];
 		m->node = nodes[i];
-		if (eht_probe_numa_mem(nodes[i], &m->total, &m->free, &m->available) == 0)
+		if (eht_numa_node_mem(nodes[i], &m->total, &m->free, &m->available) == 0)
 			p->nnuma++;
 	}
 	eht_err_clear();

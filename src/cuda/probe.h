@@ -23,13 +23,4 @@ int eht_cu_host_numa_id(int device);
  * bad device). why may be NULL. */
 int eht_cu_export_supported(int device, CUmemAllocationHandleType type, char *why, size_t why_len);
 
-/* Memory of NUMA node `node` in bytes: total, free (MemFree) and available (what the node can still
- * give without swapping: MemAvailable on a one-node machine, else MemFree + Inactive(file) +
- * SReclaimable of the node). A machine without NUMA sysfs reports everything as node 0.
- * Returns 0, -ENOENT (no such node) or -errno. */
-int eht_probe_numa_mem(int node, uint64_t *total, uint64_t *free_bytes, uint64_t *available);
-
-/* The online NUMA nodes (ascending) into nodes[max]; returns the count (>= 1). */
-int eht_probe_numa_nodes(int *nodes, int max);
-
 #endif

@@ -14,20 +14,8 @@
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
-
-static int valid_key(const char *key)
-{
-	size_t n = key ? strlen(key) : 0;
-	if (n == 0 || n > EHT_GROUP_KEY_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = key[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '-'))
-			return 0;
-	}
-	return 1;
-}
+#include "util/clock.h"
+#include "util/name.h"
 
 static eht_group *group_alloc(int rank, int size)
 {
@@ -69,9 +57,8 @@ int eht_group_create(const char *key, int rank, int size, const struct eht_group
 		return eht_err(EINVAL, "eht_group_create: opts->size %u < %zu", opts->size, sizeof(*opts));
 	if (opts && (opts->flags & ~EHT_GROUP_ALLOW_GID))
 		return eht_err(EINVAL, "eht_group_create: unknown flags 0x%x", opts->flags & ~EHT_GROUP_ALLOW_GID);
-	if (!valid_key(key))
-		return eht_err(EINVAL, "eht_group_create: key must be 1..%d characters of [A-Za-z0-9._-]",
-			       EHT_GROUP_KEY_MAX);
+	if (eht_name_check("group key", key, EHT_GROUP_KEY_MAX, false))
+		return eht_err_prefix(-EINVAL, "eht_group_create");
 	const struct eht_group_adapter *ad = opts ? opts->adapter : NULL;
 	if (ad) {
 		if (ad->size < sizeof(*ad) || !ad->broadcast || !ad->allgather)
@@ -193,7 +180,7 @@ static int adapter_connect(eht_group *g)
 	if (g->rank == 0) {
 		uint64_t r = 0;
 		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-			r = (uint64_t)eht_group_now_ms() ^ ((uint64_t)getpid() << 32);
+			r = (uint64_t)eht_now_ms() ^ ((uint64_t)getpid() << 32);
 		snprintf(key, sizeof(key), "fd.%.20s.%d.%016llx", g->key, (int)getpid(), (unsigned long long)r);
 		/* The key is sent even when listening failed (as ""), so no rank waits on a dead name. */
 		lrc = eht_group_sock_listen(g, key, &lfd);

@@ -9,7 +9,7 @@
 #include <sys/types.h>
 
 #include "eht.h"
-#include "group/sock_io.h"
+#include "os/sock_io.h"
 
 #define EHT_GROUP_KEY_MAX 64
 #define EHT_GROUP_TIMEOUT_DEFAULT_MS 300000u

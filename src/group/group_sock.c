@@ -2,7 +2,7 @@
 /* group_sock.c: the built-in transport: abstract Unix sockets in a star around rank 0, every read
  * and write bounded by a deadline, file descriptors passed with SCM_RIGHTS. */
 #include "group/group_impl.h"
-#include "group/sock_io.h"
+#include "os/sock_io.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -17,6 +17,7 @@
 
 #include "util/err.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define MSG_MAGIC 0x45485447u /* "EHTG" */
 
@@ -32,14 +33,7 @@ struct msg_hdr {
 	uint32_t nfds;   /* descriptors attached to this header (OP_FDS) */
 };
 
-int64_t eht_group_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t deadline_of(const eht_group *g) { return eht_group_now_ms() + g->timeout_ms; }
+static int64_t deadline_of(const eht_group *g) { return eht_now_ms() + g->timeout_ms; }
 
 static const char *rc_text(int rc)
 {
@@ -160,7 +154,7 @@ int eht_group_sock_accept(eht_group *g, int lfd)
 			/* A stranger is refused and told so; the group keeps waiting for its own ranks. */
 			eht_warn("group '%s': refused a peer (pid %d) of another user%s", g->key, (int)pid,
 				 (g->flags & EHT_GROUP_ALLOW_GID) ? " and group" : "");
-			send_welcome(fd, cr, eht_group_now_ms() + 1000);
+			send_welcome(fd, cr, eht_now_ms() + 1000);
 			close(fd);
 			continue;
 		}
@@ -200,7 +194,7 @@ int eht_group_sock_accept(eht_group *g, int lfd)
 		/* Tell the ranks that did join, then drop them. */
 		for (int i = 1; i < g->size; i++)
 			if (g->socks[i] >= 0) {
-				send_welcome(g->socks[i], rc, eht_group_now_ms() + 100);
+				send_welcome(g->socks[i], rc, eht_now_ms() + 100);
 				close(g->socks[i]);
 				g->socks[i] = -1;
 			}
@@ -228,7 +222,7 @@ int eht_group_sock_join(eht_group *g, const char *key)
 		/* Not listening yet (ECONNREFUSED) or backlog full (EAGAIN): rank 0 may still come. */
 		if (e != ECONNREFUSED && e != EAGAIN && e != ENOENT && e != EINTR)
 			return eht_err_sys(e, "group '%s' rank %d: connect", key, g->rank);
-		if (eht_group_now_ms() >= deadline)
+		if (eht_now_ms() >= deadline)
 			return eht_err(ETIMEDOUT, "group '%s' rank %d: rank 0 did not appear within %u ms", key,
 				       g->rank, g->timeout_ms);
 		struct timespec ts = {0, 10 * 1000 * 1000};

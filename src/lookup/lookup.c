@@ -11,6 +11,7 @@
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define DEFAULT_MAX_BATCH 196608u
 #define DEFAULT_STAGING_CAP (256ull << 20)
@@ -27,13 +28,6 @@ const char *eht_lookup_strategy_name(int s)
 	case EHT_LOOKUP_HOST: return "host";
 	default: return "unknown";
 	}
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void *host_alloc(eht_lookup *lk, size_t bytes, int *rc)
@@ -409,12 +403,12 @@ static int auto_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 			return rc;
 	}
 	size_t isz = id64 ? 8 : 4;
-	double t0 = now_s();
+	double t0 = eht_now_s();
 	if (k < n)
 		rc = host_piece(lk, (const uint8_t *)ids + k * isz, id64, off, n - k, (uint8_t *)out + k * lk->out_rb,
 				true, s, dead);
 	if (timed && !rc) {
-		a->t_cpu = now_s() - t0;
+		a->t_cpu = eht_now_s() - t0;
 		a->k = k;
 		a->n = n;
 		a->pending = true;
@@ -584,7 +578,7 @@ static double time_runs(eht_lookup *lk, int64_t *ids, size_t n, CUdeviceptr out,
 			ids[i] = lk->lo + (int64_t)(x % rows);
 		}
 		*seed = x;
-		double t0 = now_s();
+		double t0 = eht_now_s();
 		int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
 					EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE | EHT_LOOKUP_RUN_STRATEGY(strategy),
 					NULL);
@@ -593,7 +587,7 @@ static double time_runs(eht_lookup *lk, int64_t *ids, size_t n, CUdeviceptr out,
 		if (rc)
 			return rc;
 		if (rep)
-			t[rep - 1] = now_s() - t0;
+			t[rep - 1] = eht_now_s() - t0;
 	}
 	for (int i = 1; i < reps; i++) /* insertion sort of a handful */
 		for (int k = i; k > 0 && t[k - 1] > t[k]; k--) {

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* numa.c: mbind/get_mempolicy via syscall(2), node memory from sysfs, the local node via getcpu. */
+/* numa.c: mbind/get_mempolicy via syscall(2), node memory from sysfs (the one reader: the probe, the
+ * host-NUMA reserve and the region's capacity check all mean the same "available"), the local node
+ * via getcpu. */
 #include "os/numa.h"
 
 #include <dirent.h>
@@ -11,6 +13,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "util/err.h"
 
 #define NODE_SYSFS "/sys/devices/system/node"
 /* From <linux/mempolicy.h>, spelled out so no kernel header is needed. */
@@ -80,17 +84,68 @@ static int meminfo_read(const char *path, const char *prefix, const char *const 
 	return found ? 0 : -ENODATA;
 }
 
-int eht_numa_node_mem(int node, uint64_t *total, uint64_t *avail)
+int eht_numa_nodes(int *nodes, int max)
 {
+	FILE *f = fopen(NODE_SYSFS "/online", "re");
+	int n = 0;
+	if (f) {
+		char buf[1024];
+		if (fgets(buf, sizeof(buf), f)) {
+			/* "0-3,5,7-8" */
+			char *save = NULL;
+			for (char *tok = strtok_r(buf, ",\n", &save); tok && n < max; tok = strtok_r(NULL, ",\n", &save)) {
+				int a, b;
+				int k = sscanf(tok, "%d-%d", &a, &b);
+				if (k == 1)
+					b = a;
+				if (k < 1)
+					continue;
+				for (int i = a; i <= b && n < max; i++)
+					nodes[n++] = i;
+			}
+		}
+		fclose(f);
+	}
+	if (n == 0 && max > 0)
+		nodes[n++] = 0;
+	return n;
+}
+
+int eht_numa_node_mem(int node, uint64_t *total, uint64_t *free_bytes, uint64_t *avail)
+{
+	if (node < 0)
+		return eht_err(EINVAL, "NUMA node %d", node);
+	int nodes[1024];
+	int n = eht_numa_nodes(nodes, 1024);
 	char path[96], prefix[32];
 	snprintf(path, sizeof(path), NODE_SYSFS "/node%d/meminfo", node);
-	snprintf(prefix, sizeof(prefix), "Node %d ", node);
-	static const char *const keys[] = {"MemTotal", "MemFree", "Active(file)", "Inactive(file)"};
 	uint64_t v[4] = {0};
-	int rc = meminfo_read(path, prefix, keys, v, 4);
+	/* One node: the kernel's own MemAvailable estimate is the best there is. */
+	if (n == 1 || access(path, R_OK) != 0) {
+		if (node != nodes[0] && n > 1)
+			return eht_err(ENOENT, "NUMA node %d: %s unreadable", node, path);
+		if (n == 1 && node != nodes[0])
+			return eht_err(ENOENT, "NUMA node %d does not exist (this machine has node %d only)", node,
+				       nodes[0]);
+		static const char *const k[] = {"MemTotal", "MemFree", "MemAvailable"};
+		int rc = meminfo_read("/proc/meminfo", "", k, v, 3);
+		if (rc)
+			return eht_err(rc, "reading /proc/meminfo");
+		*total = v[0];
+		*free_bytes = v[1];
+		*avail = v[2];
+		return 0;
+	}
+	/* Several nodes: what the node can give without swapping is its free memory plus what the kernel
+	 * drops first (inactive file pages, reclaimable slab); active file pages are not counted, they
+	 * are in use and a pinned allocation that waits for them stalls. */
+	snprintf(prefix, sizeof(prefix), "Node %d ", node);
+	static const char *const k[] = {"MemTotal", "MemFree", "Inactive(file)", "SReclaimable"};
+	int rc = meminfo_read(path, prefix, k, v, 4);
 	if (rc)
-		return rc;
+		return eht_err(rc, "reading %s", path);
 	*total = v[0];
+	*free_bytes = v[1];
 	*avail = v[1] + v[2] + v[3];
 	return 0;
 }

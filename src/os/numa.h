@@ -13,9 +13,13 @@ int eht_numa_node_count(void);
 bool eht_numa_node_exists(int node);
 /* The node of the CPU this thread runs on (0 when unknown). */
 int eht_numa_local_node(void);
-/* Memory of a node from /sys/devices/system/node/nodeN/meminfo: total and available (MemFree plus
- * the file page cache, which the kernel can reclaim). Returns 0 or -errno. */
-int eht_numa_node_mem(int node, uint64_t *total, uint64_t *avail);
+/* The online NUMA nodes (ascending) into nodes[max]; returns the count (>= 1). */
+int eht_numa_nodes(int *nodes, int max);
+/* Memory of NUMA node `node` in bytes: total, free (MemFree) and available (what the node can still
+ * give without swapping: MemAvailable on a one-node machine, else MemFree + Inactive(file) +
+ * SReclaimable of the node). A machine without NUMA sysfs reports everything as node 0.
+ * Returns 0, -EINVAL (negative node), -ENOENT (no such node) or -errno, with a message. */
+int eht_numa_node_mem(int node, uint64_t *total, uint64_t *free_bytes, uint64_t *avail);
 /* MemAvailable of /proc/meminfo (0 when unreadable). */
 uint64_t eht_mem_available(void);
 /* Binds [addr, addr+len) (page aligned) to node: strict (MPOL_BIND) or preferred. Must run before

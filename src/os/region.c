@@ -16,11 +16,11 @@
 
 #include "os/fsinfo.h"
 #include "os/numa.h"
-#include "os/region_gpu.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/pool.h"
+#include "util/clock.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -45,14 +45,8 @@ struct req {
 	int numa_node, device;
 	gid_t gid;
 	struct eht_fs_info fs;
+	const struct region_gpu_ops *gpu; /* may be NULL: no GPU steps */
 };
-
-static double now_s(int clock)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void sleep_s(double s)
 {
@@ -171,7 +165,7 @@ static int pick_node(const struct req *q, bool *strict)
 		return q->numa_node;
 	}
 	if (q->flags & EHT_REGION_NUMA_DEVICE) {
-		int n = region_gpu_host_node(q->device);
+		int n = q->gpu && q->gpu->host_node ? q->gpu->host_node(q->device) : -1;
 		if (n >= 0 && eht_numa_node_exists(n)) {
 			*strict = true;
 			return n;
@@ -204,8 +198,8 @@ static int capacity_check(const struct req *q, uint64_t need, int node, bool str
 		}
 		return 0;
 	}
-	uint64_t total = 0, avail = 0;
-	if (strict && eht_numa_node_count() > 1 && eht_numa_node_mem(node, &total, &avail) == 0 && avail < need)
+	uint64_t total = 0, freeb = 0, avail = 0;
+	if (strict && eht_numa_node_count() > 1 && eht_numa_node_mem(node, &total, &freeb, &avail) == 0 && avail < need)
 		return eht_err(ENOSPC, "region %s: %s needed but NUMA node %d has only %s free; fix: free memory on "
 				       "that node or bind to another (opts.numa_node)",
 			       q->name, fmt_bytes(need, a, sizeof(a)), node, fmt_bytes(avail, b, sizeof(b)));
@@ -253,7 +247,7 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 	char a[32], b[32];
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
 			     .page = (size_t)r->page_size, .madv = true};
-	double t0 = now_s(CLOCK_MONOTONIC);
+	double t0 = eht_now_s();
 	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
 		if (errno != EINVAL)
 			return eht_err(ENOSPC, "region %s: allocating the first page in %s failed (%s)", q->name, q->dir,
@@ -298,7 +292,7 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 				       "or raise the huge page pool on hugetlbfs",
 			       q->name, fmt_bytes(p.len, a, sizeof(a)), q->dir,
 			       fmt_bytes(atomic_load(&p.failed_at), b, sizeof(b)), strerror(e));
-	double dt = now_s(CLOCK_MONOTONIC) - t0;
+	double dt = eht_now_s() - t0;
 	eht_info("region %s: populated %s with %u thread(s) in %.2f s (%.2f GB/s)", q->name,
 		 fmt_bytes(p.len, a, sizeof(a)), threads, dt, dt > 0 ? (double)p.len / dt / 1e9 : 0.0);
 	return 0;
@@ -436,7 +430,7 @@ static int create(struct req *q, struct eht_region **out)
 	h->creator_pid = (int32_t)getpid();
 	h->creator_uid = (uint32_t)getuid();
 	h->creator_start = region_proc_start(getpid());
-	h->created_ns = (uint64_t)(now_s(CLOCK_REALTIME) * 1e9);
+	h->created_ns = eht_wall_ns();
 	region_boot_id(h->boot_id);
 	snprintf(h->name, sizeof(h->name), "%s", q->name);
 	atomic_store(&h->ready, 0);
@@ -528,7 +522,7 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 		int rc = region_lock(fd, F_RDLCK);
 		if (rc == -EAGAIN) {
 			/* The creator is building it (or gc holds the lock for an instant). */
-			if (now_s(CLOCK_MONOTONIC) >= deadline) {
+			if (eht_now_s() >= deadline) {
 				bool ok = region_hdr_read(fd, q->path, &h) == 0;
 				return eht_err(ETIMEDOUT, "region %s (%s) not ready after %.1f s: its creator (pid %d) is still building it",
 					       q->name, q->path, q->timeout_s, ok ? h.creator_pid : 0);
@@ -592,7 +586,8 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 	return 0;
 }
 
-int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts, eht_region **out)
+int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts,
+		const struct region_gpu_ops *gpu, eht_region **out)
 {
 	if (!out)
 		return eht_err(EINVAL, "eht_region_open: NULL out");
@@ -601,13 +596,14 @@ int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_op
 	int rc = req_init(&q, name, bytes, opts);
 	if (rc)
 		return rc;
+	q.gpu = gpu;
 	rc = eht_fs_info(q.dir, &q.fs);
 	if (rc)
 		return rc;
 	if (!q.fs.tmpfs && !q.fs.hugetlbfs)
 		eht_warn_once("region directory %s is not tmpfs or hugetlbfs: region pages may be written back to disk",
 			      q.dir);
-	double deadline = now_s(CLOCK_MONOTONIC) + q.timeout_s;
+	double deadline = eht_now_s() + q.timeout_s;
 	for (;;) {
 		int fd = open(q.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0) {
@@ -623,7 +619,7 @@ int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_op
 		}
 		if (rc != RETRY)
 			return rc;
-		if (now_s(CLOCK_MONOTONIC) >= deadline)
+		if (eht_now_s() >= deadline)
 			return eht_err(ETIMEDOUT, "region %s (%s): gave up after %.1f s of concurrent create/remove",
 				       name, q.path, q.timeout_s);
 	}
@@ -635,7 +631,7 @@ int eht_region_mark_ready(eht_region *r)
 		return eht_err(EINVAL, "eht_region_mark_ready: %s", r ? "not the creator" : "NULL region");
 	if (r->ready)
 		return eht_err(EALREADY, "region %s is already ready", r->name);
-	r->hdr->ready_ns = (uint64_t)(now_s(CLOCK_REALTIME) * 1e9);
+	r->hdr->ready_ns = eht_wall_ns();
 	atomic_store_explicit(&r->hdr->ready, 1, memory_order_release);
 	/* Converting the write lock to a read lock is atomic for OFD locks: gc never sees it unlocked. */
 	int rc = region_lock(r->fd, F_RDLCK);
@@ -659,7 +655,7 @@ int eht_region_numa_node(const eht_region *r) { return r ? r->numa_node : -1; }
 uint64_t eht_region_page_size(const eht_region *r) { return r ? r->page_size : 0; }
 const char *eht_region_name(const eht_region *r) { return r ? r->name : ""; }
 
-int eht_region_pin(eht_region *r, int device)
+int region_pin(eht_region *r, int device, const struct region_gpu_ops *gpu)
 {
 	if (!r || device < 0)
 		return eht_err(EINVAL, "eht_region_pin: %s", r ? "negative device" : "NULL region");
@@ -667,7 +663,7 @@ int eht_region_pin(eht_region *r, int device)
 		return 0;
 	uint64_t dptr = 0;
 	size_t len = (size_t)(r->map_bytes - ((char *)r->data - (char *)r->map));
-	int rc = region_gpu_pin(r->data, len, device, &dptr);
+	int rc = gpu && gpu->pin ? gpu->pin(r->data, len, device, &dptr) : eht_err(ENODEV, "no GPU support");
 	if (rc) {
 		eht_warn("region %s: cannot pin %zu bytes for GPU %d (%s); it stays usable unpinned", r->name, len, device,
 			 eht_last_error());
@@ -676,6 +672,7 @@ int eht_region_pin(eht_region *r, int device)
 	r->pinned = true;
 	r->device = device;
 	r->dptr = dptr;
+	r->gpu = gpu;
 	return 0;
 }
 
@@ -697,7 +694,7 @@ int eht_region_close(eht_region **rp)
 	int first = 0;
 	if (r->pinned) {
 		size_t len = (size_t)(r->map_bytes - ((char *)r->data - (char *)r->map));
-		keep_first(&first, region_gpu_unpin(r->data, len), r->name, "unpinning");
+		keep_first(&first, r->gpu->unpin(r->data, len), r->name, "unpinning");
 		r->pinned = false;
 	}
 	if (r->creator && !r->ready) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "os/fsinfo.h"
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -60,13 +61,6 @@ static bool creator_alive(const struct region_hdr *h)
 	return start != 0 && start == h->creator_start;
 }
 
-static double wall_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The state of one file given the lock others hold on it (F_UNLCK, F_RDLCK, F_WRLCK). */
 static int state_of(bool partial, bool valid, const struct region_hdr *h, int lock)
 {
@@ -95,7 +89,7 @@ static void describe(int fd, const char *path, bool partial, const struct stat *
 	e->uid = st->st_uid;
 	e->gid = st->st_gid;
 	e->numa_node = -1;
-	e->age_s = wall_now() - (double)st->st_ctime;
+	e->age_s = (double)eht_wall_ns() * 1e-9 - (double)st->st_ctime;
 	if (!valid)
 		return;
 	e->bytes = h.data_bytes;
@@ -108,7 +102,7 @@ static void describe(int fd, const char *path, bool partial, const struct stat *
 	e->unlink_when_mapped = h.policy & EHT_REGION_UNLINK_WHEN_MAPPED;
 	e->attached = atomic_load(&h.attached);
 	e->expected_peers = h.expected_peers;
-	e->age_s = wall_now() - (double)h.created_ns * 1e-9;
+	e->age_s = (double)eht_wall_ns() * 1e-9 - (double)h.created_ns * 1e-9;
 }
 
 static int is_ours(const char *fname, bool *partial)

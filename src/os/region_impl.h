@@ -9,6 +9,8 @@
 #include <sys/types.h>
 
 #include "eht.h"
+#include "os/region_gpu.h"
+#include "util/name.h"
 
 #define REGION_MAGIC "EHTREGN"      /* 7 chars + NUL = 8 bytes */
 #define REGION_VERSION 1u
@@ -64,12 +66,20 @@ struct eht_region {
 	bool pinned;
 	int device;
 	uint64_t dptr;
+	const struct region_gpu_ops *gpu; /* what pinned it, to unpin at close */
 	dev_t dev;           /* identity of the file, to unlink only our own */
 	ino_t ino;
 };
 
-/* Validates a region name. Returns 0 or -EINVAL naming the rule broken. */
-int region_name_check(const char *name);
+/* Validates a region name (util/name.h, file-name rules). Returns 0 or -EINVAL naming the rule broken. */
+#define region_name_check(name) eht_name_check("region name", (name), REGION_NAME_MAX, true)
+/* eht_region_open with the GPU steps (the device's host NUMA node for EHT_REGION_NUMA_DEVICE) taken
+ * from gpu, which may be NULL. The public eht_region_open passes the CUDA-backed ops of the region
+ * tier (src/table), so this layer never calls the driver. */
+int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts,
+		const struct region_gpu_ops *gpu, eht_region **out);
+/* eht_region_pin through gpu (NULL: -ENODEV). The region keeps gpu to unpin itself at close. */
+int region_pin(eht_region *r, int device, const struct region_gpu_ops *gpu);
 /* OFD locks on the whole file: type F_RDLCK / F_WRLCK / F_UNLCK, never blocking. 0, -EAGAIN or -errno. */
 int region_lock(int fd, short type);
 /* The lock another open file holds (F_UNLCK when none), or -errno. */

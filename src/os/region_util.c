@@ -16,28 +16,6 @@
 _Static_assert(sizeof(struct region_hdr) <= 4096, "the region header must fit the first page");
 _Static_assert(offsetof(struct region_hdr, ready) % 4 == 0, "ready must be 4-byte aligned");
 
-int region_name_check(const char *name)
-{
-	if (!name)
-		return eht_err(EINVAL, "region name is NULL");
-	size_t n = strlen(name);
-	if (n == 0 || n > REGION_NAME_MAX)
-		return eht_err(EINVAL, "region name '%.40s%s' has %zu characters (1..%d allowed)", name,
-			       n > 40 ? "..." : "", n, REGION_NAME_MAX);
-	if (name[0] == '.')
-		return eht_err(EINVAL, "region name '%s' starts with '.'", name);
-	if (strstr(name, ".."))
-		return eht_err(EINVAL, "region name '%s' contains '..'", name);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return eht_err(EINVAL, "region name '%s': character 0x%02x at %zu is not one of [A-Za-z0-9._-]",
-				       name, c, i);
-	}
-	return 0;
-}
-
 int region_lock(int fd, short type)
 {
 	struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};

@@ -15,13 +15,14 @@
 
 #include "cuda/cu_driver.h"
 #include "cuda/cu_pin.h"
-#include "group/sock_io.h"
+#include "os/sock_io.h"
 #include "serve/serve_client.h"
 #include "serve/serve_proto.h"
 #include "table/host_numa.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 struct eht_client {
 	int fd;
@@ -172,7 +173,7 @@ static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
 	int rc = serve_addr(key, &a, &alen);
 	if (rc)
 		return rc;
-	int64_t deadline = eht_group_now_ms() + timeout_ms;
+	int64_t deadline = eht_now_ms() + timeout_ms;
 	for (;;) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
@@ -187,7 +188,7 @@ static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
 		close(fd);
 		if (e != ECONNREFUSED && e != ENOENT && e != EAGAIN)
 			return eht_err_sys(e, "attach %s: connect", key);
-		if (eht_group_now_ms() >= deadline)
+		if (eht_now_ms() >= deadline)
 			return eht_err(ETIMEDOUT, "attach %s: no `eht serve --key %s` answered within %u ms", key, key,
 				       timeout_ms);
 		struct timespec ts = {0, 20 * 1000 * 1000};
@@ -198,7 +199,7 @@ static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
 static int receive(eht_client *c, uint32_t timeout_ms, json_t **root_out, int **fds_out, size_t *nfds_out)
 {
 	/* The server may still be loading its tables: the whole wait is bounded by the timeout. */
-	int64_t deadline = eht_group_now_ms() + timeout_ms;
+	int64_t deadline = eht_now_ms() + timeout_ms;
 	struct serve_hello h;
 	int rc = eht_sock_recv_all(c->fd, &h, sizeof(h), NULL, 0, NULL, deadline);
 	if (rc)

@@ -8,12 +8,13 @@
 
 #include "serve/serve_proto.h"
 #include "util/err.h"
+#include "util/name.h"
 
 int serve_addr(const char *key, struct sockaddr_un *a, socklen_t *len)
 {
-	size_t n = key ? strlen(key) : 0;
-	if (n == 0 || n > SERVE_KEY_MAX || strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
-		return eht_err(EINVAL, "serve key '%s': use 1..%d of [A-Za-z0-9._-]", key ? key : "", SERVE_KEY_MAX);
+	int rc = eht_name_check("serve key", key, SERVE_KEY_MAX, false);
+	if (rc)
+		return rc;
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
 	/* Abstract namespace: nothing in the file system to leak; the name dies with the server. */

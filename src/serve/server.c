@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
-#include "group/sock_io.h"
+#include "os/sock_io.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
 #include "table/host_numa.h"
@@ -22,6 +22,7 @@
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define SEND_TIMEOUT_MS 30000
 
@@ -147,7 +148,7 @@ static int send_tables(eht_server *s, int cfd)
 		rc = eht_err(ENOMEM, "serve: out of memory");
 	struct serve_hello h = {.magic = SERVE_MAGIC, .version = SERVE_VERSION, .status = rc,
 				.json_len = text ? (uint32_t)strlen(text) : 0, .nfds = rc ? 0 : (uint32_t)total};
-	int64_t deadline = eht_group_now_ms() + SEND_TIMEOUT_MS;
+	int64_t deadline = eht_now_ms() + SEND_TIMEOUT_MS;
 	int src = eht_sock_send_all(cfd, &h, sizeof(h), NULL, 0, deadline);
 	if (!src && text)
 		src = eht_sock_send_all(cfd, text, h.json_len, NULL, 0, deadline);

@@ -15,6 +15,7 @@
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define DEFAULT_IO_THREADS 32u
 #define DEFAULT_PREFETCH_ROWS 196608u
@@ -26,13 +27,6 @@
 #define SERVE_BLOCK 1024
 
 static const struct eht_table_ops disk_ops;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct disk *disk_of(const eht_table *t)
 {
@@ -109,7 +103,7 @@ int disk_check_files(struct disk *d, bool check_path)
 /* fstat check at most every check interval, whichever thread comes first. */
 static int maybe_check(struct disk *d)
 {
-	uint64_t now = now_ns(), last = atomic_load_explicit(&d->last_check_ns, memory_order_relaxed);
+	uint64_t now = eht_now_ns(), last = atomic_load_explicit(&d->last_check_ns, memory_order_relaxed);
 	if (now <= last || now - last < d->check_ns) /* another thread may have stored a later time */
 		return 0;
 	if (!atomic_compare_exchange_strong(&d->last_check_ns, &last, now))
@@ -344,7 +338,7 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 		return eht_err(ENOMEM, "disk: out of memory");
 	d->flags = o.flags;
 	d->check_ns = eht_env_u64("EHT_DISK_CHECK_US", 1000) * 1000ull;
-	atomic_init(&d->last_check_ns, now_ns());
+	atomic_init(&d->last_check_ns, eht_now_ns());
 	if ((rc = eht_ckpt_open(path, 0, &ck)))
 		goto fail;
 	uint64_t rows = 0, srows = 0;

@@ -14,10 +14,12 @@
 
 #include "cuda/cu_driver.h"
 #include "cuda/probe.h"
+#include "os/numa.h"
 #include "table/table_impl.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define CHUNK_DEFAULT (1ull << 30)
 #define MSG_LEN 232
@@ -45,13 +47,6 @@ struct hn_impl {
 	size_t nchunks;
 	struct eht_hn_layout layout; /* what a late attacher needs (eht_host_numa_export) */
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double gib(uint64_t b) { return (double)b / (double)(1ull << 30); }
 static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
@@ -195,7 +190,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	h->nchunks = (h->padded + h->chunk - 1) / h->chunk;
 
 	uint64_t total = 0, freeb = 0, avail = 0;
-	rc = eht_probe_numa_mem(numa, &total, &freeb, &avail);
+	rc = eht_numa_node_mem(numa, &total, &freeb, &avail);
 	if (rc)
 		return rc;
 	uint64_t reserve = reserve_of(opts, total);
@@ -203,12 +198,12 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	handles = calloc(h->nchunks, sizeof(*handles));
 	if (!handles)
 		return eht_err(ENOMEM, "host-numa: out of memory");
-	double t0 = now_s();
+	double t0 = eht_now_s();
 	for (size_t i = 0; i < h->nchunks; i++) {
 		uint64_t len = chunk_len(h, i), done = (uint64_t)i * h->chunk;
 		/* Before: would this chunk take the node under its reserve? After: did it (the estimate lags)?
 		 * Pinned memory cannot be reclaimed, so stopping early is the only protection. */
-		if (reserve && eht_probe_numa_mem(numa, &total, &freeb, &avail) == 0 &&
+		if (reserve && eht_numa_node_mem(numa, &total, &freeb, &avail) == 0 &&
 		    (avail < reserve || avail - reserve < len)) {
 			rc = eht_err(ENOMEM, "NUMA node %d fell below its %.1f GiB reserve after %.1f of %.1f GiB", numa,
 				     gib(reserve), gib(done), gib(h->padded));
@@ -223,13 +218,13 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 			goto fail;
 		}
 		created = i + 1;
-		if (reserve && eht_probe_numa_mem(numa, &total, &freeb, &avail) == 0 && avail < reserve) {
+		if (reserve && eht_numa_node_mem(numa, &total, &freeb, &avail) == 0 && avail < reserve) {
 			rc = eht_err(ENOMEM, "NUMA node %d fell below its %.1f GiB reserve after %.1f of %.1f GiB", numa,
 				     gib(reserve), gib(done + len), gib(h->padded));
 			goto fail;
 		}
 	}
-	double t1 = now_s();
+	double t1 = eht_now_s();
 	if (h->handle_type == CU_MEM_HANDLE_TYPE_FABRIC) {
 		fab = calloc(h->nchunks, sizeof(*fab));
 		if (!fab) {
@@ -257,7 +252,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	}
 	if (times) {
 		times->create_s = t1 - t0;
-		times->export_s = now_s() - t1;
+		times->export_s = eht_now_s() - t1;
 	}
 	*handles_out = handles;
 	*fds_out = fds;
@@ -280,7 +275,7 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 	CUdeviceptr va = 0;
 	size_t mapped = 0;
 	int rc = 0;
-	double t0 = now_s(), t1 = t0;
+	double t0 = eht_now_s(), t1 = t0;
 	if (rank != 0) {
 		for (size_t i = 0; i < h->nchunks; i++) {
 			rc = eht_fault("import", rank);
@@ -294,7 +289,7 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 			}
 		}
 	}
-	t1 = now_s();
+	t1 = eht_now_s();
 	rc = eht_fault("reserve", rank);
 	if (!rc)
 		rc = EHT_CU_CHECK(cuMemAddressReserve(&va, h->padded, h->granularity, 0, 0));
@@ -335,7 +330,7 @@ out:
 	close_fds(fds, h->nchunks);
 	if (times) {
 		times->import_s = t1 - t0;
-		times->map_s = now_s() - t1;
+		times->map_s = eht_now_s() - t1;
 	}
 	*va_out = va;
 	return rc;

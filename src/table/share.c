@@ -16,7 +16,7 @@
 
 #define MSG_LEN 232
 
-struct region_hdr {
+struct region_name_msg { /* rank 0 to the others: the fresh region's name, or why it failed */
 	int32_t rc;
 	char name[224];
 	char msg[MSG_LEN];
@@ -44,7 +44,7 @@ static int share_region(uint64_t bytes, eht_group *g, const struct eht_share_opt
 		.size = sizeof(ro), .flags = EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_NUMA_DEVICE,
 		.rows = bytes / row_bytes, .row_bytes = row_bytes, .device = device, .expected_peers = (unsigned)size,
 	};
-	struct region_hdr h = {0};
+	struct region_name_msg h = {0};
 	struct region_result mine = {0}, *all = NULL;
 	eht_region *r = NULL;
 	int rc = 0;

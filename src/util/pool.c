@@ -15,6 +15,7 @@
 
 #include "util/cpu.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 struct eht_pool {
 	unsigned nthreads;
@@ -42,13 +43,6 @@ struct worker_arg {
 	eht_pool *pool;
 	unsigned index;
 };
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* Takes tasks of job `gen` until none are left; the last finisher wakes a sleeping waiter. */
 static void drain(eht_pool *p, unsigned gen, unsigned worker)
@@ -82,18 +76,18 @@ static void *worker_main(void *v)
 	/* Generation 0 is the state at creation: a worker that starts late must still run job 1. */
 	unsigned seen = 0;
 	for (;;) {
-		double start = now_us();
+		double start = eht_now_us();
 		unsigned g;
 		while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
 		       !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
-			if (now_us() - start > p->spin_us) {
+			if (eht_now_us() - start > p->spin_us) {
 				pthread_mutex_lock(&p->mu);
 				atomic_fetch_add(&p->sleepers, 1);
 				while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
 					pthread_cond_wait(&p->wake, &p->mu);
 				atomic_fetch_sub(&p->sleepers, 1);
 				pthread_mutex_unlock(&p->mu);
-				start = now_us();
+				start = eht_now_us();
 			} else {
 				eht_cpu_relax();
 			}
@@ -213,9 +207,9 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 void eht_pool_wait(eht_pool *p)
 {
 	size_t n = p->ntasks;
-	double start = now_us();
+	double start = eht_now_us();
 	while (atomic_load_explicit(&p->finished, memory_order_acquire) < n) {
-		if (now_us() - start > p->spin_us) {
+		if (eht_now_us() - start > p->spin_us) {
 			pthread_mutex_lock(&p->mu);
 			atomic_store(&p->waiter_sleeping, true);
 			while (atomic_load(&p->finished) < n)

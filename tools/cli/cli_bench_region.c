@@ -25,13 +25,6 @@ static void usage(void)
 			"are skipped. Each size runs twice in the same process (the second run sees warm memory).\n");
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static const char *opt(int argc, char **argv, const char *name, const char *def)
 {
 	for (int i = 1; i + 1 < argc; i++)
@@ -70,26 +63,26 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	eht_region *r = NULL;
 	memset(out, 0, sizeof(*out));
 	out->gib = gib;
-	double t0 = now();
+	double t0 = cli_now_s();
 	int rc = eht_region_open(name, bytes, &o, &r);
 	if (rc)
 		return rc;
-	out->populate_s = now() - t0;
+	out->populate_s = cli_now_s() - t0;
 	/* Ceiling: writing every byte of the same, already mapped pages with the pool's threads. */
 	struct fill f = {.p = eht_region_data(r), .len = (size_t)bytes, .chunk = 64u << 20, .v = 0x5a};
-	t0 = now();
+	t0 = cli_now_s();
 	eht_pool_run(pool, (f.len + f.chunk - 1) / f.chunk, fill_task, &f);
-	out->fill_s = now() - t0;
+	out->fill_s = cli_now_s() - t0;
 	rc = eht_region_mark_ready(r);
 	out->pin_rc = -ENODEV;
 	if (!rc && device >= 0) {
-		t0 = now();
+		t0 = cli_now_s();
 		out->pin_rc = eht_region_pin(r, device);
-		out->pin_s = now() - t0;
+		out->pin_s = cli_now_s() - t0;
 	}
-	t0 = now();
+	t0 = cli_now_s();
 	int crc = eht_region_close(&r);
-	out->unpin_s = out->pin_rc == 0 ? now() - t0 : 0;
+	out->unpin_s = out->pin_rc == 0 ? cli_now_s() - t0 : 0;
 	return rc ? rc : crc;
 }
 

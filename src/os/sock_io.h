@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sock_io.h: whole-message I/O on nonblocking Unix stream sockets, with SCM_RIGHTS descriptors and
- * deadlines (monotonic ms, eht_group_now_ms()). Used by groups and by eht serve's attach protocol. */
-#ifndef EHT_GROUP_SOCK_IO_H
-#define EHT_GROUP_SOCK_IO_H
+ * deadlines (monotonic ms, eht_now_ms() of util/clock.h). Used by groups and by eht serve's attach
+ * protocol. */
+#ifndef EHT_OS_SOCK_IO_H
+#define EHT_OS_SOCK_IO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* Descriptors that travel with one message (below the kernel's SCM_MAX_FD of 253). */
 #define EHT_SOCK_FDS_PER_MSG 200
-
-/* Monotonic milliseconds: the clock of every deadline. */
-int64_t eht_group_now_ms(void);
 
 /* Waits for events on fd until the deadline. Returns 0 (ready, or HUP/ERR), -ETIMEDOUT or -errno. */
 int eht_sock_wait(int fd, short events, int64_t deadline);

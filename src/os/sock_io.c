@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* sock_io.c: whole-message send and receive on Unix stream sockets, with descriptors and deadlines. */
-#include "group/sock_io.h"
+#include "os/sock_io.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -8,13 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "group/group_impl.h"
+#include "util/clock.h"
 
 /* Waits for events on fd until the deadline. Returns 0, -ETIMEDOUT or -errno. */
 int eht_sock_wait(int fd, short events, int64_t deadline)
 {
 	for (;;) {
-		int64_t left = deadline - eht_group_now_ms();
+		int64_t left = deadline - eht_now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		struct pollfd p = {.fd = fd, .events = events};
