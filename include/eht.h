@@ -602,7 +602,7 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  *
  * Strategies (all produce bit-identical output):
  * - DIRECT: one GPU kernel reads each row in place from pinned host memory, in the given order (what
- *   engines do today; limited by the GPU's address-translation misses: ~29 M rows/s on a 48 GiB table).
+ *   engines do today; limited by the GPU's address-translation misses on large tables).
  * - SORTED: GPU radix sort of (row, position) pairs, dedup, gather of the distinct rows in address
  *   order into a fixed GPU buffer, then an expand kernel writes them in the requested order. Needs
  *   local_rows < 2^32 - 1.
@@ -761,7 +761,7 @@ void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
  * Prefetch. The ids of a step depend only on the input tokens, so its reads can start before the
  * GPU reaches the layer: eht_disk_prefetch copies the ids, and a dispatcher thread of the table
  * sorts and deduplicates them and gathers the distinct local rows with io_threads reader threads
- * (a deeper queue than the lookup's pool: cold reads need 64+ in flight, PLATFORM.md) into one of
+ * (a deeper queue than the lookup's pool: a drive reaches its IOPS only with many reads in flight) into one of
  * prefetch_slots buffers of prefetch_rows rows, allocated at open. eht_lookup_run on the table then
  * serves the rows of the OLDEST unreleased ticket from that buffer (waiting for its reads to finish
  * if needed) and reads any other row as usual, so a ticket never changes results, only where the
@@ -776,8 +776,8 @@ typedef struct eht_disk_ticket eht_disk_ticket;
 #define EHT_DISK_URING 0x2u /* gather with io_uring reads, up to 256 in flight per thread (buffered:
 			     * the tier lives on the page cache); -EOPNOTSUPP in a build without
 			     * liburing. EHT_DISK_URING=1 in the environment sets it. For cold data:
-			     * measured 1.45x faster cold than mapped copies (87-93% of the drive's
-			     * IOPS), but a read per row makes warm steps ~7x slower than copies. */
+			     * faster than mapped copies, but a read per row makes warm steps several
+			     * times slower (README, measurements). */
 #define EHT_DISK_OPTS_FLAGS (EHT_DISK_PREAD | EHT_DISK_URING)
 
 struct eht_disk_opts {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* lk_host.c: the CPU side of lookups: sort + dedup of ids, the persistent pool copying rows into
  * pinned staging chunk by chunk, and the DMA of each finished run of chunks while later chunks are
- * still being gathered (the main thread only issues copies; PLATFORM.md: ~170 ns per random row per
- * thread, so the pool must spread even a 6,144-id decode batch over all threads). */
+ * still being gathered (the main thread only issues copies; a random row costs a DRAM miss plus an address translation,
+ * ~170 ns per thread on the lent H200 machine (README), so the pool must spread even a 6,144-id
+ * decode batch over all threads). */
 #include <stdio.h>
 #include <string.h>
 

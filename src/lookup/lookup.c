@@ -157,7 +157,8 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	if (lk->hi < lk->lo)
 		lk->hi = lk->lo;
 	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
-	for (int c = 0; c < 2; c++) /* until calibrated: the faster side on PLATFORM.md's machine */
+	for (int c = 0; c < 2; c++) /* until calibrated: HOST, and a split sized by the rates
+							 * measured on the lent H200 machine (README) */
 		lk->autos[c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 29.0 / (29.0 + 90.0), .f0 = 29.0 / (29.0 + 90.0)};
 	lk->device = o.device >= 0 ? o.device : ti->device;
 	lk->gpu = !(o.flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
@@ -599,7 +600,7 @@ static double time_runs(eht_lookup *lk, int64_t *ids, size_t n, CUdeviceptr out,
 }
 
 /* For each batch-size class, times DIRECT alone, HOST alone and both at once on uniform ids (the
- * shape of Engram lookups), and keeps the fastest for AUTO. On the device machine (PLATFORM.md)
+ * shape of Engram lookups), and keeps the fastest for AUTO. On a VM with nested paging
  * the two gatherers share the host's memory and IOMMU, so running both at once is not always a
  * win; measuring is the only honest way to choose. */
 static void calibrate(eht_lookup *lk)

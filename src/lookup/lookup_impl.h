@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lookup_impl.h: the lookup engine's state and the pieces other tiers reuse. The disk tier plugs in
- * with (a) eht_lk_sort_dedup (host-side sort + dedup of ids), (b) eht_lk_gather_stage (distinct rows
- * through the tier's read_rows, or memcpy, into pinned staging by the CPU pool, each chunk sent to a
- * fixed GPU buffer with cuMemcpyHtoDAsync as soon as it is ready), (c) eht_gpu_expand
+/* lookup_impl.h: the lookup engine's state, shared by lookup.c (create, dispatch, AUTO) and lk_host.c
+ * (the HOST strategy), private to src/lookup. The sorted HOST path is (a) eht_lk_sort_dedup
+ * (host-side sort + dedup of ids), (b) eht_lk_gather_stage (distinct rows by memcpy from the host
+ * pointer, or through the tier's read_rows for tiers without one, into pinned staging by the CPU
+ * pool, each chunk sent to a fixed GPU buffer as soon as it is ready), (c) eht_gpu_expand
  * (src/cuda/gpu_lookup.h) from that GPU buffer to the requested order; eht_lk_host_sorted_piece runs
- * all three for one piece of a batch. */
+ * all three for one piece of a batch. Tiers plug in only through struct eht_table_ops. */
 #ifndef EHT_LOOKUP_LOOKUP_IMPL_H
 #define EHT_LOOKUP_LOOKUP_IMPL_H
 
@@ -21,7 +22,8 @@
 
 #define LK_DEAD UINT64_MAX
 #define LK_SLOT_DEAD UINT32_MAX
-/* Rows a CPU thread reads ahead with software prefetch (PLATFORM.md: 8 helped a little). */
+/* Rows a CPU thread reads ahead with software prefetch: enough to overlap a few DRAM misses, few
+ * enough not to evict rows still being copied (8 measured a little faster than none). */
 #define LK_PREFETCH 8
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024

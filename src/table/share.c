@@ -145,7 +145,7 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 		snprintf(cause, sizeof(cause), "%s", eht_last_error());
 	}
 
-	/* Step 2: a shared region, pinned on every rank if possible (src/os, branch regions). */
+	/* Step 2: a shared region, pinned on every rank if possible (src/os). */
 	int rc = share_region(bytes, g, opts, tier, out);
 	if (eht_group_rank(g) == 0 && tier == 0) {
 		if (rc == 0) {

@@ -25,10 +25,10 @@ struct eht_table {
 	char name[256];
 };
 
-/* Allocates a table with the given info (copied; name copied) and tier ops. Returns 0 or -ENOMEM. */
 /* 0, or the alive hook's error (with its message). */
 int eht_table_check(eht_table *t);
 
+/* Allocates a table with the given info (copied; name copied) and tier ops. Returns 0 or -ENOMEM. */
 int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops *ops, void *impl,
 		  eht_table **out);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli_bench_share.c: `eht bench share [--sizes 1,48] [--chunk BYTES] [--json]`: seconds per GiB to
  * create and export a host-NUMA table (rank 0) and to import and map it in a second process (rank 1,
- * forked before either touches CUDA), beside the anchors PLATFORM.md measured. Without a GPU it says
+ * forked before either touches CUDA), beside the anchors measured on the lent H200 machine. Without a GPU it says
  * so and exits 0 having measured nothing. */
 #include <signal.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include "table/host_numa.h"
 #include "util/env.h"
 
-/* PLATFORM.md, device machine (H200 VM): cuMemCreate 1 GiB chunks 0.8-1.0 s per 4 GiB and 10.5-15.6 s
+/* Anchors from the lent H200 machine (a VM): cuMemCreate 1 GiB chunks 0.8-1.0 s per 4 GiB and 10.5-15.6 s
  * per 48 GiB; cuMemMap + cuMemSetAccess 1.9-2.0 s per 48 GiB; a second process imported and mapped
  * 48 GiB in 1.4 s. */
 #define ANCHOR_CREATE_LO (10.5 / 48)
@@ -160,7 +160,7 @@ int bench_share(int argc, char **argv)
 		}
 		printf("]}\n");
 	} else {
-		printf("host-NUMA share, seconds per GiB (anchors from PLATFORM.md in brackets)\n");
+		printf("host-NUMA share, seconds per GiB (anchors from the lent H200 machine in brackets)\n");
 		printf("%8s %10s %18s %10s %10s %16s\n", "GiB", "handle", "create [0.22-0.33]", "export", "map [0.04]",
 		       "import+map [0.03]");
 		for (int i = 0; i < n; i++) {
