@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "region_testutil.h"
-#include "table/region_table.h"
+#include "table/region/region_table.h"
 
 int main(void)
 {

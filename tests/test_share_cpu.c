@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "table/host_numa.h"
+#include "table/host_numa/host_numa.h"
 #include "testutil.h"
 
 #define N 3

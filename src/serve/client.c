@@ -18,7 +18,7 @@
 #include "os/sock_io.h"
 #include "serve/serve_client.h"
 #include "serve/serve_proto.h"
-#include "table/host_numa.h"
+#include "table/host_numa/host_numa.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
-#include "table/host_numa.h"
-#include "table/region_table.h"
+#include "table/host_numa/host_numa.h"
+#include "table/region/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"

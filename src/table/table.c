@@ -1,14 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* table.c: the tier-independent part of eht_table, and the memory tier (eht_table_wrap). */
+/* table.c: the tier-independent part of eht_table. */
 #include "table/table_impl.h"
 
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda/cu_pin.h"
 #include "util/err.h"
-#include "util/log.h"
 
 const char *eht_tier_name(int tier)
 {
@@ -56,61 +54,5 @@ int eht_table_close(eht_table *t)
 		return 0;
 	int rc = (t->ops && t->ops->close) ? t->ops->close(t) : 0;
 	free(t);
-	return rc;
-}
-
-/* The memory tier: caller-owned memory, optionally pinned for one GPU. */
-struct memory_impl {
-	bool pinned;
-};
-
-static int memory_close(eht_table *t)
-{
-	struct memory_impl *m = t->impl;
-	int rc = 0;
-	if (m && m->pinned)
-		rc = eht_cu_unpin(t->info.host, t->info.rows * t->info.row_bytes);
-	free(m);
-	return rc;
-}
-
-static const struct eht_table_ops memory_ops = {.close = memory_close};
-
-int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, const char *name,
-		   eht_table **out)
-{
-	if (!out)
-		return eht_err(EINVAL, "eht_table_wrap: NULL out");
-	*out = NULL;
-	if (!host || row_bytes == 0)
-		return eht_err(EINVAL, "eht_table_wrap: %s", host ? "row_bytes is 0" : "NULL memory");
-	if (rows > SIZE_MAX / row_bytes)
-		return eht_err(EOVERFLOW, "eht_table_wrap: %llu rows x %llu bytes overflows",
-			       (unsigned long long)rows, (unsigned long long)row_bytes);
-	struct memory_impl *m = calloc(1, sizeof(*m));
-	if (!m)
-		return eht_err(ENOMEM, "table: out of memory");
-	struct eht_table_info info = {
-		.size = sizeof(info), .tier = EHT_TIER_MEMORY, .rows = rows, .row_bytes = row_bytes,
-		.local_rows = rows, .host = host, .device = -1, .numa_node = -1, .page_size = 4096,
-		.name = name ? name : "memory",
-	};
-	if (device >= 0 && rows > 0) {
-		uint64_t dptr = 0;
-		if (eht_cu_pin(host, rows * row_bytes, device, 0, &dptr) == 0) {
-			m->pinned = true;
-			info.device_ptr = dptr;
-			info.device = device;
-		} else {
-			eht_warn("table %s: cannot pin %llu bytes for GPU %d (%s); CPU gathers only",
-				 info.name, (unsigned long long)(rows * row_bytes), device, eht_last_error());
-		}
-	}
-	int rc = eht_table_new(&info, &memory_ops, m, out);
-	if (rc) {
-		if (m->pinned)
-			eht_cu_unpin(host, rows * row_bytes);
-		free(m);
-	}
 	return rc;
 }

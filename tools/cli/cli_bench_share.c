@@ -13,7 +13,7 @@
 #include "cli.h"
 #include "cuda/cu_driver.h"
 #include "eht.h"
-#include "table/host_numa.h"
+#include "table/host_numa/host_numa.h"
 #include "util/env.h"
 
 /* Anchors from the lent H200 machine (a VM): cuMemCreate 1 GiB chunks 0.8-1.0 s per 4 GiB and 10.5-15.6 s

@@ -2,7 +2,7 @@
 /* host_numa.c: the host-NUMA tier: rank 0 creates pinned cuMem memory on the GPU's host NUMA node in
  * chunks and exports a handle per chunk; every rank maps them at one VA that both its GPU and the CPU
  * read; an all-gather of the outcomes makes it all ranks or none. */
-#include "table/host_numa.h"
+#include "table/host_numa/host_numa.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "table/disk_impl.h"
+#include "table/disk/disk_impl.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "table/disk_impl.h"
+#include "table/disk/disk_impl.h"
 #include "util/err.h"
 
 #if EHT_HAVE_URING

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "table/disk_impl.h"
+#include "table/disk/disk_impl.h"
 #include "util/err.h"
 
 int disk_cache_init(struct disk_cache *c, uint64_t bytes, uint64_t rb)

@@ -8,7 +8,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "table/disk_impl.h"
+#include "table/disk/disk_impl.h"
 #include "util/err.h"
 
 /* Not initial-exec: that would force all of libeht's TLS into the static TLS block, which a

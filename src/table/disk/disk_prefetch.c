@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "table/disk_impl.h"
+#include "table/disk/disk_impl.h"
 #include "util/err.h"
 #include "util/radix.h"
 #include "util/log.h"

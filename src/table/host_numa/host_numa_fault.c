@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "table/host_numa.h"
+#include "table/host_numa/host_numa.h"
 #include "util/env.h"
 #include "util/err.h"
 

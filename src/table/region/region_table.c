@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* region_table.c: the region tiers of eht_table: rows live in a shared region the table owns. */
-#include "table/region_table.h"
+#include "table/region/region_table.h"
 
 #include "table/table_impl.h"
 #include "os/region_impl.h"
