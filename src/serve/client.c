@@ -8,17 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/cu_pin.h"
 #include "os/sock_io.h"
-#include "serve/serve_client.h"
 #include "serve/serve_proto.h"
-#include "table/host_numa/host_numa.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -31,115 +26,6 @@ struct eht_client {
 	size_t ntables;
 	atomic_int gone;
 };
-
-/* ---- region pages received as a descriptor ---- */
-
-struct shared_map {
-	void *map;
-	size_t len;
-	void *data;
-	uint64_t bytes;
-	bool pinned;
-};
-
-static int shared_map_free(struct shared_map *m, const char *name)
-{
-	int rc = 0;
-	if (m && m->pinned)
-		rc = eht_cu_unpin(m->data, m->bytes);
-	if (m && m->map && munmap(m->map, m->len) != 0 && !rc)
-		rc = eht_err_sys(errno, "table %s: munmap", name);
-	free(m);
-	return rc;
-}
-
-static int shared_map_close(eht_table *t) { return shared_map_free(t->impl, t->name); }
-
-static const struct eht_table_ops shared_map_ops = {.close = shared_map_close};
-
-static int map_region(json_t *tj, int fd, int device, eht_table **out)
-{
-	const char *name = json_string_value(json_object_get(tj, "name"));
-	uint64_t rows = (uint64_t)json_integer_value(json_object_get(tj, "rows"));
-	uint64_t rb = (uint64_t)json_integer_value(json_object_get(tj, "row_bytes"));
-	uint64_t off = (uint64_t)json_integer_value(json_object_get(tj, "data_offset"));
-	uint64_t fbytes = (uint64_t)json_integer_value(json_object_get(tj, "file_bytes"));
-	if (!rb || rows > (UINT64_MAX - off) / rb || off + rows * rb > fbytes)
-		return eht_err(EPROTO, "table %s: the server described an inconsistent region", name);
-	struct shared_map *m = calloc(1, sizeof(*m));
-	if (!m)
-		return eht_err(ENOMEM, "attach: out of memory");
-	/* Read-write only so the driver can register the pages; workers never write. */
-	m->map = mmap(NULL, fbytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m->map == MAP_FAILED) {
-		free(m);
-		return eht_err_sys(errno, "table %s: mapping %llu bytes", name, (unsigned long long)fbytes);
-	}
-	m->len = fbytes;
-	m->data = (char *)m->map + off;
-	m->bytes = rows * rb;
-	madvise(m->map, m->len, MADV_RANDOM);
-	uint64_t dptr = 0;
-	if (device >= 0 && m->bytes) {
-		if (eht_cu_pin(m->data, m->bytes, device, 0, &dptr) == 0)
-			m->pinned = true;
-		else
-			eht_warn("table %s: cannot pin the region for GPU %d (%s); CPU gathers only", name, device,
-				 eht_last_error());
-	}
-	struct eht_table_info info = {
-		.size = sizeof(info), .tier = m->pinned ? EHT_TIER_REGION_PINNED : EHT_TIER_REGION, .rows = rows,
-		.row_bytes = rb, .local_rows = rows, .host = m->data, .device_ptr = dptr,
-		.device = m->pinned ? device : -1,
-		.numa_node = (int)json_integer_value(json_object_get(tj, "numa")),
-		.page_size = (uint64_t)json_integer_value(json_object_get(tj, "page_size")), .name = name,
-	};
-	eht_table *t = NULL;
-	int rc = eht_table_new(&info, &shared_map_ops, m, &t);
-	if (rc) {
-		shared_map_free(m, name);
-		return rc;
-	}
-	*out = t;
-	return 0;
-}
-
-static int map_host_numa(json_t *tj, int *fds, int device, eht_table **out)
-{
-	const char *name = json_string_value(json_object_get(tj, "name"));
-	struct eht_hn_layout lay = {
-		.numa = (int32_t)json_integer_value(json_object_get(tj, "numa")),
-		.handle_type = (uint32_t)json_integer_value(json_object_get(tj, "handle_type")),
-		.bytes = (uint64_t)json_integer_value(json_object_get(tj, "bytes")),
-		.padded = (uint64_t)json_integer_value(json_object_get(tj, "padded")),
-		.chunk = (uint64_t)json_integer_value(json_object_get(tj, "chunk")),
-		.nchunks = (uint64_t)json_integer_value(json_object_get(tj, "nchunks")),
-		.granularity = (uint64_t)json_integer_value(json_object_get(tj, "granularity")),
-	};
-	uint64_t rb = (uint64_t)json_integer_value(json_object_get(tj, "row_bytes"));
-	if (device < 0)
-		device = 0; /* host-NUMA mappings need a GPU context; the CPU sees the same address */
-	CUmemFabricHandle *fab = NULL;
-	json_t *hex = json_object_get(tj, "fabric");
-	if (lay.handle_type == CU_MEM_HANDLE_TYPE_FABRIC) {
-		if (json_array_size(hex) != lay.nchunks)
-			return eht_err(EPROTO, "table %s: FABRIC handles missing", name);
-		fab = calloc(lay.nchunks, sizeof(*fab));
-		if (!fab)
-			return eht_err(ENOMEM, "attach: out of memory");
-		for (size_t i = 0; i < lay.nchunks; i++) {
-			const char *h = json_string_value(json_array_get(hex, i));
-			for (size_t b = 0; h && b < sizeof(fab[i].data) && h[2 * b] && h[2 * b + 1]; b++) {
-				unsigned v;
-				sscanf(h + 2 * b, "%2x", &v);
-				fab[i].data[b] = (unsigned char)v;
-			}
-		}
-	}
-	int rc = eht_host_numa_import(&lay, fab ? NULL : fds, fab, device, name, rb, out);
-	free(fab);
-	return rc;
-}
 
 /* ---- liveness ---- */
 
@@ -284,28 +170,19 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 		rc = eht_err(ENOMEM, "attach: out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
 		json_t *tj = json_array_get(arr, i);
-		const char *tier = json_string_value(json_object_get(tj, "tier"));
 		json_t *span = json_object_get(tj, "fds");
 		size_t first = (size_t)json_integer_value(json_array_get(span, 0));
 		size_t cnt = (size_t)json_integer_value(json_array_get(span, 1));
-		if (!tier || first > nfds || cnt > nfds - first) {
+		if (first > nfds || cnt > nfds - first) {
 			rc = eht_err(EPROTO, "attach %s: malformed entry %zu", key, i);
 			break;
 		}
-		if (!strcmp(tier, "host-numa"))
-			rc = map_host_numa(tj, fds + first, o.device, &c->tables[i]);
-		else if (!strcmp(tier, "region"))
-			rc = map_region(tj, fds[first], o.device, &c->tables[i]);
-		else if (!strcmp(tier, "disk"))
-			rc = serve_open_disk(tj, &o, &c->tables[i]);
-		else
-			rc = eht_err(EPROTO, "attach %s: unknown tier '%s'", key, tier);
-		/* host-numa import consumes its descriptors; close whatever is left of this table's. */
-		for (size_t k = first; k < first + cnt; k++)
-			if (fds[k] >= 0 && strcmp(tier, "host-numa") != 0) {
-				close(fds[k]);
-				fds[k] = -1;
-			}
+		/* The tier takes the descriptors it keeps (set to -1); the rest are closed below. */
+		struct eht_import_args ia = {.device = o.device, .rank = o.rank, .nranks = o.nranks};
+		rc = eht_table_import(tj, fds + first, cnt, &ia, &c->tables[i]);
+		if (rc)
+			eht_err_prefix(rc, "attach %s", key);
+		eht_sock_close_fds(fds + first, cnt);
 		if (!rc) {
 			c->tables[i]->alive = client_alive;
 			c->tables[i]->alive_arg = c;

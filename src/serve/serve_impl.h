@@ -15,7 +15,7 @@ struct served {
 	char weight[256]; /* tensor names in the checkpoint */
 	char scale[256];  /* "" when the table has no scale tensor */
 	uint64_t rows, row_bytes, wbytes, sbytes;
-	eht_table *table; /* NULL for the disk tier */
+	eht_table *table; /* whatever tier it was loaded in */
 };
 
 /* The tables of the checkpoint whose weight tensor matches pattern (see eht_serve_opts). *out is

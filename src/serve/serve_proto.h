@@ -5,11 +5,12 @@
  * connects (same uid, or root) it sends one struct serve_hello, then hello.json_len bytes of JSON
  * describing every table, then hello.nfds descriptors in batches of at most EHT_SOCK_FDS_PER_MSG,
  * each batch riding on one byte. The JSON (version 1):
- *   {"key": K, "tables": [{"name", "tier", "rows", "row_bytes", "fds": [first, count],
- *     host-numa: "numa", "handle_type", "bytes", "padded", "chunk", "nchunks", "granularity",
- *                "fabric": [hex handle per chunk] (FABRIC handles only);
- *     region:    "data_offset", "file_bytes", "numa", "page_size";
- *     disk:      "checkpoint", "weight", "scale" (may be null)}]}
+ *   {"key": K, "tables": [{"name", "tier", "rows", "row_bytes", "fds": [first, count], and the
+ *     fields the tier's export adds (eht_table_export; each tier's folder under src/table says which:
+ *     host-numa the layout and FABRIC handles, region the data offset and file size, disk the
+ *     checkpoint and tensor names)}]}
+ * The worker imports each table by its "tier" (eht_table_import), which checks the description
+ * against the descriptors before mapping anything.
  * The worker keeps the connection open: its end of the socket is how it learns that the server is
  * gone. It sends nothing; closing is detaching. */
 #ifndef EHT_SERVE_SERVE_PROTO_H

@@ -17,8 +17,6 @@
 #include "os/sock_io.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
-#include "table/host_numa/host_numa.h"
-#include "table/region/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -42,106 +40,39 @@ struct eht_server {
 	atomic_uint live_clients;
 };
 
-static json_t *table_json(const eht_server *s, const struct served *t, size_t first_fd, size_t *nfds)
-{
-	json_t *o = json_object();
-	struct eht_table_info info = {.size = sizeof(info)};
-	*nfds = 0;
-	json_object_set_new(o, "name", json_string(t->name));
-	json_object_set_new(o, "rows", json_integer((json_int_t)t->rows));
-	json_object_set_new(o, "row_bytes", json_integer((json_int_t)t->row_bytes));
-	if (!t->table) {
-		json_object_set_new(o, "tier", json_string("disk"));
-		json_object_set_new(o, "checkpoint", json_string(s->path));
-		json_object_set_new(o, "weight", json_string(t->weight));
-		json_object_set_new(o, "scale", t->scale[0] ? json_string(t->scale) : json_null());
-		return o;
-	}
-	eht_table_get_info(t->table, &info);
-	struct eht_hn_layout lay;
-	if (eht_host_numa_layout(t->table, &lay) == 0) {
-		json_object_set_new(o, "tier", json_string("host-numa"));
-		json_object_set_new(o, "numa", json_integer(lay.numa));
-		json_object_set_new(o, "handle_type", json_integer(lay.handle_type));
-		json_object_set_new(o, "bytes", json_integer((json_int_t)lay.bytes));
-		json_object_set_new(o, "padded", json_integer((json_int_t)lay.padded));
-		json_object_set_new(o, "chunk", json_integer((json_int_t)lay.chunk));
-		json_object_set_new(o, "nchunks", json_integer((json_int_t)lay.nchunks));
-		json_object_set_new(o, "granularity", json_integer((json_int_t)lay.granularity));
-		if (lay.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-			*nfds = lay.nchunks;
-	} else {
-		int fd;
-		uint64_t off, fbytes;
-		eht_region_table_export(t->table, &fd, &off, &fbytes);
-		json_object_set_new(o, "tier", json_string("region"));
-		json_object_set_new(o, "data_offset", json_integer((json_int_t)off));
-		json_object_set_new(o, "file_bytes", json_integer((json_int_t)fbytes));
-		json_object_set_new(o, "numa", json_integer(info.numa_node));
-		json_object_set_new(o, "page_size", json_integer((json_int_t)info.page_size));
-		*nfds = 1;
-	}
-	json_t *fds = json_array();
-	json_array_append_new(fds, json_integer((json_int_t)first_fd));
-	json_array_append_new(fds, json_integer((json_int_t)*nfds));
-	json_object_set_new(o, "fds", fds);
-	return o;
-}
-
-/* Exports table t's descriptors (and FABRIC handles into the JSON) for one worker. */
-static int table_fds(const struct served *t, json_t *tj, int *fds)
-{
-	if (!t->table)
-		return 0;
-	struct eht_hn_layout lay;
-	if (eht_host_numa_layout(t->table, &lay) == 0) {
-		if (lay.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-			return eht_host_numa_export(t->table, fds, NULL);
-		CUmemFabricHandle *fab = calloc(lay.nchunks, sizeof(*fab));
-		if (!fab)
-			return eht_err(ENOMEM, "serve: out of memory");
-		int rc = eht_host_numa_export(t->table, NULL, fab);
-		json_t *arr = json_array();
-		for (size_t i = 0; !rc && i < lay.nchunks; i++) {
-			char hex[2 * sizeof(fab[i].data) + 1];
-			for (size_t b = 0; b < sizeof(fab[i].data); b++)
-				snprintf(hex + 2 * b, 3, "%02x", fab[i].data[b]);
-			json_array_append_new(arr, json_string(hex));
-		}
-		json_object_set_new(tj, "fabric", arr);
-		free(fab);
-		return rc;
-	}
-	int fd;
-	uint64_t off, fbytes;
-	int rc = eht_region_table_export(t->table, &fd, &off, &fbytes);
-	if (rc)
-		return rc;
-	fds[0] = dup(fd);
-	return fds[0] < 0 ? eht_err_sys(errno, "serve: dup") : 0;
-}
-
 /* Sends the hello, the JSON and every descriptor to one worker. */
 static int send_tables(eht_server *s, int cfd)
 {
 	json_t *root = json_object(), *arr = json_array();
 	json_object_set_new(root, "key", json_string(s->key));
-	size_t total = 0;
-	for (size_t i = 0; i < s->ntables; i++) {
-		size_t n;
-		json_array_append_new(arr, table_json(s, &s->tables[i], total, &n));
-		total += n;
-	}
 	json_object_set_new(root, "tables", arr);
-	int *fds = malloc((total ? total : 1) * sizeof(int));
-	int rc = fds ? 0 : eht_err(ENOMEM, "serve: out of memory");
-	for (size_t i = 0; i < total && fds; i++)
-		fds[i] = -1;
-	for (size_t i = 0, at = 0; !rc && i < s->ntables; i++) {
-		json_t *tj = json_array_get(arr, i);
-		size_t n = (size_t)json_integer_value(json_array_get(json_object_get(tj, "fds"), 1));
-		rc = table_fds(&s->tables[i], tj, fds + at);
-		at += n;
+	/* Each table's tier describes and exports it; the descriptors of all tables travel in order,
+	 * each table's span named by "fds": [first, count]. */
+	int *fds = NULL;
+	size_t total = 0;
+	int rc = 0;
+	for (size_t i = 0; !rc && i < s->ntables; i++) {
+		json_t *tj = json_object();
+		int *tf = NULL;
+		size_t n = 0;
+		json_array_append_new(arr, tj);
+		rc = eht_table_export(s->tables[i].table, tj, &tf, &n);
+		int *grown = rc ? NULL : realloc(fds, (total + n + 1) * sizeof(int));
+		if (!rc && !grown)
+			rc = eht_err(ENOMEM, "serve: out of memory");
+		if (rc) {
+			eht_sock_close_fds(tf, n);
+			free(tf);
+			break;
+		}
+		fds = grown;
+		memcpy(fds + total, tf, n * sizeof(int));
+		free(tf);
+		json_t *span = json_array();
+		json_array_append_new(span, json_integer((json_int_t)total));
+		json_array_append_new(span, json_integer((json_int_t)n));
+		json_object_set_new(tj, "fds", span);
+		total += n;
 	}
 	char *text = rc ? NULL : json_dumps(root, JSON_COMPACT);
 	if (!rc && !text)
@@ -260,8 +191,16 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 	uint64_t total = 0, done = 0;
 	for (size_t i = 0; i < s->ntables; i++)
 		total += s->tables[i].rows * s->tables[i].row_bytes;
-	if (s->tier == EHT_TIER_DISK)
-		return 0;
+	/* A tier that reads the checkpoint where it lies opens it; the others are shared and filled. */
+	const struct eht_tier_def *tier = eht_tier_of(s->tier);
+	if (tier && tier->open_in_place) {
+		int rc = 0;
+		for (size_t i = 0; !rc && i < s->ntables; i++) {
+			struct served *t = &s->tables[i];
+			rc = tier->open_in_place(s->path, t->weight, t->scale[0] ? t->scale : NULL, t->name, 0, 1, &t->table);
+		}
+		return rc;
+	}
 	eht_group *g = NULL;
 	eht_pool *pool = NULL;
 	int rc = eht_group_create_single(&g);
@@ -299,8 +238,8 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 			return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", opts->flags);
 		o = *opts;
 	}
-	if (o.tier != 0 && o.tier != EHT_TIER_HOST_NUMA && o.tier != EHT_TIER_REGION_PINNED &&
-	    o.tier != EHT_TIER_REGION && o.tier != EHT_TIER_DISK)
+	const struct eht_tier_def *tier = eht_tier_of(o.tier);
+	if (o.tier != 0 && !(tier && (tier->share || tier->open_in_place)))
 		return eht_err(EINVAL, "eht_serve_start: tier %d (%s) cannot be served", o.tier, eht_tier_name(o.tier));
 	const char *key = o.key ? o.key : "default";
 	struct sockaddr_un addr;
@@ -360,13 +299,7 @@ int eht_serve_table_info(const eht_server *s, size_t i, struct eht_table_info *i
 {
 	if (!s || i >= s->ntables || !info || info->size < sizeof(*info))
 		return eht_err(EINVAL, "eht_serve_table_info: bad server, index %zu or info", i);
-	const struct served *t = &s->tables[i];
-	if (t->table)
-		return eht_table_get_info(t->table, info);
-	*info = (struct eht_table_info){.size = sizeof(*info), .tier = EHT_TIER_DISK, .rows = t->rows,
-				       .row_bytes = t->row_bytes, .local_rows = t->rows, .device = -1,
-				       .numa_node = -1, .page_size = 4096, .name = t->name};
-	return 0;
+	return eht_table_get_info(s->tables[i].table, info);
 }
 
 uint64_t eht_serve_attaches(const eht_server *s) { return s ? atomic_load(&s->attaches) : 0; }

@@ -1,127 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* share.c: eht_table_share: host-NUMA first, then a shared region (pinned, else unpinned), with every
- * rank of the group ending in the same tier. */
+/* share.c: eht_table_share: the tiers of the registry that can be shared, tried in its order (host-NUMA
+ * first, then a shared region), with every rank of the group ending in the same tier. */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "cuda/cu_driver.h"
-#include "table/host_numa/host_numa.h"
-#include "table/region/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
-
-#define MSG_LEN 232
-
-struct region_name_msg { /* rank 0 to the others: the fresh region's name, or why it failed */
-	int32_t rc;
-	char name[224];
-	char msg[MSG_LEN];
-};
-
-struct region_result {
-	int32_t rc;
-	int32_t pinned;
-	char msg[MSG_LEN];
-};
-
-/* The region step, a collective of its own: rank 0 creates a fresh region (a name no earlier run can
- * have left behind), marks it ready, and tells the others its name; they open it; each rank pins it
- * unless tier is EHT_TIER_REGION; an all-gather makes the tier the same everywhere: region-pinned
- * only when every rank pinned. The region file is unlinked once every rank mapped it, so nothing
- * outlives the group. */
-static int share_region(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, eht_table **out)
-{
-	static unsigned counter;
-	const int rank = eht_group_rank(g), size = eht_group_size(g);
-	const char *base = opts && opts->name ? opts->name : "table";
-	uint64_t row_bytes = opts && opts->row_bytes ? opts->row_bytes : 1;
-	int device = opts && opts->device >= 0 ? opts->device : 0;
-	struct eht_region_opts ro = {
-		.size = sizeof(ro), .flags = EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_NUMA_DEVICE,
-		.rows = bytes / row_bytes, .row_bytes = row_bytes, .device = device, .expected_peers = (unsigned)size,
-	};
-	struct region_name_msg h = {0};
-	struct region_result mine = {0}, *all = NULL;
-	eht_region *r = NULL;
-	int rc = 0;
-
-	if (rank == 0) {
-		snprintf(h.name, sizeof(h.name), "%.160s.%d.%u", base, (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-		rc = eht_region_open(h.name, bytes, &ro, &r);
-		if (!rc && !eht_region_is_creator(r))
-			rc = eht_err(EEXIST, "region %s existed already", h.name);
-		if (!rc)
-			rc = eht_region_mark_ready(r);
-		if (rc) {
-			snprintf(h.msg, sizeof(h.msg), "%s", eht_last_error());
-			eht_region_close(&r);
-		}
-		h.rc = rc;
-	}
-	int grc = eht_group_broadcast(g, &h, sizeof(h));
-	if (grc) {
-		eht_region_close(&r);
-		return grc;
-	}
-	if (h.rc)
-		return eht_err(h.rc, "%s", h.msg);
-	h.name[sizeof(h.name) - 1] = '\0';
-	if (rank != 0) {
-		ro.flags |= EHT_REGION_OPEN_ONLY;
-		rc = eht_region_open(h.name, bytes, &ro, &r);
-	}
-	/* Without a GPU there is nothing to pin for (and no warning to print about it). */
-	if (!rc && tier != EHT_TIER_REGION && eht_cu_device_count() > 0 && eht_region_pin(r, device) == 0)
-		mine.pinned = 1;
-	eht_err_clear();
-	mine.rc = rc;
-	if (rc)
-		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
-	all = calloc((size_t)size, sizeof(*all));
-	if (!all) {
-		eht_region_close(&r);
-		return eht_err(ENOMEM, "share: out of memory");
-	}
-	grc = eht_group_allgather(g, &mine, sizeof(mine), all);
-	if (grc) {
-		eht_region_close(&r);
-		free(all);
-		return grc;
-	}
-	int bad = -1, pinned = 1;
-	for (int i = 0; i < size; i++) {
-		if (all[i].rc && bad < 0)
-			bad = i;
-		pinned &= all[i].pinned;
-	}
-	if (bad < 0 && tier == EHT_TIER_REGION_PINNED && !pinned) {
-		for (int i = 0; i < size; i++)
-			if (!all[i].pinned) {
-				bad = i;
-				break;
-			}
-		all[bad].rc = -EIO;
-		snprintf(all[bad].msg, sizeof(all[bad].msg), "could not pin the region for GPU DMA%s",
-			 eht_cu_device_count() > 0 ? "" : " (no GPU)");
-	}
-	if (bad >= 0) {
-		eht_region_close(&r);
-		rc = eht_err(all[bad].rc, "region %s, rank %d: %s", h.name, bad, all[bad].msg);
-		free(all);
-		return rc;
-	}
-	free(all);
-	/* A rank that pinned while another could not keeps its pin until close but, like every rank,
-	 * reports the unpinned tier: GPU strategies must not run on some ranks only. */
-	rc = eht_table_from_region_ex(&r, base, pinned, out);
-	if (rc)
-		eht_region_close(&r);
-	return rc;
-}
 
 int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, eht_table **out)
 {
@@ -129,37 +14,41 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 		return eht_err(EINVAL, "eht_table_share: NULL %s", out ? "group" : "out");
 	*out = NULL;
 	int tier = opts && opts->size >= sizeof(*opts) ? opts->tier : 0;
-	if (tier != 0 && tier != EHT_TIER_HOST_NUMA && tier != EHT_TIER_REGION_PINNED && tier != EHT_TIER_REGION)
+	const struct eht_tier_def *forced = eht_tier_of(tier);
+	if (tier != 0 && (!forced || !forced->share))
 		return eht_err(EINVAL, "eht_table_share: tier %d (%s) cannot be shared", tier, eht_tier_name(tier));
 	const char *name = opts && opts->name ? opts->name : "table";
 
-	/* Step 1: host-NUMA. Every rank gets the same answer, so every rank takes the same next step. */
+	/* Every rank gets the same answer from each step, so every rank takes the same next step. */
+	const struct eht_tier_def *first = NULL, *last = NULL;
 	char cause[512] = "";
-	if (tier == 0 || tier == EHT_TIER_HOST_NUMA) {
-		int rc = eht_host_table_share_ex(bytes, g, opts, tier == 0, out, NULL);
-		if (rc == 0 || tier == EHT_TIER_HOST_NUMA)
-			return rc;
+	int rc = -ENOTSUP;
+	for (const struct eht_tier_def *k = eht_tiers; k->id; k++) {
+		if (!k->share || (forced && k != forced))
+			continue;
+		last = k;
+		rc = k->share(bytes, g, opts, tier, tier == 0, out);
+		if (rc == 0 || forced)
+			break;
 		/* A broken group cannot agree on anything more; bad arguments would fail the same way again. */
 		if (rc == -ECONNRESET || rc == -ETIMEDOUT || rc == -EPROTO || rc == -EINVAL)
 			return rc;
-		snprintf(cause, sizeof(cause), "%s", eht_last_error());
+		if (!first) {
+			first = k;
+			snprintf(cause, sizeof(cause), "%s", eht_last_error());
+		}
 	}
-
-	/* Step 2: a shared region, pinned on every rank if possible (src/os). */
-	int rc = share_region(bytes, g, opts, tier, out);
-	if (eht_group_rank(g) == 0 && tier == 0) {
+	if (tier == 0 && first && last != first && eht_group_rank(g) == 0) {
 		if (rc == 0) {
-			int t = EHT_TIER_NONE;
 			struct eht_table_info info = {.size = sizeof(info)};
-			if (eht_table_get_info(*out, &info) == 0)
-				t = info.tier;
-			eht_warn("table %s: host-NUMA sharing unavailable (%s); using a %s /dev/shm region, whose small "
-				 "GPU pages make lookups slower", name, cause, eht_tier_name(t));
+			eht_table_get_info(*out, &info);
+			eht_warn("table %s: %s sharing unavailable (%s); using the %s tier%s", name, first->label, cause,
+				 eht_tier_name(info.tier), last->fallback_note);
 		} else {
 			char why[512];
 			snprintf(why, sizeof(why), "%s", eht_last_error());
-			eht_warn("table %s: host-NUMA sharing unavailable (%s), and the region tier too (%s)", name,
-				 cause, why);
+			eht_warn("table %s: %s sharing unavailable (%s), and the %s tier too (%s)", name, first->label,
+				 cause, last->label, why);
 			eht_err(rc, "%s", why);
 		}
 	}

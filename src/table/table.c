@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
 
 #include "util/err.h"
 
@@ -33,6 +34,8 @@ int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops 
 	t->info.name = t->name;
 	t->ops = ops;
 	t->impl = impl;
+	if (ops && ops->describe)
+		ops->describe(t, &t->info);
 	*out = t;
 	return 0;
 }
@@ -55,4 +58,31 @@ int eht_table_close(eht_table *t)
 	int rc = (t->ops && t->ops->close) ? t->ops->close(t) : 0;
 	free(t);
 	return rc;
+}
+
+int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
+{
+	*fds = NULL;
+	*nfds = 0;
+	if (!t || !t->ops || !t->ops->export_to)
+		return eht_err(ENOTSUP, "table %s (%s tier) cannot be handed to another process", t ? t->name : "(null)",
+			       t ? eht_tier_name(t->info.tier) : "no");
+	json_object_set_new(desc, "name", json_string(t->name));
+	json_object_set_new(desc, "tier", json_string(t->ops->id));
+	json_object_set_new(desc, "rows", json_integer((json_int_t)t->info.rows));
+	json_object_set_new(desc, "row_bytes", json_integer((json_int_t)t->info.row_bytes));
+	return t->ops->export_to(t, desc, fds, nfds);
+}
+
+int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)
+{
+	*out = NULL;
+	const char *id = eht_desc_str(desc, "tier");
+	const char *name = eht_desc_str(desc, "name");
+	const struct eht_tier_def *tier = id ? eht_tier_find(id) : NULL;
+	if (!name || !eht_desc_u64(desc, "row_bytes"))
+		return eht_err(EPROTO, "a table description without name or row_bytes");
+	if (!tier || !tier->import)
+		return eht_err(EPROTO, "table %s: unknown tier '%s'", name, id ? id : "(none)");
+	return tier->import(desc, fds, nfds, a, out);
 }

@@ -1,15 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* table_impl.h: what every tier provides behind an eht_table. */
+/* table_impl.h: the tier interface: what every tier provides behind an eht_table (describe, read
+ * rows, export to another process, close), and the registry through which a process imports a table
+ * by the tier id another process exported it under. Each tier lives in its own folder under
+ * src/table and fills these in; nothing outside src/table names a tier. */
 #ifndef EHT_TABLE_TABLE_IMPL_H
 #define EHT_TABLE_TABLE_IMPL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "eht.h"
 
 struct eht_table_ops {
+	/* The tier's id in an exported description ("host-numa", "region", "disk", "memory"); the
+	 * importing process finds the tier's import under it (eht_tier_find). */
+	const char *id;
+	/* Fills the tier's fields of info from the tier's own state: tier, numa_node, page_size, host,
+	 * device_ptr, device. eht_table_new calls it once, so the info users see is the tier's word. NULL
+	 * (test doubles only): the info given to eht_table_new stands. */
+	void (*describe)(const eht_table *t, struct eht_table_info *info);
 	/* Copies rows[0..n) (absolute row numbers inside [first_row, first_row + local_rows)) into
 	 * dst, n * row_bytes bytes, in the given order. Needed only by tiers without a host pointer
 	 * (disk); NULL elsewhere. Returns 0 or -errno naming the file and offset. */
 	int (*read_rows)(eht_table *t, const uint64_t *rows, size_t n, void *dst);
+	/* Exports t for another process of this node: adds the tier's fields to desc (a JSON object that
+	 * already holds "name", "tier", "rows" and "row_bytes") and returns in *fds (malloc'ed, *nfds
+	 * entries; the caller closes and frees them) the descriptors that process needs. On failure
+	 * nothing is left open. NULL: the tier cannot be exported (caller-owned memory). */
+	int (*export_to)(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
 	/* Tier teardown: every step attempted, first error returned. May be NULL. */
 	int (*close)(eht_table *t);
 };
@@ -28,8 +47,63 @@ struct eht_table {
 /* 0, or the alive hook's error (with its message). */
 int eht_table_check(eht_table *t);
 
-/* Allocates a table with the given info (copied; name copied) and tier ops. Returns 0 or -ENOMEM. */
+/* Allocates a table with the given info (copied; name copied) and tier ops, then lets the tier
+ * describe itself (ops->describe). Returns 0 or -ENOMEM. */
 int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops *ops, void *impl,
 		  eht_table **out);
+
+/* Exports t for another process of this node: desc gets "name", "tier" (ops->id), "rows",
+ * "row_bytes" and the tier's own fields; *fds (malloc'ed or NULL, *nfds entries) the descriptors.
+ * Returns 0, -ENOTSUP (a tier that cannot be exported) or the tier's error. */
+int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
+
+/* What an importing process brings besides the description and the descriptors. */
+struct eht_import_args {
+	int device;           /* GPU to map or pin for, -1: none */
+	uint32_t rank, nranks; /* this process's share, for tiers that split rows (disk) */
+};
+
+/* Imports a table that eht_table_export described: finds the tier by desc's "tier" and calls its
+ * import. fds[0..nfds) are the descriptors exported with it; the tier takes those it keeps and sets
+ * them to -1, the caller closes the rest. Sizes in desc are checked against the descriptors (fstat)
+ * before anything is mapped. Returns 0, -EPROTO (unknown tier, inconsistent description) or the
+ * tier's error. */
+int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);
+
+/* One tier as the registry knows it. */
+struct eht_tier_def {
+	const char *id;    /* as in eht_table_ops.id */
+	const char *label; /* for messages: "host-NUMA", "region" */
+	int tiers[2];      /* EHT_TIER_* values it makes (0: unused slot) */
+	/* Shares bytes across group g in this tier (NULL: the tier cannot be shared), every rank ending
+	 * with the same result. tier is the caller's request (0: any; one of tiers[] forces). With quiet
+	 * no warning is printed (eht_table_share words the one warning). Returns 0 or -errno. */
+	int (*share)(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, bool quiet,
+		     eht_table **out);
+	/* Opens a checkpoint's table where its rows lie, without copying them (NULL: the tier holds rows
+	 * in memory and is filled by its user). */
+	int (*open_in_place)(const char *ckpt, const char *weight, const char *scale, const char *name,
+			     uint32_t rank, uint32_t nranks, eht_table **out);
+	/* See eht_table_import (desc's "tier" already matched). */
+	int (*import)(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);
+	/* Appended to the fallback warning when eht_table_share lands on this tier ("" when none). */
+	const char *fallback_note;
+};
+
+/* The registry, in eht_table_share's order of preference, ending with an entry whose id is NULL. */
+extern const struct eht_tier_def eht_tiers[];
+/* The registry entry by id, or by EHT_TIER_* value; NULL when unknown. */
+const struct eht_tier_def *eht_tier_find(const char *id);
+const struct eht_tier_def *eht_tier_of(int tier);
+
+/* The JSON helpers tiers use to read a description: the value, or 0 / NULL when missing. */
+static inline uint64_t eht_desc_u64(json_t *desc, const char *key)
+{
+	return (uint64_t)json_integer_value(json_object_get(desc, key));
+}
+static inline const char *eht_desc_str(json_t *desc, const char *key)
+{
+	return json_string_value(json_object_get(desc, key));
+}
 
 #endif

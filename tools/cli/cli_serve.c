@@ -53,14 +53,10 @@ static int parse_tier(const char *s)
 {
 	if (!strcmp(s, "auto"))
 		return 0;
-	if (!strcmp(s, "host-numa"))
-		return EHT_TIER_HOST_NUMA;
-	if (!strcmp(s, "region"))
-		return EHT_TIER_REGION;
-	if (!strcmp(s, "region-pinned"))
-		return EHT_TIER_REGION_PINNED;
-	if (!strcmp(s, "disk"))
-		return EHT_TIER_DISK;
+	/* Any tier by its name; eht_serve_start says which ones cannot be served. */
+	for (int t = 1; strcmp(eht_tier_name(t), "none") != 0; t++)
+		if (!strcmp(s, eht_tier_name(t)))
+			return t;
 	return -1;
 }
 
@@ -116,7 +112,7 @@ int cmd_serve(int argc, char **argv)
 			printf("%-44s %12llu %6llu %-14s %5d %8lluK\n", info.name, (unsigned long long)info.rows,
 			       (unsigned long long)info.row_bytes, eht_tier_name(info.tier), info.numa_node,
 			       (unsigned long long)(info.page_size >> 10));
-			if (info.tier != EHT_TIER_DISK)
+			if (info.host) /* loaded into memory, not read in place */
 				total += info.rows * info.row_bytes;
 		}
 	}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "table/disk/disk_impl.h"
+#include "table/disk/disk_tier.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -261,7 +262,18 @@ static int disk_close(eht_table *t)
 	return rc;
 }
 
-static const struct eht_table_ops disk_ops = {.read_rows = disk_read_rows, .close = disk_close};
+static void disk_describe(const eht_table *t, struct eht_table_info *info)
+{
+	info->tier = EHT_TIER_DISK;
+	info->host = NULL; /* rows come through read_rows */
+	info->device_ptr = 0;
+	info->device = -1;
+	info->numa_node = -1;
+	info->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static const struct eht_table_ops disk_ops = {.id = "disk", .describe = disk_describe, .read_rows = disk_read_rows,
+					      .export_to = disk_export_desc, .close = disk_close};
 
 /* Maps rank's range of one tensor as part k of the packed rows. */
 static int open_part(struct disk *d, eht_ckpt *ck, const char *name, uint32_t rank, uint32_t nranks, unsigned k,
@@ -337,6 +349,8 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	if (!d)
 		return eht_err(ENOMEM, "disk: out of memory");
 	d->flags = o.flags;
+	if (!realpath(path, d->ckpt))
+		snprintf(d->ckpt, sizeof(d->ckpt), "%s", path);
 	d->check_ns = eht_env_u64("EHT_DISK_CHECK_US", 1000) * 1000ull;
 	atomic_init(&d->last_check_ns, eht_now_ns());
 	if ((rc = eht_ckpt_open(path, 0, &ck)))
@@ -370,10 +384,8 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	d->nslots = o.prefetch_slots ? o.prefetch_slots : DEFAULT_PREFETCH_SLOTS;
 
 	struct eht_table_info info = {
-		.size = sizeof(info), .tier = EHT_TIER_DISK, .rows = rows, .row_bytes = d->rb,
-		.first_row = d->first_row, .local_rows = d->local_rows, .host = NULL, .device_ptr = 0,
-		.device = -1, .numa_node = -1, .page_size = (uint64_t)sysconf(_SC_PAGESIZE),
-		.name = o.name ? o.name : o.weight,
+		.size = sizeof(info), .rows = rows, .row_bytes = d->rb, .first_row = d->first_row,
+		.local_rows = d->local_rows, .name = o.name ? o.name : o.weight,
 	};
 	if ((rc = eht_table_new(&info, &disk_ops, d, &t)))
 		goto fail;

@@ -59,6 +59,7 @@ struct eht_disk_ticket {
 
 struct disk {
 	eht_table *t;
+	char ckpt[4096]; /* the checkpoint as opened (resolved), for another process to open it too */
 	unsigned flags;
 	uint64_t rb, first_row, local_rows;
 	unsigned nparts;

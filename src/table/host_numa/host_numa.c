@@ -111,7 +111,19 @@ static int hn_close(eht_table *t)
 	return rc;
 }
 
-static const struct eht_table_ops hn_ops = {.close = hn_close};
+static void hn_describe(const eht_table *t, struct eht_table_info *info)
+{
+	const struct hn_impl *m = t->impl;
+	info->tier = EHT_TIER_HOST_NUMA;
+	info->host = (void *)(uintptr_t)m->va; /* mapped for the host NUMA node too: the same address */
+	info->device_ptr = m->va;
+	info->device = m->device;
+	info->numa_node = m->layout.numa;
+	info->page_size = m->layout.granularity;
+}
+
+static const struct eht_table_ops hn_ops = {.id = "host-numa", .describe = hn_describe,
+					    .export_to = eht_host_numa_export_desc, .close = hn_close};
 
 /* The device this rank works with: opts->device, else the current context's, else 0. */
 static int pick_device(const struct eht_share_opts *opts)
@@ -460,9 +472,8 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 
 	struct hn_impl *m = calloc(1, sizeof(*m));
 	struct eht_table_info info = {
-		.size = sizeof(info), .tier = EHT_TIER_HOST_NUMA, .rows = bytes / row_bytes, .row_bytes = row_bytes,
-		.local_rows = bytes / row_bytes, .host = (void *)(uintptr_t)va, .device_ptr = va, .device = device,
-		.numa_node = h.numa, .page_size = h.granularity, .name = name,
+		.size = sizeof(info), .rows = bytes / row_bytes, .row_bytes = row_bytes,
+		.local_rows = bytes / row_bytes, .name = name,
 	};
 	if (m) {
 		*m = (struct hn_impl){.device = device, .va = va, .padded = h.padded, .chunk = h.chunk, .nchunks = h.nchunks,
@@ -584,9 +595,8 @@ int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const CUmemF
 	*m = (struct hn_impl){.device = device, .va = va, .padded = h.padded, .chunk = h.chunk,
 			      .nchunks = h.nchunks, .layout = *lay};
 	struct eht_table_info info = {
-		.size = sizeof(info), .tier = EHT_TIER_HOST_NUMA, .rows = lay->bytes / row_bytes, .row_bytes = row_bytes,
-		.local_rows = lay->bytes / row_bytes, .host = (void *)(uintptr_t)va, .device_ptr = va,
-		.device = device, .numa_node = lay->numa, .page_size = lay->granularity, .name = name,
+		.size = sizeof(info), .rows = lay->bytes / row_bytes, .row_bytes = row_bytes,
+		.local_rows = lay->bytes / row_bytes, .name = name,
 	};
 	rc = eht_table_new(&info, &hn_ops, m, out);
 	if (rc) {

@@ -8,6 +8,7 @@
 
 #include "cuda/cu_types.h"
 #include "eht.h"
+#include "table/table_impl.h"
 
 /* Seconds spent in each step on this rank (0 for steps this rank did not run). */
 struct eht_share_times {
@@ -47,6 +48,19 @@ int eht_host_numa_export(const eht_table *t, int *fds, CUmemFabricHandle *fab);
  * layout) or a driver error. */
 int eht_host_numa_import(const struct eht_hn_layout *layout, int *fds, const CUmemFabricHandle *fab, int device,
 			 const char *name, uint64_t row_bytes, eht_table **out);
+
+/* The tier's export (host_numa_export.c): desc gets the layout ("numa", "handle_type", "bytes",
+ * "padded", "chunk", "nchunks", "granularity"), and for POSIX-fd tables *fds one descriptor per chunk,
+ * for FABRIC ones "fabric" (one hex handle per chunk) and no descriptor. */
+int eht_host_numa_export_desc(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
+/* The registry's import: the layout from desc, checked against the descriptors received (one per
+ * chunk for POSIX-fd tables), mapped for a->device (0 when negative: the mapping needs a GPU
+ * context; the CPU reads the same address). Consumes every descriptor (set to -1). */
+int eht_host_numa_import_desc(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a,
+			      eht_table **out);
+/* The registry's share: eht_host_table_share_ex without timings. */
+int eht_host_numa_share_tier(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, bool quiet,
+			     eht_table **out);
 
 /* Fault injection: EHT_FAULT="<step>[:rank=<r>][,...]" makes `step` fail on rank r (every rank when
  * no rank is given). Returns 0, or -EIO with "injected fault ..." as the message. */

@@ -9,7 +9,11 @@
 #include "util/log.h"
 
 struct memory_impl {
+	void *host;
+	size_t bytes;
 	bool pinned;
+	int device;
+	uint64_t dptr;
 };
 
 static int memory_close(eht_table *t)
@@ -17,12 +21,24 @@ static int memory_close(eht_table *t)
 	struct memory_impl *m = t->impl;
 	int rc = 0;
 	if (m && m->pinned)
-		rc = eht_cu_unpin(t->info.host, t->info.rows * t->info.row_bytes);
+		rc = eht_cu_unpin(m->host, m->bytes);
 	free(m);
 	return rc;
 }
 
-static const struct eht_table_ops memory_ops = {.close = memory_close};
+static void memory_describe(const eht_table *t, struct eht_table_info *info)
+{
+	const struct memory_impl *m = t->impl;
+	info->tier = EHT_TIER_MEMORY;
+	info->host = m->host;
+	info->device_ptr = m->pinned ? m->dptr : 0;
+	info->device = m->pinned ? m->device : -1;
+	info->numa_node = -1; /* the caller's memory: wherever its pages happen to lie */
+	info->page_size = 4096;
+}
+
+/* No export_to: the memory is the caller's, another process cannot map it. */
+static const struct eht_table_ops memory_ops = {.id = "memory", .describe = memory_describe, .close = memory_close};
 
 int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, const char *name,
 		   eht_table **out)
@@ -39,16 +55,15 @@ int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, co
 	if (!m)
 		return eht_err(ENOMEM, "table: out of memory");
 	struct eht_table_info info = {
-		.size = sizeof(info), .tier = EHT_TIER_MEMORY, .rows = rows, .row_bytes = row_bytes,
-		.local_rows = rows, .host = host, .device = -1, .numa_node = -1, .page_size = 4096,
+		.size = sizeof(info), .rows = rows, .row_bytes = row_bytes, .local_rows = rows,
 		.name = name ? name : "memory",
 	};
+	m->host = host;
+	m->bytes = rows * row_bytes;
 	if (device >= 0 && rows > 0) {
-		uint64_t dptr = 0;
-		if (eht_cu_pin(host, rows * row_bytes, device, 0, &dptr) == 0) {
+		if (eht_cu_pin(host, rows * row_bytes, device, 0, &m->dptr) == 0) {
 			m->pinned = true;
-			info.device_ptr = dptr;
-			info.device = device;
+			m->device = device;
 		} else {
 			eht_warn("table %s: cannot pin %llu bytes for GPU %d (%s); CPU gathers only",
 				 info.name, (unsigned long long)(rows * row_bytes), device, eht_last_error());

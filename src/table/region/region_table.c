@@ -2,18 +2,66 @@
 /* region_table.c: the region tiers of eht_table: rows live in a shared region the table owns. */
 #include "table/region/region_table.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "table/table_impl.h"
 #include "os/region_impl.h"
 #include "util/err.h"
 
+struct region_table {
+	eht_region *r;
+	bool report_pinned; /* false: tier region even when this process pinned (see _ex) */
+};
+
 static int region_table_close(eht_table *t)
 {
-	eht_region *r = t->impl;
+	struct region_table *rt = t->impl;
 	t->impl = NULL;
-	return eht_region_close(&r);
+	int rc = rt ? eht_region_close(&rt->r) : 0;
+	free(rt);
+	return rc;
 }
 
-static const struct eht_table_ops region_ops = {.close = region_table_close};
+static void region_table_describe(const eht_table *t, struct eht_table_info *info)
+{
+	const struct region_table *rt = t->impl;
+	const eht_region *r = rt->r;
+	bool pinned = rt->report_pinned && eht_region_is_pinned(r);
+	info->tier = pinned ? EHT_TIER_REGION_PINNED : EHT_TIER_REGION;
+	info->host = eht_region_data(r);
+	info->device_ptr = pinned ? eht_region_device_ptr(r) : 0;
+	info->device = pinned ? eht_region_device(r) : -1;
+	info->numa_node = eht_region_numa_node(r);
+	info->page_size = eht_region_page_size(r);
+}
+
+/* Another process maps the same pages from the region file: one descriptor, and where the rows
+ * start in it. */
+static int region_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
+{
+	const eht_region *r = ((const struct region_table *)t->impl)->r;
+	int *f = malloc(sizeof(int));
+	if (!f)
+		return eht_err(ENOMEM, "table %s: out of memory", t->name);
+	f[0] = dup(r->fd);
+	if (f[0] < 0) {
+		int e = errno;
+		free(f);
+		return eht_err_sys(e, "table %s: dup of the region file", t->name);
+	}
+	json_object_set_new(desc, "data_offset", json_integer((json_int_t)((const char *)r->data - (const char *)r->map)));
+	json_object_set_new(desc, "file_bytes", json_integer((json_int_t)r->map_bytes));
+	json_object_set_new(desc, "numa", json_integer(t->info.numa_node));
+	json_object_set_new(desc, "page_size", json_integer((json_int_t)t->info.page_size));
+	*fds = f;
+	*nfds = 1;
+	return 0;
+}
+
+static const struct eht_table_ops region_ops = {.id = "region", .describe = region_table_describe,
+						.export_to = region_table_export, .close = region_table_close};
 
 int eht_table_from_region_ex(eht_region **region, const char *name, bool report_pinned, eht_table **out)
 {
@@ -28,39 +76,27 @@ int eht_table_from_region_ex(eht_region **region, const char *name, bool report_
 	if (!eht_region_rows(r) || !eht_region_row_bytes(r))
 		return eht_err(EINVAL, "region %s records no row geometry (open it with opts.rows and opts.row_bytes)",
 			       eht_region_name(r));
-	bool pinned = report_pinned && eht_region_is_pinned(r);
+	struct region_table *rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return eht_err(ENOMEM, "table: out of memory");
+	*rt = (struct region_table){.r = r, .report_pinned = report_pinned};
 	struct eht_table_info info = {
 		.size = sizeof(info),
-		.tier = pinned ? EHT_TIER_REGION_PINNED : EHT_TIER_REGION,
 		.rows = eht_region_rows(r),
 		.row_bytes = eht_region_row_bytes(r),
 		.first_row = 0,
 		.local_rows = eht_region_rows(r),
-		.host = eht_region_data(r),
-		.device_ptr = pinned ? eht_region_device_ptr(r) : 0,
-		.device = pinned ? eht_region_device(r) : -1,
-		.numa_node = eht_region_numa_node(r),
-		.page_size = eht_region_page_size(r),
 		.name = name ? name : eht_region_name(r),
 	};
-	int rc = eht_table_new(&info, &region_ops, r, out);
+	int rc = eht_table_new(&info, &region_ops, rt, out);
 	if (rc == 0)
 		*region = NULL;
+	else
+		free(rt);
 	return rc;
 }
 
 int eht_table_from_region(eht_region **region, const char *name, eht_table **out)
 {
 	return eht_table_from_region_ex(region, name, true, out);
-}
-
-int eht_region_table_export(const eht_table *t, int *fd, uint64_t *data_offset, uint64_t *file_bytes)
-{
-	if (!t || t->ops != &region_ops || !t->impl)
-		return eht_err(EINVAL, "table %s is not a region table", t ? t->name : "(null)");
-	const eht_region *r = t->impl;
-	*fd = r->fd;
-	*data_offset = (uint64_t)((const char *)r->data - (const char *)r->map);
-	*file_bytes = r->map_bytes;
-	return 0;
 }

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* region_import.c: the region tier in a process that received the region file's descriptor (a worker
+ * of eht serve): maps the same pages, pins them for its GPU when it can. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuda/cu_driver.h"
+#include "cuda/cu_pin.h"
+#include "table/region/region_table.h"
+#include "util/err.h"
+#include "util/log.h"
+
+struct shared_map {
+	void *map;
+	size_t len;
+	void *data;
+	uint64_t bytes;
+	bool pinned;
+	int device;
+	uint64_t dptr;
+	int numa;
+	uint64_t page_size;
+};
+
+static int shared_map_free(struct shared_map *m, const char *name)
+{
+	int rc = 0;
+	if (m && m->pinned)
+		rc = eht_cu_unpin(m->data, m->bytes);
+	if (m && m->map && munmap(m->map, m->len) != 0 && !rc)
+		rc = eht_err_sys(errno, "table %s: munmap", name);
+	free(m);
+	return rc;
+}
+
+static int shared_map_close(eht_table *t) { return shared_map_free(t->impl, t->name); }
+
+static void shared_map_describe(const eht_table *t, struct eht_table_info *info)
+{
+	const struct shared_map *m = t->impl;
+	info->tier = m->pinned ? EHT_TIER_REGION_PINNED : EHT_TIER_REGION;
+	info->host = m->data;
+	info->device_ptr = m->pinned ? m->dptr : 0;
+	info->device = m->pinned ? m->device : -1;
+	info->numa_node = m->numa;
+	info->page_size = m->page_size;
+}
+
+/* Not exportable again: a worker hands its tables to no one. */
+static const struct eht_table_ops shared_map_ops = {.id = "region", .describe = shared_map_describe,
+						    .close = shared_map_close};
+
+int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)
+{
+	*out = NULL;
+	const char *name = eht_desc_str(desc, "name");
+	uint64_t rows = eht_desc_u64(desc, "rows"), rb = eht_desc_u64(desc, "row_bytes");
+	uint64_t off = eht_desc_u64(desc, "data_offset"), fbytes = eht_desc_u64(desc, "file_bytes");
+	if (nfds != 1 || fds[0] < 0)
+		return eht_err(EPROTO, "table %s: a region comes with one descriptor, not %zu", name, nfds);
+	if (!rb || rows > (UINT64_MAX - off) / rb || off + rows * rb > fbytes || fbytes > SIZE_MAX)
+		return eht_err(EPROTO, "table %s: the server described an inconsistent region", name);
+	/* The description is the sender's word; the file is what gets mapped: a region file shorter
+	 * than described would turn reads past its end into SIGBUS. */
+	struct stat st;
+	if (fstat(fds[0], &st) != 0)
+		return eht_err_sys(errno, "table %s: fstat of the region file", name);
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < fbytes)
+		return eht_err(EPROTO, "table %s: the region file has %lld bytes, %llu described", name,
+			       (long long)st.st_size, (unsigned long long)fbytes);
+	/* Read-write when the descriptor allows it, because the driver registers writable pages more
+	 * widely; a read-only descriptor is mapped and registered read-only. Workers never write. */
+	int acc = fcntl(fds[0], F_GETFL);
+	bool ro = acc >= 0 && (acc & O_ACCMODE) == O_RDONLY;
+	struct shared_map *m = calloc(1, sizeof(*m));
+	if (!m)
+		return eht_err(ENOMEM, "attach: out of memory");
+	m->map = mmap(NULL, (size_t)fbytes, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (m->map == MAP_FAILED) {
+		free(m);
+		return eht_err_sys(errno, "table %s: mapping %llu bytes", name, (unsigned long long)fbytes);
+	}
+	m->len = (size_t)fbytes;
+	m->data = (char *)m->map + off;
+	m->bytes = rows * rb;
+	m->device = -1;
+	m->numa = (int)json_integer_value(json_object_get(desc, "numa"));
+	m->page_size = eht_desc_u64(desc, "page_size");
+	madvise(m->map, m->len, MADV_RANDOM);
+	if (a->device >= 0 && m->bytes) {
+		if (eht_cu_pin(m->data, m->bytes, a->device, ro ? CU_MEMHOSTREGISTER_READ_ONLY : 0, &m->dptr) == 0) {
+			m->pinned = true;
+			m->device = a->device;
+		} else {
+			eht_warn("table %s: cannot pin the region for GPU %d (%s); CPU gathers only", name, a->device,
+				 eht_last_error());
+		}
+	}
+	struct eht_table_info info = {.size = sizeof(info), .rows = rows, .row_bytes = rb, .local_rows = rows,
+				      .name = name};
+	int rc = eht_table_new(&info, &shared_map_ops, m, out);
+	if (rc)
+		shared_map_free(m, name);
+	return rc;
+}

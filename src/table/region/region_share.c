@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* region_share.c: the region tier's part of eht_table_share: one /dev/shm region for the whole group,
+ * pinned on every rank when possible, the same tier reported everywhere. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda/cu_driver.h"
+#include "table/region/region_table.h"
+#include "table/table_impl.h"
+#include "util/err.h"
+
+#define MSG_LEN 232
+
+struct region_name_msg { /* rank 0 to the others: the fresh region's name, or why it failed */
+	int32_t rc;
+	char name[224];
+	char msg[MSG_LEN];
+};
+
+struct region_result {
+	int32_t rc;
+	int32_t pinned;
+	char msg[MSG_LEN];
+};
+
+/* The region step, a collective of its own: rank 0 creates a fresh region (a name no earlier run can
+ * have left behind), marks it ready, and tells the others its name; they open it; each rank pins it
+ * unless tier is EHT_TIER_REGION; an all-gather makes the tier the same everywhere: region-pinned
+ * only when every rank pinned. The region file is unlinked once every rank mapped it, so nothing
+ * outlives the group. */
+int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, bool quiet,
+		     eht_table **out)
+{
+	static unsigned counter;
+	const int rank = eht_group_rank(g), size = eht_group_size(g);
+	const char *base = opts && opts->name ? opts->name : "table";
+	uint64_t row_bytes = opts && opts->row_bytes ? opts->row_bytes : 1;
+	int device = opts && opts->device >= 0 ? opts->device : 0;
+	struct eht_region_opts ro = {
+		.size = sizeof(ro), .flags = EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_NUMA_DEVICE,
+		.rows = bytes / row_bytes, .row_bytes = row_bytes, .device = device, .expected_peers = (unsigned)size,
+	};
+	struct region_name_msg h = {0};
+	struct region_result mine = {0}, *all = NULL;
+	eht_region *r = NULL;
+	int rc = 0;
+
+	if (rank == 0) {
+		snprintf(h.name, sizeof(h.name), "%.160s.%d.%u", base, (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+		rc = eht_region_open(h.name, bytes, &ro, &r);
+		if (!rc && !eht_region_is_creator(r))
+			rc = eht_err(EEXIST, "region %s existed already", h.name);
+		if (!rc)
+			rc = eht_region_mark_ready(r);
+		if (rc) {
+			snprintf(h.msg, sizeof(h.msg), "%s", eht_last_error());
+			eht_region_close(&r);
+		}
+		h.rc = rc;
+	}
+	int grc = eht_group_broadcast(g, &h, sizeof(h));
+	if (grc) {
+		eht_region_close(&r);
+		return grc;
+	}
+	if (h.rc)
+		return eht_err(h.rc, "%s", h.msg);
+	h.name[sizeof(h.name) - 1] = '\0';
+	if (rank != 0) {
+		ro.flags |= EHT_REGION_OPEN_ONLY;
+		rc = eht_region_open(h.name, bytes, &ro, &r);
+	}
+	/* Without a GPU there is nothing to pin for (and no warning to print about it). */
+	if (!rc && tier != EHT_TIER_REGION && eht_cu_device_count() > 0 && eht_region_pin(r, device) == 0)
+		mine.pinned = 1;
+	eht_err_clear();
+	mine.rc = rc;
+	if (rc)
+		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
+	all = calloc((size_t)size, sizeof(*all));
+	if (!all) {
+		eht_region_close(&r);
+		return eht_err(ENOMEM, "share: out of memory");
+	}
+	grc = eht_group_allgather(g, &mine, sizeof(mine), all);
+	if (grc) {
+		eht_region_close(&r);
+		free(all);
+		return grc;
+	}
+	int bad = -1, pinned = 1;
+	for (int i = 0; i < size; i++) {
+		if (all[i].rc && bad < 0)
+			bad = i;
+		pinned &= all[i].pinned;
+	}
+	if (bad < 0 && tier == EHT_TIER_REGION_PINNED && !pinned) {
+		for (int i = 0; i < size; i++)
+			if (!all[i].pinned) {
+				bad = i;
+				break;
+			}
+		all[bad].rc = -EIO;
+		snprintf(all[bad].msg, sizeof(all[bad].msg), "could not pin the region for GPU DMA%s",
+			 eht_cu_device_count() > 0 ? "" : " (no GPU)");
+	}
+	if (bad >= 0) {
+		eht_region_close(&r);
+		rc = eht_err(all[bad].rc, "region %s, rank %d: %s", h.name, bad, all[bad].msg);
+		free(all);
+		return rc;
+	}
+	free(all);
+	/* A rank that pinned while another could not keeps its pin until close but, like every rank,
+	 * reports the unpinned tier: GPU strategies must not run on some ranks only. */
+	rc = eht_table_from_region_ex(&r, base, pinned, out);
+	if (rc)
+		eht_region_close(&r);
+	return rc;
+}
