@@ -66,7 +66,8 @@ static int send_tables(eht_server *s, int cfd)
 			break;
 		}
 		fds = grown;
-		memcpy(fds + total, tf, n * sizeof(int));
+		if (n)
+			memcpy(fds + total, tf, n * sizeof(int));
 		free(tf);
 		json_t *span = json_array();
 		json_array_append_new(span, json_integer((json_int_t)total));
