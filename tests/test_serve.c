@@ -177,7 +177,8 @@ int main(void)
 	}
 	CHECK(dir_entries(shm) == 0);
 
-	/* The disk tier: the server holds nothing; each worker reads its rank's rows from the files. */
+	/* The disk tier: the server only opens the files (no rows copied, no cache); each worker reads its
+	 * rank's rows from the files. */
 	srv = start_server(key, "disk", &sfd);
 	CHECK(srv > 0);
 	if (srv > 0) {

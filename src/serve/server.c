@@ -198,7 +198,8 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		int rc = 0;
 		for (size_t i = 0; !rc && i < s->ntables; i++) {
 			struct served *t = &s->tables[i];
-			rc = tier->open_in_place(s->path, t->weight, t->scale[0] ? t->scale : NULL, t->name, 0, 1, &t->table);
+			rc = tier->open_in_place(s->path, t->weight, t->scale[0] ? t->scale : NULL, t->name, 0, 1,
+						 EHT_OPEN_EXPORT_ONLY, &t->table);
 		}
 		return rc;
 	}

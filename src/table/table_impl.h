@@ -81,14 +81,18 @@ struct eht_tier_def {
 	int (*share)(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, bool quiet,
 		     eht_table **out);
 	/* Opens a checkpoint's table where its rows lie, without copying them (NULL: the tier holds rows
-	 * in memory and is filled by its user). */
+	 * in memory and is filled by its user). flags: EHT_OPEN_EXPORT_ONLY. */
 	int (*open_in_place)(const char *ckpt, const char *weight, const char *scale, const char *name,
-			     uint32_t rank, uint32_t nranks, eht_table **out);
+			     uint32_t rank, uint32_t nranks, unsigned flags, eht_table **out);
 	/* See eht_table_import (desc's "tier" already matched). */
 	int (*import)(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);
 	/* Appended to the fallback warning when eht_table_share lands on this tier ("" when none). */
 	const char *fallback_note;
 };
+
+/* open_in_place flag: the opener only describes and exports the table (eht serve), never reads its
+ * rows, so the tier keeps as little as it can (the disk tier: no row cache). */
+#define EHT_OPEN_EXPORT_ONLY 0x1u
 
 /* The registry, in eht_table_share's order of preference, ending with an entry whose id is NULL. */
 extern const struct eht_tier_def eht_tiers[];

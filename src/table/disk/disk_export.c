@@ -20,10 +20,11 @@ int disk_export_desc(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 }
 
 int eht_disk_open_in_place(const char *ckpt, const char *weight, const char *scale, const char *name,
-			   uint32_t rank, uint32_t nranks, eht_table **out)
+			   uint32_t rank, uint32_t nranks, unsigned flags, eht_table **out)
 {
 	struct eht_disk_opts o = {.size = sizeof(o), .weight = weight, .scale = scale, .rank = rank,
-				  .nranks = nranks, .name = name};
+				  .nranks = nranks, .name = name,
+				  .cache_bytes = (flags & EHT_OPEN_EXPORT_ONLY) ? EHT_DISK_NO_CACHE : 0};
 	return eht_disk_open(ckpt, &o, out);
 }
 
@@ -37,6 +38,6 @@ int eht_disk_import(json_t *desc, int *fds, size_t nfds, const struct eht_import
 	if (!ckpt || !weight || nfds != 0)
 		return eht_err(EPROTO, "table %s: a disk table is described by checkpoint and weight, without descriptors",
 			       name);
-	int rc = eht_disk_open_in_place(ckpt, weight, scale, name, a->rank, a->nranks, out);
+	int rc = eht_disk_open_in_place(ckpt, weight, scale, name, a->rank, a->nranks, 0, out);
 	return rc ? eht_err_prefix(rc, "served table %s (disk tier)", name) : 0;
 }
