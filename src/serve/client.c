@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,13 +64,25 @@ static int map_region(json_t *tj, int fd, int device, eht_table **out)
 	uint64_t rb = (uint64_t)json_integer_value(json_object_get(tj, "row_bytes"));
 	uint64_t off = (uint64_t)json_integer_value(json_object_get(tj, "data_offset"));
 	uint64_t fbytes = (uint64_t)json_integer_value(json_object_get(tj, "file_bytes"));
-	if (!rb || rows > (UINT64_MAX - off) / rb || off + rows * rb > fbytes)
-		return eht_err(EPROTO, "table %s: the server described an inconsistent region", name);
+	if (!name || !rb || rows > (UINT64_MAX - off) / rb || off + rows * rb > fbytes || fbytes > SIZE_MAX)
+		return eht_err(EPROTO, "table %s: the server described an inconsistent region", name ? name : "?");
+	/* The description is the server's word; the descriptor is what the kernel says. A mapping past
+	 * the file's end would SIGBUS on first touch. */
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return eht_err_sys(errno, "table %s: fstat of the received descriptor", name);
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < fbytes)
+		return eht_err(EPROTO,
+			       "table %s: the server's descriptor (%s, %lld bytes) does not cover the %llu bytes it "
+			       "described",
+			       name, S_ISREG(st.st_mode) ? "regular file" : "not a regular file", (long long)st.st_size,
+			       (unsigned long long)fbytes);
 	struct shared_map *m = calloc(1, sizeof(*m));
 	if (!m)
 		return eht_err(ENOMEM, "attach: out of memory");
-	/* Read-write only so the driver can register the pages; workers never write. */
-	m->map = mmap(NULL, fbytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Read-only: the descriptor is opened O_RDONLY by the server, so neither this mapping nor an
+	 * mprotect of it can become writable; one worker's stray write cannot reach the others' rows. */
+	m->map = mmap(NULL, fbytes, PROT_READ, MAP_SHARED, fd, 0);
 	if (m->map == MAP_FAILED) {
 		free(m);
 		return eht_err_sys(errno, "table %s: mapping %llu bytes", name, (unsigned long long)fbytes);
@@ -80,7 +93,7 @@ static int map_region(json_t *tj, int fd, int device, eht_table **out)
 	madvise(m->map, m->len, MADV_RANDOM);
 	uint64_t dptr = 0;
 	if (device >= 0 && m->bytes) {
-		if (eht_cu_pin(m->data, m->bytes, device, 0, &dptr) == 0)
+		if (eht_cu_pin(m->data, m->bytes, device, CU_MEMHOSTREGISTER_READ_ONLY, &dptr) == 0)
 			m->pinned = true;
 		else
 			eht_warn("table %s: cannot pin the region for GPU %d (%s); CPU gathers only", name, device,
@@ -178,6 +191,13 @@ static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
 		if (fd < 0)
 			return eht_err_sys(errno, "attach %s: socket", key);
 		if (connect(fd, (struct sockaddr *)&a, alen) == 0) {
+			/* Anyone may bind an abstract name first: trust only our own user, root or the
+			 * allowed group, before reading a byte from it. */
+			int prc = serve_peer_trusted(fd, key);
+			if (prc) {
+				close(fd);
+				return prc;
+			}
 			int fl = fcntl(fd, F_GETFL);
 			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 			*fd_out = fd;

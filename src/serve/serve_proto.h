@@ -37,5 +37,11 @@ struct serve_hello {
 
 /* Fills the abstract address for key; returns its length, or -EINVAL (bad key, with a message). */
 int serve_addr(const char *key, struct sockaddr_un *addr, socklen_t *len);
+/* The credentials of the peer of a connected Unix socket. Returns 0 or -errno (no message). */
+struct ucred;
+int serve_peer(int fd, struct ucred *cred);
+/* Whether a worker trusts the server on fd: its uid is ours or root, or its gid is the one
+ * EHT_SERVE_ALLOW_GID names. Returns 0, or -EPERM naming the key and the peer's uid. */
+int serve_peer_trusted(int fd, const char *key);
 
 #endif

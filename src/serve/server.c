@@ -116,8 +116,12 @@ static int table_fds(const struct served *t, json_t *tj, int *fds)
 	int rc = eht_region_table_export(t->table, &fd, &off, &fbytes);
 	if (rc)
 		return rc;
-	fds[0] = dup(fd);
-	return fds[0] < 0 ? eht_err_sys(errno, "serve: dup") : 0;
+	/* A new read-only open of the same file (the region is unlinked; /proc still names it): a
+	 * worker can neither map it writable nor mprotect its mapping to write. */
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	fds[0] = open(proc, O_RDONLY | O_CLOEXEC);
+	return fds[0] < 0 ? eht_err_sys(errno, "serve: table %s: reopening its region read-only (%s)", t->name, proc) : 0;
 }
 
 /* Sends the hello, the JSON and every descriptor to one worker. */
@@ -285,6 +289,25 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 	return rc;
 }
 
+/* The key's name is bound: say by whom (another user squatting it is not "served already"). */
+static int name_taken(const char *key, const struct sockaddr_un *addr, socklen_t alen)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct ucred c;
+	int ok = fd >= 0 && connect(fd, (const struct sockaddr *)addr, alen) == 0 && serve_peer(fd, &c) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (!ok)
+		return eht_err(EADDRINUSE, "key '%s' is bound on this node by a process that does not answer", key);
+	if (c.uid != geteuid())
+		return eht_err(EADDRINUSE,
+			       "key '%s' is taken on this node by another user: uid %u (pid %d); workers would refuse it; "
+			       "use another --key",
+			       key, (unsigned)c.uid, (int)c.pid);
+	return eht_err(EADDRINUSE, "key '%s' is served already on this node (pid %d, uid %u)", key, (int)c.pid,
+		       (unsigned)c.uid);
+}
+
 int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out)
 {
 	struct eht_serve_opts o = {.size = sizeof(o), .device = -1};
@@ -321,8 +344,7 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (s->lfd < 0)
 		rc = eht_err_sys(errno, "serve %s: socket", key);
 	else if (bind(s->lfd, (struct sockaddr *)&addr, alen) != 0)
-		rc = errno == EADDRINUSE ? eht_err(EADDRINUSE, "key '%s' is served already on this node", key)
-					 : eht_err_sys(errno, "serve %s: bind", key);
+		rc = errno == EADDRINUSE ? name_taken(key, &addr, alen) : eht_err_sys(errno, "serve %s: bind", key);
 	else if (listen(s->lfd, 128) != 0)
 		rc = eht_err_sys(errno, "serve %s: listen", key);
 	if (!rc && pipe2(s->wake, O_CLOEXEC) != 0)
