@@ -581,6 +581,17 @@ int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const CUmemF
 	free(handles);
 	if (rc)
 		return eht_err_prefix(rc, "table %s", name);
+	/* An importer only reads: ask the driver for a read-only mapping for its GPU and the CPU, so
+	 * a stray write in one worker cannot corrupt every worker's rows. Where the driver refuses,
+	 * the mapping stays as it was (said at info level). */
+	CUmemAccessDesc ro[2] = {
+		{.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READ},
+		{.location = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = h.numa}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READ},
+	};
+	if (EHT_CU_CHECK(cuMemSetAccess(va, h.padded, ro, 2)) != 0) {
+		eht_info("table %s: the driver keeps the imported host-NUMA mapping writable (%s)", name, eht_last_error());
+		eht_err_clear();
+	}
 	struct hn_impl *m = calloc(1, sizeof(*m));
 	if (!m) {
 		unmap_range(va, h.padded, h.chunk, h.nchunks);
