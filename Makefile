@@ -30,6 +30,10 @@ asan: deps
 	@cmake --build $(BUILD)/asan -j$(JOBS)
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 EHT_NO_CUDA=1 \
 		ctest --output-on-failure -j$(JOBS) -LE '(gpu|python)'
+	@# Python objects after close, with the interpreter running the ASan build of libeht.
+	cd $(BUILD)/asan && LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
+		EHT_NO_CUDA=1 EHT_LIB=$$PWD/libeht.so EHT_CLI=$$PWD/eht EHT_SOURCE_DIR=$(CURDIR) \
+		python3 $(CURDIR)/tests/test_python_lifetime.py
 
 # Threaded code under ThreadSanitizer.
 tsan: deps

@@ -120,6 +120,29 @@ def _check(rc, what):
     return rc
 
 
+class _Native:
+    """One native handle, freed when the last Python object that can reach it goes: a table keeps
+    its attachment's _Native alive, an engine its table's, a view of rows its table's. close()
+    on the Python objects only drops references, so no use of freed memory is possible."""
+
+    def __init__(self, handle, free, owner=None):
+        self.h = handle
+        self._free = free
+        self._owner = owner  # a _Native (or buffer) that must outlive this one
+
+    def __del__(self):
+        h, self.h = self.h, None
+        if h and self._free is not None:
+            try:
+                self._free(h)
+            except Exception:  # noqa: BLE001 (interpreter shutdown: the library may be gone)
+                pass
+
+
+def _closed(what):
+    return EhtError(_errno.EBADF, "%s is closed" % what)
+
+
 def version():
     """libeht's version string."""
     return _L().eht_version().decode()
@@ -183,7 +206,8 @@ class Lookup:
                            threads=threads, max_batch=max_batch, numa_node=-1,
                            flags=_LOOKUP_CPU_ONLY if cpu_only else 0)
         h = ctypes.c_void_p()
-        _check(_L().eht_lookup_create(table._h, ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
+        _check(_L().eht_lookup_create(table._live(), ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
+        self._n = _Native(h, _L().eht_lookup_destroy, table._n)
         self._h = h
 
     @property
@@ -192,6 +216,9 @@ class Lookup:
 
     def run(self, ids, out, id_offset=0, stream=None, strategy=None, dead_is_error=False):
         """Looks ids up into out; returns the number of dead ids (zero rows)."""
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        self.table._live()
         iaddr, inbytes, idev, keep_i = _buffer_address(ids, False)
         itype = _id_type(ids, inbytes, None)
         count = inbytes // (4 if itype == 0 else 8)
@@ -214,14 +241,15 @@ class Lookup:
 
     @property
     def last_strategy(self):
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        self.table._live()
         return _L().eht_lookup_strategy_name(_L().eht_lookup_last_strategy(self._h)).decode()
 
     def close(self):
-        if getattr(self, "_h", None):
-            _L().eht_lookup_destroy(self._h)
-            self._h = None
-
-    __del__ = close
+        """Drops the engine (freed once nothing else uses it); run() then raises EhtError."""
+        self._h = None
+        self._n = None
 
 
 class Table:
@@ -229,8 +257,10 @@ class Table:
 
     def __init__(self, handle, owner=None, owned=True):
         self._h = handle
-        self._owner = owner  # keeps memory or the attach session alive
         self._owned = owned
+        # owner: the attachment's _Native (a served table is freed by eht_detach) or the wrapped
+        # buffer; either outlives every engine and view of this table.
+        self._n = _Native(handle, _L().eht_table_close if owned else None, owner)
         info = _TableInfo(size=ctypes.sizeof(_TableInfo))
         _check(_L().eht_table_get_info(handle, ctypes.byref(info)), "eht_table_get_info")
         self.name = info.name.decode() if info.name else ""
@@ -243,16 +273,26 @@ class Table:
     def __repr__(self):
         return "<eht.Table %s %dx%d %s>" % (self.name, self.rows, self.row_bytes, self.tier)
 
+    def _live(self):
+        """The handle, or EhtError once the table (or its attachment) is closed."""
+        if not getattr(self, "_h", None):
+            raise _closed("table %s" % getattr(self, "name", "?"))
+        return self._h
+
     def host_view(self):
-        """A read-only memoryview of the table's bytes (tiers with a host pointer)."""
+        """A read-only memoryview of the table's bytes (tiers with a host pointer); it keeps the
+        table's memory mapped while it lives, even after close()."""
+        self._live()
         if not self.host_ptr:
             raise EhtError(_errno.EINVAL, "table %s has no host mapping (tier %s)" % (self.name, self.tier))
         arr = (ctypes.c_uint8 * (self.local_rows * self.row_bytes)).from_address(self.host_ptr)
-        return memoryview(arr).toreadonly()
+        arr._eht_keep = self._n
+        return memoryview(arr).cast("B").toreadonly()  # "B", not ctypes' "<B": v[i] works
 
     def as_tensor(self, device=None):
         """The table as a zero-copy torch uint8 tensor [rows, row_bytes]: on the GPU (through
         __cuda_array_interface__) when it is GPU-readable and device is not 'cpu', else on the CPU."""
+        self._live()
         torch = _torch()
         if torch is None:
             raise EhtError(_errno.ENOSYS, "PyTorch is not installed")
@@ -262,7 +302,7 @@ class Table:
             holder = type("EhtCudaArray", (), {})()
             holder.__cuda_array_interface__ = {"shape": shape, "typestr": "|u1",
                                                "data": (self.device_ptr, False), "version": 3}
-            holder.owner = self
+            holder.owner = self._n
             return torch.as_tensor(holder, device=torch.device("cuda", self.device))
         return torch.frombuffer(self.host_view(), dtype=torch.uint8).view(*shape)
 
@@ -273,6 +313,7 @@ class Table:
     def lookup(self, ids, out, strategy="auto", format="raw", **kw):
         """Looks ids up into out with an engine made once per (strategy, format) and kept; returns
         the number of dead ids. Keyword arguments go to Lookup.run (id_offset, stream, ...)."""
+        self._live()
         engines = self.__dict__.setdefault("_engines", {})
         if (strategy, format) not in engines:
             torch = _torch()
@@ -282,13 +323,12 @@ class Table:
         return engines[strategy, format].run(ids, out, **kw)
 
     def close(self):
+        """Closes the table for Python use (EhtError afterwards); the memory is released once no
+        engine or view of it is left."""
         for lk in self.__dict__.pop("_engines", {}).values():
             lk.close()
-        if getattr(self, "_h", None) and self._owned:
-            _L().eht_table_close(self._h)
         self._h = None
-
-    __del__ = close
+        self._n = None
 
 
 def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
@@ -315,26 +355,29 @@ class Client:
                            timeout_ms=int(timeout * 1000), rank=rank, nranks=nranks)
         h = ctypes.c_void_p()
         _check(lib.eht_attach(key.encode(), ctypes.byref(opts), ctypes.byref(h)), "eht_attach(%s)" % key)
+        self._n = _Native(h, lib.eht_detach)
         self._h = h
+        self.key = key
         self.tables = {}
         for i in range(lib.eht_client_table_count(h)):
             th = ctypes.c_void_p()
             _check(lib.eht_client_table(h, i, ctypes.byref(th)), "eht_client_table")
-            t = Table(th, owner=self, owned=False)
+            t = Table(th, owner=self._n, owned=False)
             self.tables[t.name] = t
 
     def check(self):
         """Raises EhtError when the server is gone."""
+        if not getattr(self, "_h", None):
+            raise _closed("attachment %s" % getattr(self, "key", "?"))
         _check(_L().eht_client_check(self._h), "eht_client_check")
 
     def close(self):
-        if getattr(self, "_h", None):
-            for t in self.tables.values():
-                t.close()  # its engines; the table itself belongs to the attachment
-            _L().eht_detach(self._h)
-            self._h = None
-
-    __del__ = close
+        """Detaches: its tables raise EhtError from now on; the mappings go once no table view or
+        engine of them is left (at once when there is none)."""
+        for t in getattr(self, "tables", {}).values():
+            t.close()
+        self._h = None
+        self._n = None
 
     def __enter__(self):
         return self
