@@ -393,7 +393,8 @@ int eht_st_open(const char *path, uint32_t flags, eht_st_file **out)
 		return eht_err(EINVAL, "eht_st_open %s: unknown flags 0x%x", path, flags);
 	if ((rc = st_new(path, &f)))
 		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO (or device) named as a checkpoint must not block here; fstat rejects it. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		rc = eht_err_sys(errno, "%s: open", path);
 		goto fail;
