@@ -869,13 +869,17 @@ struct eht_serve_opts {
 	unsigned threads;      /* loading threads; 0: one per CPU */
 	eht_serve_progress_fn progress; /* may be NULL */
 	void *progress_arg;
+	const volatile int *cancel; /* may be NULL; loading stops with -EINTR soon after *cancel turns
+				     * non-zero (a signal handler or another thread sets it). Added
+				     * later: a size without it is accepted. */
 };
 
 /* Loads the tables of the checkpoint at path (file or directory, see eht_ckpt_open) and starts
  * serving attaches on a background thread. Returns 0; -ENOENT (no tensor matches; names the
  * pattern), -EINVAL (bad key, options, a weight and scale of different rows, a tensor that is not
- * 2-D), -EADDRINUSE (the key is being served already), -ENOSPC / -ENOMEM (no tier could hold a
- * table), or the errors of eht_ckpt_open. */
+ * 2-D), -EADDRINUSE (the key is being served already, or bound by another user: names its uid),
+ * -ENOSPC / -ENOMEM (no tier could hold a table), -EINTR (opts->cancel), -EIO (the checkpoint
+ * shrank or failed while loading), or the errors of eht_ckpt_open. */
 int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out);
 /* Number of tables, and what table i is (tier, rows, row bytes, NUMA node, page size; for the disk
  * tier host and device_ptr are 0: workers read the files). info->size must be set. Returns 0 or

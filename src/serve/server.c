@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -272,6 +273,10 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		rc = eht_pool_create(o->threads, -1, 200, &pool);
 	for (size_t i = 0; !rc && i < s->ntables; i++) {
 		struct served *t = &s->tables[i];
+		if (o->cancel && *o->cancel) {
+			rc = eht_err(EINTR, "serve %s: loading stopped by a signal before table %s", s->key, t->name);
+			break;
+		}
 		struct eht_share_opts so = {.size = sizeof(so), .tier = s->tier, .device = device,
 					    .row_bytes = t->row_bytes, .name = t->name};
 		rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->table);
@@ -281,7 +286,7 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		}
 		struct eht_table_info info = {.size = sizeof(info)};
 		eht_table_get_info(t->table, &info);
-		rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg);
+		rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg, o->cancel);
 		done += t->rows * t->row_bytes;
 	}
 	eht_pool_destroy(pool);
@@ -315,11 +320,13 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		return eht_err(EINVAL, "eht_serve_start: NULL %s", path ? "out" : "path");
 	*out = NULL;
 	if (opts) {
-		if (opts->size < sizeof(o))
-			return eht_err(EINVAL, "eht_serve_start: opts->size %u < %zu", opts->size, sizeof(o));
+		const size_t before_cancel = offsetof(struct eht_serve_opts, cancel);
+		if (opts->size < before_cancel)
+			return eht_err(EINVAL, "eht_serve_start: opts->size %u < %zu", opts->size, before_cancel);
 		if (opts->flags)
 			return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", opts->flags);
-		o = *opts;
+		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+		o.size = sizeof(o);
 	}
 	if (o.tier != 0 && o.tier != EHT_TIER_HOST_NUMA && o.tier != EHT_TIER_REGION_PINNED &&
 	    o.tier != EHT_TIER_REGION && o.tier != EHT_TIER_DISK)

@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "cuda/cu_driver.h"
 #include "eht.h"
+#include "table/mem_guard.h"
+#include "util/err.h"
 
 struct wopts {
 	const char *key, *check;
@@ -44,6 +46,33 @@ static int expected_row(eht_ckpt *ck, const char *table, int64_t r, uint64_t row
 	if (wb < rb && eht_ckpt_find(ck, name, &s) == 0)
 		memcpy(dst + wb, (const unsigned char *)s.data + (uint64_t)r * (rb - wb), rb - wb);
 	return 0;
+}
+
+struct expect_call {
+	eht_ckpt *ck;
+	const char *table;
+	int64_t r;
+	uint64_t rows, rb;
+	unsigned char *dst;
+	int rc;
+};
+
+static void expect_fn(void *arg)
+{
+	struct expect_call *e = arg;
+	e->rc = expected_row(e->ck, e->table, e->r, e->rows, e->rb, e->dst);
+}
+
+/* expected_row reads the checkpoint's mapping: a file that shrank since it was opened must give an
+ * error naming it, not a SIGBUS. */
+static int expected_row_guarded(eht_ckpt *ck, const char *table, int64_t r, uint64_t rows, uint64_t rb,
+				unsigned char *dst)
+{
+	struct expect_call e = {ck, table, r, rows, rb, dst, 0};
+	int rc = eht_guarded_call(expect_fn, &e);
+	if (rc)
+		return eht_err_prefix(rc, "reading row %lld of table %s from %s", (long long)r, table, eht_ckpt_path(ck));
+	return e.rc;
 }
 
 static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mismatches)
@@ -99,9 +128,11 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 			rc = EHT_CU_CHECK(cuMemcpyDtoH(host, dout, out_bytes));
 		uint64_t bad = 0;
 		for (uint64_t i = 0; !rc && i < n; i++) {
-			if (expected_row(ck, info.name, ids[i], info.rows, info.row_bytes, want) != 0) {
-				rc = -ENOENT;
+			int erc = expected_row_guarded(ck, info.name, ids[i], info.rows, info.row_bytes, want);
+			if (erc == -ENOENT)
 				fprintf(stderr, "eht worker: table %s is not in the checkpoint given to --check\n", info.name);
+			if (erc) {
+				rc = erc;
 				break;
 			}
 			bad += memcmp(want, host + i * info.row_bytes, info.row_bytes) != 0;
