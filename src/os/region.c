@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,6 +346,20 @@ static int attach_count(struct eht_region *r)
 	return 0;
 }
 
+/* The first create of this process in a directory first removes what dead creators of this user
+ * left there (a populate killed by SIGKILL leaves up to a table of RAM). */
+static void reclaim_once(const char *dir)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static char done[4096];
+	pthread_mutex_lock(&mu);
+	if (strcmp(done, dir) != 0) {
+		snprintf(done, sizeof(done), "%s", dir);
+		region_reclaim_dead(dir);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 /* Creates the region under a temporary name, then links it under its name so that the name only
  * ever shows a file with a full header whose creator holds the write lock. Returns 0, RETRY (another
  * creator won) or -errno. */
@@ -362,9 +377,11 @@ static int create(struct req *q, struct eht_region **out)
 	if (rc)
 		return rc;
 
+	reclaim_once(q->dir);
 	char tmp[4096 + 64];
-	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u", q->dir, q->name, (int)getpid(),
-		 atomic_fetch_add(&counter, 1));
+	/* Unpredictable: another user cannot pre-create it (O_EXCL would then fail the create). */
+	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u.%016llx", q->dir, q->name, (int)getpid(),
+		 atomic_fetch_add(&counter, 1), (unsigned long long)region_random());
 	struct eht_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return eht_err(ENOMEM, "region %s: out of memory", q->name);
@@ -523,6 +540,8 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 	struct region_hdr h;
 	if (fstat(fd, &st) != 0)
 		return eht_err_sys(errno, "region %s: fstat", q->name);
+	if (!S_ISREG(st.st_mode))
+		return eht_err(EINVAL, "region %s: %s is not a regular file", q->name, q->path);
 	double backoff = 0.001;
 	for (;;) {
 		int rc = region_lock(fd, F_RDLCK);
@@ -609,7 +628,8 @@ int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_op
 			      q.dir);
 	double deadline = now_s(CLOCK_MONOTONIC) + q.timeout_s;
 	for (;;) {
-		int fd = open(q.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		/* O_NONBLOCK: another user's FIFO under the name must not block us (attach checks it). */
+		int fd = open(q.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0) {
 			if (errno != ENOENT)
 				return eht_err_sys(errno, "region %s: opening %s", name, q.path);

@@ -82,5 +82,10 @@ int region_unlink_if_same(const char *path, dev_t dev, ino_t ino);
 /* This boot's id and a process's start time (0 when unknown or a zombie). */
 void region_boot_id(char out[40]);
 uint64_t region_proc_start(pid_t pid);
+/* Removes this user's regions in dir that a dead creator left (killed while populating, or
+ * orphaned), as the next creator does before making one. Returns how many; never fails. */
+int region_reclaim_dead(const char *dir);
+/* 64 unpredictable bits (getrandom; a clock-and-pid mix where it is unavailable). */
+uint64_t region_random(void);
 
 #endif

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/err.h"
@@ -122,4 +125,17 @@ uint64_t region_proc_start(pid_t pid)
 			break;
 		}
 	return v;
+}
+
+uint64_t region_random(void)
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)&v;
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	return v ^ (v >> 33);
 }

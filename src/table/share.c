@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
@@ -50,7 +52,12 @@ static int share_region(uint64_t bytes, eht_group *g, const struct eht_share_opt
 	int rc = 0;
 
 	if (rank == 0) {
-		snprintf(h.name, sizeof(h.name), "%.160s.%d.%u", base, (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+		/* A random part: another user who pre-creates the name cannot make this create fail. */
+		uint64_t rnd = 0;
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+			rnd = (uint64_t)(uintptr_t)&h ^ ((uint64_t)time(NULL) << 20);
+		snprintf(h.name, sizeof(h.name), "%.140s.%d.%u.%016llx", base, (int)getpid(),
+			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), (unsigned long long)rnd);
 		rc = eht_region_open(h.name, bytes, &ro, &r);
 		if (!rc && !eht_region_is_creator(r))
 			rc = eht_err(EEXIST, "region %s existed already", h.name);
