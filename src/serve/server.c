@@ -25,6 +25,8 @@
 #include "util/log.h"
 
 #define SEND_TIMEOUT_MS 30000
+#define MAX_SENDERS 64          /* workers being sent their tables at once (one thread each) */
+#define WARN_INTERVAL_MS 10000  /* at most one warning of a kind per interval; the rest counted */
 
 struct eht_server {
 	char key[SERVE_KEY_MAX + 1];
@@ -36,11 +38,39 @@ struct eht_server {
 	int wake[2]; /* written by eht_serve_stop to end the thread */
 	pthread_t thread;
 	bool running;
-	int *clients;
+	pthread_mutex_t mu;  /* guards what follows, up to the atomics */
+	pthread_cond_t idle; /* signalled when a sender ends */
+	int *clients;        /* attached workers' sockets (polled for their closing) */
 	size_t nclients, cap;
+	int pending[MAX_SENDERS]; /* sockets a sender thread is writing to */
+	unsigned senders;
+	bool stopping;
+	int64_t warned_ms[2];     /* rate limit per kind: 0 refused peers, 1 failed sends */
+	unsigned suppressed[2];
 	atomic_uint_fast64_t attaches;
 	atomic_uint live_clients;
 };
+
+/* One warning per kind per WARN_INTERVAL_MS: a flood of bad connections must not flood the log. */
+static void warn_limited(eht_server *s, int kind, const char *what, const char *why)
+{
+	int64_t now = eht_group_now_ms();
+	pthread_mutex_lock(&s->mu);
+	bool say = now - s->warned_ms[kind] >= WARN_INTERVAL_MS;
+	unsigned more = s->suppressed[kind];
+	if (say) {
+		s->warned_ms[kind] = now;
+		s->suppressed[kind] = 0;
+	} else {
+		s->suppressed[kind]++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (say && more)
+		eht_warn("serve %s: %s: %s (and %u more like it in the last %d s)", s->key, what, why, more,
+			 WARN_INTERVAL_MS / 1000);
+	else if (say)
+		eht_warn("serve %s: %s: %s", s->key, what, why);
+}
 
 static json_t *table_json(const eht_server *s, const struct served *t, size_t first_fd, size_t *nfds)
 {
@@ -169,15 +199,14 @@ static int send_tables(eht_server *s, int cfd)
 	return rc ? rc : src;
 }
 
-static bool peer_allowed(int fd)
+static bool peer_allowed(int fd, struct ucred *cred)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+	if (serve_peer(fd, cred) != 0)
 		return false;
-	return cred.uid == geteuid() || cred.uid == 0;
+	return cred->uid == geteuid() || cred->uid == 0;
 }
 
+/* Called with s->mu held. */
 static void drop_client(eht_server *s, size_t i)
 {
 	close(s->clients[i]);
@@ -185,45 +214,117 @@ static void drop_client(eht_server *s, size_t i)
 	atomic_fetch_sub(&s->live_clients, 1);
 }
 
+struct sender {
+	eht_server *s;
+	int cfd;
+};
+
+/* Sends one worker its tables on a thread of its own: a worker that never reads stalls only this
+ * thread (until SEND_TIMEOUT_MS), never the accept loop or the other workers. */
+static void *sender_thread(void *arg)
+{
+	struct sender *sd = arg;
+	eht_server *s = sd->s;
+	int cfd = sd->cfd;
+	free(sd);
+	int rc = send_tables(s, cfd);
+	char why[256];
+	const char *msg = rc ? eht_last_error() : "";
+	snprintf(why, sizeof(why), "%s", *msg || !rc ? msg : strerror(-rc));
+	eht_err_clear();
+	pthread_mutex_lock(&s->mu);
+	for (unsigned i = 0; i < MAX_SENDERS; i++)
+		if (s->pending[i] == cfd) {
+			s->pending[i] = -1;
+			break;
+		}
+	if (!rc && !s->stopping && s->nclients == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		int *c = realloc(s->clients, cap * sizeof(*c));
+		if (c) {
+			s->clients = c;
+			s->cap = cap;
+		}
+	}
+	bool keep = !rc && !s->stopping && s->nclients < s->cap, stopping = s->stopping;
+	if (keep) {
+		s->clients[s->nclients++] = cfd;
+		atomic_fetch_add(&s->attaches, 1);
+		atomic_fetch_add(&s->live_clients, 1);
+		eht_info("serve %s: worker attached (%zu now)", s->key, s->nclients);
+		char b = 'c'; /* the poll loop now watches this worker too */
+		if (write(s->wake[1], &b, 1) != 1)
+			eht_debug("serve %s: wake pipe full", s->key);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!keep) {
+		close(cfd);
+		if (rc && !stopping)
+			warn_limited(s, 1, "a worker could not attach", why);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->senders--;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
 static void accept_one(eht_server *s)
 {
 	int cfd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (cfd < 0)
 		return;
-	if (!peer_allowed(cfd)) {
-		eht_warn("serve %s: refused a worker of another user", s->key);
+	struct ucred cred = {.uid = (uid_t)-1};
+	if (!peer_allowed(cfd, &cred)) {
+		char why[96];
+		snprintf(why, sizeof(why), "uid %u (pid %d) is not this user or root", (unsigned)cred.uid, (int)cred.pid);
+		warn_limited(s, 0, "refused a worker of another user", why);
 		close(cfd);
 		return;
 	}
-	if (s->nclients == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		int *c = realloc(s->clients, cap * sizeof(*c));
-		if (!c) {
-			close(cfd);
-			return;
+	struct sender *sd = malloc(sizeof(*sd));
+	pthread_mutex_lock(&s->mu);
+	unsigned slot = MAX_SENDERS;
+	for (unsigned i = 0; sd && i < MAX_SENDERS; i++)
+		if (s->pending[i] < 0) {
+			slot = i;
+			break;
 		}
-		s->clients = c;
-		s->cap = cap;
-	}
-	int rc = send_tables(s, cfd);
-	if (rc) {
-		eht_warn("serve %s: a worker could not attach: %s", s->key, eht_last_error());
+	if (slot == MAX_SENDERS) {
+		pthread_mutex_unlock(&s->mu);
+		free(sd);
+		warn_limited(s, 1, "a worker could not attach", "too many workers attaching at once");
 		close(cfd);
 		return;
 	}
-	s->clients[s->nclients++] = cfd;
-	atomic_fetch_add(&s->attaches, 1);
-	atomic_fetch_add(&s->live_clients, 1);
-	eht_info("serve %s: worker attached (%zu now)", s->key, s->nclients);
+	*sd = (struct sender){.s = s, .cfd = cfd};
+	pthread_attr_t at;
+	pthread_t th;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int e = pthread_create(&th, &at, sender_thread, sd);
+	pthread_attr_destroy(&at);
+	if (!e) {
+		s->pending[slot] = cfd;
+		s->senders++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (e) {
+		free(sd);
+		close(cfd);
+		warn_limited(s, 1, "a worker could not attach", "cannot start a sender thread");
+	}
 }
 
 static void *serve_thread(void *arg)
 {
 	eht_server *s = arg;
 	for (;;) {
+		pthread_mutex_lock(&s->mu);
 		size_t n = 2 + s->nclients;
 		struct pollfd *p = calloc(n, sizeof(*p));
 		if (!p) {
+			pthread_mutex_unlock(&s->mu);
 			sleep(1);
 			continue;
 		}
@@ -231,17 +332,25 @@ static void *serve_thread(void *arg)
 		p[1] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
 		for (size_t i = 0; i < s->nclients; i++)
 			p[2 + i] = (struct pollfd){.fd = s->clients[i], .events = POLLIN};
+		pthread_mutex_unlock(&s->mu);
 		int r = poll(p, (nfds_t)n, -1);
 		if (r < 0 && errno != EINTR) {
 			free(p);
 			break;
 		}
 		if (p[0].revents) {
-			free(p);
-			break;
+			/* 'c': a sender added a worker (rebuild the poll set); 'q': stop. */
+			char b[64];
+			ssize_t k = read(s->wake[0], b, sizeof(b));
+			if (k <= 0 || memchr(b, 'q', (size_t)k)) {
+				free(p);
+				break;
+			}
 		}
-		/* Workers send nothing: readable means gone (EOF) or misbehaving; either way, drop. */
-		for (size_t i = s->nclients; i-- > 0;)
+		/* Workers send nothing: readable means gone (EOF) or misbehaving; either way, drop. Only
+		 * this thread removes clients, so the indices polled are still valid (senders append). */
+		pthread_mutex_lock(&s->mu);
+		for (size_t i = n - 2; i-- > 0;)
 			if (p[2 + i].revents) {
 				char buf[64];
 				if (recv(s->clients[i], buf, sizeof(buf), MSG_DONTWAIT) <= 0 || p[2 + i].revents & (POLLHUP | POLLERR)) {
@@ -249,6 +358,7 @@ static void *serve_thread(void *arg)
 					eht_info("serve %s: worker detached (%zu left)", s->key, s->nclients);
 				}
 			}
+		pthread_mutex_unlock(&s->mu);
 		if (p[1].revents & POLLIN)
 			accept_one(s);
 		free(p);
@@ -341,6 +451,10 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (!s)
 		return eht_err(ENOMEM, "serve: out of memory");
 	s->lfd = s->wake[0] = s->wake[1] = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	for (unsigned i = 0; i < MAX_SENDERS; i++)
+		s->pending[i] = -1;
 	s->tier = o.tier;
 	snprintf(s->key, sizeof(s->key), "%s", key);
 	if (!realpath(path, s->path))
@@ -354,7 +468,7 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		rc = errno == EADDRINUSE ? name_taken(key, &addr, alen) : eht_err_sys(errno, "serve %s: bind", key);
 	else if (listen(s->lfd, 128) != 0)
 		rc = eht_err_sys(errno, "serve %s: listen", key);
-	if (!rc && pipe2(s->wake, O_CLOEXEC) != 0)
+	if (!rc && pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
 		rc = eht_err_sys(errno, "serve %s: pipe", key);
 
 	eht_ckpt *ck = NULL;
@@ -411,6 +525,15 @@ int eht_serve_stop(eht_server *s)
 			eht_warn("serve %s: cannot wake the attach thread", s->key);
 		pthread_join(s->thread, NULL);
 	}
+	/* Senders still writing to a slow worker: cut their sockets short and wait for them. */
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	for (unsigned i = 0; i < MAX_SENDERS; i++)
+		if (s->pending[i] >= 0)
+			shutdown(s->pending[i], SHUT_RDWR);
+	while (s->senders)
+		pthread_cond_wait(&s->idle, &s->mu);
+	pthread_mutex_unlock(&s->mu);
 	/* Workers learn the server is gone from their end of these sockets. */
 	for (size_t i = 0; i < s->nclients; i++)
 		close(s->clients[i]);
@@ -428,6 +551,8 @@ int eht_serve_stop(eht_server *s)
 		}
 	}
 	free(s->tables);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->idle);
 	free(s);
 	return first;
 }
