@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_serve_flood.c: a worker that connects and never reads does not stall the others: with 2,000
  * tables the hello is larger than a socket buffer, yet a second worker gets it at once, and the
- * server stops promptly with the stalled one still connected. */
+ * server stops promptly with the stalled one still connected. Also: a weight + scale pair of
+ * non-Engram dtypes is refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,18 @@ int main(void)
 	CHECK(eht_group_now_ms() - t0 < 3000);
 	close(a);
 	close(b);
+
+	/* A NAME.weight + NAME.scale pair of other dtypes is not served as Engram rows. */
+	static unsigned char bf[ROWS * 512];
+	static const uint64_t bshape[2] = {ROWS, 256};
+	struct eht_st_write_tensor bad[2] = {
+		{"model.layers.3.engram.embedding.weight", EHT_DTYPE_BF16, 2, bshape, bf, NULL, NULL},
+		{"model.layers.3.engram.embedding.scale", EHT_DTYPE_BF16, 2, bshape, bf, NULL, NULL},
+	};
+	snprintf(file, sizeof(file), "%s/bf16.safetensors", tmp);
+	CHECK_RC(eht_st_write(file, bad, 2, NULL, 0), 0);
+	CHECK_RC(eht_serve_start(file, &o, &s), -EINVAL);
+	CHECK(strstr(eht_last_error(), "not an Engram table") != NULL && strstr(eht_last_error(), "BF16") != NULL);
 	t_rmtree(tmp);
 	return t_done();
 }

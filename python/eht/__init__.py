@@ -139,6 +139,22 @@ class _Native:
                 pass
 
 
+def _choice(table, value, what):
+    """table[value], or ValueError naming the argument and the choices."""
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise ValueError("%s=%r: use one of %s" % (what, value, ", ".join(sorted(table)))) from None
+
+
+def _key(key):
+    if not isinstance(key, str):
+        raise TypeError("key must be a str, not %s" % type(key).__name__)
+    if "\0" in key:
+        raise ValueError("key %r contains a NUL character" % key)
+    return key.encode()
+
+
 def _closed(what):
     return EhtError(_errno.EBADF, "%s is closed" % what)
 
@@ -201,8 +217,10 @@ class Lookup:
                  max_batch=0, cpu_only=False):
         self.table = table
         self.format = format
-        opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=STRATEGIES[strategy],
-                           format=FORMATS[format], device=-1 if device is None else device,
+        if not isinstance(table, Table):
+            raise TypeError("Lookup takes an eht.Table, not %s" % type(table).__name__)
+        opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=_choice(STRATEGIES, strategy, "strategy"),
+                           format=_choice(FORMATS, format, "format"), device=-1 if device is None else device,
                            threads=threads, max_batch=max_batch, numa_node=-1,
                            flags=_LOOKUP_CPU_ONLY if cpu_only else 0)
         h = ctypes.c_void_p()
@@ -227,7 +245,7 @@ class Lookup:
             raise ValueError("output holds %d bytes, %d ids need %d" % (onbytes, count, count * self.out_row_bytes))
         flags = (_RUN_IDS_DEVICE if idev else _RUN_IDS_HOST) | (_RUN_OUT_DEVICE if odev else _RUN_OUT_HOST)
         if strategy is not None:
-            flags |= STRATEGIES[strategy] << 8
+            flags |= _choice(STRATEGIES, strategy, "strategy") << 8
         if dead_is_error:
             flags |= _RUN_DEAD_ERROR
         if stream is None and odev:
@@ -334,6 +352,12 @@ class Table:
 def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
     """A table over caller-owned memory (bytearray, mmap, torch CPU tensor, ...); pinned for
     `device` when device >= 0."""
+    if not isinstance(name, str) or "\0" in name:
+        raise ValueError("name=%r: a str without NUL characters" % (name,))
+    if not isinstance(rows, int) or not isinstance(row_bytes, int):
+        raise TypeError("rows and row_bytes must be ints")
+    if rows < 1 or row_bytes < 1:
+        raise ValueError("rows=%d, row_bytes=%d: both must be at least 1" % (rows, row_bytes))
     addr, nbytes, is_dev, keep = _buffer_address(buffer, False)
     if is_dev:
         raise ValueError("wrap takes host memory")
@@ -351,10 +375,18 @@ class Client:
         lib = _L()
         if not hasattr(lib, "eht_attach"):
             raise EhtError(_errno.ENOSYS, "this libeht has no eht_attach")
+        bkey = _key(key)
+        if not isinstance(timeout, (int, float)) or not 0 < timeout <= 86400:
+            raise ValueError("timeout=%r: give seconds in (0, 86400]" % (timeout,))
+        for name, v in (("device", device), ("rank", rank), ("nranks", nranks)):
+            if not isinstance(v, int):
+                raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
+        if nranks < 1 or not 0 <= rank < nranks:
+            raise ValueError("rank=%d of nranks=%d" % (rank, nranks))
         opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device,
-                           timeout_ms=int(timeout * 1000), rank=rank, nranks=nranks)
+                           timeout_ms=max(1, int(timeout * 1000)), rank=rank, nranks=nranks)
         h = ctypes.c_void_p()
-        _check(lib.eht_attach(key.encode(), ctypes.byref(opts), ctypes.byref(h)), "eht_attach(%s)" % key)
+        _check(lib.eht_attach(bkey, ctypes.byref(opts), ctypes.byref(h)), "eht_attach(%s)" % key)
         self._n = _Native(h, lib.eht_detach)
         self._h = h
         self.key = key

@@ -59,6 +59,15 @@ int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, si
 			if (eht_ckpt_find(ck, scale, &s) == 0) {
 				if ((rc = row_bytes_of(&s, &t->sbytes)) != 0)
 					break;
+				/* Joined rows are read as Engram rows (e4m3 weights, e8m0 block scales, the
+				 * bf16 format dequantizes them): other dtypes would be served as garbage. */
+				if (w.dtype != EHT_DTYPE_F8_E4M3 || s.dtype != EHT_DTYPE_F8_E8M0) {
+					rc = eht_err(EINVAL,
+						     "%s (%s) with %s (%s) is not an Engram table (F8_E4M3 weight with "
+						     "F8_E8M0 scale); serve it with a --tensors pattern naming other tensors",
+						     w.name, eht_dtype_name(w.dtype), scale, eht_dtype_name(s.dtype));
+					break;
+				}
 				if (s.shape[0] != t->rows) {
 					rc = eht_err(EINVAL, "%s has %llu rows but %s has %llu", w.name,
 						     (unsigned long long)t->rows, scale, (unsigned long long)s.shape[0]);

@@ -172,8 +172,14 @@ int bench_disk(int argc, char **argv)
 			cpu = 1;
 		else if (!strcmp(a, "--no-memory"))
 			no_mem = 1;
-		else if (!strcmp(a, "--file-gib") && v)
+		else if (!strcmp(a, "--file-gib") && v) {
+			/* 0 means "size it for me" only when not given: an explicit 0 is an error. */
 			gib = atof(v), i++;
+			if (!(gib > 0)) {
+				fprintf(stderr, "eht bench disk: --file-gib %s: give a size above 0 GiB\n", v);
+				return 2;
+			}
+		}
 		else if (!strcmp(a, "--dir") && v)
 			dir = v, i++;
 		else if (!strcmp(a, "--reps") && v)

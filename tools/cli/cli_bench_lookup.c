@@ -118,7 +118,11 @@ int bench_lookup(int argc, char **argv)
 		} else if (!strcmp(a, "--device") && v) {
 			dev = atoi(v), i++;
 		} else if (!strcmp(a, "--format") && v) {
-			fmt = !strcmp(v, "bf16") ? EHT_LOOKUP_BF16 : EHT_LOOKUP_RAW, i++;
+			fmt = !strcmp(v, "bf16") ? EHT_LOOKUP_BF16 : !strcmp(v, "raw") ? EHT_LOOKUP_RAW : -1, i++;
+			if (fmt < 0) {
+				fprintf(stderr, "eht bench lookup: --format %s: use raw or bf16\n", v);
+				return 2;
+			}
 		} else if (!strcmp(a, "--ids") && v) {
 			nshapes = 0;
 			for (char *s = argv[++i], *end; *s && nshapes < MAX_SHAPES; s = *end ? end + 1 : end) {

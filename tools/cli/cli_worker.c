@@ -178,6 +178,8 @@ int cmd_worker(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (!(o.timeout_s > 0 && o.timeout_s <= 86400))
+		return cli_fail("worker", "--timeout takes seconds in (0, 86400]");
 	if (!o.key || !o.check || o.ids == 0 || o.reps <= 0)
 		return cli_fail("worker", "give a KEY, --check CHECKPOINT, and positive --ids and --reps");
 	if (o.device == -2)
