@@ -41,15 +41,21 @@ tsan: deps
 	@cmake --build $(BUILD)/tsan -j$(JOBS)
 	cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -L threads -LE '(gpu|python)'
 
-# libFuzzer on the safetensors header parser for FUZZ_SECONDS (needs clang).
+# libFuzzer for FUZZ_SECONDS in all (needs clang), split among the targets: the safetensors header
+# parser, what a worker parses from `eht serve` (hello + table descriptions), and index.json.
+FUZZ_TARGETS := fuzz_st_header:seeds fuzz_serve_hello:seeds_serve fuzz_index_json:seeds_index
 fuzz: deps
 ifeq ($(HAVE_CLANG),yes)
 	@CC=clang cmake -S . -B $(BUILD)/fuzz -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_FUZZ=ON \
 		-DEHT_SANITIZE=address,undefined >/dev/null
-	@cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_st_header
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz_st_header -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-		-print_final_stats=1 $(BUILD)/fuzz/corpus tests/fuzz/seeds 2>&1 | tail -n 15
+	@cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_st_header fuzz_serve_hello fuzz_index_json
+	@set -e; each=$$(( $(FUZZ_SECONDS) / 3 )); [ $$each -ge 1 ] || each=1; \
+	for ts in $(FUZZ_TARGETS); do t=$${ts%%:*}; seeds=$${ts#*:}; \
+		mkdir -p $(BUILD)/fuzz/corpus-$$t; echo "eht: fuzzing $$t for $$each s"; \
+		$(BUILD)/fuzz/$$t -max_total_time=$$each -max_len=65536 -print_final_stats=1 \
+			$(BUILD)/fuzz/corpus-$$t tests/fuzz/$$seeds > $(BUILD)/fuzz/$$t.log 2>&1 \
+			|| { tail -n 40 $(BUILD)/fuzz/$$t.log; exit 1; }; \
+		tail -n 4 $(BUILD)/fuzz/$$t.log; done
 else
 	@echo "eht: clang not found; skipping the fuzzer (apt-get install clang libclang-rt-14-dev)"
 endif

@@ -268,35 +268,59 @@ static int receive(eht_client *c, uint32_t timeout_ms, json_t **root_out, int **
 	return 0;
 }
 
+static int check_opts(const char *key, const struct eht_attach_opts *opts, struct eht_attach_opts *o)
+{
+	*o = (struct eht_attach_opts){.size = sizeof(*o), .device = -1, .nranks = 1};
+	if (!key)
+		return eht_err(EINVAL, "eht_attach: NULL key");
+	if (opts) {
+		if (opts->size < sizeof(*o) || opts->flags)
+			return eht_err(EINVAL, "eht_attach: opts->size %u < %zu or unknown flags 0x%x", opts->size,
+				       sizeof(*o), opts->flags);
+		*o = *opts;
+	}
+	if (!o->timeout_ms)
+		o->timeout_ms = 60000;
+	if (!o->nranks)
+		o->nranks = 1;
+	if (o->rank >= o->nranks)
+		return eht_err(EINVAL, "eht_attach: rank %u of %u", o->rank, o->nranks);
+	return 0;
+}
+
 int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out)
 {
-	struct eht_attach_opts o = {.size = sizeof(o), .device = -1, .nranks = 1};
-	if (!out || !key)
-		return eht_err(EINVAL, "eht_attach: NULL %s", key ? "out" : "key");
+	if (!out)
+		return eht_err(EINVAL, "eht_attach: NULL out");
 	*out = NULL;
-	if (opts) {
-		if (opts->size < sizeof(o) || opts->flags)
-			return eht_err(EINVAL, "eht_attach: opts->size %u < %zu or unknown flags 0x%x", opts->size,
-				       sizeof(o), opts->flags);
-		o = *opts;
+	struct eht_attach_opts o;
+	int rc = check_opts(key, opts, &o);
+	int fd = -1;
+	if (!rc)
+		rc = connect_retry(key, o.timeout_ms, &fd);
+	return rc ? rc : serve_attach_fd(fd, key, &o, out);
+}
+
+int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts, eht_client **out)
+{
+	*out = NULL;
+	struct eht_attach_opts o;
+	int rc = check_opts(key, opts, &o);
+	if (rc) {
+		close(fd);
+		return rc;
 	}
-	if (!o.timeout_ms)
-		o.timeout_ms = 60000;
-	if (!o.nranks)
-		o.nranks = 1;
-	if (o.rank >= o.nranks)
-		return eht_err(EINVAL, "eht_attach: rank %u of %u", o.rank, o.nranks);
 	eht_client *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		close(fd);
 		return eht_err(ENOMEM, "attach: out of memory");
+	}
 	snprintf(c->key, sizeof(c->key), "%s", key);
-	c->fd = -1;
+	c->fd = fd;
 	json_t *root = NULL;
 	int *fds = NULL;
 	size_t nfds = 0;
-	int rc = connect_retry(key, o.timeout_ms, &c->fd);
-	if (!rc)
-		rc = receive(c, o.timeout_ms, &root, &fds, &nfds);
+	rc = receive(c, o.timeout_ms, &root, &fds, &nfds);
 	json_t *arr = root ? json_object_get(root, "tables") : NULL;
 	size_t n = json_array_size(arr);
 	if (!rc && !(c->tables = calloc(n ? n : 1, sizeof(*c->tables))))
@@ -307,8 +331,18 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 		json_t *span = json_object_get(tj, "fds");
 		size_t first = (size_t)json_integer_value(json_array_get(span, 0));
 		size_t cnt = (size_t)json_integer_value(json_array_get(span, 1));
-		if (!tier || first > nfds || cnt > nfds - first) {
-			rc = eht_err(EPROTO, "attach %s: malformed entry %zu", key, i);
+		const char *tname = json_string_value(json_object_get(tj, "name"));
+		/* The descriptors a tier consumes must be exactly the ones its span names: a short span
+		 * would make the import read (and close) descriptors past it. */
+		size_t want = 0;
+		if (tier && !strcmp(tier, "region"))
+			want = 1;
+		else if (tier && !strcmp(tier, "host-numa") &&
+			 json_integer_value(json_object_get(tj, "handle_type")) == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+			want = (size_t)json_integer_value(json_object_get(tj, "nchunks"));
+		if (!tier || !tname || (want && !json_is_array(span)) || first > nfds || cnt > nfds - first || cnt != want) {
+			rc = eht_err(EPROTO, "attach %s: malformed entry %zu (tier %s, %zu of %zu descriptors)", key, i,
+				     tier ? tier : "?", cnt, want);
 			break;
 		}
 		if (!strcmp(tier, "host-numa"))
