@@ -870,7 +870,8 @@ struct eht_serve_opts {
 	eht_serve_progress_fn progress; /* may be NULL */
 	void *progress_arg;
 	const volatile int *cancel; /* may be NULL; loading stops with -EINTR soon after *cancel turns
-				     * non-zero (a signal handler or another thread sets it). Added
+				     * non-zero (read with __atomic_load_n: set it with __atomic_store_n
+				     * from another thread, or plainly from a signal handler). Added
 				     * later: a size without it is accepted. */
 };
 

@@ -132,7 +132,7 @@ static void load_task(void *arg, size_t task, unsigned worker)
 	int rc = 0;
 	if (atomic_load(&j->err))
 		rc = 0; /* an earlier task failed: skip the rest quickly */
-	else if (j->cancel && *j->cancel)
+	else if (j->cancel && __atomic_load_n(j->cancel, __ATOMIC_RELAXED))
 		rc = -EINTR;
 	/* The checkpoint is a file mapping: a file that shrinks under it must fail the load, not kill
 	 * the server with SIGBUS. */

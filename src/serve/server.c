@@ -383,7 +383,7 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		rc = eht_pool_create(o->threads, -1, 200, &pool);
 	for (size_t i = 0; !rc && i < s->ntables; i++) {
 		struct served *t = &s->tables[i];
-		if (o->cancel && *o->cancel) {
+		if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_RELAXED)) {
 			rc = eht_err(EINTR, "serve %s: loading stopped by a signal before table %s", s->key, t->name);
 			break;
 		}

@@ -29,8 +29,8 @@ static void *signal_thread(void *arg)
 {
 	int sig = 0;
 	sigwait((sigset_t *)arg, &sig);
-	stop_signal = sig;
-	stop_loading = 1;
+	__atomic_store_n(&stop_signal, sig, __ATOMIC_RELAXED);
+	__atomic_store_n(&stop_loading, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -125,7 +125,7 @@ int cmd_serve(int argc, char **argv)
 	o.cancel = &stop_loading;
 	eht_server *s = NULL;
 	if (eht_serve_start(path, &o, &s) != 0) {
-		if (stop_signal) {
+		if (__atomic_load_n(&stop_signal, __ATOMIC_RELAXED)) {
 			pthread_join(sigt, NULL);
 			fprintf(stderr, "\neht serve: %s during the load: stopped; nothing was left behind\n",
 				stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
