@@ -11,7 +11,12 @@
  *     region:    "data_offset", "file_bytes", "numa", "page_size";
  *     disk:      "checkpoint", "weight", "scale" (may be null)}]}
  * The worker keeps the connection open: its end of the socket is how it learns that the server is
- * gone. It sends nothing; closing is detaching. */
+ * gone. It sends nothing; closing is detaching.
+ * Trust: the worker reads nothing before SO_PEERCRED says the server is its own uid, root, or of
+ * the group EHT_SERVE_ALLOW_GID names (anyone can bind an abstract name first). A region's
+ * descriptor is a read-only open of a file without write bits; the worker checks with fstat that
+ * it is a regular file covering file_bytes, and maps it PROT_READ. Each worker is sent its tables
+ * by a thread of its own, under a deadline. */
 #ifndef EHT_SERVE_SERVE_PROTO_H
 #define EHT_SERVE_SERVE_PROTO_H
 

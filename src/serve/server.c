@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
@@ -366,6 +367,21 @@ static void *serve_thread(void *arg)
 	return NULL;
 }
 
+/* Once loaded, a region file loses its write bits: a worker of this user (not root) can then not
+ * reopen its read-only descriptor for writing through /proc/self/fd. The server keeps its mapping. */
+static void seal_region_file(const struct served *t)
+{
+	int fd;
+	uint64_t off, fbytes;
+	struct stat st;
+	if (!t->table || eht_region_table_export(t->table, &fd, &off, &fbytes) != 0) {
+		eht_err_clear();
+		return;
+	}
+	if (fstat(fd, &st) != 0 || fchmod(fd, st.st_mode & 0440) != 0)
+		eht_debug("serve: table %s: cannot drop the region file's write bits: %s", t->name, strerror(errno));
+}
+
 static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts *o)
 {
 	int device = o->device;
@@ -398,6 +414,8 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		eht_table_get_info(t->table, &info);
 		rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg, o->cancel);
 		done += t->rows * t->row_bytes;
+		if (!rc)
+			seal_region_file(t);
 	}
 	eht_pool_destroy(pool);
 	eht_group_destroy(g);
