@@ -59,6 +59,24 @@ int main(void)
 	CHECK(unlink(q) == 0 && mkfifo(q, 0600) == 0);
 	expect_refused(dir, "index.json");
 
+	/* A served disk tier whose file became a FIFO: the worker's attach fails, it does not hang. */
+	snprintf(dir, sizeof(dir), "%s/disk", tmp);
+	so.shards = 1;
+	CHECK_RC(eht_synth_checkpoint(dir, &so), 0);
+	char key[64];
+	snprintf(key, sizeof(key), "fifo-disk-%d", (int)getpid());
+	struct eht_serve_opts o = {.size = sizeof(o), .key = key, .tier = EHT_TIER_DISK};
+	eht_server *s = NULL;
+	CHECK_RC(eht_serve_start(dir, &o, &s), 0);
+	snprintf(p, sizeof(p), "%s/model.safetensors", dir);
+	CHECK(unlink(p) == 0 && mkfifo(p, 0600) == 0);
+	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 2000};
+	eht_client *c = NULL;
+	CHECK(eht_attach(key, &ao, &c) != 0);
+	CHECK(strstr(eht_last_error(), "model.safetensors") != NULL);
+	eht_detach(c);
+	eht_serve_stop(s);
+
 	/* `eht serve` on a FIFO fails (and so returns) instead of hanging. */
 	if (getenv("EHT_CLI")) {
 		char cmd[2000];
