@@ -222,6 +222,7 @@ struct populate {
 	char *base;
 	size_t len, chunk, page;
 	bool madv;
+	const volatile int *cancel;
 	atomic_int err;
 	atomic_size_t failed_at;
 };
@@ -231,6 +232,11 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 	struct populate *p = arg;
 	if (atomic_load_explicit(&p->err, memory_order_relaxed))
 		return;
+	if (p->cancel && __atomic_load_n(p->cancel, __ATOMIC_RELAXED)) {
+		int zero = 0;
+		atomic_compare_exchange_strong(&p->err, &zero, EINTR);
+		return;
+	}
 	size_t off = i * p->chunk, len = p->len - off < p->chunk ? p->len - off : p->chunk;
 	char *s = p->base + off;
 	if (p->madv) {
@@ -246,6 +252,11 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
+/* Not initial-exec (libeht may be dlopen'ed late): see disk_guard.c. */
+static _Thread_local const volatile int *tl_cancel;
+
+void eht_region_set_cancel(const volatile int *flag) { tl_cancel = flag; }
+
 /* Allocates and maps every data page with several threads. MADV_POPULATE_WRITE reports a full tmpfs
  * as an error (no SIGBUS); without it, fallocate reserves the space first (serially: tmpfs takes the
  * inode lock) and the threads only touch. Returns 0 or -ENOSPC / -errno with a message. */
@@ -253,7 +264,7 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 {
 	char a[32], b[32];
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
-			     .page = (size_t)r->page_size, .madv = true};
+			     .page = (size_t)r->page_size, .madv = true, .cancel = tl_cancel};
 	double t0 = now_s(CLOCK_MONOTONIC);
 	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
 		if (errno != EINVAL)
@@ -293,6 +304,8 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 			populate_task(&p, i, 0);
 	}
 	int e = atomic_load(&p.err);
+	if (e == EINTR)
+		return eht_err(EINTR, "region %s: stopped while allocating %s", q->name, fmt_bytes(p.len, a, sizeof(a)));
 	if (e)
 		return eht_err(ENOSPC, "region %s: allocating %s in %s failed at offset %s (%s): the file system or the "
 				       "NUMA node ran out of memory; fix: Docker --shm-size or --ipc=host, free memory, "

@@ -17,6 +17,7 @@
 
 #include "cuda/cu_driver.h"
 #include "group/sock_io.h"
+#include "os/region_impl.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
 #include "table/host_numa.h"
@@ -405,7 +406,10 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		}
 		struct eht_share_opts so = {.size = sizeof(so), .tier = s->tier, .device = device,
 					    .row_bytes = t->row_bytes, .name = t->name};
+		/* A table's populate can take a minute (100 GB): let the stop flag cut it short too. */
+		eht_region_set_cancel(o->cancel);
 		rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->table);
+		eht_region_set_cancel(NULL);
 		if (rc) {
 			eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
 			break;
