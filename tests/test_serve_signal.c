@@ -38,10 +38,10 @@ static int dir_entries(const char *path)
 }
 
 /* Starts the server, signals it after delay_s, and checks how it ended. */
-static void stop_during_load(const char *ckpt, const char *shm, int sig, double delay_s)
+static void stop_during_load(const char *tmp, const char *ckpt, const char *shm, int sig, double delay_s)
 {
 	char out[700];
-	snprintf(out, sizeof(out), "%s/../serve-%d.out", shm, sig);
+	snprintf(out, sizeof(out), "%s/serve-%d.out", tmp, sig);
 	pid_t pid = fork();
 	if (pid == 0) {
 		FILE *f = freopen(out, "w", stdout);
@@ -98,8 +98,8 @@ int main(void)
 	/* 6 tables x 1M rows x 264 bytes = 1.5 GiB: seconds of loading on one thread. */
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 6, .rows = 1000000, .shards = 1, .seed = 2};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);
-	stop_during_load(ckpt, shm, SIGTERM, 0.2);
-	stop_during_load(ckpt, shm, SIGINT, 0.5);
+	stop_during_load(tmp, ckpt, shm, SIGTERM, 0.2);
+	stop_during_load(tmp, ckpt, shm, SIGINT, 0.5);
 	rmdir(shm);
 	t_rmtree(tmp);
 	return t_done();
