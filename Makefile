@@ -6,9 +6,10 @@ JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 MAKEFLAGS += --no-print-directory
+PREFIX  ?= /usr/local
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
-.PHONY: all deps build test check asan tsan fuzz demo clean
+.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall
 
 all: build
 
@@ -53,6 +54,15 @@ endif
 # Everything: unit tests, sanitizers, threads, and a bounded fuzz run.
 test: check asan tsan fuzz
 	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s)"
+
+# libeht.so, eht.h, eht.pc, the CMake package, the eht tool and man pages under PREFIX (DESTDIR
+# stages them, as packagers do).
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+uninstall:
+	@test -f $(BUILD)/install_manifest.txt || { echo "eht: nothing installed from $(BUILD)"; exit 1; }
+	@xargs rm -f < $(BUILD)/install_manifest.txt
 
 demo: build
 	@scripts/demo.sh $(BUILD)

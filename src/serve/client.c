@@ -21,6 +21,7 @@
 #include "table/host_numa.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 struct eht_client {
@@ -254,12 +255,11 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 	if (!out || !key)
 		return eht_err(EINVAL, "eht_attach: NULL %s", key ? "out" : "key");
 	*out = NULL;
-	if (opts) {
-		if (opts->size < sizeof(o) || opts->flags)
-			return eht_err(EINVAL, "eht_attach: opts->size %u < %zu or unknown flags 0x%x", opts->size,
-				       sizeof(o), opts->flags);
-		o = *opts;
-	}
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_attach: opts");
+	if (orc)
+		return orc;
+	if (o.flags)
+		return eht_err(EINVAL, "eht_attach: unknown flags 0x%x", o.flags);
 	if (!o.timeout_ms)
 		o.timeout_ms = 60000;
 	if (!o.nranks)

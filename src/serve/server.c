@@ -21,6 +21,7 @@
 #include "table/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 #define SEND_TIMEOUT_MS 30000
@@ -56,7 +57,8 @@ static json_t *table_json(const eht_server *s, const struct served *t, size_t fi
 		json_object_set_new(o, "scale", t->scale[0] ? json_string(t->scale) : json_null());
 		return o;
 	}
-	eht_table_get_info(t->table, &info);
+	if (eht_table_get_info(t->table, &info) != 0)
+		return o;
 	struct eht_hn_layout lay;
 	if (eht_host_numa_layout(t->table, &lay) == 0) {
 		json_object_set_new(o, "tier", json_string("host-numa"));
@@ -276,8 +278,9 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 			break;
 		}
 		struct eht_table_info info = {.size = sizeof(info)};
-		eht_table_get_info(t->table, &info);
-		rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg);
+		rc = eht_table_get_info(t->table, &info);
+		if (rc == 0)
+			rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg);
 		done += t->rows * t->row_bytes;
 	}
 	eht_pool_destroy(pool);
@@ -291,13 +294,11 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (!out || !path)
 		return eht_err(EINVAL, "eht_serve_start: NULL %s", path ? "out" : "path");
 	*out = NULL;
-	if (opts) {
-		if (opts->size < sizeof(o))
-			return eht_err(EINVAL, "eht_serve_start: opts->size %u < %zu", opts->size, sizeof(o));
-		if (opts->flags)
-			return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", opts->flags);
-		o = *opts;
-	}
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_serve_start: opts");
+	if (orc)
+		return orc;
+	if (o.flags)
+		return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", o.flags);
 	if (o.tier != 0 && o.tier != EHT_TIER_HOST_NUMA && o.tier != EHT_TIER_REGION_PINNED &&
 	    o.tier != EHT_TIER_REGION && o.tier != EHT_TIER_DISK)
 		return eht_err(EINVAL, "eht_serve_start: tier %d (%s) cannot be served", o.tier, eht_tier_name(o.tier));
@@ -357,15 +358,15 @@ size_t eht_serve_table_count(const eht_server *s) { return s ? s->ntables : 0; }
 
 int eht_serve_table_info(const eht_server *s, size_t i, struct eht_table_info *info)
 {
-	if (!s || i >= s->ntables || !info || info->size < sizeof(*info))
+	if (!s || i >= s->ntables || !info)
 		return eht_err(EINVAL, "eht_serve_table_info: bad server, index %zu or info", i);
 	const struct served *t = &s->tables[i];
 	if (t->table)
 		return eht_table_get_info(t->table, info);
-	*info = (struct eht_table_info){.size = sizeof(*info), .tier = EHT_TIER_DISK, .rows = t->rows,
-				       .row_bytes = t->row_bytes, .local_rows = t->rows, .device = -1,
-				       .numa_node = -1, .page_size = 4096, .name = t->name};
-	return 0;
+	const struct eht_table_info x = {.size = sizeof(x), .tier = EHT_TIER_DISK, .rows = t->rows,
+					 .row_bytes = t->row_bytes, .local_rows = t->rows, .device = -1,
+					 .numa_node = -1, .page_size = 4096, .name = t->name};
+	return eht_opts_out(info, &x, sizeof(x), "eht_serve_table_info: info");
 }
 
 uint64_t eht_serve_attaches(const eht_server *s) { return s ? atomic_load(&s->attaches) : 0; }

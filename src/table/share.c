@@ -12,6 +12,7 @@
 #include "table/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 #define MSG_LEN 232
@@ -128,7 +129,13 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 	if (!out || !g)
 		return eht_err(EINVAL, "eht_table_share: NULL %s", out ? "group" : "out");
 	*out = NULL;
-	int tier = opts && opts->size >= sizeof(*opts) ? opts->tier : 0;
+	struct eht_share_opts oc = {0};
+	int orc = eht_opts_in(&oc, sizeof(oc), opts, "eht_table_share: opts");
+	if (orc)
+		return orc;
+	if (opts)
+		opts = &oc;
+	int tier = opts ? opts->tier : 0;
 	if (tier != 0 && tier != EHT_TIER_HOST_NUMA && tier != EHT_TIER_REGION_PINNED && tier != EHT_TIER_REGION)
 		return eht_err(EINVAL, "eht_table_share: tier %d (%s) cannot be shared", tier, eht_tier_name(tier));
 	const char *name = opts && opts->name ? opts->name : "table";

@@ -309,17 +309,21 @@ int bench_disk(int argc, char **argv)
 		r->n = shapes[k];
 		const int32_t *a = ids + (size_t)k * maxn, *b = ids + (size_t)(k + 2) * maxn;
 		struct eht_disk_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
-		eht_disk_drop_cache(t);
-		eht_disk_stats(t, &s0);
+		if (eht_disk_drop_cache(t) != 0 || eht_disk_stats(t, &s0) != 0) {
+			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
+			continue;
+		}
 		double t0 = cli_now_s();
 		if (RUN(lk, a, r->n)) {
 			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
 			continue;
 		}
 		r->cold_ms = (cli_now_s() - t0) * 1e3;
-		eht_disk_stats(t, &s1);
+		if (eht_disk_stats(t, &s1) != 0 || eht_disk_drop_cache(t) != 0) {
+			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
+			continue;
+		}
 		r->distinct = s1.rows_read - s0.rows_read;
-		eht_disk_drop_cache(t);
 		eht_disk_ticket *tk = NULL;
 		t0 = cli_now_s();
 		if (eht_disk_prefetch(t, b, EHT_ID_INT32, 0, r->n, 0, &tk) || eht_disk_wait(tk) || RUN(lk, b, r->n)) {

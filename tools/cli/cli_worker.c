@@ -49,7 +49,8 @@ static int expected_row(eht_ckpt *ck, const char *table, int64_t r, uint64_t row
 static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mismatches)
 {
 	struct eht_table_info info = {.size = sizeof(info)};
-	eht_table_get_info(t, &info);
+	if (eht_table_get_info(t, &info) != 0)
+		return -EINVAL;
 	const int gpu = info.device_ptr != 0 && eht_cu_device_count() > 0;
 	int strategies[4], ns = 0;
 	if (gpu) {
