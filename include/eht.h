@@ -904,6 +904,14 @@ EHT_API EHT_MUST_CHECK int eht_serve_table_info(const eht_server *server, size_t
 /* Attaches served so far, and workers attached now. */
 EHT_API uint64_t eht_serve_attaches(const eht_server *server);
 EHT_API unsigned eht_serve_clients(const eht_server *server);
+/* What the running servers of this user on this node hold, as JSON (malloc'd, free() it): for key,
+ * one object {"key", "checkpoint", "pid", "uid", "device", "state" ("loading", "ready" or
+ * "stopping"), "ready", "uptime_s", "bytes", "tables": [{"name", "tier", "rows", "row_bytes",
+ * "bytes", "numa_node", "page_size"}], "workers": [{"pid", "uid", "gid", "device" (null: the attach
+ * protocol does not carry it), "attached_s"}]}; for key NULL, an array of them (servers found from
+ * /proc/net/unix). Asks each server over its status socket, within 2 s. Returns 0; -ENOENT (no server
+ * holds key), -EINVAL (bad key), -EPROTO, -ETIMEDOUT, -ENOMEM. */
+EHT_API EHT_MUST_CHECK int eht_serve_status(const char *key, char **json);
 /* Stops serving: closes every worker connection (their next lookup fails), then the tables.
  * Returns 0 or the first teardown error; NULL is a no-op. */
 EHT_API int eht_serve_stop(eht_server *server);

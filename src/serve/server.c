@@ -17,6 +17,7 @@
 #include "group/sock_io.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
+#include "serve/serve_status.h"
 #include "table/host_numa.h"
 #include "table/region_table.h"
 #include "table/table_impl.h"
@@ -40,6 +41,7 @@ struct eht_server {
 	size_t nclients, cap;
 	atomic_uint_fast64_t attaches;
 	atomic_uint live_clients;
+	struct serve_status *status; /* serve_status.c: what `eht status` sees; NULL when it failed */
 };
 
 static json_t *table_json(const eht_server *s, const struct served *t, size_t first_fd, size_t *nfds)
@@ -177,6 +179,7 @@ static bool peer_allowed(int fd)
 
 static void drop_client(eht_server *s, size_t i)
 {
+	serve_status_detached(s->status, s->clients[i]);
 	close(s->clients[i]);
 	s->clients[i] = s->clients[--s->nclients];
 	atomic_fetch_sub(&s->live_clients, 1);
@@ -209,6 +212,7 @@ static void accept_one(eht_server *s)
 		return;
 	}
 	s->clients[s->nclients++] = cfd;
+	serve_status_attached(s->status, cfd);
 	atomic_fetch_add(&s->attaches, 1);
 	atomic_fetch_add(&s->live_clients, 1);
 	eht_info("serve %s: worker attached (%zu now)", s->key, s->nclients);
@@ -328,6 +332,8 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		rc = eht_err_sys(errno, "serve %s: listen", key);
 	if (!rc && pipe2(s->wake, O_CLOEXEC) != 0)
 		rc = eht_err_sys(errno, "serve %s: pipe", key);
+	if (!rc && serve_status_start(key, s->path, o.device, &s->status) != 0)
+		eht_warn("serve %s: no status for `eht status`: %s", key, eht_last_error());
 
 	eht_ckpt *ck = NULL;
 	if (!rc)
@@ -344,6 +350,8 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		else
 			s->running = true;
 	}
+	if (!rc)
+		serve_status_ready(s->status, s);
 	if (rc) {
 		struct eht_err_saved cause;
 		eht_err_save(&cause);
@@ -377,6 +385,7 @@ int eht_serve_stop(eht_server *s)
 	if (!s)
 		return 0;
 	int first = 0;
+	serve_status_stop(s->status);
 	if (s->running) {
 		char b = 'q';
 		if (write(s->wake[1], &b, 1) != 1)
