@@ -54,6 +54,17 @@ json_t *cli_real_or_null(double v, int applies);
 json_t *cli_report_new(const char *what);
 /* Whether progress goes to a terminal (a bar) or not (plain lines). */
 int cli_progress_tty(void);
+/* Progress of a long step on stderr: a line redrawn on a terminal, plain lines at every 10%
+ * otherwise (logs). */
+struct cli_progress {
+	const char *what;
+	uint64_t total;
+	double start, last;
+	int tty, last_decile;
+};
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total);
+void cli_progress_update(struct cli_progress *p, uint64_t done);
+
 /* ---- cli_notify.c ---- */
 /* Sends state ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET when set (systemd Type=notify). 0 or -errno. */
 int cli_sd_notify(const char *state);

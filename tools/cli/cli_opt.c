@@ -135,3 +135,33 @@ json_t *cli_report_new(const char *what)
 }
 
 int cli_progress_tty(void) { return isatty(2); }
+
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total)
+{
+	*p = (struct cli_progress){.what = what, .total = total, .start = cli_now_s(), .tty = cli_progress_tty(),
+				   .last_decile = -1};
+}
+
+void cli_progress_update(struct cli_progress *p, uint64_t done)
+{
+	double t = cli_now_s(), el = t - p->start;
+	double frac = p->total ? (double)done / (double)p->total : 1;
+	double rate = el > 0 ? (double)done / el : 0;
+	double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;
+	if (p->tty) {
+		if (t - p->last < 0.1 && done < p->total)
+			return;
+		p->last = t;
+		fprintf(stderr, "\r%s: %5.1f%%  %.2f of %.2f GiB  %.2f GB/s  ETA %.0f s ", p->what, 100 * frac,
+			(double)done / (1 << 30), (double)p->total / (1 << 30), rate / 1e9, eta);
+		if (done >= p->total)
+			fputc('\n', stderr);
+	} else {
+		int decile = (int)(frac * 10);
+		if (decile == p->last_decile)
+			return;
+		p->last_decile = decile;
+		fprintf(stderr, "%s: %d%% (%.2f of %.2f GiB, %.2f GB/s, ETA %.0f s)\n", p->what, decile * 10,
+			(double)done / (1 << 30), (double)p->total / (1 << 30), rate / 1e9, eta);
+	}
+}
