@@ -278,7 +278,14 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 					    .row_bytes = t->row_bytes, .name = t->name};
 		rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->table);
 		if (rc) {
-			eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
+			if (rc == -ENOSPC) /* the fix must cover every table, not the one that did not fit */
+				eht_err_prefix(rc, "table %s (%.2f GiB; the whole checkpoint needs %.2f GiB for its %zu table(s): "
+						   "for all of them give /dev/shm %lluG, e.g. Docker --shm-size=%lluG)",
+					       t->name, (double)(t->rows * t->row_bytes) / (1 << 30), (double)total / (1 << 30),
+					       s->ntables, (unsigned long long)((total >> 30) + 1),
+					       (unsigned long long)((total >> 30) + 1));
+			else
+				eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
 			break;
 		}
 		struct eht_table_info info = {.size = sizeof(info)};

@@ -141,7 +141,7 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 	const char *name = opts && opts->name ? opts->name : "table";
 
 	/* Step 1: host-NUMA. Every rank gets the same answer, so every rank takes the same next step. */
-	char cause[512] = "";
+	char cause[EHT_ERR_MAX] = ""; /* whole messages: a cut one loses its fix */
 	if (tier == 0 || tier == EHT_TIER_HOST_NUMA) {
 		int rc = eht_host_table_share_ex(bytes, g, opts, tier == 0, out, NULL);
 		if (rc == 0 || tier == EHT_TIER_HOST_NUMA)
@@ -163,7 +163,7 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 			eht_warn("table %s: host-NUMA sharing unavailable (%s); using a %s /dev/shm region, whose small "
 				 "GPU pages make lookups slower", name, cause, eht_tier_name(t));
 		} else {
-			char why[512];
+			char why[EHT_ERR_MAX];
 			snprintf(why, sizeof(why), "%s", eht_last_error());
 			eht_warn("table %s: host-NUMA sharing unavailable (%s), and the region tier too (%s)", name,
 				 cause, why);

@@ -65,6 +65,10 @@ struct cli_progress {
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total);
 void cli_progress_update(struct cli_progress *p, uint64_t done);
 
+/* ---- cli_bench_size.c ---- */
+/* Default table size of a memory bench: a quarter of avail bytes, at most 48 GiB (said on info). */
+double cli_bench_default_gib(uint64_t avail, FILE *info);
+
 /* ---- cli_notify.c ---- */
 /* Sends state ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET when set (systemd Type=notify). 0 or -errno. */
 int cli_sd_notify(const char *state);
