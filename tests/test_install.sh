@@ -23,6 +23,7 @@ done
 [ -e "$libdir/pkgconfig/eht.pc" ] || fail "missing eht.pc in $libdir/pkgconfig"
 [ -e "$libdir/cmake/eht/ehtConfig.cmake" ] || fail "missing ehtConfig.cmake"
 [ -e "$libdir/cmake/eht/ehtTargets.cmake" ] || fail "missing ehtTargets.cmake"
+[ -e "$p/share/bash-completion/completions/eht" ] || fail "missing the bash completion"
 if find "$p" -name 'libeht_internal*' | grep -q .; then fail "libeht_internal installed"; fi
 "$p/bin/eht" --version >/dev/null || fail "installed eht --version failed"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
