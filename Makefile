@@ -25,18 +25,19 @@ check: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 # The same tests under AddressSanitizer + UndefinedBehaviorSanitizer (GPU tests excluded: the
-# driver and ASan do not mix; nor do the Python tests, whose interpreter is not instrumented).
+# driver and ASan do not mix; nor do the Python tests, whose interpreter is not instrumented, nor the
+# install tests, whose programs do not load the sanitizer runtime first).
 asan: deps
 	@cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_SANITIZE=address,undefined >/dev/null
 	@cmake --build $(BUILD)/asan -j$(JOBS)
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 EHT_NO_CUDA=1 \
-		ctest --output-on-failure -j$(JOBS) -LE '(gpu|python)'
+		ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install)'
 
 # Threaded code under ThreadSanitizer.
 tsan: deps
 	@cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_SANITIZE=thread >/dev/null
 	@cmake --build $(BUILD)/tsan -j$(JOBS)
-	cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -L threads -LE '(gpu|python)'
+	cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -L threads -LE '(gpu|python|install)'
 
 # libFuzzer on the safetensors header parser for FUZZ_SECONDS (needs clang).
 fuzz: deps

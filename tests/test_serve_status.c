@@ -44,6 +44,7 @@ static void in_process(const char *ckpt)
 	CHECK(j && json_integer_value(json_object_get(j, "pid")) == getpid());
 	CHECK(j && json_array_size(json_object_get(j, "workers")) == 0);
 	json_decref(j);
+	j = NULL;
 
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 5000};
 	eht_client *c = NULL;
