@@ -905,8 +905,7 @@ EHT_API EHT_MUST_CHECK int eht_serve_table_info(const eht_server *server, size_t
 EHT_API uint64_t eht_serve_attaches(const eht_server *server);
 EHT_API unsigned eht_serve_clients(const eht_server *server);
 /* What the running servers of this user on this node hold, as JSON (malloc'd, free() it): for key,
- * one object {"key", "checkpoint", "pid", "uid", "device", "state" ("loading", "ready" or
- * "stopping"), "ready", "uptime_s", "bytes", "tables": [{"name", "tier", "rows", "row_bytes",
+ * one object {"key", "checkpoint", "pid", "uid", "device", "state" ("loading" or "ready"), "ready", "uptime_s", "bytes", "tables": [{"name", "tier", "rows", "row_bytes",
  * "bytes", "numa_node", "page_size"}], "workers": [{"pid", "uid", "gid", "device" (null: the attach
  * protocol does not carry it), "attached_s"}]}; for key NULL, an array of them (servers found from
  * /proc/net/unix). Asks each server over its status socket, within 2 s. Returns 0; -ENOENT (no server

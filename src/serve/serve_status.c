@@ -38,7 +38,7 @@ struct serve_status {
 	char key[SERVE_KEY_MAX + 1];
 	char path[PATH_MAX];
 	int device;
-	int state; /* 0 loading, 1 ready, 2 stopping */
+	int state; /* 0 loading, 1 ready */
 	int64_t start_ms;
 	uint64_t bytes; /* in memory, over all tables (known once ready) */
 	json_t *tables;
@@ -61,7 +61,7 @@ static int status_addr(const char *key, struct sockaddr_un *a, socklen_t *len)
 	return 0;
 }
 
-static const char *state_name(int s) { return s == 0 ? "loading" : s == 1 ? "ready" : "stopping"; }
+static const char *state_name(int s) { return s == 1 ? "ready" : "loading"; }
 
 static json_t *status_json(struct serve_status *st)
 {

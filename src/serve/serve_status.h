@@ -3,8 +3,7 @@
  *
  * Beside its attach socket, a server listens on the abstract Unix socket
  * "eht.status.<uid>.<key>". A client (same uid, or root) connects and receives a uint32 length then
- * that many bytes of JSON: {"key", "checkpoint", "pid", "uid", "device", "state": "loading" | "ready"
- * | "stopping", "ready": bool, "uptime_s", "bytes" (in memory, once ready), "tables": [{"name", "tier",
+ * that many bytes of JSON: {"key", "checkpoint", "pid", "uid", "device", "state": "loading" | "ready", "ready": bool, "uptime_s", "bytes" (in memory, once ready), "tables": [{"name", "tier",
  * "rows", "row_bytes", "bytes", "numa_node", "page_size"}], "workers": [{"pid", "uid", "gid",
  * "device", "attached_s"}]}. A worker's device is null: the attach protocol does not carry it. */
 #ifndef EHT_SERVE_SERVE_STATUS_H

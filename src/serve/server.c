@@ -392,13 +392,13 @@ int eht_serve_stop(eht_server *s)
 	if (!s)
 		return 0;
 	int first = 0;
-	serve_status_stop(s->status);
 	if (s->running) {
 		char b = 'q';
 		if (write(s->wake[1], &b, 1) != 1)
 			eht_warn("serve %s: cannot wake the attach thread", s->key);
 		pthread_join(s->thread, NULL);
 	}
+	serve_status_stop(s->status); /* after the attach thread: it reports workers to the status */
 	/* Workers learn the server is gone from their end of these sockets. */
 	for (size_t i = 0; i < s->nclients; i++)
 		close(s->clients[i]);
