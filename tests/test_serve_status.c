@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_serve_status.c: what operators see of a server: eht_serve_status while it serves (tables,
  * readiness, attached workers with their pid), -ENOENT once it stopped; and `eht serve`'s readiness
- * signals: READY=1 on $NOTIFY_SOCKET, the --ready-file (removed on SIGTERM), `eht status --json`. */
+ * signals: READY=1 on $NOTIFY_SOCKET, the --ready-file (removed on SIGTERM), `eht status --json`,
+ * and `eht regions list` showing the served tables. */
 #include <jansson.h>
 #include <signal.h>
 #include <stddef.h>
@@ -116,6 +117,11 @@ static void cli_readiness(const char *ckpt, const char *dir)
 	CHECK(stat(ready, &st) == 0);
 	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "'%s' status %s --json | grep -q '\"ready\": true'", cli, key);
+	CHECK(system(cmd) == 0);
+	/* its region files are unlinked once mapped: regions list shows them as held by the server */
+	snprintf(cmd, sizeof(cmd), "'%s' regions list --json | grep -q '\"key\": \"%s\"'", cli, key);
+	CHECK(system(cmd) == 0);
+	snprintf(cmd, sizeof(cmd), "'%s' regions list | grep -q 'held by running servers'", cli);
 	CHECK(system(cmd) == 0);
 	kill(pid, SIGTERM);
 	n = recv(nfd, msg, sizeof(msg) - 1, 0);

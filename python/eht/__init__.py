@@ -146,6 +146,27 @@ def status(key=None):
         free(out)
 
 
+def _device_index(device):
+    """A CUDA ordinal (-1: none) from torch-style device arguments: None, an int, "cpu", "cuda",
+    "cuda:N" or a torch.device."""
+    if device is None:
+        return -1
+    if isinstance(device, bool):
+        raise TypeError("device must be an ordinal, 'cpu', 'cuda[:N]' or a torch.device, not a bool")
+    if isinstance(device, int):
+        return device
+    kind, index = getattr(device, "type", None), getattr(device, "index", None)
+    if kind is None:
+        text = str(device)
+        kind, _, num = text.partition(":")
+        index = int(num) if num else None
+    if kind == "cpu":
+        return -1
+    if kind == "cuda":
+        return 0 if index is None else int(index)
+    raise ValueError("device %r: use an ordinal, 'cpu', 'cuda', 'cuda:N' or a torch.device" % (device,))
+
+
 def _torch():
     try:
         import torch  # noqa: PLC0415 (optional dependency)
@@ -321,7 +342,8 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
     if nbytes < rows * row_bytes:
         raise ValueError("buffer holds %d bytes, %d rows x %d need more" % (nbytes, rows, row_bytes))
     h = ctypes.c_void_p()
-    _check(_L().eht_table_wrap(addr, rows, row_bytes, device, name.encode(), ctypes.byref(h)), "eht_table_wrap")
+    _check(_L().eht_table_wrap(addr, rows, row_bytes, _device_index(device), name.encode(), ctypes.byref(h)),
+           "eht_table_wrap")
     return Table(h, owner=(buffer, keep))
 
 
@@ -365,5 +387,6 @@ class Client:
 
 
 def attach(key, device=-1, timeout=60.0, rank=0, nranks=1):
-    """Attaches to the tables served under `key`; see Client."""
-    return Client(key, device=device, timeout=timeout, rank=rank, nranks=nranks)
+    """Attaches to the tables served under `key`; see Client. device: an ordinal, "cuda:N", a
+    torch.device, or -1 / None / "cpu" for none."""
+    return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks)
