@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""test_abi_exports.py: libeht.so exports exactly the functions include/eht.h declares EHT_API, each
-with a symbol version; every function declared in eht.h is EHT_API. A failure names the function.
+"""test_abi_exports.py: libeht.so exports exactly the functions the public headers (include/*.h)
+declare EHT_API, each with a symbol version; every function declared there is EHT_API. A failure
+names the function and the header.
 
-A new public function needs only EHT_API in front of its declaration in include/eht.h (src/eht.map
-exports eht_* from the default-visibility symbols)."""
+A new public function needs only EHT_API in front of its declaration in its include/ header (eht.h
+defines the macro; src/eht.map exports eht_* from the default-visibility symbols)."""
 import os
 import re
+import glob
 import subprocess
 import sys
 
@@ -57,18 +59,25 @@ def exports(path):
 
 
 def main():
-    with open(os.path.join(src, "include", "eht.h")) as f:
-        declared, marked = header_functions(f.read())
+    declared, marked, where = set(), set(), {}
+    headers = sorted(glob.glob(os.path.join(src, "include", "*.h")))
+    for h in headers:
+        with open(h) as f:
+            d, m = header_functions(f.read())
+        for name in d:
+            where[name] = "include/" + os.path.basename(h)
+        declared |= d
+        marked |= m
     syms = exports(lib)
     fails = []
     for name in sorted(declared - marked):
-        fails.append("%s is declared in include/eht.h without EHT_API: it is not exported "
-                     "(write EHT_API in front of its declaration)" % name)
+        fails.append("%s is declared in %s without EHT_API: it is not exported "
+                     "(write EHT_API in front of its declaration)" % (name, where[name]))
     for name in sorted(marked - set(syms)):
-        fails.append("%s is declared EHT_API in include/eht.h but libeht.so does not export it "
-                     "(not defined, or defined static)" % name)
+        fails.append("%s is declared EHT_API in %s but libeht.so does not export it "
+                     "(not defined, or defined static)" % (name, where[name]))
     for name in sorted(set(syms) - marked):
-        fails.append("libeht.so exports %s, which include/eht.h does not declare EHT_API "
+        fails.append("libeht.so exports %s, which no header of include/ declares EHT_API "
                      "(internal symbols stay hidden: remove a visibility attribute, or declare it)" % name)
     for name, ver in sorted(syms.items()):
         if not name.startswith("eht_"):
@@ -76,13 +85,13 @@ def main():
         if not re.match(r"^EHT_\d+\.\d+$", ver or ""):
             fails.append("libeht.so exports %s without a version node (got %r; see src/eht.map)" % (name, ver))
     if len(declared) < 50:
-        fails.append("found only %d functions in include/eht.h: the parser of this test broke" % len(declared))
+        fails.append("found only %d functions in include/*.h: the parser of this test broke" % len(declared))
     for msg in fails:
         print("test_abi_exports: FAIL: " + msg, file=sys.stderr)
     if fails:
         return 1
-    print("test_abi_exports: %d functions, all EHT_API, exported with versions %s"
-          % (len(marked), ", ".join(sorted(set(syms.values())))))
+    print("test_abi_exports: %d functions of %s, all EHT_API, exported with versions %s"
+          % (len(marked), ", ".join(os.path.basename(h) for h in headers), ", ".join(sorted(set(syms.values())))))
     return 0
 
 
