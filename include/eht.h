@@ -151,13 +151,16 @@ EHT_API int eht_st_close(eht_st_file *file);
 EHT_API size_t eht_st_count(const eht_st_file *file);
 /* Tensor `index` in file order (sorted by data offset). Returns 0 or -EINVAL (bad index, info
  * NULL or info->size 0); fills at most info->size bytes. */
-EHT_API EHT_MUST_CHECK int eht_st_tensor(const eht_st_file *file, size_t index, struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_st_tensor(const eht_st_file *file, size_t index,
+		struct eht_st_tensor_info *info);
 /* Tensor by name. Returns 0, -ENOENT (no such tensor) or -EINVAL. */
-EHT_API EHT_MUST_CHECK int eht_st_find(const eht_st_file *file, const char *name, struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_st_find(const eht_st_file *file, const char *name,
+		struct eht_st_tensor_info *info);
 /* `__metadata__`: number of entries, entry `index` (keys in header order), value by key (NULL
  * when absent). eht_st_metadata_at returns 0 or -EINVAL. */
 EHT_API size_t eht_st_metadata_count(const eht_st_file *file);
-EHT_API EHT_MUST_CHECK int eht_st_metadata_at(const eht_st_file *file, size_t index, const char **key, const char **value);
+EHT_API EHT_MUST_CHECK int eht_st_metadata_at(const eht_st_file *file, size_t index, const char **key,
+		const char **value);
 EHT_API const char *eht_st_metadata_get(const eht_st_file *file, const char *key);
 /* The file's path ("<memory>" for images), total size, and the offset where the data area starts
  * (8 + header length). */
@@ -187,14 +190,17 @@ EHT_API const eht_st_file *eht_ckpt_file(const eht_ckpt *ckpt, size_t index);
 /* Number of tensors over all files; tensor `index` (files in order, then by offset); tensor by
  * name. Return 0, -EINVAL (bad index/arguments) or -ENOENT (eht_ckpt_find: no such tensor). */
 EHT_API size_t eht_ckpt_count(const eht_ckpt *ckpt);
-EHT_API EHT_MUST_CHECK int eht_ckpt_tensor(const eht_ckpt *ckpt, size_t index, struct eht_st_tensor_info *info);
-EHT_API EHT_MUST_CHECK int eht_ckpt_find(const eht_ckpt *ckpt, const char *name, struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_ckpt_tensor(const eht_ckpt *ckpt, size_t index,
+		struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_ckpt_find(const eht_ckpt *ckpt, const char *name,
+		struct eht_st_tensor_info *info);
 
 /* Row ranges for tensor parallelism. Rows of a [rows, cols] tensor are split into nranks
  * contiguous ranges: every rank gets rows / nranks rows, and the first rows % nranks ranks get one
  * more; rank r starts at r * (rows / nranks) + min(r, rows % nranks). Ranks past the rows (when
  * rows < nranks) get count 0. Returns 0 or -EINVAL (nranks 0, rank >= nranks, NULL outputs). */
-EHT_API EHT_MUST_CHECK int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks, uint64_t *first_row, uint64_t *count);
+EHT_API EHT_MUST_CHECK int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks,
+		uint64_t *first_row, uint64_t *count);
 
 /* A rank's rows of one 2-D tensor, as file offsets (what the disk tier preads). */
 struct eht_st_rows {
@@ -211,7 +217,8 @@ struct eht_st_rows {
 };
 /* Fills *out with rank's rows of tensor t. Returns 0 or -EINVAL (not 2-D, a row that is not a
  * whole number of bytes, bad rank, out->size 0). */
-EHT_API EHT_MUST_CHECK int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out);
+EHT_API EHT_MUST_CHECK int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank,
+		uint32_t nranks, struct eht_st_rows *out);
 /* Maps the rows read-only (MAP_SHARED, PROT_READ, MADV_RANDOM): the mapping starts at the page
  * holding file_offset; eht_st_map_data points at row first_row inside it. flags must be 0.
  * Returns 0, -EINVAL (bad arguments, the range not inside the file), or -errno of open/mmap. A
@@ -309,7 +316,8 @@ EHT_API EHT_MUST_CHECK int eht_table_get_info(const eht_table *table, struct eht
  * registered for DMA to that GPU (in chunks of at most 64 GiB) so GPU strategies can read it; if
  * registration fails, one warning is logged and the table stays CPU-only. The memory must outlive
  * the table. Returns 0, -EINVAL (NULL memory, zero row size, size overflow) or -ENOMEM. */
-EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, const char *name,
+EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device,
+		const char *name,
 		   eht_table **out);
 
 /* Releases this process's view of the table (unmaps, unpins, closes); NULL is a no-op. Returns 0
@@ -368,7 +376,8 @@ struct eht_region_opts {
  * naming both; not an eht region), -ENOSPC (does not fit: names the size, the space free and the
  * fix), -ETIMEDOUT (not ready in time, naming the region and its creator), -ENOENT (OPEN_ONLY),
  * -EOWNERDEAD (NO_RECLAIM), -EACCES or another -errno from the file system. */
-EHT_API EHT_MUST_CHECK int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_region_open(const char *name, uint64_t bytes,
+		const struct eht_region_opts *opts,
 		    eht_region **out);
 
 /* Creator only: publishes the filled data; waiting openers proceed. Returns 0, -EINVAL (NULL, not
@@ -390,7 +399,8 @@ EHT_API bool eht_region_is_ready(const eht_region *region);
 EHT_API bool eht_region_is_pinned(const eht_region *region);
 EHT_API uint64_t eht_region_device_ptr(const eht_region *region); /* 0 unless pinned */
 EHT_API int eht_region_device(const eht_region *region);          /* GPU it is pinned for, -1 when not */
-EHT_API int eht_region_numa_node(const eht_region *region);       /* node the pages are bound to, -1 unknown */
+EHT_API int eht_region_numa_node(const eht_region *region);       /* node the pages are bound to,
+		-1 unknown */
 EHT_API uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
 EHT_API const char *eht_region_name(const eht_region *region);
 
@@ -547,7 +557,8 @@ struct eht_group_opts {
  * the adapter's rank and size are used (rank and size must match them or be -1/0).
  * Returns 0, -EINVAL, -EADDRINUSE (another group holds the key), -ETIMEDOUT, -EACCES (peer of
  * another user), -EPROTO (peers disagree on size or rank), -ECONNRESET or -ENOMEM. */
-EHT_API EHT_MUST_CHECK int eht_group_create(const char *key, int rank, int size, const struct eht_group_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_group_create(const char *key, int rank, int size,
+		const struct eht_group_opts *opts,
 		     eht_group **out);
 /* A group of one rank (every collective is a no-op). Returns 0 or -ENOMEM. */
 EHT_API EHT_MUST_CHECK int eht_group_create_single(eht_group **out);
@@ -597,14 +608,16 @@ struct eht_share_opts {
  * -ENODEV (no GPU), -EOPNOTSUPP (host-NUMA VMM or the handle kind unsupported here), -ENOMEM
  * ("NUMA node N fell below its X GiB reserve after A of B GiB"), -EINVAL, or a driver error.
  * EHT_FAULT=<step>:rank=<r> (step: create, export, import, reserve, map, access) injects a failure. */
-EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group,
+		const struct eht_share_opts *opts,
 			 eht_table **out);
 
 /* Collective: the one call users make. Tries host-NUMA, then a pinned shared region, then an
  * unpinned one (or only opts->tier), every rank ending in the same tier. Returns 0 and a table
  * whose info gives the CPU pointer, the GPU pointer (0 for the unpinned region), tier, NUMA node and
  * page size; or the last tier's -errno. */
-EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group,
+		const struct eht_share_opts *opts,
 		    eht_table **out);
 
 /* ===================================================================================== lookup == */
@@ -702,7 +715,8 @@ struct eht_lookup_opts {
  * buffers and kernels. opts NULL = defaults. Returns 0; -EINVAL (bad options, unknown flags, BF16 on
  * rows that are not 264 bytes, a GPU strategy on a table the GPU cannot read); -ENODEV (GPU strategy
  * without a GPU); -ENOTSUP (GPU strategy in a build without kernels); -ENOMEM; driver errors. */
-EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_lookup **out);
+EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts,
+		eht_lookup **out);
 
 /* eht_lookup_run flags */
 #define EHT_LOOKUP_RUN_DEAD_ERROR 0x1u /* dead ids are -ERANGE instead of zero rows */
@@ -721,7 +735,8 @@ EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_
  * pointers, bad id_type or flags, GPU output for a CPU-only engine, host output for a GPU strategy);
  * -ERANGE (a dead id with EHT_LOOKUP_RUN_DEAD_ERROR; dead rows are still zero-filled); -EOPNOTSUPP
  * (HOST or AUTO, or dead_count, on a capturing stream); the table's read error; driver errors. */
-EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count,
+EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type,
+		int64_t id_offset, uint64_t count,
 		   void *out, void *stream, unsigned flags, uint64_t *dead_count);
 
 /* Dead ids of the last run, complete once the stream has passed that run (a pinned counter the GPU
@@ -818,13 +833,15 @@ struct eht_disk_opts {
  * -EINVAL (NULL path or weight name, unknown flags, rank >= nranks, a tensor that is not 2-D or whose
  * rows are not whole bytes, weight and scale rows differ, a row over 1 GiB); -ENOENT (no such
  * checkpoint or tensor); -ENOMEM; or the errors of eht_ckpt_open and eht_st_map_rows. */
-EHT_API EHT_MUST_CHECK int eht_disk_open(const char *ckpt_path, const struct eht_disk_opts *opts, eht_table **out);
+EHT_API EHT_MUST_CHECK int eht_disk_open(const char *ckpt_path, const struct eht_disk_opts *opts,
+		eht_table **out);
 
 /* Starts gathering the rows of count ids (int32 or int64 as in eht_lookup_run, each id + id_offset
  * an absolute row; dead ids are skipped) and returns at once; ids may be reused when it returns.
  * flags must be 0. Returns 0; -EINVAL (not a disk table, bad arguments); -EBUSY (every prefetch
  * slot holds an unreleased ticket). */
-EHT_API EHT_MUST_CHECK int eht_disk_prefetch(eht_table *table, const void *ids, int id_type, int64_t id_offset, uint64_t count,
+EHT_API EHT_MUST_CHECK int eht_disk_prefetch(eht_table *table, const void *ids, int id_type,
+		int64_t id_offset, uint64_t count,
 		      uint32_t flags, eht_disk_ticket **out);
 /* Waits until the ticket's reads are done. Returns 0 or the first read error (the lookup then reads
  * those rows itself and reports the error again). */
@@ -895,21 +912,25 @@ struct eht_serve_opts {
  * pattern), -EINVAL (bad key, options, a weight and scale of different rows, a tensor that is not
  * 2-D), -EADDRINUSE (the key is being served already), -ENOSPC / -ENOMEM (no tier could hold a
  * table), or the errors of eht_ckpt_open. */
-EHT_API EHT_MUST_CHECK int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out);
+EHT_API EHT_MUST_CHECK int eht_serve_start(const char *path, const struct eht_serve_opts *opts,
+		eht_server **out);
 /* Number of tables, and what table i is (tier, rows, row bytes, NUMA node, page size; for the disk
  * tier host and device_ptr are 0: workers read the files). info->size must be set. Returns 0 or
  * -EINVAL. */
 EHT_API size_t eht_serve_table_count(const eht_server *server);
-EHT_API EHT_MUST_CHECK int eht_serve_table_info(const eht_server *server, size_t i, struct eht_table_info *info);
+EHT_API EHT_MUST_CHECK int eht_serve_table_info(const eht_server *server, size_t i,
+		struct eht_table_info *info);
 /* Attaches served so far, and workers attached now. */
 EHT_API uint64_t eht_serve_attaches(const eht_server *server);
 EHT_API unsigned eht_serve_clients(const eht_server *server);
 /* What the running servers of this user on this node hold, as JSON (malloc'd, free() it): for key,
- * one object {"key", "checkpoint", "pid", "uid", "device", "state" ("loading" or "ready"), "ready", "uptime_s", "bytes", "tables": [{"name", "tier", "rows", "row_bytes",
- * "bytes", "numa_node", "page_size"}], "workers": [{"pid", "uid", "gid", "device" (null: the attach
- * protocol does not carry it), "attached_s"}]}; for key NULL, an array of them (servers found from
- * /proc/net/unix). Asks each server over its status socket, within 2 s. Returns 0; -ENOENT (no server
- * holds key), -EINVAL (bad key), -EPROTO, -ETIMEDOUT, -ENOMEM. */
+ * one object {"key", "checkpoint", "pid", "uid", "device", "state" ("loading" or "ready"), "ready",
+ * "uptime_s", "bytes" (in memory, once ready), "loaded_bytes" and "load_bytes" (loading progress),
+ * "tables": [{"name", "tier", "rows", "row_bytes", "bytes", "numa_node", "page_size"}], "workers":
+ * [{"pid", "uid", "gid", "device" (null: the attach protocol does not carry it), "attached_s"}]};
+ * for key NULL, an array of them (servers found from /proc/net/unix). Asks each server over its
+ * status socket ("eht.status.<uid>.<key>"), within 2 s. Returns 0; -ENOENT (no server holds key),
+ * -EINVAL (bad key), -EPROTO, -ETIMEDOUT, -ENOMEM. */
 EHT_API EHT_MUST_CHECK int eht_serve_status(const char *key, char **json);
 /* Stops serving: closes every worker connection (their next lookup fails), then the tables.
  * Returns 0 or the first teardown error; NULL is a no-op. */

@@ -41,6 +41,9 @@ struct serve_status {
 	int state; /* 0 loading, 1 ready */
 	int64_t start_ms;
 	uint64_t bytes; /* in memory, over all tables (known once ready) */
+	uint64_t load_done, load_total; /* loading progress */
+	eht_serve_progress_fn user_progress; /* the caller's progress callback, called from ours */
+	void *user_arg;
 	json_t *tables;
 	struct worker *w;
 	size_t nw, cap;
@@ -78,6 +81,10 @@ static json_t *status_json(struct serve_status *st)
 			      state_name(st->state), "ready", st->state == 1, "uptime_s",
 			      (double)(now - st->start_ms) / 1e3, "bytes", (json_int_t)st->bytes, "tables", tables,
 			      "workers", workers);
+	if (o) {
+		json_object_set_new(o, "loaded_bytes", json_integer((json_int_t)st->load_done));
+		json_object_set_new(o, "load_bytes", json_integer((json_int_t)st->load_total));
+	}
 	pthread_mutex_unlock(&st->mu);
 	return o;
 }
@@ -158,6 +165,27 @@ int serve_status_start(const char *key, const char *path, int device, struct ser
 	}
 	*out = st;
 	return 0;
+}
+
+static void status_progress(void *arg, uint64_t done, uint64_t total, const char *table)
+{
+	struct serve_status *st = arg;
+	pthread_mutex_lock(&st->mu);
+	st->load_done = done;
+	st->load_total = total;
+	pthread_mutex_unlock(&st->mu);
+	if (st->user_progress)
+		st->user_progress(st->user_arg, done, total, table);
+}
+
+void serve_status_wrap_progress(struct serve_status *st, eht_serve_progress_fn *fn, void **arg)
+{
+	if (!st)
+		return;
+	st->user_progress = *fn;
+	st->user_arg = *arg;
+	*fn = status_progress;
+	*arg = st;
 }
 
 void serve_status_ready(struct serve_status *st, const eht_server *s)

@@ -341,6 +341,7 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		rc = eht_err_sys(errno, "serve %s: pipe", key);
 	if (!rc && serve_status_start(key, s->path, o.device, &s->status) != 0)
 		eht_warn("serve %s: no status for `eht status`: %s", key, eht_last_error());
+	serve_status_wrap_progress(s->status, &o.progress, &o.progress_arg);
 
 	eht_ckpt *ck = NULL;
 	if (!rc)
