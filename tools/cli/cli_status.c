@@ -36,6 +36,12 @@ static void print_server(json_t *s)
 	       json_string_value(json_object_get(s, "state")), json_real_value(json_object_get(s, "uptime_s")), b,
 	       json_array_size(tables), json_array_size(workers));
 	printf("  checkpoint %s\n", json_string_value(json_object_get(s, "checkpoint")));
+	if (!json_is_true(json_object_get(s, "ready"))) {
+		char d[32], t[32];
+		human((uint64_t)json_integer_value(json_object_get(s, "loaded_bytes")), d, sizeof(d));
+		human((uint64_t)json_integer_value(json_object_get(s, "load_bytes")), t, sizeof(t));
+		printf("  loading: %s of %s\n", d, t);
+	}
 	size_t i;
 	json_t *t;
 	json_array_foreach(tables, i, t)
