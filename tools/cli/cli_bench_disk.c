@@ -228,7 +228,12 @@ int bench_disk(int argc, char **argv)
 			keep = 1;
 			break;
 		case 'g':
+			/* 0 means "size it for me" only when not given: an explicit 0 is an error. */
 			bad = cli_double("bench disk", "--file-gib", optarg, &gib);
+			if (!bad && !(gib > 0)) {
+				fprintf(stderr, "eht bench disk: --file-gib %s: give a size above 0 GiB\n", optarg);
+				return 2;
+			}
 			break;
 		case 'D':
 			dir = optarg;
