@@ -7,6 +7,13 @@
  *   eht_last_error() then holds a message naming the file, tensor, byte offset or limit involved.
  * - Handles are opaque. Options structs start with a `size` field (set it to sizeof the struct) so
  *   they can grow; unknown flag bits are -EINVAL. A NULL options pointer means all defaults.
+ *   Compatibility both ways: a smaller size (a program built against an older eht.h) is accepted,
+ *   the fields it lacks taking their defaults; a larger size (a newer eht.h) is accepted when every
+ *   byte past the fields this library knows is zero, else the call returns -E2BIG naming the byte;
+ *   a size below 4 (not set) is -EINVAL. Output structs (infos, stats) are filled up to the
+ *   caller's size, and bytes past what this library knows are zeroed.
+ * - Exported functions are declared EHT_API (libeht.so exports nothing else, with symbol versions);
+ *   results that report failures are EHT_MUST_CHECK (warn_unused_result).
  * - libeht has no link-time dependency on CUDA: the driver is loaded at run time, and every CPU path
  *   works on a machine without a GPU (the GPU paths then return -ENODEV).
  * - Environment: EHT_LOG=error|warn|info|debug|trace sets the log level (default warn);
@@ -24,6 +31,18 @@
 extern "C" {
 #endif
 
+/* EHT_API marks the exported functions: libeht is built with -fvisibility=hidden, so a function
+ * declared here without it is not in the library (tests/test_abi_exports.py names it). Its symbols
+ * carry the version node of src/eht.map. EHT_MUST_CHECK: a result that reports a failure
+ * (0 / -errno) must be looked at; teardown calls (close, stop, detach, ...) are left unmarked. */
+#if defined(__GNUC__) || defined(__clang__)
+#define EHT_API __attribute__((visibility("default")))
+#define EHT_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define EHT_API
+#define EHT_MUST_CHECK
+#endif
+
 #define EHT_VERSION_MAJOR 0
 #define EHT_VERSION_MINOR 1
 #define EHT_VERSION_PATCH 0
@@ -31,15 +50,15 @@ extern "C" {
 #define EHT_VERSION_NUMBER (EHT_VERSION_MAJOR * 10000 + EHT_VERSION_MINOR * 100 + EHT_VERSION_PATCH)
 
 /* The library's version string ("0.1.0"); compare with EHT_VERSION to catch header/library skew. */
-const char *eht_version(void);
+EHT_API const char *eht_version(void);
 
 /* The message of the last failed eht_ call on this thread; "" when there was none. Never NULL. */
-const char *eht_last_error(void);
+EHT_API const char *eht_last_error(void);
 
 /* Log levels for eht_log_set_level (EHT_LOG sets the initial one). */
 enum { EHT_LOG_LEVEL_ERROR = 0, EHT_LOG_LEVEL_WARN, EHT_LOG_LEVEL_INFO, EHT_LOG_LEVEL_DEBUG, EHT_LOG_LEVEL_TRACE };
 /* Sets the process-wide log level; out-of-range levels are ignored. */
-void eht_log_set_level(int level);
+EHT_API void eht_log_set_level(int level);
 
 /* Packed Engram rows: 256 FP8-e4m3 weights followed by 8 ue8m0 scale bytes (one per 32 weights). */
 #define EHT_ENGRAM_DIM 256
@@ -92,11 +111,11 @@ enum eht_dtype {
 };
 
 /* Name of a dtype as written in headers ("F8_E4M3"), or NULL for a value outside the enum. */
-const char *eht_dtype_name(int dtype);
+EHT_API const char *eht_dtype_name(int dtype);
 /* The dtype named (exact, case-sensitive), or -EINVAL. */
-int eht_dtype_from_name(const char *name);
+EHT_API int eht_dtype_from_name(const char *name);
 /* Bits per element (4, 6, 8, 16, 32 or 64), or -EINVAL for a value outside the enum. */
-int eht_dtype_bits(int dtype);
+EHT_API int eht_dtype_bits(int dtype);
 
 /* One tensor. Pointers stay valid while the file or checkpoint is open. */
 struct eht_st_tensor_info {
@@ -122,29 +141,32 @@ struct eht_st_tensor_info {
 /* Opens and validates a safetensors file, mapped read-only (MAP_SHARED, PROT_READ). flags must be
  * 0. Returns 0, -EINVAL (a rule of the format, not a regular file; the message names the file,
  * tensor and rule), -EFBIG, -EOVERFLOW, -ENOMEM, or -errno of open/fstat/mmap. */
-int eht_st_open(const char *path, uint32_t flags, eht_st_file **out);
+EHT_API EHT_MUST_CHECK int eht_st_open(const char *path, uint32_t flags, eht_st_file **out);
 /* Validates a whole file image held in memory (same rules as eht_st_open); views point into buf,
  * which must outlive the handle. Returns as eht_st_open. */
-int eht_st_open_memory(const void *buf, size_t len, uint32_t flags, eht_st_file **out);
+EHT_API EHT_MUST_CHECK int eht_st_open_memory(const void *buf, size_t len, uint32_t flags, eht_st_file **out);
 /* Unmaps and frees; NULL is a no-op. Returns 0 or -errno of munmap. */
-int eht_st_close(eht_st_file *file);
+EHT_API int eht_st_close(eht_st_file *file);
 /* Number of tensors (0 for NULL). */
-size_t eht_st_count(const eht_st_file *file);
+EHT_API size_t eht_st_count(const eht_st_file *file);
 /* Tensor `index` in file order (sorted by data offset). Returns 0 or -EINVAL (bad index, info
  * NULL or info->size 0); fills at most info->size bytes. */
-int eht_st_tensor(const eht_st_file *file, size_t index, struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_st_tensor(const eht_st_file *file, size_t index,
+		struct eht_st_tensor_info *info);
 /* Tensor by name. Returns 0, -ENOENT (no such tensor) or -EINVAL. */
-int eht_st_find(const eht_st_file *file, const char *name, struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_st_find(const eht_st_file *file, const char *name,
+		struct eht_st_tensor_info *info);
 /* `__metadata__`: number of entries, entry `index` (keys in header order), value by key (NULL
  * when absent). eht_st_metadata_at returns 0 or -EINVAL. */
-size_t eht_st_metadata_count(const eht_st_file *file);
-int eht_st_metadata_at(const eht_st_file *file, size_t index, const char **key, const char **value);
-const char *eht_st_metadata_get(const eht_st_file *file, const char *key);
+EHT_API size_t eht_st_metadata_count(const eht_st_file *file);
+EHT_API EHT_MUST_CHECK int eht_st_metadata_at(const eht_st_file *file, size_t index, const char **key,
+		const char **value);
+EHT_API const char *eht_st_metadata_get(const eht_st_file *file, const char *key);
 /* The file's path ("<memory>" for images), total size, and the offset where the data area starts
  * (8 + header length). */
-const char *eht_st_path(const eht_st_file *file);
-uint64_t eht_st_file_size(const eht_st_file *file);
-uint64_t eht_st_data_start(const eht_st_file *file);
+EHT_API const char *eht_st_path(const eht_st_file *file);
+EHT_API uint64_t eht_st_file_size(const eht_st_file *file);
+EHT_API uint64_t eht_st_data_start(const eht_st_file *file);
 
 /* Checkpoints. PATH is a .safetensors file; or a directory holding model.safetensors.index.json
  * ("weight_map" required: tensor name -> shard file name in the same directory, names with '/'
@@ -156,26 +178,29 @@ enum eht_ckpt_kind { EHT_CKPT_FILE = 1, EHT_CKPT_INDEX = 2, EHT_CKPT_DIR = 3 };
 /* Opens a checkpoint; flags must be 0. Returns 0, -ENOENT (no such path, shard missing, directory
  * without safetensors files, listed tensor missing from its shard), -EINVAL (bad index or a rule
  * of the format; duplicate tensor names over shards), or the errors of eht_st_open. */
-int eht_ckpt_open(const char *path, uint32_t flags, eht_ckpt **out);
+EHT_API EHT_MUST_CHECK int eht_ckpt_open(const char *path, uint32_t flags, eht_ckpt **out);
 /* Closes every file; NULL is a no-op. Returns 0 or the first error. */
-int eht_ckpt_close(eht_ckpt *ckpt);
+EHT_API int eht_ckpt_close(eht_ckpt *ckpt);
 /* enum eht_ckpt_kind, the path given to eht_ckpt_open, and the number of files. */
-int eht_ckpt_kind(const eht_ckpt *ckpt);
-const char *eht_ckpt_path(const eht_ckpt *ckpt);
-size_t eht_ckpt_file_count(const eht_ckpt *ckpt);
+EHT_API int eht_ckpt_kind(const eht_ckpt *ckpt);
+EHT_API const char *eht_ckpt_path(const eht_ckpt *ckpt);
+EHT_API size_t eht_ckpt_file_count(const eht_ckpt *ckpt);
 /* File `index` (shards in name order), or NULL. */
-const eht_st_file *eht_ckpt_file(const eht_ckpt *ckpt, size_t index);
+EHT_API const eht_st_file *eht_ckpt_file(const eht_ckpt *ckpt, size_t index);
 /* Number of tensors over all files; tensor `index` (files in order, then by offset); tensor by
  * name. Return 0, -EINVAL (bad index/arguments) or -ENOENT (eht_ckpt_find: no such tensor). */
-size_t eht_ckpt_count(const eht_ckpt *ckpt);
-int eht_ckpt_tensor(const eht_ckpt *ckpt, size_t index, struct eht_st_tensor_info *info);
-int eht_ckpt_find(const eht_ckpt *ckpt, const char *name, struct eht_st_tensor_info *info);
+EHT_API size_t eht_ckpt_count(const eht_ckpt *ckpt);
+EHT_API EHT_MUST_CHECK int eht_ckpt_tensor(const eht_ckpt *ckpt, size_t index,
+		struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_ckpt_find(const eht_ckpt *ckpt, const char *name,
+		struct eht_st_tensor_info *info);
 
 /* Row ranges for tensor parallelism. Rows of a [rows, cols] tensor are split into nranks
  * contiguous ranges: every rank gets rows / nranks rows, and the first rows % nranks ranks get one
  * more; rank r starts at r * (rows / nranks) + min(r, rows % nranks). Ranks past the rows (when
  * rows < nranks) get count 0. Returns 0 or -EINVAL (nranks 0, rank >= nranks, NULL outputs). */
-int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks, uint64_t *first_row, uint64_t *count);
+EHT_API EHT_MUST_CHECK int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks,
+		uint64_t *first_row, uint64_t *count);
 
 /* A rank's rows of one 2-D tensor, as file offsets (what the disk tier preads). */
 struct eht_st_rows {
@@ -192,19 +217,20 @@ struct eht_st_rows {
 };
 /* Fills *out with rank's rows of tensor t. Returns 0 or -EINVAL (not 2-D, a row that is not a
  * whole number of bytes, bad rank, out->size 0). */
-int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out);
+EHT_API EHT_MUST_CHECK int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank,
+		uint32_t nranks, struct eht_st_rows *out);
 /* Maps the rows read-only (MAP_SHARED, PROT_READ, MADV_RANDOM): the mapping starts at the page
  * holding file_offset; eht_st_map_data points at row first_row inside it. flags must be 0.
  * Returns 0, -EINVAL (bad arguments, the range not inside the file), or -errno of open/mmap. A
  * range of 0 rows maps nothing (data NULL, 0 bytes). */
-int eht_st_map_rows(const struct eht_st_rows *rows, uint32_t flags, eht_st_map **out);
+EHT_API EHT_MUST_CHECK int eht_st_map_rows(const struct eht_st_rows *rows, uint32_t flags, eht_st_map **out);
 /* Row first_row (NULL for an empty range), its byte count, and the read-only fd the mapping came
  * from (owned by the map: for pread; closed by eht_st_unmap). */
-const void *eht_st_map_data(const eht_st_map *map);
-uint64_t eht_st_map_bytes(const eht_st_map *map);
-int eht_st_map_fd(const eht_st_map *map);
+EHT_API const void *eht_st_map_data(const eht_st_map *map);
+EHT_API uint64_t eht_st_map_bytes(const eht_st_map *map);
+EHT_API int eht_st_map_fd(const eht_st_map *map);
 /* Unmaps and closes; NULL is a no-op. Returns 0 or the first -errno of munmap/close. */
-int eht_st_unmap(eht_st_map *map);
+EHT_API int eht_st_unmap(eht_st_map *map);
 
 /* Writer. Tensors are laid out as the reference writer does: sorted by dtype (descending, enum
  * order above) then name; the header is compact JSON ("__metadata__" first, keys sorted), padded
@@ -224,7 +250,7 @@ struct eht_st_write_tensor {
  * value, key, value, ..., NULL (valid UTF-8 strings). flags must be 0. Returns 0, -EINVAL (bad
  * dtype, shape, name, duplicate name, data and fill both NULL, a bit count not a multiple of 8),
  * -EOVERFLOW, -ENOMEM, the error of a fill callback, or -errno of the file calls. */
-int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, size_t n,
+EHT_API EHT_MUST_CHECK int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, size_t n,
 		 const char *const *metadata, uint32_t flags);
 
 /* A small synthetic Engram-shaped checkpoint, deterministic from the seed. Table i (0-based) is
@@ -246,9 +272,9 @@ struct eht_synth_opts {
 #define EHT_SYNTH_DEFAULT_ROWS 5000
 /* Returns 0, -EINVAL (unknown flags, too many shards, opts->size too small) or the errors of
  * eht_st_write and mkdir. opts NULL: the defaults with seed 0. */
-int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts);
+EHT_API EHT_MUST_CHECK int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts);
 /* Layer number of synthetic table i (1 + 13 i). */
-uint32_t eht_synth_layer(uint32_t table);
+EHT_API uint32_t eht_synth_layer(uint32_t table);
 
 
 /* ====================================================================================== table == */
@@ -266,7 +292,7 @@ enum eht_tier {
 };
 
 /* Name of a tier ("host-numa", "region-pinned", "region", "disk", "memory"), "none" otherwise. */
-const char *eht_tier_name(int tier);
+EHT_API const char *eht_tier_name(int tier);
 
 struct eht_table_info {
 	uint32_t size;       /* sizeof(struct eht_table_info), set by the caller */
@@ -284,18 +310,19 @@ struct eht_table_info {
 };
 
 /* Fills *info (info->size must be set). Returns 0 or -EINVAL. */
-int eht_table_get_info(const eht_table *table, struct eht_table_info *info);
+EHT_API EHT_MUST_CHECK int eht_table_get_info(const eht_table *table, struct eht_table_info *info);
 
 /* Wraps caller-owned memory as a table of the memory tier. With device >= 0 the memory is
  * registered for DMA to that GPU (in chunks of at most 64 GiB) so GPU strategies can read it; if
  * registration fails, one warning is logged and the table stays CPU-only. The memory must outlive
  * the table. Returns 0, -EINVAL (NULL memory, zero row size, size overflow) or -ENOMEM. */
-int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, const char *name,
+EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device,
+		const char *name,
 		   eht_table **out);
 
 /* Releases this process's view of the table (unmaps, unpins, closes); NULL is a no-op. Returns 0
  * or the first error of the teardown steps, all of which are attempted. */
-int eht_table_close(eht_table *table);
+EHT_API int eht_table_close(eht_table *table);
 
 /* ===================================================================================== region == */
 /* Shared host regions in /dev/shm (src/os). */
@@ -349,41 +376,43 @@ struct eht_region_opts {
  * naming both; not an eht region), -ENOSPC (does not fit: names the size, the space free and the
  * fix), -ETIMEDOUT (not ready in time, naming the region and its creator), -ENOENT (OPEN_ONLY),
  * -EOWNERDEAD (NO_RECLAIM), -EACCES or another -errno from the file system. */
-int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_region_open(const char *name, uint64_t bytes,
+		const struct eht_region_opts *opts,
 		    eht_region **out);
 
 /* Creator only: publishes the filled data; waiting openers proceed. Returns 0, -EINVAL (NULL, not
  * the creator) or -EALREADY. */
-int eht_region_mark_ready(eht_region *region);
+EHT_API EHT_MUST_CHECK int eht_region_mark_ready(eht_region *region);
 
 /* Registers the data for DMA and in-place reads by GPU `device` (chunks of at most 64 GiB; one
  * device pointer for the whole range). Every process pins its own mapping. Failure is one warning
  * and the region stays usable unpinned. Returns 0 (also when already pinned), -ENODEV (no driver or
  * GPU) or the driver's error. Unpinned on close. */
-int eht_region_pin(eht_region *region, int device);
+EHT_API EHT_MUST_CHECK int eht_region_pin(eht_region *region, int device);
 
-void *eht_region_data(const eht_region *region);      /* first data byte (NULL for NULL) */
-uint64_t eht_region_bytes(const eht_region *region);  /* data bytes */
-uint64_t eht_region_rows(const eht_region *region);   /* recorded geometry (0 when none) */
-uint64_t eht_region_row_bytes(const eht_region *region);
-bool eht_region_is_creator(const eht_region *region);
-bool eht_region_is_ready(const eht_region *region);
-bool eht_region_is_pinned(const eht_region *region);
-uint64_t eht_region_device_ptr(const eht_region *region); /* 0 unless pinned */
-int eht_region_device(const eht_region *region);          /* GPU it is pinned for, -1 when not */
-int eht_region_numa_node(const eht_region *region);       /* node the pages are bound to, -1 unknown */
-uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
-const char *eht_region_name(const eht_region *region);
+EHT_API void *eht_region_data(const eht_region *region);      /* first data byte (NULL for NULL) */
+EHT_API uint64_t eht_region_bytes(const eht_region *region);  /* data bytes */
+EHT_API uint64_t eht_region_rows(const eht_region *region);   /* recorded geometry (0 when none) */
+EHT_API uint64_t eht_region_row_bytes(const eht_region *region);
+EHT_API bool eht_region_is_creator(const eht_region *region);
+EHT_API bool eht_region_is_ready(const eht_region *region);
+EHT_API bool eht_region_is_pinned(const eht_region *region);
+EHT_API uint64_t eht_region_device_ptr(const eht_region *region); /* 0 unless pinned */
+EHT_API int eht_region_device(const eht_region *region);          /* GPU it is pinned for, -1 when not */
+EHT_API int eht_region_numa_node(const eht_region *region);       /* node the pages are bound to,
+		-1 unknown */
+EHT_API uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
+EHT_API const char *eht_region_name(const eht_region *region);
 
 /* Releases this process's view: unpins, removes a half-built region (creator before ready),
  * unmaps, closes (dropping the lock) and sets *region to NULL. Every step is attempted even when
  * one fails; each failure is logged and the first is returned. NULL or *NULL is a no-op, so a
  * second close is safe. */
-int eht_region_close(eht_region **region);
+EHT_API int eht_region_close(eht_region **region);
 
 /* Removes the name now (the memory lives until the last mapping goes). dir as in the options.
  * Returns 0, -EINVAL (bad name) or -ENOENT. */
-int eht_region_unlink(const char *name, const char *dir);
+EHT_API EHT_MUST_CHECK int eht_region_unlink(const char *name, const char *dir);
 
 enum eht_region_state {
 	EHT_REGION_STATE_READY = 0,    /* ready and mapped by someone */
@@ -395,7 +424,7 @@ enum eht_region_state {
 	EHT_REGION_STATE_PARTIAL = 6,  /* a creator's temporary file ("." name); gc removes it when unused */
 };
 /* "ready", "idle", "building", "stale", "orphaned", "invalid", "partial". */
-const char *eht_region_state_name(int state);
+EHT_API const char *eht_region_state_name(int state);
 
 struct eht_region_entry {
 	char name[256];          /* region name (for PARTIAL: the temporary file's name) */
@@ -417,14 +446,14 @@ struct eht_region_entry {
 
 /* Lists the regions of dir (NULL: as in the options) without taking any lock. *entries is
  * malloc'ed (free with eht_region_list_free). Returns the count (>= 0) or -errno. */
-int eht_region_list(const char *dir, struct eht_region_entry **entries);
-void eht_region_list_free(struct eht_region_entry *entries);
+EHT_API EHT_MUST_CHECK int eht_region_list(const char *dir, struct eht_region_entry **entries);
+EHT_API void eht_region_list_free(struct eht_region_entry *entries);
 
 #define EHT_REGION_GC_DRY_RUN 0x1u
 /* Removes stale, orphaned, invalid and partial regions of dir that nobody uses (checked by taking
  * the region's lock, so a region in use is never removed). report, when given, is called for each
  * region removed (or, with EHT_REGION_GC_DRY_RUN, that would be). Returns the count or -errno. */
-int eht_region_gc(const char *dir, unsigned flags,
+EHT_API EHT_MUST_CHECK int eht_region_gc(const char *dir, unsigned flags,
 		  void (*report)(const struct eht_region_entry *entry, void *arg), void *arg);
 
 /* ============================================================================== probe + group == */
@@ -486,10 +515,10 @@ struct eht_probe {
 /* Probes GPUs, NUMA nodes, /dev/shm, huge pages and handle support. Works without a GPU or driver
  * (ndevices 0, gpu_status says why). Export support is found by a real one-granule allocation and
  * export per device, cached for the process. Returns 0 or -ENOMEM; free with eht_probe_free. */
-int eht_probe(struct eht_probe **out);
-void eht_probe_free(struct eht_probe *probe);
+EHT_API EHT_MUST_CHECK int eht_probe(struct eht_probe **out);
+EHT_API void eht_probe_free(struct eht_probe *probe);
 /* The probe as a JSON object (malloc'd, NUL-terminated; free() it). Returns 0 or -ENOMEM. */
-int eht_probe_json(char **out);
+EHT_API EHT_MUST_CHECK int eht_probe_json(char **out);
 
 /* ---- group: the ranks of one node that share tables (src/group) ---- */
 
@@ -528,28 +557,29 @@ struct eht_group_opts {
  * the adapter's rank and size are used (rank and size must match them or be -1/0).
  * Returns 0, -EINVAL, -EADDRINUSE (another group holds the key), -ETIMEDOUT, -EACCES (peer of
  * another user), -EPROTO (peers disagree on size or rank), -ECONNRESET or -ENOMEM. */
-int eht_group_create(const char *key, int rank, int size, const struct eht_group_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_group_create(const char *key, int rank, int size,
+		const struct eht_group_opts *opts,
 		     eht_group **out);
 /* A group of one rank (every collective is a no-op). Returns 0 or -ENOMEM. */
-int eht_group_create_single(eht_group **out);
+EHT_API EHT_MUST_CHECK int eht_group_create_single(eht_group **out);
 /* Leaves the group and closes its sockets; NULL is a no-op. */
-void eht_group_destroy(eht_group *group);
-int eht_group_rank(const eht_group *group);
-int eht_group_size(const eht_group *group);
+EHT_API void eht_group_destroy(eht_group *group);
+EHT_API int eht_group_rank(const eht_group *group);
+EHT_API int eht_group_size(const eht_group *group);
 
 /* Collectives: every rank calls them in the same order. On any failure (a peer died: -ECONNRESET;
  * a peer stalled past the timeout: -ETIMEDOUT; a mismatched call: -EPROTO) the built-in group is
  * broken: its sockets are shut so that every other rank fails promptly too, and every later call
  * returns -ECONNRESET. */
-int eht_group_barrier(eht_group *group);
+EHT_API EHT_MUST_CHECK int eht_group_barrier(eht_group *group);
 /* Sends len bytes of rank 0's buf to every rank's buf (len must agree: else -EPROTO). */
-int eht_group_broadcast(eht_group *group, void *buf, size_t len);
+EHT_API EHT_MUST_CHECK int eht_group_broadcast(eht_group *group, void *buf, size_t len);
 /* Gathers len bytes (at most 1 MiB) from every rank into out (size * len bytes) on every rank. */
-int eht_group_allgather(eht_group *group, const void *in, size_t len, void *out);
+EHT_API EHT_MUST_CHECK int eht_group_allgather(eht_group *group, const void *in, size_t len, void *out);
 /* Passes n file descriptors from rank 0 to every rank (SCM_RIGHTS): rank 0's fds are read, the
  * other ranks' fds[] are filled with new descriptors (O_CLOEXEC) they must close. n must agree.
  * Returns 0 or -errno; on failure no received descriptor stays open. */
-int eht_group_broadcast_fds(eht_group *group, int *fds, size_t n);
+EHT_API EHT_MUST_CHECK int eht_group_broadcast_fds(eht_group *group, int *fds, size_t n);
 
 /* ---- sharing a table across a group (src/table/host_numa*.c, share*.c) ---- */
 
@@ -578,14 +608,16 @@ struct eht_share_opts {
  * -ENODEV (no GPU), -EOPNOTSUPP (host-NUMA VMM or the handle kind unsupported here), -ENOMEM
  * ("NUMA node N fell below its X GiB reserve after A of B GiB"), -EINVAL, or a driver error.
  * EHT_FAULT=<step>:rank=<r> (step: create, export, import, reserve, map, access) injects a failure. */
-int eht_host_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group,
+		const struct eht_share_opts *opts,
 			 eht_table **out);
 
 /* Collective: the one call users make. Tries host-NUMA, then a pinned shared region, then an
  * unpinned one (or only opts->tier), every rank ending in the same tier. Returns 0 and a table
  * whose info gives the CPU pointer, the GPU pointer (0 for the unpinned region), tier, NUMA node and
  * page size; or the last tier's -errno. */
-int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group,
+		const struct eht_share_opts *opts,
 		    eht_table **out);
 
 /* ===================================================================================== lookup == */
@@ -683,7 +715,8 @@ struct eht_lookup_opts {
  * buffers and kernels. opts NULL = defaults. Returns 0; -EINVAL (bad options, unknown flags, BF16 on
  * rows that are not 264 bytes, a GPU strategy on a table the GPU cannot read); -ENODEV (GPU strategy
  * without a GPU); -ENOTSUP (GPU strategy in a build without kernels); -ENOMEM; driver errors. */
-int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_lookup **out);
+EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts,
+		eht_lookup **out);
 
 /* eht_lookup_run flags */
 #define EHT_LOOKUP_RUN_DEAD_ERROR 0x1u /* dead ids are -ERANGE instead of zero rows */
@@ -702,22 +735,23 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
  * pointers, bad id_type or flags, GPU output for a CPU-only engine, host output for a GPU strategy);
  * -ERANGE (a dead id with EHT_LOOKUP_RUN_DEAD_ERROR; dead rows are still zero-filled); -EOPNOTSUPP
  * (HOST or AUTO, or dead_count, on a capturing stream); the table's read error; driver errors. */
-int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count,
+EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type,
+		int64_t id_offset, uint64_t count,
 		   void *out, void *stream, unsigned flags, uint64_t *dead_count);
 
 /* Dead ids of the last run, complete once the stream has passed that run (a pinned counter the GPU
  * strategies write asynchronously). */
-uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
+EHT_API uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
 
 /* The strategy the last run used (AUTO resolved), and the name of a strategy ("direct", ...). */
-int eht_lookup_last_strategy(const eht_lookup *lk);
-const char *eht_lookup_strategy_name(int strategy);
+EHT_API int eht_lookup_last_strategy(const eht_lookup *lk);
+EHT_API const char *eht_lookup_strategy_name(int strategy);
 
 /* Frees everything the engine allocated (after synchronizing its streams); NULL is a no-op. */
-void eht_lookup_destroy(eht_lookup *lk);
+EHT_API void eht_lookup_destroy(eht_lookup *lk);
 
 /* CPU reference of the BF16 format: one packed Engram row (264 bytes) into 256 bf16 (as uint16). */
-void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
+EHT_API void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
 
 /* ======================================================================================= disk == */
 /* The disk tier: rows stay in safetensors files (src/table).
@@ -799,30 +833,32 @@ struct eht_disk_opts {
  * -EINVAL (NULL path or weight name, unknown flags, rank >= nranks, a tensor that is not 2-D or whose
  * rows are not whole bytes, weight and scale rows differ, a row over 1 GiB); -ENOENT (no such
  * checkpoint or tensor); -ENOMEM; or the errors of eht_ckpt_open and eht_st_map_rows. */
-int eht_disk_open(const char *ckpt_path, const struct eht_disk_opts *opts, eht_table **out);
+EHT_API EHT_MUST_CHECK int eht_disk_open(const char *ckpt_path, const struct eht_disk_opts *opts,
+		eht_table **out);
 
 /* Starts gathering the rows of count ids (int32 or int64 as in eht_lookup_run, each id + id_offset
  * an absolute row; dead ids are skipped) and returns at once; ids may be reused when it returns.
  * flags must be 0. Returns 0; -EINVAL (not a disk table, bad arguments); -EBUSY (every prefetch
  * slot holds an unreleased ticket). */
-int eht_disk_prefetch(eht_table *table, const void *ids, int id_type, int64_t id_offset, uint64_t count,
+EHT_API EHT_MUST_CHECK int eht_disk_prefetch(eht_table *table, const void *ids, int id_type,
+		int64_t id_offset, uint64_t count,
 		      uint32_t flags, eht_disk_ticket **out);
 /* Waits until the ticket's reads are done. Returns 0 or the first read error (the lookup then reads
  * those rows itself and reports the error again). */
-int eht_disk_wait(eht_disk_ticket *ticket);
+EHT_API EHT_MUST_CHECK int eht_disk_wait(eht_disk_ticket *ticket);
 /* Distinct rows the ticket staged (after it is done). */
-uint64_t eht_disk_ticket_rows(const eht_disk_ticket *ticket);
+EHT_API uint64_t eht_disk_ticket_rows(const eht_disk_ticket *ticket);
 /* Waits for the ticket's reads and frees its slot; NULL is a no-op. Returns as eht_disk_wait. */
-int eht_disk_release(eht_disk_ticket *ticket);
+EHT_API int eht_disk_release(eht_disk_ticket *ticket);
 
 /* Compares every file of the table with what was seen at open: size, mtime, and the inode the path
  * names now. Returns 0 or -ESTALE with a message naming the file and what changed. */
-int eht_disk_check(eht_table *table);
+EHT_API EHT_MUST_CHECK int eht_disk_check(eht_table *table);
 
 /* Drops the table's rows from this process's mapping and the kernel's page cache
  * (MADV_DONTNEED + POSIX_FADV_DONTNEED on the row ranges) and empties the hot-row cache, so the
  * next reads are cold (benchmarks). Returns 0 or -EINVAL (not a disk table). */
-int eht_disk_drop_cache(eht_table *table);
+EHT_API EHT_MUST_CHECK int eht_disk_drop_cache(eht_table *table);
 
 struct eht_disk_stats {
 	uint32_t size;          /* sizeof(struct eht_disk_stats), set by the caller */
@@ -832,7 +868,7 @@ struct eht_disk_stats {
 	uint64_t cache_slots;   /* rows the hot-row cache holds at most */
 };
 /* Counters since open. Returns 0 or -EINVAL. */
-int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);
+EHT_API EHT_MUST_CHECK int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);
 
 /* ====================================================================================== serve == */
 /* Serving a checkpoint's tables to a node's workers (src/serve): one process (`eht serve`, or any
@@ -881,18 +917,29 @@ struct eht_serve_opts {
  * 2-D), -EADDRINUSE (the key is being served already, or bound by another user: names its uid),
  * -ENOSPC / -ENOMEM (no tier could hold a table), -EINTR (opts->cancel), -EIO (the checkpoint
  * shrank or failed while loading), or the errors of eht_ckpt_open. */
-int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out);
+EHT_API EHT_MUST_CHECK int eht_serve_start(const char *path, const struct eht_serve_opts *opts,
+		eht_server **out);
 /* Number of tables, and what table i is (tier, rows, row bytes, NUMA node, page size; for the disk
  * tier host and device_ptr are 0: workers read the files). info->size must be set. Returns 0 or
  * -EINVAL. */
-size_t eht_serve_table_count(const eht_server *server);
-int eht_serve_table_info(const eht_server *server, size_t i, struct eht_table_info *info);
+EHT_API size_t eht_serve_table_count(const eht_server *server);
+EHT_API EHT_MUST_CHECK int eht_serve_table_info(const eht_server *server, size_t i,
+		struct eht_table_info *info);
 /* Attaches served so far, and workers attached now. */
-uint64_t eht_serve_attaches(const eht_server *server);
-unsigned eht_serve_clients(const eht_server *server);
+EHT_API uint64_t eht_serve_attaches(const eht_server *server);
+EHT_API unsigned eht_serve_clients(const eht_server *server);
+/* What the running servers of this user on this node hold, as JSON (malloc'd, free() it): for key,
+ * one object {"key", "checkpoint", "pid", "uid", "device", "state" ("loading" or "ready"), "ready",
+ * "uptime_s", "bytes" (in memory, once ready), "loaded_bytes" and "load_bytes" (loading progress),
+ * "tables": [{"name", "tier", "rows", "row_bytes", "bytes", "numa_node", "page_size"}], "workers":
+ * [{"pid", "uid", "gid", "device" (null: the attach protocol does not carry it), "attached_s"}]};
+ * for key NULL, an array of them (servers found from /proc/net/unix). Asks each server over its
+ * status socket ("eht.status.<uid>.<key>"), within 2 s. Returns 0; -ENOENT (no server holds key),
+ * -EINVAL (bad key), -EPROTO, -ETIMEDOUT, -ENOMEM. */
+EHT_API EHT_MUST_CHECK int eht_serve_status(const char *key, char **json);
 /* Stops serving: closes every worker connection (their next lookup fails), then the tables.
  * Returns 0 or the first teardown error; NULL is a no-op. */
-int eht_serve_stop(eht_server *server);
+EHT_API int eht_serve_stop(eht_server *server);
 
 struct eht_attach_opts {
 	uint32_t size;       /* sizeof(struct eht_attach_opts) */
@@ -905,17 +952,17 @@ struct eht_attach_opts {
 /* Attaches to the tables served under key. Returns 0; -ETIMEDOUT (no server answered in time,
  * naming the key), -ECONNRESET (the server went away), -EPROTO (another version of eht serves
  * the key), -EACCES, or the errors of mapping a tier. */
-int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out);
+EHT_API EHT_MUST_CHECK int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out);
 /* The tables, in the server's order; owned by the client (valid until eht_detach). */
-size_t eht_client_table_count(const eht_client *client);
-int eht_client_table(eht_client *client, size_t i, eht_table **table);
+EHT_API size_t eht_client_table_count(const eht_client *client);
+EHT_API EHT_MUST_CHECK int eht_client_table(eht_client *client, size_t i, eht_table **table);
 /* Table by name; -ENOENT when the server has no such table. */
-int eht_client_find(eht_client *client, const char *name, eht_table **table);
+EHT_API EHT_MUST_CHECK int eht_client_find(eht_client *client, const char *name, eht_table **table);
 /* 0 while the server is alive; -ECONNRESET once it is gone. Every lookup on a client's table
  * checks this first. */
-int eht_client_check(eht_client *client);
+EHT_API EHT_MUST_CHECK int eht_client_check(eht_client *client);
 /* Unmaps every table and closes the connection; NULL is a no-op. Returns 0 or the first error. */
-int eht_detach(eht_client *client);
+EHT_API int eht_detach(eht_client *client);
 
 #ifdef __cplusplus
 }

@@ -62,7 +62,7 @@ static void check_tp(const char *path, const uint8_t *ref, uint64_t rows, uint32
 					  .nranks = nranks, .prefetch_rows = 2000, .io_threads = 8};
 		eht_table *t = NULL;
 		uint64_t first, count;
-		eht_rows_split(rows, r, nranks, &first, &count);
+		CHECK_RC(eht_rows_split(rows, r, nranks, &first, &count), 0);
 		CHECK_RC(eht_disk_open(path, &o, &t), 0);
 		for (int fmt = 0; t && fmt < 2; fmt++) {
 			size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;

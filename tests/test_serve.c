@@ -61,7 +61,8 @@ static int lookup_and_check(eht_client *c, eht_ckpt *ck)
 	if (eht_client_table(c, 0, &t) != 0)
 		return -1;
 	struct eht_table_info info = {.size = sizeof(info)};
-	eht_table_get_info(t, &info);
+	if (eht_table_get_info(t, &info) != 0)
+		return -1;
 	struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = EHT_LOOKUP_HOST, .flags = EHT_LOOKUP_CPU_ONLY, .device = -1};
 	eht_lookup *lk = NULL;
 	int rc = eht_lookup_create(t, &lo, &lk);

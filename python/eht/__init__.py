@@ -10,16 +10,20 @@ tables and lookup outputs can be zero-copy torch tensors on the right device.
     dead = table.lookup(ids, out)                  # ids: torch/array; out: torch/bytearray
     lk = table.lookup_engine(strategy="auto", format="bf16")   # or an engine of one's own
 
-libeht is found through $EHT_LIB, then next to this package (../../build/libeht.so), then the
-system's library path.
+libeht is found through $EHT_LIB, the build tree of a source checkout, pkg-config, $EHT_PREFIX, this
+Python's prefix, /usr/local, then the system's library path (eht._libfind). Type hints: eht/__init__.pyi.
 """
 import ctypes
 import ctypes.util
 import errno as _errno
+import json as _json
 import os
 
-__all__ = ["EhtError", "version", "wrap", "attach", "Table", "Lookup", "Client",
-           "TIERS", "STRATEGIES", "FORMATS"]
+from ._libfind import candidates as _lib_candidates, find_library as _find_lib
+from ._version import __version__
+
+__all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
+           "TIERS", "STRATEGIES", "FORMATS", "__version__"]
 
 TIERS = {0: "none", 1: "host-numa", 2: "region-pinned", 3: "region", 4: "disk", 5: "memory"}
 STRATEGIES = {"auto": 0, "direct": 1, "sorted": 2, "host": 3}
@@ -36,18 +40,11 @@ class EhtError(OSError):
 
 
 def _find_library():
-    env = os.environ.get("EHT_LIB")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "build", "libeht.so"),
-                 os.path.join(here, "libeht.so")):
-        if os.path.exists(cand):
-            return cand
-    found = ctypes.util.find_library("eht")
+    found = _find_lib()
     if found:
         return found
-    raise EhtError(_errno.ENOENT, "libeht.so not found: build with `make` or set EHT_LIB")
+    raise EhtError(_errno.ENOENT, "libeht.so not found (looked in %s and the system's library path): "
+                   "`make install`, or set EHT_LIB to the file" % ", ".join(_lib_candidates()))
 
 
 class _TableInfo(ctypes.Structure):
@@ -79,7 +76,9 @@ def _L():
     global _lib
     if _lib is not None:
         return _lib
-    lib = ctypes.CDLL(_find_library())
+    path = _find_library()
+    lib = ctypes.CDLL(path)
+    lib._eht_path = path
     P, U64, I, U32, VP = ctypes.POINTER, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p
     sigs = {
         "eht_version": (ctypes.c_char_p, []),
@@ -100,6 +99,7 @@ def _L():
         "eht_client_table": (I, [VP, ctypes.c_size_t, P(VP)]),
         "eht_client_check": (I, [VP]),
         "eht_detach": (I, [VP]),
+        "eht_serve_status": (I, [ctypes.c_char_p, P(ctypes.c_void_p)]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         try:
@@ -160,8 +160,50 @@ def _closed(what):
 
 
 def version():
-    """libeht's version string."""
+    """libeht's version string (the loaded library's; eht.__version__ is this package's)."""
     return _L().eht_version().decode()
+
+
+def library_path():
+    """The libeht.so file this module loaded."""
+    return _L()._eht_path
+
+
+def status(key=None):
+    """What running servers of this user hold (eht_serve_status): a dict for key, a list of dicts
+    for key None. Raises EhtError (errno ENOENT) when no server holds key."""
+    lib = _L()
+    if not hasattr(lib, "eht_serve_status"):
+        raise EhtError(_errno.ENOSYS, "this libeht has no eht_serve_status")
+    out = ctypes.c_void_p()
+    _check(lib.eht_serve_status(key.encode() if key else None, ctypes.byref(out)), "eht_serve_status")
+    try:
+        return _json.loads(ctypes.string_at(out.value).decode())
+    finally:
+        free = ctypes.CDLL(None).free
+        free.argtypes = [ctypes.c_void_p]
+        free(out)
+
+
+def _device_index(device):
+    """A CUDA ordinal (-1: none) from torch-style device arguments: None, an int, "cpu", "cuda",
+    "cuda:N" or a torch.device."""
+    if device is None:
+        return -1
+    if isinstance(device, bool):
+        raise TypeError("device must be an ordinal, 'cpu', 'cuda[:N]' or a torch.device, not a bool")
+    if isinstance(device, int):
+        return device
+    kind, index = getattr(device, "type", None), getattr(device, "index", None)
+    if kind is None:
+        text = str(device)
+        kind, _, num = text.partition(":")
+        index = int(num) if num else None
+    if kind == "cpu":
+        return -1
+    if kind == "cuda":
+        return 0 if index is None else int(index)
+    raise ValueError("device %r: use an ordinal, 'cpu', 'cuda', 'cuda:N' or a torch.device" % (device,))
 
 
 def _torch():
@@ -364,7 +406,8 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
     if nbytes < rows * row_bytes:
         raise ValueError("buffer holds %d bytes, %d rows x %d need more" % (nbytes, rows, row_bytes))
     h = ctypes.c_void_p()
-    _check(_L().eht_table_wrap(addr, rows, row_bytes, device, name.encode(), ctypes.byref(h)), "eht_table_wrap")
+    _check(_L().eht_table_wrap(addr, rows, row_bytes, _device_index(device), name.encode(), ctypes.byref(h)),
+           "eht_table_wrap")
     return Table(h, owner=(buffer, keep))
 
 
@@ -419,5 +462,6 @@ class Client:
 
 
 def attach(key, device=-1, timeout=60.0, rank=0, nranks=1):
-    """Attaches to the tables served under `key`; see Client."""
-    return Client(key, device=device, timeout=timeout, rank=rank, nranks=nranks)
+    """Attaches to the tables served under `key`; see Client. device: an ordinal, "cuda:N", a
+    torch.device, or -1 / None / "cpu" for none."""
+    return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks)

@@ -10,6 +10,7 @@
 #include "lookup/lookup_impl.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 #define DEFAULT_MAX_BATCH 196608u
@@ -121,11 +122,9 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	*out = NULL;
 	if (!table)
 		return eht_err(EINVAL, "eht_lookup_create: NULL table");
-	if (opts) {
-		if (opts->size < sizeof(o))
-			return eht_err(EINVAL, "eht_lookup_create: opts->size %u < %zu", opts->size, sizeof(o));
-		o = *opts;
-	}
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_lookup_create: opts");
+	if (orc)
+		return orc;
 	if (o.flags & ~EHT_LOOKUP_OPTS_FLAGS)
 		return eht_err(EINVAL, "eht_lookup_create: unknown flags 0x%x", o.flags & ~EHT_LOOKUP_OPTS_FLAGS);
 	if (o.strategy < EHT_LOOKUP_AUTO || o.strategy > EHT_LOOKUP_HOST)

@@ -20,6 +20,7 @@
 #include "os/region_gpu.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 #include "util/pool.h"
 
@@ -83,10 +84,11 @@ static int req_init(struct req *q, const char *name, uint64_t bytes, const struc
 	q->name = name;
 	q->numa_node = -1;
 	q->device = -1;
+	struct eht_region_opts oc = {0};
+	if ((rc = eht_opts_in(&oc, sizeof(oc), o, "eht_region_open: opts")))
+		return rc;
 	if (o) {
-		if (o->size < sizeof(*o))
-			return eht_err(EINVAL, "region %s: opts.size %u < %zu (set it to sizeof(struct eht_region_opts))",
-				       name, o->size, sizeof(*o));
+		o = &oc;
 		if (o->flags & ~known_flags)
 			return eht_err(EINVAL, "region %s: unknown flags 0x%x", name, o->flags & ~known_flags);
 		q->flags = o->flags;

@@ -22,6 +22,7 @@
 #include "table/host_numa.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 struct eht_client {
@@ -273,12 +274,11 @@ static int check_opts(const char *key, const struct eht_attach_opts *opts, struc
 	*o = (struct eht_attach_opts){.size = sizeof(*o), .device = -1, .nranks = 1};
 	if (!key)
 		return eht_err(EINVAL, "eht_attach: NULL key");
-	if (opts) {
-		if (opts->size < sizeof(*o) || opts->flags)
-			return eht_err(EINVAL, "eht_attach: opts->size %u < %zu or unknown flags 0x%x", opts->size,
-				       sizeof(*o), opts->flags);
-		*o = *opts;
-	}
+	int orc = eht_opts_in(o, sizeof(*o), opts, "eht_attach: opts");
+	if (orc)
+		return orc;
+	if (o->flags)
+		return eht_err(EINVAL, "eht_attach: unknown flags 0x%x", o->flags);
 	if (!o->timeout_ms)
 		o->timeout_ms = 60000;
 	if (!o->nranks)

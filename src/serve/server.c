@@ -20,10 +20,12 @@
 #include "os/region_impl.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
+#include "serve/serve_status.h"
 #include "table/host_numa.h"
 #include "table/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 #define SEND_TIMEOUT_MS 30000
@@ -51,6 +53,7 @@ struct eht_server {
 	unsigned suppressed[2];
 	atomic_uint_fast64_t attaches;
 	atomic_uint live_clients;
+	struct serve_status *status; /* serve_status.c: what `eht status` sees; NULL when it failed */
 };
 
 /* One warning per kind per WARN_INTERVAL_MS: a flood of bad connections must not flood the log. */
@@ -89,7 +92,8 @@ static json_t *table_json(const eht_server *s, const struct served *t, size_t fi
 		json_object_set_new(o, "scale", t->scale[0] ? json_string(t->scale) : json_null());
 		return o;
 	}
-	eht_table_get_info(t->table, &info);
+	if (eht_table_get_info(t->table, &info) != 0)
+		return o;
 	struct eht_hn_layout lay;
 	if (eht_host_numa_layout(t->table, &lay) == 0) {
 		json_object_set_new(o, "tier", json_string("host-numa"));
@@ -211,6 +215,7 @@ static bool peer_allowed(int fd, struct ucred *cred)
 /* Called with s->mu held. */
 static void drop_client(eht_server *s, size_t i)
 {
+	serve_status_detached(s->status, s->clients[i]);
 	close(s->clients[i]);
 	s->clients[i] = s->clients[--s->nclients];
 	atomic_fetch_sub(&s->live_clients, 1);
@@ -251,6 +256,7 @@ static void *sender_thread(void *arg)
 	bool keep = !rc && !s->stopping && s->nclients < s->cap, stopping = s->stopping;
 	if (keep) {
 		s->clients[s->nclients++] = cfd;
+		serve_status_attached(s->status, cfd);
 		atomic_fetch_add(&s->attaches, 1);
 		atomic_fetch_add(&s->live_clients, 1);
 		eht_info("serve %s: worker attached (%zu now)", s->key, s->nclients);
@@ -411,12 +417,20 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->table);
 		eht_region_set_cancel(NULL);
 		if (rc) {
-			eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
+			if (rc == -ENOSPC) /* the fix must cover every table, not the one that did not fit */
+				eht_err_prefix(rc, "table %s (%.2f GiB; the whole checkpoint needs %.2f GiB for its %zu table(s): "
+						   "for all of them give /dev/shm %lluG, e.g. Docker --shm-size=%lluG)",
+					       t->name, (double)(t->rows * t->row_bytes) / (1 << 30), (double)total / (1 << 30),
+					       s->ntables, (unsigned long long)((total >> 30) + 1),
+					       (unsigned long long)((total >> 30) + 1));
+			else
+				eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
 			break;
 		}
 		struct eht_table_info info = {.size = sizeof(info)};
-		eht_table_get_info(t->table, &info);
-		rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg, o->cancel);
+		rc = eht_table_get_info(t->table, &info);
+		if (rc == 0)
+			rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg, o->cancel);
 		done += t->rows * t->row_bytes;
 		if (!rc)
 			seal_region_file(t);
@@ -451,15 +465,11 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (!out || !path)
 		return eht_err(EINVAL, "eht_serve_start: NULL %s", path ? "out" : "path");
 	*out = NULL;
-	if (opts) {
-		const size_t before_cancel = offsetof(struct eht_serve_opts, cancel);
-		if (opts->size < before_cancel)
-			return eht_err(EINVAL, "eht_serve_start: opts->size %u < %zu", opts->size, before_cancel);
-		if (opts->flags)
-			return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", opts->flags);
-		memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
-		o.size = sizeof(o);
-	}
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_serve_start: opts");
+	if (orc)
+		return orc;
+	if (o.flags)
+		return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", o.flags);
 	if (o.tier != 0 && o.tier != EHT_TIER_HOST_NUMA && o.tier != EHT_TIER_REGION_PINNED &&
 	    o.tier != EHT_TIER_REGION && o.tier != EHT_TIER_DISK)
 		return eht_err(EINVAL, "eht_serve_start: tier %d (%s) cannot be served", o.tier, eht_tier_name(o.tier));
@@ -492,6 +502,9 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		rc = eht_err_sys(errno, "serve %s: listen", key);
 	if (!rc && pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
 		rc = eht_err_sys(errno, "serve %s: pipe", key);
+	if (!rc && serve_status_start(key, s->path, o.device, &s->status) != 0)
+		eht_warn("serve %s: no status for `eht status`: %s", key, eht_last_error());
+	serve_status_wrap_progress(s->status, &o.progress, &o.progress_arg);
 
 	eht_ckpt *ck = NULL;
 	if (!rc)
@@ -508,6 +521,8 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		else
 			s->running = true;
 	}
+	if (!rc)
+		serve_status_ready(s->status, s);
 	if (rc) {
 		struct eht_err_saved cause;
 		eht_err_save(&cause);
@@ -522,15 +537,15 @@ size_t eht_serve_table_count(const eht_server *s) { return s ? s->ntables : 0; }
 
 int eht_serve_table_info(const eht_server *s, size_t i, struct eht_table_info *info)
 {
-	if (!s || i >= s->ntables || !info || info->size < sizeof(*info))
+	if (!s || i >= s->ntables || !info)
 		return eht_err(EINVAL, "eht_serve_table_info: bad server, index %zu or info", i);
 	const struct served *t = &s->tables[i];
 	if (t->table)
 		return eht_table_get_info(t->table, info);
-	*info = (struct eht_table_info){.size = sizeof(*info), .tier = EHT_TIER_DISK, .rows = t->rows,
-				       .row_bytes = t->row_bytes, .local_rows = t->rows, .device = -1,
-				       .numa_node = -1, .page_size = 4096, .name = t->name};
-	return 0;
+	const struct eht_table_info x = {.size = sizeof(x), .tier = EHT_TIER_DISK, .rows = t->rows,
+					 .row_bytes = t->row_bytes, .local_rows = t->rows, .device = -1,
+					 .numa_node = -1, .page_size = 4096, .name = t->name};
+	return eht_opts_out(info, &x, sizeof(x), "eht_serve_table_info: info");
 }
 
 uint64_t eht_serve_attaches(const eht_server *s) { return s ? atomic_load(&s->attaches) : 0; }
@@ -556,6 +571,7 @@ int eht_serve_stop(eht_server *s)
 	while (s->senders)
 		pthread_cond_wait(&s->idle, &s->mu);
 	pthread_mutex_unlock(&s->mu);
+	serve_status_stop(s->status); /* after the attach thread: it reports workers to the status */
 	/* Workers learn the server is gone from their end of these sockets. */
 	for (size_t i = 0; i < s->nclients; i++)
 		close(s->clients[i]);

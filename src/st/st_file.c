@@ -11,6 +11,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 
 #define MEMORY_PATH "<memory>"
 
@@ -469,8 +470,8 @@ int st_fill_info(const struct eht_st_file *f, size_t i, struct eht_st_tensor_inf
 	x.data = f->base + x.file_offset;
 	x.path = f->path;
 	x.file_index = f->file_index;
-	memcpy(info, &x, info->size < sizeof(x) ? info->size : sizeof(x));
-	return 0;
+	x.size = sizeof(x);
+	return eht_opts_out(info, &x, sizeof(x), "tensor info");
 }
 
 int eht_st_tensor(const eht_st_file *f, size_t index, struct eht_st_tensor_info *info)

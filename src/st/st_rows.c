@@ -10,6 +10,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 
 struct eht_st_map {
 	void *base;      /* page-aligned mapping */
@@ -57,8 +58,9 @@ int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nran
 	r.nbytes = r.count * r.row_bytes;
 	r.path = t->path;
 	r.name = t->name;
-	memcpy(out, &r, out->size < sizeof(r) ? out->size : sizeof(r));
-	return 0;
+	r.size = sizeof(r);
+	rc = eht_opts_out(out, &r, sizeof(r), "eht_st_rows: out");
+	return rc;
 }
 
 int eht_st_map_rows(const struct eht_st_rows *r, uint32_t flags, eht_st_map **out)

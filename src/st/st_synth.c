@@ -11,6 +11,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 
 #define MAX_TABLES 1000
 
@@ -143,11 +144,8 @@ int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts)
 	int rc = 0;
 	if (!dir)
 		return eht_err(EINVAL, "eht_synth_checkpoint: NULL directory");
-	if (opts) {
-		if (opts->size < sizeof(o))
-			return eht_err(EINVAL, "eht_synth_checkpoint: opts->size %u too small", opts->size);
-		o = *opts;
-	}
+	if ((rc = eht_opts_in(&o, sizeof(o), opts, "eht_synth_checkpoint: opts")))
+		return rc;
 	if (o.flags)
 		return eht_err(EINVAL, "eht_synth_checkpoint: unknown flags 0x%x", o.flags);
 	if (!o.tables)

@@ -14,6 +14,7 @@
 #include "table/disk_impl.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 #define DEFAULT_IO_THREADS 32u
@@ -315,9 +316,10 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	*out = NULL;
 	if (!path || !opts || !opts->weight)
 		return eht_err(EINVAL, "eht_disk_open: NULL %s", !path ? "path" : "weight tensor name");
-	if (opts->size < sizeof(*opts))
-		return eht_err(EINVAL, "eht_disk_open: opts->size %u < %zu", opts->size, sizeof(*opts));
-	struct eht_disk_opts o = *opts;
+	struct eht_disk_opts o = {0};
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_disk_open: opts");
+	if (orc)
+		return orc;
 	if (o.flags & ~EHT_DISK_OPTS_FLAGS)
 		return eht_err(EINVAL, "eht_disk_open: unknown flags 0x%x", o.flags & ~EHT_DISK_OPTS_FLAGS);
 	if (o.nranks == 0)
@@ -434,13 +436,14 @@ int eht_disk_drop_cache(eht_table *t)
 int eht_disk_stats(const eht_table *t, struct eht_disk_stats *s)
 {
 	struct disk *d = disk_of(t);
-	if (!d || !s || s->size < sizeof(*s))
-		return eht_err(EINVAL, "eht_disk_stats: not a disk table, or NULL stats / stats->size too small");
-	s->rows_read = atomic_load(&d->rows_read);
-	s->cache_hits = atomic_load(&d->cache_hits);
-	s->prefetch_hits = atomic_load(&d->prefetch_hits);
-	s->cache_slots = d->cache.nslots;
-	return 0;
+	if (!d || !s)
+		return eht_err(EINVAL, "eht_disk_stats: %s", d ? "NULL stats" : "not a disk table");
+	struct eht_disk_stats x = {.size = sizeof(x)};
+	x.rows_read = atomic_load(&d->rows_read);
+	x.cache_hits = atomic_load(&d->cache_hits);
+	x.prefetch_hits = atomic_load(&d->prefetch_hits);
+	x.cache_slots = d->cache.nslots;
+	return eht_opts_out(s, &x, sizeof(x), "eht_disk_stats: stats");
 }
 
 struct disk *disk_from_table(eht_table *t) { return disk_of(t); }

@@ -17,6 +17,7 @@
 #include "table/table_impl.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 #define CHUNK_DEFAULT (1ull << 30)
@@ -362,9 +363,12 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	/* Local checks first, but every rank still takes part in every collective below: a rank that
 	 * returned early would leave the others waiting for their deadline. */
 	const uint32_t known = EHT_SHARE_NO_RESERVE | EHT_SHARE_FABRIC | EHT_SHARE_POSIX_FD;
-	if (opts && opts->size < sizeof(*opts))
-		rc = eht_err(EINVAL, "opts->size %u < %zu", opts->size, sizeof(*opts));
-	else if (opts && (opts->flags & ~known))
+	struct eht_share_opts oc = {0};
+	rc = eht_opts_in(&oc, sizeof(oc), opts, "opts");
+	opts = opts ? &oc : NULL;
+	if (rc) {
+		/* eht_opts_in named the problem */
+	} else if (opts && (opts->flags & ~known))
 		rc = eht_err(EINVAL, "unknown flags 0x%x", opts->flags & ~known);
 	else if (opts && (opts->flags & EHT_SHARE_FABRIC) && (opts->flags & EHT_SHARE_POSIX_FD))
 		rc = eht_err(EINVAL, "EHT_SHARE_FABRIC and EHT_SHARE_POSIX_FD together");

@@ -14,6 +14,7 @@
 #include "table/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 #define MSG_LEN 232
@@ -135,13 +136,19 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 	if (!out || !g)
 		return eht_err(EINVAL, "eht_table_share: NULL %s", out ? "group" : "out");
 	*out = NULL;
-	int tier = opts && opts->size >= sizeof(*opts) ? opts->tier : 0;
+	struct eht_share_opts oc = {0};
+	int orc = eht_opts_in(&oc, sizeof(oc), opts, "eht_table_share: opts");
+	if (orc)
+		return orc;
+	if (opts)
+		opts = &oc;
+	int tier = opts ? opts->tier : 0;
 	if (tier != 0 && tier != EHT_TIER_HOST_NUMA && tier != EHT_TIER_REGION_PINNED && tier != EHT_TIER_REGION)
 		return eht_err(EINVAL, "eht_table_share: tier %d (%s) cannot be shared", tier, eht_tier_name(tier));
 	const char *name = opts && opts->name ? opts->name : "table";
 
 	/* Step 1: host-NUMA. Every rank gets the same answer, so every rank takes the same next step. */
-	char cause[512] = "";
+	char cause[EHT_ERR_MAX] = ""; /* whole messages: a cut one loses its fix */
 	if (tier == 0 || tier == EHT_TIER_HOST_NUMA) {
 		int rc = eht_host_table_share_ex(bytes, g, opts, tier == 0, out, NULL);
 		if (rc == 0 || tier == EHT_TIER_HOST_NUMA)
@@ -163,7 +170,7 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 			eht_warn("table %s: host-NUMA sharing unavailable (%s); using a %s /dev/shm region, whose small "
 				 "GPU pages make lookups slower", name, cause, eht_tier_name(t));
 		} else {
-			char why[512];
+			char why[EHT_ERR_MAX];
 			snprintf(why, sizeof(why), "%s", eht_last_error());
 			eht_warn("table %s: host-NUMA sharing unavailable (%s), and the region tier too (%s)", name,
 				 cause, why);

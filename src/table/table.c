@@ -8,6 +8,7 @@
 
 #include "cuda/cu_pin.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 const char *eht_tier_name(int tier)
@@ -43,11 +44,9 @@ int eht_table_check(eht_table *t) { return t && t->alive ? t->alive(t->alive_arg
 
 int eht_table_get_info(const eht_table *t, struct eht_table_info *info)
 {
-	if (!t || !info || info->size < sizeof(*info))
-		return eht_err(EINVAL, "eht_table_get_info: NULL table or info->size %u < %zu",
-			       info ? info->size : 0, sizeof(*info));
-	*info = t->info;
-	return 0;
+	if (!t)
+		return eht_err(EINVAL, "eht_table_get_info: NULL table");
+	return eht_opts_out(info, &t->info, sizeof(t->info), "eht_table_get_info: info");
 }
 
 int eht_table_close(eht_table *t)

@@ -159,18 +159,9 @@ int bench_lookup(int argc, char **argv)
 	if (!gpu)
 		fprintf(info, "no GPU%s: HOST only, rows gathered into host memory\n", cpu ? " (--cpu)" : "");
 
-	/* Table size: 48 GiB where at least 64 GiB are free, else half of what is free. */
 	uint64_t avail = eht_mem_available();
-	if (gib == 0) {
-		gib = 48;
-		if (avail < (64ull << 30)) {
-			gib = floor((double)avail / 2 / (1 << 30) * 4) / 4;
-			if (gib < 0.25)
-				gib = 0.25;
-			fprintf(info, "only %.1f GiB of memory available: table scaled down to %.2f GiB (the target assumes 48)\n",
-				(double)avail / (1 << 30), gib);
-		}
-	}
+	if (gib == 0)
+		gib = cli_bench_default_gib(avail, info);
 	uint64_t rows = (uint64_t)(gib * (double)(1ull << 30)) / RB;
 	size_t bytes = rows * RB;
 	if (rows == 0 || rows > INT32_MAX) {
@@ -217,7 +208,7 @@ int bench_lookup(int argc, char **argv)
 		goto out;
 	}
 	struct eht_table_info ti = {.size = sizeof(ti)};
-	eht_table_get_info(t, &ti);
+	(void)!eht_table_get_info(t, &ti); /* t was just opened: cannot fail */
 	double t_pin = cli_now_s() - t0;
 	if (gpu && !ti.device_ptr)
 		fprintf(info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", dev);
