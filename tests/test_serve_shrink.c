@@ -75,7 +75,7 @@ int main(void)
 		CHECK_RC(eht_synth_checkpoint(b, &so), 0);
 		pid_t wk = fork();
 		if (wk == 0) {
-			execl(cli, "eht", "worker", key, "--check", b, "--ids", "1000", "--reps", "1", "--timeout", "30",
+			execl(cli, "eht", "worker", key, "--check", b, "--wait", "--ids", "1000", "--reps", "1", "--timeout", "30",
 			      (char *)NULL);
 			_exit(127);
 		}
