@@ -346,3 +346,5 @@ class Client:
 def attach(key, device=-1, timeout=60.0, rank=0, nranks=1):
     """Attaches to the tables served under `key`; see Client."""
     return Client(key, device=device, timeout=timeout, rank=rank, nranks=nranks)
+
+from .group import Group, Region, SharedTable, node_id  # noqa: E402 (needs the names above)
