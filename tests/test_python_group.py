@@ -4,7 +4,8 @@ hub in this process; no torch needed), as 2 nodes of 2 simulated with EHT_NODE_I
 the node split, one copy per node (files counted and their allocated bytes measured), each node
 reading only its own copy, a fault on one node's rank failing that node alone, share_host_table
 None everywhere without a GPU, share_region, a vLLM-like coordinator with broadcast_object only,
-and a killed rank making its node peer fail promptly while the other node finishes.
+and a killed (or stalled) rank making its node peer fail promptly (or at the deadline) while the
+other node finishes.
 Exit 0 pass, 1 fail."""
 import multiprocessing as mp
 import os
@@ -102,6 +103,9 @@ def child(rank, conn, scenario, coord_cls):
     assert g.node_id == "sim.n%d" % node, g.node_id
     if scenario == "kill" and rank == 3:
         os.kill(os.getpid(), signal.SIGKILL)
+    if scenario == "stall" and rank == 3:
+        time.sleep(TIMEOUT_S + 2)  # alive but silent past the deadline
+        return 11
     t0 = time.monotonic()
     try:
         st = g.share_table(BYTES, row_bytes=ROW, name="pygroup")
@@ -109,9 +113,9 @@ def child(rank, conn, scenario, coord_cls):
         took = time.monotonic() - t0
         # Only node 1's survivor gets here: clear error, well within the deadline.
         print("rank %d: share_table failed after %.2f s: %s" % (rank, took, exc), file=sys.stderr)
-        ok = scenario == "kill" and rank == 2 and took < TIMEOUT_S + 2 and "rank" in str(exc)
+        ok = scenario in ("kill", "stall") and rank == 2 and took < TIMEOUT_S + 2 and "rank" in str(exc)
         return 10 if ok else 1
-    if scenario == "kill":
+    if scenario in ("kill", "stall"):
         assert rank in (0, 1), rank
         assert st is not None and st.tier == "region", st
         return 0
@@ -199,6 +203,7 @@ def main():
         run("two-nodes", "broadcast"),
         run("fault"),
         run("kill", expect=[0, 0, 10, -signal.SIGKILL]),
+        run("stall", expect=[0, 0, 10, 11]),
     ]
     return 0 if all(results) else 1
 
