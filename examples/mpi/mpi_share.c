@@ -258,8 +258,9 @@ int main(int argc, char **argv)
 		       "table sizes\n", nodes, wsize, bytes, copies_ok, held, by_file,
 		       have_pss ? "" : " (some mappings have no file: cuMem memory)", by_pss, by_avail);
 		if (expect_copies >= 0) {
-			double measured = have_pss ? by_file : by_avail;
-			if (copies_ok != expect_copies || measured < expect_copies - 0.25 || measured > expect_copies + 0.25) {
+			/* MemAvailable also moves with CUDA contexts and everything else on the machine. */
+			double measured = have_pss ? by_file : by_avail, slack = have_pss ? 0.25 : 0.5;
+			if (copies_ok != expect_copies || measured < expect_copies - slack || measured > expect_copies + slack) {
 				printf("FAIL: expected %d copies, made %d, measured %.2f\n", expect_copies, copies_ok, measured);
 				bad = 1;
 			}
