@@ -53,7 +53,7 @@ step() { # name expect(0|nonzero) cmd...
   step ctest-cpu 0 bash -c "cd $build && ctest --output-on-failure -R '(mpi_nodes|python_group|python_torch_group)'"
   if command -v torchrun >/dev/null && python3 -c "import torch" 2>/dev/null; then
     EHT_SIM_RANKS_PER_NODE=2 EHT_EXPECT_TIER=host-numa PYTHONPATH=$PWD/python \
-      step torchrun 0 torchrun --nproc-per-node 4 tests/test_python_torch_group.py
+      step torchrun 0 torchrun --nproc_per_node 4 tests/test_python_torch_group.py
   else
     echo "skip torchrun (no torch)"
   fi

@@ -4,7 +4,7 @@ simulated nodes of 2 (EHT_NODE_ID): one table copy per node, each node reading i
 the CPU view and, where the tier is GPU-readable, from the GPU view. Skipped (77) without torch.
 
 Standalone it spawns 4 ranks itself (file:// rendezvous). Under torchrun it is one rank:
-    torchrun --nproc-per-node 4 tests/test_python_torch_group.py
+    torchrun --nproc_per_node 4 tests/test_python_torch_group.py
 with EHT_SIM_RANKS_PER_NODE=2 (default here) making 2 nodes of 2; EHT_SIM_RANKS_PER_NODE=0 keeps
 the real node identity. EHT_EXPECT_TIER (e.g. host-numa) checks the tier. Exit 0 pass, 1 fail."""
 import os
