@@ -131,6 +131,11 @@ def child(rank, conn, scenario, coord_cls):
     g.barrier()
     for off in (0, BYTES // 2, BYTES - 1):
         assert st.cpu[off] == 0x40 + node, (rank, off, st.cpu[off])
+    # Lookups as offered for any table: rows 0 and the last carry the marks.
+    import array  # noqa: PLC0415
+    out = bytearray(2 * ROW)
+    assert st.table.lookup(array.array("q", [0, BYTES // ROW - 1]), out) == 0
+    assert out[0] == 0x40 + node and out[-1] == 0x40 + node, (out[0], out[-1])
     for off in range(0, BYTES, 4096):  # every page in use on every rank
         _ = st.cpu[off]
     dev, ino, held = mapping_file(st.table.host_ptr)

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 	int wrank = 0, wsize = 0;
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
 	MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v) {
 			fprintf(stderr, "mpi_share: %s needs a value\n", a);
@@ -153,7 +153,6 @@ int main(int argc, char **argv)
 			MPI_Finalize();
 			return 1;
 		}
-		i++;
 	}
 	if (tier < 0 || bytes == 0) {
 		fprintf(stderr, "mpi_share: bad --tier or --bytes\n");
