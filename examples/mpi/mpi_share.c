@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* mpi_share.c: one table copy per node under mpirun: every rank joins its node's eht group
- * (libeht_mpi), the node shares a table (host-NUMA, else pinned region, else region, all-or-none per
- * node), and world rank 0 reports each node's tier and the memory the copies take.
+ * (libeht_mpi), the node shares a table (host-NUMA, else pinned region, else region, all-or-none
+ * per node), node rank 0 passes a descriptor inside its node (each rank must get its own node's),
+ * and world rank 0 reports each node's tier and the memory the copies take.
  *
  *   mpirun -np 4 example_mpi_share --bytes 64M [--tier auto|host-numa|region-pinned|region]
  *          [--expect-copies N] [--expect-tiers T0,T1,..] [--die-rank R] [--stall-rank R]
@@ -22,13 +23,14 @@
 #include <string.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "eht_mpi.h"
 
 struct report {
-	int32_t node, node_rank, tier, rc;
+	int32_t node, node_rank, tier, rc, fd_foreign;
 	uint64_t dev, ino, pss_kb, file_bytes;
 	char id[EHT_NODE_ID_MAX];
 	char err[200];
@@ -108,6 +110,33 @@ static void mapping_of(const void *p, uint64_t len, struct report *r)
 		closedir(d);
 }
 
+/* Descriptors stay inside a node: node rank 0 passes a memfd holding its node identity through the
+ * eht group (SCM_RIGHTS over the node's own socket); every rank must read its own node's identity.
+ * Returns 0, 1 (another node's descriptor) or -errno from the group. */
+static int fd_check(eht_group *g, const char *id)
+{
+	char got[EHT_NODE_ID_MAX] = {0};
+	int fd = -1, rc;
+	if (eht_group_rank(g) == 0) {
+		fd = memfd_create("eht-node-id", MFD_CLOEXEC);
+		if (fd < 0 || pwrite(fd, id, strlen(id) + 1, 0) != (ssize_t)(strlen(id) + 1)) {
+			if (fd >= 0)
+				close(fd);
+			fd = -1;
+		}
+	}
+	rc = eht_group_broadcast_fds(g, &fd, 1);
+	if (rc)
+		return rc;
+	if (fd < 0 || pread(fd, got, sizeof(got) - 1, 0) <= 0)
+		rc = 1;
+	else
+		rc = strcmp(got, id) != 0;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
 static int die(const char *why, int rc)
 {
 	int wrank = -1;
@@ -179,9 +208,9 @@ int main(int argc, char **argv)
 			pause();
 	}
 
-	uint64_t avail_before = wrank == 0 ? mem_available_kb() : 0;
 	struct report me = {.node = eht_mpi_node_index(mg), .node_rank = eht_group_rank(g), .tier = EHT_TIER_NONE};
 	eht_node_id(me.id, sizeof(me.id));
+	uint64_t avail_before = wrank == 0 ? mem_available_kb() : 0;
 	eht_table *t = NULL;
 	struct eht_share_opts so = {.size = sizeof(so), .tier = tier, .device = -1, .row_bytes = 256, .name = "mpi-share"};
 	rc = eht_table_share(bytes, g, &so, &t);
@@ -207,6 +236,11 @@ int main(int argc, char **argv)
 			mapping_of(info.host, bytes, &me);
 	}
 
+	rc = fd_check(g, me.id);
+	if (rc < 0)
+		return die("passing a descriptor inside the node failed", rc);
+	me.fd_foreign = rc;
+
 	struct report *all = calloc((size_t)wsize, sizeof(*all));
 	if (!all)
 		return die("out of memory", 0);
@@ -222,6 +256,10 @@ int main(int argc, char **argv)
 			       " bytes, Pss %" PRIu64 " kB%s%s\n", i, r->node, r->id, r->node_rank, eht_tier_name(r->tier),
 			       r->dev >> 32, r->ino, r->file_bytes, r->pss_kb, r->rc ? ", error: " : "", r->rc ? r->err : "");
 			pss += r->pss_kb;
+			if (r->fd_foreign) {
+				printf("FAIL: rank %d received a descriptor that is not its node's\n", i);
+				bad = 1;
+			}
 			if (r->rc == 0 && !r->ino)
 				have_pss = 0;
 			int first = 1;
