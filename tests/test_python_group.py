@@ -137,7 +137,7 @@ def child(rank, conn, scenario, coord_cls):
     assert st.table.lookup(array.array("q", [0, BYTES // ROW - 1]), out) == 0
     assert out[0] == 0x40 + node and out[-1] == 0x40 + node, (out[0], out[-1])
     for off in range(0, BYTES, 4096):  # every page in use on every rank
-        _ = st.cpu[off]
+        int(st.cpu[off])
     dev, ino, held = mapping_file(st.table.host_ptr)
     report = PipeCoordinator.all_gather_object(coord, (node, str(dev), ino, held))
     if rank == 0:
@@ -153,10 +153,21 @@ def child(rank, conn, scenario, coord_cls):
         assert all(len(v) == 1 for k, v in per_node.items() if k == 0 or scenario != "fault"), per_node
         assert want - 0.05 < copies < want + 0.05, copies
     assert g.share_host_table(1 << 20) is None  # no GPU: None on every rank, no error
-    reg = g.share_region("pyreg", 1 << 20, fill=lambda v: v.__setitem__(slice(0, 2), bytes([7, node])))
-    assert reg is not None and bytes(reg.view()[:2]) == bytes([7, node]) and not reg.pinned
+    def fill(v):  # a torch tensor or a memoryview
+        v[0], v[1] = 7, node
+    reg = g.share_region("pyreg", 1 << 20, fill=fill)
+    assert reg is not None and (int(reg.view()[0]), int(reg.view()[1])) == (7, node) and not reg.pinned
     reg.close()
+    # The view keeps the mapping after close(); the mapping goes with the last view.
+    import gc  # noqa: PLC0415
+    cpu = st.cpu
     st.close()
+    gc.collect()
+    assert cpu[0] == 0x40 + node
+    del cpu
+    gc.collect()
+    with open("/proc/self/maps") as f:
+        assert not any(line.split()[4] == str(ino) for line in f if len(line.split()) > 4), "still mapped"
     g.close()
     return 0
 

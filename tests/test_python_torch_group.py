@@ -8,6 +8,7 @@ Standalone it spawns 4 ranks itself (file:// rendezvous). Under torchrun it is o
 with EHT_SIM_RANKS_PER_NODE=2 (default here) making 2 nodes of 2; EHT_SIM_RANKS_PER_NODE=0 keeps
 the real node identity. EHT_EXPECT_TIER (e.g. host-numa) checks the tier. Exit 0 pass, 1 fail."""
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -70,6 +71,11 @@ def main():
         if not dist.is_available():
             raise ImportError("torch.distributed unavailable")
     except ImportError as exc:
+        # The system's interpreter may have Debian's python3-torch where a virtual one has not.
+        system = "/usr/bin/python3"
+        if os.path.realpath(sys.executable) != os.path.realpath(system) and os.path.exists(system) and \
+                subprocess.run([system, "-c", "import torch.distributed"], capture_output=True).returncode == 0:
+            return subprocess.run([system] + sys.argv).returncode
         print("skip: %s" % exc)
         return 77
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun

@@ -90,10 +90,11 @@ def node_id():
     return buf.value.decode()
 
 
-def _cpu_view(addr, nbytes):
+def _cpu_view(addr, nbytes, owner):
     """A writable uint8 view of nbytes at addr: a torch tensor when torch is installed, else a
-    memoryview. The ctypes array it wraps does not own the memory; the caller keeps the owner."""
+    memoryview. The view keeps owner (what keeps the memory mapped) alive."""
     arr = (ctypes.c_uint8 * nbytes).from_address(addr)
+    arr._eht_owner = owner
     torch = _torch()
     if torch is not None:
         return torch.frombuffer(arr, dtype=torch.uint8)
@@ -115,20 +116,17 @@ def _gpu_view(device_ptr, nbytes, device, owner):
 class SharedTable:
     """A table shared by a node's ranks: .table (eht.Table), .tier, .cpu (writable uint8 view: torch
     tensor, or memoryview without torch), .gpu (torch CUDA view of the same bytes, None when the tier
-    is not GPU-readable or torch is missing)."""
+    is not GPU-readable or torch is missing). Like the seed's views, either view keeps the table
+    mapped: this rank's mapping goes when the SharedTable and every view are gone."""
 
     def __init__(self, table, nbytes):
         self.table, self.tier, self.nbytes = table, table.tier, nbytes
-        self.cpu = _cpu_view(table.host_ptr, nbytes) if table.host_ptr else None
+        self.cpu = _cpu_view(table.host_ptr, nbytes, table) if table.host_ptr else None
         self.gpu = _gpu_view(table.device_ptr, nbytes, table.device, table)
 
     def close(self):
-        """Unmaps this rank's view once no view is used any more (views made here hold raw
-        addresses: drop them first)."""
-        self.cpu = self.gpu = None
-        if self.table is not None:
-            self.table.close()
-            self.table = None
+        """Drops this object's references; the mapping stays while a view returned earlier lives."""
+        self.cpu = self.gpu = self.table = None
 
     def __repr__(self):
         return "<eht.SharedTable %d bytes %s>" % (self.nbytes, self.tier)
@@ -171,7 +169,7 @@ class Region:
         return bool(_lib().eht_region_is_pinned(self._h))
 
     def view(self):
-        return _cpu_view(_lib().eht_region_data(self._h), self.nbytes)
+        return _cpu_view(_lib().eht_region_data(self._h), self.nbytes, self)
 
     def close(self):
         if getattr(self, "_h", None):
