@@ -29,6 +29,9 @@ struct eht_mpi_opts {
  * -ETIMEDOUT (a rank did not join within the deadline), -EIO (an MPI call failed) or eht_group_create's
  * errors; eht_mpi_last_error() or eht_last_error() says why. */
 int eht_mpi_group_create(MPI_Comm comm, const struct eht_mpi_opts *opts, eht_mpi_group **out);
+/* A node collective that passes its deadline makes the eht call fail with -ETIMEDOUT (and a message
+ * on stderr naming the world rank and the operation) and leaves its MPI request pending: the job
+ * cannot go on and should MPI_Abort, as examples/mpi/mpi_share.c does. */
 /* Frees the eht group and the node communicator; NULL is a no-op. */
 void eht_mpi_group_destroy(eht_mpi_group *group);
 eht_group *eht_mpi_group_eht(const eht_mpi_group *group); /* the node's eht group */

@@ -26,9 +26,11 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/cmake.txt" 2>&1 
   cmake --build "$build" -j"$(nproc)" >"$OUT/build.txt" 2>&1 || { tail -30 "$OUT/build.txt"; exit 1; }
 ex=$build/example_mpi_share
 [ -x "$ex" ] || { echo "multi-node-gpu: MPI headers not found (MPI_HOME=$MPI_HOME): no $ex"; grep -i mpi "$OUT/cmake.txt"; exit 1; }
-if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export EHT_LIB=$PWD/$build/libeht.so LD_LIBRARY_PATH=$PWD/$build:${LD_LIBRARY_PATH:-}
+mpi=("$mpirun" -np 4)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+[ "$(nproc)" -lt 4 ] && mpi+=(--oversubscribe)
+abs_build=$(cd "$build" && pwd)
+export EHT_LIB=$abs_build/libeht.so LD_LIBRARY_PATH=$abs_build:${LD_LIBRARY_PATH:-}
 sim=scripts/mpi-sim-node.sh
 nvidia-smi -L >"$OUT/gpus.txt" 2>&1; "$build/eht" probe >>"$OUT/gpus.txt" 2>&1
 fails=0
@@ -43,14 +45,15 @@ step() { # name expect(0|nonzero) cmd...
   grep -E "^(rank|nodes|FAIL|mpi_share|torch group)|did not complete|failed:" "$OUT/$name.txt" | sed 's/^/     /' | head -20
 }
 {
-  EHT_SIM_RANKS_PER_NODE=4 EHT_SIM_GPUS=2 step one-node 0 "$mpirun" -np 4 "$sim" "$ex" --bytes "$bytes" \
+  EHT_SIM_RANKS_PER_NODE=4 EHT_SIM_GPUS=2 step one-node 0 "${mpi[@]}" "$sim" "$ex" --bytes "$bytes" \
     --tier auto --expect-tiers host-numa --expect-copies 1
-  EHT_SIM_GPUS=2 step two-nodes 0 "$mpirun" -np 4 "$sim" "$ex" --bytes "$bytes" \
+  EHT_SIM_GPUS=2 step two-nodes 0 "${mpi[@]}" "$sim" "$ex" --bytes "$bytes" \
     --expect-tiers host-numa,host-numa --expect-copies 2
-  EHT_SIM_GPUS=2 EHT_SIM_FAULT_RANK=3 EHT_SIM_FAULT=map:rank=1 step fault-node1 0 "$mpirun" -np 4 "$sim" "$ex" \
+  EHT_SIM_GPUS=2 EHT_SIM_FAULT_RANK=3 EHT_SIM_FAULT=map:rank=1 step fault-node1 0 "${mpi[@]}" "$sim" "$ex" \
     --bytes "$bytes" --expect-tiers host-numa,region-pinned --expect-copies 2
-  EHT_SIM_GPUS=2 step die-rank nonzero "$mpirun" -np 4 "$sim" "$ex" --bytes 1G --die-rank 3 --timeout-ms 20000
-  step ctest-cpu 0 bash -c "cd $build && ctest --output-on-failure -R '(mpi_nodes|python_group|python_torch_group)'"
+  EHT_SIM_GPUS=2 step die-rank nonzero "${mpi[@]}" "$sim" "$ex" --bytes 1G --die-rank 3 --timeout-ms 20000
+  grep -q "killing myself" "$OUT/die-rank.txt" || { echo "FAIL die-rank: the rank did not start"; fails=$((fails + 1)); }
+  step ctest-cpu 0 bash -c "cd $abs_build && ctest --output-on-failure -R '(mpi_nodes|python_group|python_torch_group)'"
   if command -v torchrun >/dev/null && python3 -c "import torch" 2>/dev/null; then
     EHT_SIM_RANKS_PER_NODE=2 EHT_EXPECT_TIER=host-numa PYTHONPATH=$PWD/python \
       step torchrun 0 torchrun --nproc_per_node 4 tests/test_python_torch_group.py
