@@ -594,13 +594,16 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  * identity, and each node makes its own copy of a table (see README, "Several nodes"). */
 
 #define EHT_NODE_ID_MAX 128 /* bytes that always hold eht_node_id's answer */
+#ifndef EHT_API /* exported where eht.h marks its declarations (hidden visibility) */
+#define EHT_API
+#endif
 
 /* Writes this process's node identity (NUL-terminated) to buf: "sim.<id>" when $EHT_NODE_ID is set
  * (1..64 characters of [A-Za-z0-9._-]; it splits one machine into simulated nodes whose ranks never
  * share a table or a descriptor), else "host.<hostname>.<boot id>". Ranks with equal identities are
  * on one node. Returns the identity's length, -EINVAL (NULL buf, bad EHT_NODE_ID) or -ENOSPC (len
  * too small). */
-int eht_node_id(char *buf, size_t len);
+EHT_API int eht_node_id(char *buf, size_t len);
 
 /* ===================================================================================== lookup == */
 /* Ids in, rows out (src/lookup). */
