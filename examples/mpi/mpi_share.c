@@ -225,7 +225,8 @@ int main(int argc, char **argv)
 		snprintf(me.err, sizeof(me.err), "%s", eht_last_error());
 	} else {
 		struct eht_table_info info = {.size = sizeof(info)};
-		eht_table_get_info(t, &info);
+		if (eht_table_get_info(t, &info) != 0)
+			return die("eht_table_get_info failed", -EINVAL);
 		me.tier = info.tier;
 		volatile const uint8_t *p = info.host;
 		uint64_t sum = 0;
