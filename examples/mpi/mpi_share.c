@@ -246,7 +246,7 @@ int main(int argc, char **argv)
 	if (!all)
 		return die("out of memory", 0);
 	if (eht_mpi_allgather(MPI_COMM_WORLD, &me, sizeof(me), all, timeout_ms))
-		return die(eht_mpi_last_error(), 0);
+		return die("a world collective failed (see above)", 0);
 	int bad = 0;
 	if (wrank == 0) {
 		uint64_t avail_after = mem_available_kb(), pss = 0, held = 0;
@@ -322,7 +322,7 @@ int main(int argc, char **argv)
 	}
 	free(all);
 	if (eht_mpi_bcast(MPI_COMM_WORLD, &bad, sizeof(bad), 0, timeout_ms))
-		return die(eht_mpi_last_error(), 0);
+		return die("a world collective failed (see above)", 0);
 	eht_table_close(t);
 	eht_mpi_group_destroy(mg);
 	MPI_Finalize();
