@@ -615,10 +615,27 @@ EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group
 /* Collective: the one call users make. Tries host-NUMA, then a pinned shared region, then an
  * unpinned one (or only opts->tier), every rank ending in the same tier. Returns 0 and a table
  * whose info gives the CPU pointer, the GPU pointer (0 for the unpinned region), tier, NUMA node and
- * page size; or the last tier's -errno. */
+ * page size; or the last tier's -errno. EHT_FAULT=region:rank=<r> (r > 0) fails rank r's attach to
+ * the region, for tests of the all-or-none fallback. */
 EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group,
 		const struct eht_share_opts *opts,
-		    eht_table **out);
+		eht_table **out);
+
+/* ======================================================================= node identity == */
+/* Jobs spanning nodes (src/group/node_id.c): a job's ranks are split into node-local groups by this
+ * identity, and each node makes its own copy of a table (see README, "Several nodes"). */
+
+#define EHT_NODE_ID_MAX 128 /* bytes that always hold eht_node_id's answer */
+#ifndef EHT_API /* exported where eht.h marks its declarations (hidden visibility) */
+#define EHT_API
+#endif
+
+/* Writes this process's node identity (NUL-terminated) to buf: "sim.<id>" when $EHT_NODE_ID is set
+ * (1..64 characters of [A-Za-z0-9._-]; it splits one machine into simulated nodes whose ranks never
+ * share a table or a descriptor), else "host.<hostname>.<boot id>". Ranks with equal identities are
+ * on one node. Returns the identity's length, -EINVAL (NULL buf, bad EHT_NODE_ID) or -ENOSPC (len
+ * too small). */
+EHT_API int eht_node_id(char *buf, size_t len);
 
 /* ===================================================================================== lookup == */
 /* Ids in, rows out (src/lookup). */

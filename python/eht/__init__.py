@@ -465,3 +465,5 @@ def attach(key, device=-1, timeout=60.0, rank=0, nranks=1):
     """Attaches to the tables served under `key`; see Client. device: an ordinal, "cuda:N", a
     torch.device, or -1 / None / "cpu" for none."""
     return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks)
+
+from .group import Group, Region, SharedTable, node_id  # noqa: E402 (needs the names above)

@@ -80,15 +80,18 @@ static int share_region(uint64_t bytes, eht_group *g, const struct eht_share_opt
 	h.name[sizeof(h.name) - 1] = '\0';
 	if (rank != 0) {
 		ro.flags |= EHT_REGION_OPEN_ONLY;
-		rc = eht_region_open(h.name, bytes, &ro, &r);
+		rc = eht_fault("region", rank);
+		if (!rc)
+			rc = eht_region_open(h.name, bytes, &ro, &r);
 	}
+	/* The open's message is kept before the pin attempt clears the error state. */
+	mine.rc = rc;
+	if (rc)
+		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
 	/* Without a GPU there is nothing to pin for (and no warning to print about it). */
 	if (!rc && tier != EHT_TIER_REGION && eht_cu_device_count() > 0 && eht_region_pin(r, device) == 0)
 		mine.pinned = 1;
 	eht_err_clear();
-	mine.rc = rc;
-	if (rc)
-		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
 	all = calloc((size_t)size, sizeof(*all));
 	if (!all) {
 		eht_region_close(&r);
