@@ -15,8 +15,6 @@
 #define DEFAULT_MAX_BATCH 196608u
 #define DEFAULT_STAGING_CAP (256ull << 20)
 #define DEFAULT_SPIN_US 2000u
-/* AUTO keeps ids in GPU memory on the GPU: SORTED from this many ids, DIRECT below. */
-#define AUTO_SORTED_MIN 32768u
 
 const char *eht_lookup_strategy_name(int s)
 {
@@ -98,7 +96,8 @@ void eht_lookup_destroy(eht_lookup *lk)
 				eht_cu.cuMemFree(ds[i]);
 		eht_gpu_lookup_unload(&lk->g);
 	}
-	eht_pool_destroy(lk->pool);
+	eht_lk_bell_fini(lk);
+	eht_lk_pool_put(lk->pool);
 	host_free(lk, lk->staging);
 	host_free(lk, lk->h_slot);
 	host_free(lk, lk->h_ids);
@@ -188,16 +187,9 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		goto fail;
 	lk->table_gpu = lk->gpu && ti->device_ptr && ti->device == lk->device;
 
-	/* CPU pool: NUMA-local, one thread fewer than the node's CPUs (the caller issues the DMA). */
+	/* CPU pool: one per process, NUMA-local, shared by every engine (lk_cpu.c). */
 	int node = o.numa_node >= 0 ? o.numa_node : ti->numa_node;
-	unsigned threads = o.threads;
-	if (!threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 1 ? (unsigned)n - 1 : 1;
-		if (threads > 64)
-			threads = 64;
-	}
-	if ((rc = eht_pool_create(threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
+	if ((rc = eht_lk_pool_get(o.threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
 		goto fail;
 	lk->nthreads = eht_pool_size(lk->pool);
 
@@ -265,6 +257,8 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 			rc = EHT_CU_CHECK(cuEventCreate(&lk->ev_t1, CU_EVENT_DEFAULT));
 		if (!rc)
 			rc = EHT_CU_CHECK(cuStreamCreate(&lk->side, CU_STREAM_NON_BLOCKING));
+		if (!rc && lk->kernels)
+			rc = eht_lk_bell_init(lk);
 		if (rc)
 			goto fail;
 	}
@@ -428,6 +422,47 @@ static int auto_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 	return rc;
 }
 
+/* HOST, or AUTO, without the calling thread reading ids (ids in GPU memory, or a capture): the
+ * stream triggers the CPU gather (lk_bell.c). AUTO splits as calibrated: ids [0, k) to DIRECT on the
+ * side stream (forked and joined with events, so captures follow), [k, n) to the CPU, both at once. */
+static int bell_run_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev, int id64, int64_t off,
+			  size_t n, CUdeviceptr out, CUstream s, bool capturing)
+{
+	size_t k = 0;
+	if (strategy == EHT_LOOKUP_AUTO && ids_dev && lk->table_gpu) {
+		const struct lk_auto *a = &lk->autos[LK_AUTO_CLASS(n)];
+		k = a->mode == EHT_LOOKUP_DIRECT ? n : 0;
+		if (a->mode == EHT_LOOKUP_AUTO && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1)) {
+			k = (size_t)((double)n * a->f);
+			if (k < 256 && k < n)
+				k = 0;
+		}
+	}
+	int rc = 0;
+	if (k == n)
+		return gpu_piece(lk, EHT_LOOKUP_DIRECT, ids, true, id64, off, n, out, s);
+	if (k) {
+		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
+		if (!rc)
+			rc = gpu_piece(lk, EHT_LOOKUP_DIRECT, ids, true, id64, off, k, out, lk->side);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
+		if (rc)
+			return rc;
+	}
+	size_t isz = id64 ? 8 : 4;
+	rc = eht_lk_bell_piece(lk, (const uint8_t *)ids + k * isz, ids_dev, id64, off, n - k, out + k * lk->out_rb, s,
+			       capturing);
+	if (k) {
+		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(s, lk->ev_join, 0));
+		if (!rc)
+			rc = jrc;
+	}
+	return rc;
+}
+
 int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
 		   void *stream, unsigned flags, uint64_t *dead_count)
 {
@@ -474,12 +509,9 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 		return eht_err_prefix(-EINVAL, "eht_lookup_run: bad stream");
 
 	/* Resolve the strategy. */
-	if (strategy == EHT_LOOKUP_AUTO) {
-		if (!out_dev || !lk->table_gpu || !lk->kernels)
-			strategy = EHT_LOOKUP_HOST;
-		else if (ids_dev)
-			strategy = (count >= AUTO_SORTED_MIN && lk->sortable) ? EHT_LOOKUP_SORTED : EHT_LOOKUP_DIRECT;
-	}
+	bool capture = capturing != CU_STREAM_CAPTURE_STATUS_NONE;
+	if (strategy == EHT_LOOKUP_AUTO && (!out_dev || !lk->table_gpu || !lk->kernels))
+		strategy = EHT_LOOKUP_HOST;
 	if (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) {
 		if (!out_dev)
 			return eht_err(EINVAL, "eht_lookup_run: strategy %s writes GPU memory; out is host memory",
@@ -493,18 +525,25 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	if (out_dev && lk->fmt == EHT_LOOKUP_BF16 && (!lk->kernels || ((uintptr_t)out & 15)))
 		return eht_err(EINVAL, "eht_lookup_run: BF16 output on the GPU needs the kernels and a 16-byte aligned out");
 	bool host_side = strategy == EHT_LOOKUP_HOST || strategy == EHT_LOOKUP_AUTO;
-	bool dead_sync = !host_side && (dead_count || (flags & EHT_LOOKUP_RUN_DEAD_ERROR));
-	if (capturing != CU_STREAM_CAPTURE_STATUS_NONE && (host_side || dead_sync || !ids_dev))
+	/* The stream triggers the CPU gather where the calling thread cannot read the ids now. */
+	bool bell = host_side && out_dev && lk->bell.ready_alloc && (ids_dev || capture);
+	bool gpu_counted = !host_side || bell;
+	bool dead_sync = gpu_counted && (dead_count || (flags & EHT_LOOKUP_RUN_DEAD_ERROR));
+	if (capture && (dead_sync || (!bell && (host_side || !ids_dev))))
 		return eht_err(EOPNOTSUPP, "eht_lookup_run: strategy %s%s cannot be captured in a CUDA graph",
 			       eht_lookup_strategy_name(strategy),
-			       host_side ? "" : dead_sync ? " with a dead count" : " with host ids");
+			       dead_sync ? " with a dead count (pass NULL; read eht_lookup_last_dead_count later)"
+			       : host_side ? " without the GPU kernels" : " with host ids");
+	int brc = eht_lk_bell_take_error(lk);
+	if (brc)
+		return brc;
 	lk->last_strategy = strategy;
 
 	int rc = 0;
 	const size_t isz = id_type == EHT_ID_INT64 ? 8 : 4;
 	const int id64 = id_type == EHT_ID_INT64;
 	uint64_t dead = 0;
-	if (!host_side && (rc = EHT_CU_CHECK(cuMemsetD32Async(lk->d_counters, 0, 4, s))))
+	if (gpu_counted && (rc = EHT_CU_CHECK(cuMemsetD32Async(lk->d_counters, 0, 4, s))))
 		return rc;
 	for (uint64_t b = 0; b < count && !rc; b += lk->max_batch) {
 		size_t m = count - b < lk->max_batch ? (size_t)(count - b) : (size_t)lk->max_batch;
@@ -512,6 +551,11 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 		uint8_t *pout = (uint8_t *)out + b * lk->out_rb;
 		if (!host_side) {
 			rc = gpu_piece(lk, strategy, pid, ids_dev, id64, id_offset, m, (CUdeviceptr)(uintptr_t)pout, s);
+			continue;
+		}
+		if (bell) {
+			rc = bell_run_piece(lk, strategy, pid, ids_dev, id64, id_offset, m, (CUdeviceptr)(uintptr_t)pout, s,
+					    capture);
 			continue;
 		}
 		if (ids_dev) {
@@ -535,7 +579,7 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	}
 	if (rc)
 		return rc;
-	if (!host_side) {
+	if (gpu_counted) {
 		lk->last_dead_gpu = true;
 		rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_counters, lk->d_counters, 2 * sizeof(uint64_t), s));
 		if (!rc && dead_sync)

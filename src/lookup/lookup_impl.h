@@ -25,6 +25,47 @@
 #define LK_PREFETCH 8
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024
+/* Stream-triggered requests per engine (lk_bell.c): the first LK_EAGER_REQS are a ring for calls
+ * made outside capture, the rest are kept for captured calls (one per distinct ids buffer and shape). */
+#define LK_REQS 64
+#define LK_EAGER_REQS 8
+
+/* One stream-triggered CPU gather: what the CPU reads when the doorbell of its index rings. */
+struct lk_req {
+	const void *key;  /* captured: the caller's ids pointer (with n, id64, off: the request's key) */
+	const void *ids;  /* what the CPU reads: h_ids, or the caller's host ids */
+	void *h_ids;      /* pinned copy of ids in GPU memory (the stream copies them before ringing) */
+	size_t h_cap, n;  /* bytes of h_ids; ids */
+	int id64;
+	int64_t off;
+	atomic_bool armed; /* fields above published (release) for the poller */
+	bool taken;       /* captured slot in use */
+	bool done_used;
+	CUevent done;     /* eager ring: recorded after the request's kernel */
+};
+
+/* State of the stream-triggered path, allocated at its first use. */
+struct lk_bell {
+	bool ready_alloc;
+	uint8_t *staging;   /* pinned, mapped: slots of chunk rows */
+	size_t staging_rows;
+	CUdeviceptr d_staging;
+	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], then ready[max_chunks] */
+	atomic_uint *slot_pub;   /* CPU only: chunk + 1 last gathered into each slot */
+	uint8_t *arena;          /* pinned: ids copies of captured requests, bump-allocated */
+	size_t arena_cap, arena_used;
+	CUdeviceptr d_words;
+	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
+	CUdeviceptr d_cdead;
+	CUdeviceptr d_sync; /* 2 x LK_REQS u32, zero between launches */
+	struct lk_req reqs[LK_REQS];
+	unsigned eager_next;
+	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
+	_Atomic unsigned scan; /* requests the poller looks at: indices < scan */
+	atomic_int err;        /* first error of a gather no caller waited for */
+	char errmsg[512];
+	bool registered;
+};
 
 struct eht_lookup {
 	eht_table *t;
@@ -78,6 +119,7 @@ struct eht_lookup {
 		bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
 	} autos[2];
 	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
+	struct lk_bell bell;
 };
 
 /* AUTO's class of an n-id batch: 0 decode-sized, 1 prefill-sized. */
@@ -112,6 +154,40 @@ int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t 
  * straight into host out, or through staging halves into GPU out. Adds the dead ids to *dead. */
 int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
 			     bool out_dev, CUstream s, uint64_t *dead);
+
+/* Copies (or dequantizes into fmt) the rows of ids [begin, end) into dst (row `begin` at dst, rows
+ * stride bytes apart), zeros for dead ids (counted into *dead); tiers without a host pointer read
+ * through read_rows (raw only). Returns 0 or the read error. */
+int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t begin, size_t end,
+		      uint8_t *dst, size_t stride, int fmt, uint64_t *dead);
+/* Chunk rows for an n-row job on this engine's pool. */
+size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n);
+
+/* lk_cpu.c: the one CPU pool of the process, shared by every engine. Takes a reference (creating
+ * the pool at the first: threads as asked, else EHT_THREADS, else the CPUs of NUMA node `node`
+ * divided by the GPUs attached to it, minus one for the thread that feeds it). */
+int eht_lk_pool_get(unsigned threads, int node, unsigned spin_us, eht_pool **out);
+void eht_lk_pool_put(eht_pool *pool);
+
+/* lk_bell.c: HOST (and the CPU share of AUTO) triggered by the stream itself: enqueues the ids copy
+ * (ids_dev) and the stage-in kernel for ids[0..n) into GPU out on s; the process's poller thread
+ * gathers when the kernel rings. Capturable. Dead ids go to lk->d_counters[0]. */
+int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+		      CUdeviceptr out, CUstream s, bool capturing);
+/* Allocates the path's buffers (host memory without a GPU: the CPU emulation the tests drive) and
+ * joins the poller. */
+int eht_lk_bell_init(eht_lookup *lk);
+/* The call's CPU part: picks request idx (an eager ring slot, or the captured request of this key)
+ * and records what the CPU will read; then arm (before the kernel can ring). */
+int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+			bool capturing, unsigned *idx);
+void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);
+/* Chunk rows and staging slots of an n-row request (the kernel's launch arguments). */
+void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots);
+/* Leaves the poller and frees the path's buffers (after the GPU finished with them). */
+void eht_lk_bell_fini(eht_lookup *lk);
+/* The first error of a stream-triggered gather since the last call (then cleared), or 0. */
+int eht_lk_bell_take_error(eht_lookup *lk);
 
 /* The CPU reference of one weight: e4m3 byte w with ue8m0 scale s -> bf16 bits. */
 uint16_t eht_lk_dequant1(uint8_t w, uint8_t s);
