@@ -110,8 +110,9 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 		memset(dst, 0, (end - begin) * lk->rb); /* the GPU still gets the chunk: it must not wait forever */
 	}
 	b->cdead[c] = dead;
-	atomic_store_explicit(&b->slot_pub[slot], (unsigned)(c + 1), memory_order_release);
+	/* ready first: a thread that sees slot_pub == c + 1 must then see ready != 0 until the GPU read it. */
 	atomic_store_explicit(&ready(b)[slot], (uint32_t)(c + 1), memory_order_release);
+	atomic_store_explicit(&b->slot_pub[slot], (unsigned)(c + 1), memory_order_release);
 }
 
 /* Serves request i of lk: its doorbell rang. Called by the poller with P.mu held. */
