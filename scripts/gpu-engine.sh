@@ -7,6 +7,13 @@ set -u
 gib=${1:-48}; reps=${2:-10}; sweep=${3:-1}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
+if ! pkg-config --exists jansson 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then # as gpu-check.sh
+  mkdir -p /tmp/eht-deps
+  for f in .debs/*.deb; do dpkg -x "$f" /tmp/eht-deps; done
+  export PKG_CONFIG_SYSROOT_DIR=/tmp/eht-deps
+  export PKG_CONFIG_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu/pkgconfig
+  export LD_LIBRARY_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_FIXTURES="$PWD/tests/fixtures" >"$OUT/build.log" 2>&1 &&
   cmake --build build -j"$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 rc=0
