@@ -67,8 +67,10 @@ static unsigned default_threads(int node)
 		cpus = n > 0 ? (unsigned)n : 1;
 	}
 	unsigned share = cpus / node_gpus(node);
-	/* One of the share feeds the pool (the caller, or the poller of stream-triggered requests). */
-	return share > 1 ? share - 1 : 1;
+	/* Of the share, one core feeds the pool (the caller, or the poller of stream-triggered requests)
+	 * and one stays with the process's own thread (which launches work and spins in stream syncs):
+	 * a pool thread that loses its core mid-chunk stalls the whole step for a scheduler slice. */
+	return share > 3 ? share - 2 : share > 1 ? share - 1 : 1;
 }
 
 int eht_lk_pool_get(unsigned threads, int node, unsigned spin_us, eht_pool **out)

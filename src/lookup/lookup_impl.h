@@ -107,7 +107,8 @@ struct eht_lookup {
 	uint64_t last_dead_host;
 	bool last_dead_gpu;
 	int last_strategy;
-	/* AUTO, per batch-size class (decode-sized, prefill-sized): which side takes the batch, or
+	/* AUTO, per place of the ids (host, GPU) and batch-size class (decode-sized, prefill-sized):
+	 * which side takes the batch, or
 	 * what fraction the GPU takes when both gather at once. Calibrated at create; the split
 	 * fraction then follows each call's measured times, so both sides finish together. */
 	struct lk_auto {
@@ -117,7 +118,7 @@ struct eht_lookup {
 		double t_cpu;      /* last split: seconds of the CPU part */
 		size_t k, n;       /* last split: GPU ids, all ids (k == 0: nothing to learn from) */
 		bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
-	} autos[2];
+	} autos[2][2]; /* [ids in GPU memory][class] */
 	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
 	struct lk_bell bell;
 };
@@ -165,7 +166,8 @@ size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n);
 
 /* lk_cpu.c: the one CPU pool of the process, shared by every engine. Takes a reference (creating
  * the pool at the first: threads as asked, else EHT_THREADS, else the CPUs of NUMA node `node`
- * divided by the GPUs attached to it, minus one for the thread that feeds it). */
+ * divided by the GPUs attached to it, less one for the thread that feeds it and one for the
+ * process's own thread). */
 int eht_lk_pool_get(unsigned threads, int node, unsigned spin_us, eht_pool **out);
 void eht_lk_pool_put(eht_pool *pool);
 
@@ -188,6 +190,44 @@ void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t 
 void eht_lk_bell_fini(eht_lookup *lk);
 /* The first error of a stream-triggered gather since the last call (then cleared), or 0. */
 int eht_lk_bell_take_error(eht_lookup *lk);
+
+/* lk_strategy.c: the strategies. One piece of a run: n <= max_batch ids into out. */
+struct lk_piece {
+	const void *ids;
+	bool ids_dev;
+	int id64;
+	int64_t off;
+	size_t n;
+	void *out;
+	bool out_dev, capture;
+	CUstream s;
+	uint64_t *dead; /* the CPU piece adds the dead ids it saw (the GPU piece counts on the GPU) */
+};
+struct lk_strategy {
+	int id;
+	const char *name;
+	bool gpu_table; /* reads the table in place on the GPU: GPU output, the table GPU-readable */
+	bool capturable;
+	/* Everything on the stream, no host synchronization (ids in GPU memory, captures); dead ids
+	 * counted into lk->d_counters[0]. */
+	int (*gpu_piece)(eht_lookup *lk, const struct lk_piece *p);
+	/* The calling thread reads host ids now (NULL: the GPU piece serves host ids too). */
+	int (*cpu_piece)(eht_lookup *lk, const struct lk_piece *p);
+};
+const struct lk_strategy *eht_lk_strategy(int id);
+/* DIRECT or SORTED of one piece (host ids copied through pinned memory). */
+int eht_lk_gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+		     CUdeviceptr out, CUstream s);
+/* HOST of one piece with host ids, by the calling thread (into GPU or host out). */
+int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
+		      CUstream s, uint64_t *dead);
+
+/* lk_auto.c: AUTO's two pieces (the split between the GPU's in-place gather and the CPU pool, as
+ * calibrated), its calibration at create, and the defaults before it. */
+int eht_lk_auto_gpu(eht_lookup *lk, const struct lk_piece *p);
+int eht_lk_auto_cpu(eht_lookup *lk, const struct lk_piece *p);
+void eht_lk_auto_init(eht_lookup *lk);
+void eht_lk_auto_calibrate(eht_lookup *lk);
 
 /* The CPU reference of one weight: e4m3 byte w with ue8m0 scale s -> bf16 bits. */
 uint16_t eht_lk_dequant1(uint8_t w, uint8_t s);
