@@ -146,7 +146,13 @@ static void serve(eht_lookup *lk, unsigned i)
 		atomic_store_explicit(&b->slot_pub[s], 0, memory_order_relaxed);
 	b->prev_slots = j.nslots;
 	size_t nchunks = (r->n + j.chunk - 1) / j.chunk;
+	double t1 = now_s();
 	eht_pool_run(lk->pool, nchunks, bell_task, &j);
+	int k = LK_AUTO_CLASS(r->n);
+	b->st_reqs[k]++;
+	b->st_rows[k] += r->n;
+	b->st_wait_s[k] += t1 - j.t0;
+	b->st_gather_s[k] += now_s() - t1;
 }
 
 static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *ts)
@@ -317,6 +323,14 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		return;
 	if (b->registered)
 		poller_remove(lk);
+	for (int k = 0; k < 2; k++)
+		if (b->st_reqs[k] && eht_env_u64("EHT_BELL_TRACE", 0))
+			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
+				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s)\n", lk->ti.name,
+				eht_lookup_strategy_name(lk->strategy), (unsigned long long)b->st_reqs[k],
+				(double)b->st_rows[k] / (double)b->st_reqs[k], b->st_wait_s[k] / (double)b->st_reqs[k] * 1e6,
+				b->st_gather_s[k] / (double)b->st_reqs[k] * 1e6,
+				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6);
 	for (unsigned i = 0; i < LK_REQS; i++) {
 		if (i < LK_EAGER_REQS)
 			bell_free(lk, b->reqs[i].h_ids);

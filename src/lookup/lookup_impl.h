@@ -65,6 +65,10 @@ struct lk_bell {
 	atomic_int err;        /* first error of a gather no caller waited for */
 	char errmsg[512];
 	bool registered;
+	/* EHT_BELL_TRACE=1: requests served, seconds waiting for the previous request's slots, seconds
+	 * gathering; printed when the engine is destroyed (where a step's time goes). */
+	uint64_t st_reqs[2], st_rows[2]; /* per batch-size class (LK_AUTO_CLASS) */
+	double st_wait_s[2], st_gather_s[2];
 };
 
 struct eht_lookup {
