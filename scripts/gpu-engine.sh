@@ -20,7 +20,7 @@ rc=0
 (cd build && timeout 300 ctest --output-on-failure --timeout 240 -j3 \
    -R 'test_gpu_lookup|test_gpu_disk_lookup|test_python_torch|test_lookup') >"$OUT/ctest.log" 2>&1 || rc=1
 grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP|FAIL|differ|dead" "$OUT/ctest.log" | head -40
-build/test_gpu_lookup_graph >"$OUT/graph-test.log" 2>&1; echo "test_gpu_lookup_graph alone: exit $?"; tail -6 "$OUT/graph-test.log"
+EHT_FIXTURES=$PWD/tests/fixtures build/test_gpu_lookup_graph >"$OUT/graph-test.log" 2>&1; echo "test_gpu_lookup_graph alone: exit $?"; tail -6 "$OUT/graph-test.log"
 b() { local name=$1; shift
   EHT_BELL_TRACE=1 timeout 280 build/eht bench lookup "$@" >"$OUT/bench-$name.txt" 2>&1; echo "== bench $name (exit $?)"; cat "$OUT/bench-$name.txt"; }
 b main --table-gib "$gib" --reps "$reps" --graph
