@@ -205,9 +205,10 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eh
 	 * room left for other kernels (the in-place gather of an AUTO split runs beside it). */
 	unsigned grid = (unsigned)(nchunks < (uint64_t)(g->sms > 0 ? g->sms : 1) ? nchunks : (uint64_t)g->sms);
 	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
-	unsigned long long nn = n;
+	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
 	unsigned chunk = a->chunk, nslots = a->nslots;
-	void *args[] = {(void *)&a->staging, (void *)&a->ready, (void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb,
-			&out, &fmt, &vec, &counters, (void *)&a->bell, (void *)&a->sync};
+	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready,
+			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &fmt, &vec, &counters,
+			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync};
 	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
 }

@@ -69,9 +69,12 @@ int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr 
 /* The GPU half of a stream-triggered CPU gather (kernel eht_lk_stage_in): rings *bell (host-mapped),
  * then for each chunk c of n rows waits for ready[c % nslots] == c + 1, copies that staging slot into
  * out (fmt), adds chunk_dead[c] to counters[0] and frees the slot. staging, ready, chunk_dead and bell
- * are device addresses of host-mapped pinned memory; sync: two device words, zero. */
+ * are device addresses of host-mapped pinned memory; sync: two device words, zero. See the kernel. */
 struct eht_gpu_stage_in {
+	CUdeviceptr ids, h_ids;  /* ids copied by the kernel into host-mapped h_ids first (0: none) */
+	uint64_t id_bytes;       /* multiple of 4 */
 	CUdeviceptr staging, ready, chunk_dead, bell, sync;
+	CUdeviceptr h_dead;      /* host-mapped: counters[0] when the kernel ends (0: none) */
 	uint32_t chunk, nslots;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,

@@ -85,7 +85,7 @@ static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, 
 
 /* Host ids, read now by the calling thread: the calibrated side takes the batch, or ids [0, k) go to
  * DIRECT on the side stream and [k, n) to the CPU pool on s, both at once. */
-int eht_lk_auto_cpu(eht_lookup *lk, const struct lk_piece *p)
+int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p)
 {
 	if (!p->out_dev || !lk->table_gpu || !lk->ti.host || (lk->flags & EHT_LOOKUP_HOST_SORT))
 		return eht_lk_host_piece(lk, p->ids, p->id64, p->off, p->n, p->out, p->out_dev, p->s, p->dead);
@@ -95,8 +95,10 @@ int eht_lk_auto_cpu(eht_lookup *lk, const struct lk_piece *p)
 	bool timed = k && k < n && !a->pending;
 	CUdeviceptr out = (CUdeviceptr)(uintptr_t)p->out;
 	int rc = 0;
-	if (k == n)
+	if (k == n) { /* the GPU counts into its counter, which this (host-counted) run does not read */
+		*p->dead += count_dead(lk, p->ids, p->id64, p->off, n);
 		return eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, p->ids, false, p->id64, p->off, n, out, p->s);
+	}
 	if (k && (rc = fork_direct(lk, p->ids, false, p->id64, p->off, k, out, p->s, timed)))
 		return rc;
 	double t0 = now_s();
@@ -119,7 +121,7 @@ int eht_lk_auto_cpu(eht_lookup *lk, const struct lk_piece *p)
 
 /* Ids the calling thread does not read (GPU memory, or a capture): the same split, the CPU part
  * triggered by the stream (lk_bell.c). With host ids in a capture the GPU cannot read the ids: CPU. */
-int eht_lk_auto_gpu(eht_lookup *lk, const struct lk_piece *p)
+int eht_lk_auto_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	size_t n = p->n, k = 0, isz = p->id64 ? 8 : 4;
 	if (p->ids_dev && lk->table_gpu)
@@ -130,8 +132,9 @@ int eht_lk_auto_gpu(eht_lookup *lk, const struct lk_piece *p)
 		return eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, p->ids, true, p->id64, p->off, n, out, p->s);
 	if (k && (rc = fork_direct(lk, p->ids, true, p->id64, p->off, k, out, p->s, false)))
 		return rc;
+	p->dead_published = p->publish_dead && k == 0;
 	rc = eht_lk_bell_piece(lk, (const uint8_t *)p->ids + k * isz, p->ids_dev, p->id64, p->off, n - k,
-			       out + k * lk->out_rb, p->s, p->capture);
+			       out + k * lk->out_rb, p->s, p->capture, p->dead_published);
 	if (k) {
 		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(p->s, lk->ev_join, 0));
 		if (!rc)

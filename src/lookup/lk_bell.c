@@ -295,10 +295,11 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->words = bell_alloc(lk, (LK_REQS + lk->max_chunks) * sizeof(uint32_t), &b->d_words, &rc);
 	b->cdead = bell_alloc(lk, lk->max_chunks * sizeof(uint64_t), &b->d_cdead, &rc);
 	b->arena_cap = 2 * lk->max_batch * 8;
-	b->arena = bell_alloc(lk, b->arena_cap, NULL, &rc);
+	b->arena = bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
+	b->h_dead = bell_alloc(lk, sizeof(uint64_t), &b->d_h_dead, &rc);
 	for (unsigned i = 0; i < LK_EAGER_REQS && !rc; i++) {
 		b->reqs[i].h_cap = lk->max_batch * 8;
-		b->reqs[i].h_ids = bell_alloc(lk, b->reqs[i].h_cap, NULL, &rc);
+		b->reqs[i].h_ids = bell_alloc(lk, b->reqs[i].h_cap, &b->reqs[i].d_h_ids, &rc);
 		if (!rc && lk->gpu)
 			rc = EHT_CU_CHECK(cuEventCreate(&b->reqs[i].done, CU_EVENT_DISABLE_TIMING));
 	}
@@ -343,6 +344,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	if (b->d_sync)
 		eht_cu.cuMemFree(b->d_sync);
 	bell_free(lk, b->arena);
+	bell_free(lk, b->h_dead);
 	bell_free(lk, b->staging);
 	bell_free(lk, (void *)b->words);
 	bell_free(lk, b->cdead);
@@ -399,9 +401,10 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 			size_t a = (bytes + 63) & ~(size_t)63;
 			if (b->arena_used + a <= b->arena_cap) {
 				r->h_ids = b->arena + b->arena_used;
+				r->d_h_ids = b->d_arena + b->arena_used;
 				b->arena_used += a;
 			} else {
-				void *p = bell_alloc(lk, bytes, NULL, &rc);
+				void *p = bell_alloc(lk, bytes, &r->d_h_ids, &rc);
 				if (rc)
 					return rc;
 				r->h_ids = p;
@@ -438,7 +441,7 @@ static void bell_disarm(unsigned idx, struct lk_req *r)
 }
 
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-		      CUdeviceptr out, CUstream s, bool capturing)
+		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead)
 {
 	struct lk_bell *b = &lk->bell;
 	unsigned idx;
@@ -446,18 +449,22 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	if (ids_dev)
-		rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(r->h_ids, (CUdeviceptr)(uintptr_t)ids, n * (id64 ? 8 : 4), s));
-	struct eht_gpu_stage_in a = {.staging = b->d_staging,
+	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
+	 * microseconds of extra latency per step). */
+	size_t id_bytes = n * (id64 ? 8 : 4);
+	struct eht_gpu_stage_in a = {.ids = ids_dev ? (CUdeviceptr)(uintptr_t)ids : 0,
+				     .h_ids = r->d_h_ids,
+				     .id_bytes = id_bytes,
+				     .staging = b->d_staging,
 				     .ready = b->d_words + LK_REQS * sizeof(uint32_t),
 				     .chunk_dead = b->d_cdead,
 				     .bell = b->d_words + idx * sizeof(uint32_t),
-				     .sync = b->d_sync + idx * 2 * sizeof(uint32_t)};
+				     .sync = b->d_sync + idx * 2 * sizeof(uint32_t),
+				     .h_dead = publish_dead ? b->d_h_dead : 0};
 	eht_lk_bell_geom(lk, n, &a.chunk, &a.nslots);
 	/* Armed before the kernel can ring: the poller ignores a ring of a request that is not. */
-	if (!rc)
-		eht_lk_bell_arm(lk, idx);
-	if (!rc && (rc = eht_gpu_stage_in(&lk->g, s, &a, n, lk->rb, out, lk->fmt, lk->d_counters)))
+	eht_lk_bell_arm(lk, idx);
+	if ((rc = eht_gpu_stage_in(&lk->g, s, &a, n, lk->rb, out, lk->fmt, lk->d_counters)))
 		bell_disarm(idx, r);
 	if (!rc && !capturing && !(rc = EHT_CU_CHECK(cuEventRecord(r->done, s))))
 		r->done_used = true;

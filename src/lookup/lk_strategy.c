@@ -72,25 +72,26 @@ int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 }
 
 
-static int direct_gpu(eht_lookup *lk, const struct lk_piece *p)
+static int direct_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	return eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, p->ids, p->ids_dev, p->id64, p->off, p->n,
 				(CUdeviceptr)(uintptr_t)p->out, p->s);
 }
 
-static int sorted_gpu(eht_lookup *lk, const struct lk_piece *p)
+static int sorted_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	return eht_lk_gpu_piece(lk, EHT_LOOKUP_SORTED, p->ids, p->ids_dev, p->id64, p->off, p->n,
 				(CUdeviceptr)(uintptr_t)p->out, p->s);
 }
 
-static int host_gpu(eht_lookup *lk, const struct lk_piece *p)
+static int host_gpu(eht_lookup *lk, struct lk_piece *p)
 {
+	p->dead_published = p->publish_dead;
 	return eht_lk_bell_piece(lk, p->ids, p->ids_dev, p->id64, p->off, p->n, (CUdeviceptr)(uintptr_t)p->out, p->s,
-				 p->capture);
+				 p->capture, p->publish_dead);
 }
 
-static int host_cpu(eht_lookup *lk, const struct lk_piece *p)
+static int host_cpu(eht_lookup *lk, struct lk_piece *p)
 {
 	return eht_lk_host_piece(lk, p->ids, p->id64, p->off, p->n, p->out, p->out_dev, p->s, p->dead);
 }

@@ -285,6 +285,7 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 		strategy = lk->strategy;
 	lk->last_dead_host = 0;
 	lk->last_dead_gpu = false;
+	lk->last_dead_bell = false;
 	/* A served table whose server is gone is an error, not a read of tables nobody serves. */
 	int alive = eht_table_check(lk->t);
 	if (alive)
@@ -343,13 +344,15 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	uint64_t dead = 0;
 	if (use_gpu && (rc = EHT_CU_CHECK(cuMemsetD32Async(lk->d_counters, 0, 4, s))))
 		return rc;
+	bool published = false;
 	for (uint64_t b = 0; b < count && !rc; b += lk->max_batch) {
 		size_t m = count - b < lk->max_batch ? (size_t)(count - b) : (size_t)lk->max_batch;
 		struct lk_piece p = {.ids = (const uint8_t *)ids + b * isz, .ids_dev = ids_dev, .id64 = id64,
 				     .off = id_offset, .n = m, .out = (uint8_t *)out + b * lk->out_rb, .out_dev = out_dev,
-				     .capture = capture, .s = s, .dead = &dead};
+				     .capture = capture, .s = s, .dead = &dead, .publish_dead = count <= lk->max_batch};
 		if (use_gpu) {
 			rc = st->gpu_piece(lk, &p);
+			published = p.dead_published;
 			continue;
 		}
 		if (ids_dev) {
@@ -372,14 +375,20 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	if (rc)
 		return rc;
 	if (use_gpu) {
+		/* The count stays on the GPU; a copy (or the stage-in kernel itself) brings it to pinned memory
+		 * for eht_lookup_last_dead_count once the stream passes. */
 		lk->last_dead_gpu = true;
-		rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_counters, lk->d_counters, 2 * sizeof(uint64_t), s));
+		lk->last_dead_bell = lk->bell.ready_alloc; /* one place for eager runs and every graph replay */
+		if (!published && lk->bell.ready_alloc)
+			rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->bell.h_dead, lk->d_counters, sizeof(uint64_t), s));
+		else if (!published)
+			rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_counters, lk->d_counters, 2 * sizeof(uint64_t), s));
 		if (!rc && dead_sync)
 			rc = EHT_CU_CHECK(cuStreamSynchronize(s));
 		if (rc)
 			return rc;
 		if (dead_sync)
-			dead = lk->h_counters[0];
+			dead = eht_lookup_last_dead_count(lk);
 	} else {
 		lk->last_dead_host = dead;
 	}
@@ -396,6 +405,8 @@ uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)
 {
 	if (!lk)
 		return 0;
+	if (lk->last_dead_bell)
+		return *(volatile uint64_t *)lk->bell.h_dead;
 	return lk->last_dead_gpu ? *(volatile uint64_t *)lk->h_counters : lk->last_dead_host;
 }
 

@@ -34,7 +34,8 @@
 struct lk_req {
 	const void *key;  /* captured: the caller's ids pointer (with n, id64, off: the request's key) */
 	const void *ids;  /* what the CPU reads: h_ids, or the caller's host ids */
-	void *h_ids;      /* pinned copy of ids in GPU memory (the stream copies them before ringing) */
+	void *h_ids;      /* pinned copy of ids in GPU memory (the kernel copies them before ringing) */
+	CUdeviceptr d_h_ids; /* its device address */
 	size_t h_cap, n;  /* bytes of h_ids; ids */
 	int id64;
 	int64_t off;
@@ -53,6 +54,9 @@ struct lk_bell {
 	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], then ready[max_chunks] */
 	atomic_uint *slot_pub;   /* CPU only: chunk + 1 last gathered into each slot */
 	uint8_t *arena;          /* pinned: ids copies of captured requests, bump-allocated */
+	CUdeviceptr d_arena;
+	uint64_t *h_dead;        /* pinned, mapped: dead ids of the last run, written by its kernel */
+	CUdeviceptr d_h_dead;
 	size_t arena_cap, arena_used;
 	CUdeviceptr d_words;
 	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
@@ -110,6 +114,7 @@ struct eht_lookup {
 	/* Last run and AUTO's calibration. */
 	uint64_t last_dead_host;
 	bool last_dead_gpu;
+	bool last_dead_bell; /* the last run's count is in bell.h_dead */
 	int last_strategy;
 	/* AUTO, per place of the ids (host, GPU) and batch-size class (decode-sized, prefill-sized):
 	 * which side takes the batch, or
@@ -177,9 +182,10 @@ void eht_lk_pool_put(eht_pool *pool);
 
 /* lk_bell.c: HOST (and the CPU share of AUTO) triggered by the stream itself: enqueues the ids copy
  * (ids_dev) and the stage-in kernel for ids[0..n) into GPU out on s; the process's poller thread
- * gathers when the kernel rings. Capturable. Dead ids go to lk->d_counters[0]. */
+ * gathers when the kernel rings. Capturable. Dead ids go to lk->d_counters[0], and with publish_dead
+ * (the run's only GPU work) from there to bell.h_dead when the kernel ends. */
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-		      CUdeviceptr out, CUstream s, bool capturing);
+		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead);
 /* Allocates the path's buffers (host memory without a GPU: the CPU emulation the tests drive) and
  * joins the poller. */
 int eht_lk_bell_init(eht_lookup *lk);
@@ -206,6 +212,8 @@ struct lk_piece {
 	bool out_dev, capture;
 	CUstream s;
 	uint64_t *dead; /* the CPU piece adds the dead ids it saw (the GPU piece counts on the GPU) */
+	bool publish_dead;   /* GPU piece, the run's only one: may have its kernel publish the count */
+	bool dead_published; /* ... and did (lk->bell.h_dead holds it once the stream passed) */
 };
 struct lk_strategy {
 	int id;
@@ -214,9 +222,9 @@ struct lk_strategy {
 	bool capturable;
 	/* Everything on the stream, no host synchronization (ids in GPU memory, captures); dead ids
 	 * counted into lk->d_counters[0]. */
-	int (*gpu_piece)(eht_lookup *lk, const struct lk_piece *p);
+	int (*gpu_piece)(eht_lookup *lk, struct lk_piece *p);
 	/* The calling thread reads host ids now (NULL: the GPU piece serves host ids too). */
-	int (*cpu_piece)(eht_lookup *lk, const struct lk_piece *p);
+	int (*cpu_piece)(eht_lookup *lk, struct lk_piece *p);
 };
 const struct lk_strategy *eht_lk_strategy(int id);
 /* DIRECT or SORTED of one piece (host ids copied through pinned memory). */
@@ -228,8 +236,8 @@ int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 
 /* lk_auto.c: AUTO's two pieces (the split between the GPU's in-place gather and the CPU pool, as
  * calibrated), its calibration at create, and the defaults before it. */
-int eht_lk_auto_gpu(eht_lookup *lk, const struct lk_piece *p);
-int eht_lk_auto_cpu(eht_lookup *lk, const struct lk_piece *p);
+int eht_lk_auto_gpu(eht_lookup *lk, struct lk_piece *p);
+int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p);
 void eht_lk_auto_init(eht_lookup *lk);
 void eht_lk_auto_calibrate(eht_lookup *lk);
 

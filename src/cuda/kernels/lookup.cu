@@ -470,24 +470,34 @@ eht_lk_dedup_assign(const uint32_t *keys, const uint32_t *vals, unsigned n, uint
 
 /* ------------------------------------------------------------------ stream-triggered CPU gather */
 /* The GPU half of HOST with ids the CPU cannot see when the call is made (ids in GPU memory, or a
- * CUDA-graph replay; src/lookup/lk_bell.c). The ids were copied to pinned memory earlier in stream
- * order. The first block to start rings the doorbell (a host-mapped word) that the CPU side polls;
- * the CPU pool then gathers chunk c (rows [c*chunk, ...)) into staging slot c % nslots and publishes
- * it with ready[slot] = c + 1 (and its dead ids in chunk_dead[c]). Each block takes chunks
- * blockIdx.x, blockIdx.x + gridDim.x, ...: waits for its chunk, copies it from the pinned staging in
- * place (cache-volatile loads: the CPU rewrites staging between launches) into out in the output
- * format, then frees the slot (ready[slot] = 0) for the CPU's next chunk. Every value written is a
- * function of the launch's arguments only, so a captured graph replays it unchanged. sync[0..1]:
- * device words, zero between launches (the last block to finish resets them). The grid must fit on
- * the GPU at once with room to spare (the caller keeps it at most one block per SM). */
+ * CUDA-graph replay; src/lookup/lk_bell.c). Every block first copies its share of the ids into pinned
+ * host memory h_ids (when ids is not NULL: no separate copy on the stream); the last block to finish
+ * that rings the doorbell (a host-mapped word) that the CPU side polls. The CPU pool then gathers
+ * chunk c (rows [c*chunk, ...)) into staging slot c % nslots and publishes it with
+ * ready[slot] = c + 1 (and its dead ids in chunk_dead[c]). Each block takes chunks blockIdx.x,
+ * blockIdx.x + gridDim.x, ...: waits for its chunk, copies it from the pinned staging in place
+ * (cache-volatile loads: the CPU rewrites staging between launches) into out in the output format,
+ * then frees the slot (ready[slot] = 0) for the CPU's next chunk. The last block to finish writes
+ * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
+ * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
+ * between launches (the last block resets them). The grid must fit on the GPU at once beside other
+ * work (the caller keeps it at most one block per SM): blocks wait on the CPU. */
 extern "C" __global__ void __launch_bounds__(256)
-eht_lk_stage_in(const uint8_t *staging, unsigned *ready, const unsigned long long *chunk_dead, unsigned chunk,
-		unsigned nslots, unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec,
-		unsigned long long *counters, unsigned *bell, unsigned *sync)
+eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
+		unsigned *ready, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
+		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
+		unsigned long long *h_dead, unsigned *bell, unsigned *sync)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
-	if (threadIdx.x == 0 && atomicAdd(&sync[0], 1u) == 0) {
+	if (ids) {
+		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < id_words;
+		     i += (unsigned long long)gridDim.x * blockDim.x)
+			h_ids[i] = ids[i];
+		__threadfence_system();
+	}
+	__syncthreads();
+	if (threadIdx.x == 0 && atomicAdd(&sync[0], 1u) == gridDim.x - 1) {
 		__threadfence_system();
 		*(volatile unsigned *)bell = 1u;
 		__threadfence_system();
@@ -536,6 +546,10 @@ eht_lk_stage_in(const uint8_t *staging, unsigned *ready, const unsigned long lon
 	if (threadIdx.x == 0) {
 		__threadfence();
 		if (atomicAdd(&sync[1], 1u) == gridDim.x - 1) {
+			if (h_dead) {
+				*(volatile unsigned long long *)h_dead = atomicAdd(&counters[0], 0ull);
+				__threadfence_system();
+			}
 			atomicExch(&sync[0], 0u);
 			atomicExch(&sync[1], 0u);
 		}
