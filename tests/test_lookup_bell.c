@@ -2,7 +2,8 @@
 /* test_lookup_bell.c: the doorbell / pool hand-off of stream-triggered lookups on the CPU alone (run
  * under TSan by `make tsan`): threads play the stage-in kernel's blocks (ring, wait for each chunk's
  * ready value, copy the staging slot, free it), the process's poller and pool do the rest. Eager-style
- * requests, a "captured" request replayed with new ids in the same buffer, dead ids, slot reuse. */
+ * requests, a "captured" request replayed with new ids in the same buffer, dead ids, slot reuse; two
+ * engines share the process's one pool. */
 #include <pthread.h>
 #include <string.h>
 
@@ -95,6 +96,14 @@ int main(void)
 	if (!lk)
 		return t_done();
 	CHECK_RC(eht_lk_bell_init(lk), 0);
+	/* One CPU pool per process: a second engine (another table) shares it. */
+	eht_table *t2 = NULL;
+	eht_lookup *lk2 = NULL;
+	CHECK_RC(eht_table_wrap(g_table, 10, RB, -1, "bell2", &t2), 0);
+	CHECK_RC(eht_lookup_create(t2, &o, &lk2), 0);
+	CHECK(lk2 && lk2->pool == lk->pool);
+	eht_lookup_destroy(lk2);
+	eht_table_close(t2);
 	static int64_t ids[4096];
 	static const size_t ns[] = {1, 7, 100, 1000, 4096};
 	for (int rep = 0; rep < 3; rep++)
