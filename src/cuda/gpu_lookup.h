@@ -75,6 +75,7 @@ struct eht_gpu_stage_in {
 	uint64_t id_bytes;       /* multiple of 4 */
 	CUdeviceptr staging, ready, chunk_dead, bell, sync;
 	CUdeviceptr h_dead;      /* host-mapped: counters[0] when the kernel ends (0: none) */
+	CUdeviceptr trace;       /* host-mapped: 5 GPU timestamps of the launch (0: none) */
 	uint32_t chunk, nslots;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,

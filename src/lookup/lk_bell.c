@@ -115,6 +115,23 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 	atomic_store_explicit(&b->slot_pub[slot], (unsigned)(c + 1), memory_order_release);
 }
 
+/* EHT_BELL_TRACE: adds the GPU times of the last finished stage-in launch to the sums (called
+ * before the next one is served, so the last launch's stamps are complete, or at teardown). */
+static void trace_take(struct lk_bell *b)
+{
+	volatile uint64_t *g = b->gtrace;
+	if (!g || !g[4])
+		return;
+	int k = b->gclass;
+	b->g_n[k]++;
+	b->g_ring_s[k] += (double)(g[1] - g[0]) * 1e-9;  /* start -> ids copied, doorbell rung */
+	b->g_first_s[k] += (double)(g[2] - g[1]) * 1e-9; /* ring -> first chunk ready (CPU noticed, gathered it) */
+	b->g_span_s[k] += (double)(g[3] - g[2]) * 1e-9;  /* first -> last chunk ready */
+	b->g_tail_s[k] += (double)(g[4] - g[3]) * 1e-9;  /* last chunk ready -> kernel done */
+	for (int i = 0; i < 5; i++)
+		g[i] = 0;
+}
+
 /* Serves request i of lk: its doorbell rang. Called by the poller with P.mu held. */
 static void serve(eht_lookup *lk, unsigned i)
 {
@@ -129,6 +146,7 @@ static void serve(eht_lookup *lk, unsigned i)
 	}
 	if (r->n == 0)
 		return;
+	trace_take(b);
 	struct bell_job j = {.lk = lk, .r = r, .t0 = now_s()};
 	eht_lk_bell_geom(lk, r->n, &j.chunk, &j.nslots);
 	/* The previous request's slots must all have been read by its kernel before they are reused. */
@@ -149,6 +167,7 @@ static void serve(eht_lookup *lk, unsigned i)
 	double t1 = now_s();
 	eht_pool_run(lk->pool, nchunks, bell_task, &j);
 	int k = LK_AUTO_CLASS(r->n);
+	b->gclass = k;
 	b->st_reqs[k]++;
 	b->st_rows[k] += r->n;
 	b->st_wait_s[k] += t1 - j.t0;
@@ -297,6 +316,9 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->arena_cap = 2 * lk->max_batch * 8;
 	b->arena = bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
 	b->h_dead = bell_alloc(lk, sizeof(uint64_t), &b->d_h_dead, &rc);
+	b->trace = eht_env_u64("EHT_BELL_TRACE", 0) != 0;
+	if (b->trace)
+		b->gtrace = bell_alloc(lk, 5 * sizeof(uint64_t), &b->d_gtrace, &rc);
 	for (unsigned i = 0; i < LK_EAGER_REQS && !rc; i++) {
 		b->reqs[i].h_cap = lk->max_batch * 8;
 		b->reqs[i].h_ids = bell_alloc(lk, b->reqs[i].h_cap, &b->reqs[i].d_h_ids, &rc);
@@ -324,6 +346,15 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		return;
 	if (b->registered)
 		poller_remove(lk);
+	trace_take(b);
+	for (int k = 0; k < 2; k++)
+		if (b->g_n[k])
+			fprintf(stderr, "eht: %s (%s): GPU side of %llu stage-in launches (class %s): start to doorbell %.1f us, "
+				"doorbell to first chunk ready %.1f us, first to last chunk ready %.1f us, last chunk to kernel "
+				"end %.1f us\n", lk->ti.name, eht_lookup_strategy_name(lk->strategy),
+				(unsigned long long)b->g_n[k], k ? "prefill" : "decode", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
+				b->g_first_s[k] / (double)b->g_n[k] * 1e6, b->g_span_s[k] / (double)b->g_n[k] * 1e6,
+				b->g_tail_s[k] / (double)b->g_n[k] * 1e6);
 	for (int k = 0; k < 2; k++)
 		if (b->st_reqs[k] && eht_env_u64("EHT_BELL_TRACE", 0))
 			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
@@ -345,6 +376,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		eht_cu.cuMemFree(b->d_sync);
 	bell_free(lk, b->arena);
 	bell_free(lk, b->h_dead);
+	bell_free(lk, b->gtrace);
 	bell_free(lk, b->staging);
 	bell_free(lk, (void *)b->words);
 	bell_free(lk, b->cdead);
@@ -460,7 +492,8 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 				     .chunk_dead = b->d_cdead,
 				     .bell = b->d_words + idx * sizeof(uint32_t),
 				     .sync = b->d_sync + idx * 2 * sizeof(uint32_t),
-				     .h_dead = publish_dead ? b->d_h_dead : 0};
+				     .h_dead = publish_dead ? b->d_h_dead : 0,
+				     .trace = b->d_gtrace};
 	eht_lk_bell_geom(lk, n, &a.chunk, &a.nslots);
 	/* Armed before the kernel can ring: the poller ignores a ring of a request that is not. */
 	eht_lk_bell_arm(lk, idx);

@@ -73,6 +73,12 @@ struct lk_bell {
 	 * gathering; printed when the engine is destroyed (where a step's time goes). */
 	uint64_t st_reqs[2], st_rows[2]; /* per batch-size class (LK_AUTO_CLASS) */
 	double st_wait_s[2], st_gather_s[2];
+	bool trace;          /* EHT_BELL_TRACE: the kernel also stamps GPU times into gtrace */
+	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end */
+	CUdeviceptr d_gtrace;
+	int gclass;          /* class of the launch gtrace belongs to */
+	uint64_t g_n[2];
+	double g_ring_s[2], g_first_s[2], g_span_s[2], g_tail_s[2];
 };
 
 struct eht_lookup {

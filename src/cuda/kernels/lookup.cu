@@ -469,6 +469,13 @@ eht_lk_dedup_assign(const uint32_t *keys, const uint32_t *vals, unsigned n, uint
 }
 
 /* ------------------------------------------------------------------ stream-triggered CPU gather */
+__device__ __forceinline__ unsigned long long gtime(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
 /* The GPU half of HOST with ids the CPU cannot see when the call is made (ids in GPU memory, or a
  * CUDA-graph replay; src/lookup/lk_bell.c). Every block first copies its share of the ids into pinned
  * host memory h_ids (when ids is not NULL: no separate copy on the stream); the last block to finish
@@ -486,10 +493,12 @@ extern "C" __global__ void __launch_bounds__(256)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
 		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
-		unsigned long long *h_dead, unsigned *bell, unsigned *sync)
+		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
+	if (trace && blockIdx.x == 0 && threadIdx.x == 0)
+		trace[0] = gtime();
 	if (ids) {
 		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < id_words;
 		     i += (unsigned long long)gridDim.x * blockDim.x)
@@ -501,6 +510,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		__threadfence_system();
 		*(volatile unsigned *)bell = 1u;
 		__threadfence_system();
+		if (trace)
+			trace[1] = gtime();
 	}
 	const unsigned long long nchunks = (n + chunk - 1) / chunk;
 	const uint32_t ob = out_bytes(rb, fmt);
@@ -518,6 +529,10 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 			unsigned long long d = ((volatile const unsigned long long *)chunk_dead)[c];
 			if (d)
 				atomicAdd(&counters[0], d);
+			if (trace && c == 0)
+				trace[2] = gtime();
+			if (trace && c == nchunks - 1)
+				trace[3] = gtime();
 		}
 		__syncthreads();
 		const unsigned long long b = c * chunk, e = min(n, b + chunk);
@@ -548,6 +563,10 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		if (atomicAdd(&sync[1], 1u) == gridDim.x - 1) {
 			if (h_dead) {
 				*(volatile unsigned long long *)h_dead = atomicAdd(&counters[0], 0ull);
+				__threadfence_system();
+			}
+			if (trace) {
+				trace[4] = gtime();
 				__threadfence_system();
 			}
 			atomicExch(&sync[0], 0u);
