@@ -36,7 +36,7 @@ static void *emu_block(void *arg)
 	size_t nchunks = (e->n + chunk - 1) / chunk;
 	for (size_t c = e->block; c < nchunks; c += e->blocks) {
 		uint32_t slot = (uint32_t)(c % nslots);
-		while (atomic_load_explicit(&b->words[LK_REQS + slot], memory_order_acquire) != (uint32_t)(c + 1))
+		while (atomic_load_explicit(&b->words[LK_REQS + slot], memory_order_acquire) != LK_READY(e->idx, c))
 			eht_cpu_relax();
 		atomic_fetch_add(e->dead, b->cdead[c]);
 		size_t r0 = c * chunk, r1 = r0 + chunk < e->n ? r0 + chunk : e->n;

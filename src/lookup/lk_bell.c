@@ -4,7 +4,7 @@
  * memory, then the stage-in kernel (src/cuda/kernels/lookup.cu), whose first block writes a doorbell
  * word in host-mapped memory. One poller thread per process watches every engine's doorbells and
  * runs the gather on the shared CPU pool: chunk c of the request into staging slot c % nslots, then
- * ready[slot] = c + 1. The kernel copies each slot into the output as soon as it is ready and frees it
+ * ready[slot] = the request's tag | (c + 1). The kernel copies each slot into the output as soon as it is ready and frees it
  * (ready[slot] = 0), so gather, transfer and the CPU's next chunks overlap. Every value the stream
  * writes or waits for depends only on the call's arguments, so a captured graph replays it as is.
  *
@@ -54,12 +54,23 @@ static double now_s(void)
 static _Atomic uint32_t *bells(struct lk_bell *b) { return b->words; }
 static _Atomic uint32_t *ready(struct lk_bell *b) { return b->words + LK_REQS; }
 
+/* Chunks of about an eighth of a thread's share, 32 to 256 rows: the GPU starts copying when the
+ * first chunk is ready (one thread's chunk of 1,024 rows took ~100 us to gather), while every chunk
+ * still amortizes its claim and ready flag. */
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots)
 {
-	size_t c = eht_lk_chunk_for(lk, n);
+	size_t workers = lk->nthreads + 1, c = (n + workers * 8 - 1) / (workers * 8);
+	c = c < 32 ? 32 : c > 256 ? 256 : c;
+	if (n > (1u << 30) && c < 64) /* chunk + 1 must stay below the tag bits (LK_TAG_SHIFT) */
+		c = 64;
 	if (c > lk->bell.staging_rows / 2) /* two slots at least: gather one while the GPU reads the other */
 		c = lk->bell.staging_rows / 2;
 	size_t nchunks = (n + c - 1) / c, s = lk->bell.staging_rows / c;
+	if (nchunks > lk->max_chunks) { /* never with the sizes above: max_chunks covers 16-row chunks */
+		c = (n + lk->max_chunks - 1) / lk->max_chunks;
+		nchunks = (n + c - 1) / c;
+		s = lk->bell.staging_rows / c;
+	}
 	if (s > nchunks)
 		s = nchunks;
 	*chunk = (uint32_t)c;
@@ -70,6 +81,7 @@ void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t 
 struct bell_job {
 	eht_lookup *lk;
 	const struct lk_req *r;
+	unsigned idx;
 	uint32_t chunk, nslots;
 	double t0;
 };
@@ -111,7 +123,7 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 	}
 	b->cdead[c] = dead;
 	/* ready first: a thread that sees slot_pub == c + 1 must then see ready != 0 until the GPU read it. */
-	atomic_store_explicit(&ready(b)[slot], (uint32_t)(c + 1), memory_order_release);
+	atomic_store_explicit(&ready(b)[slot], LK_READY(j->idx, c), memory_order_release);
 	atomic_store_explicit(&b->slot_pub[slot], (unsigned)(c + 1), memory_order_release);
 }
 
@@ -147,7 +159,7 @@ static void serve(eht_lookup *lk, unsigned i)
 	if (r->n == 0)
 		return;
 	trace_take(b);
-	struct bell_job j = {.lk = lk, .r = r, .t0 = now_s()};
+	struct bell_job j = {.lk = lk, .r = r, .idx = i, .t0 = now_s()};
 	eht_lk_bell_geom(lk, r->n, &j.chunk, &j.nslots);
 	/* The previous request's slots must all have been read by its kernel before they are reused. */
 	for (unsigned s = 0; s < b->prev_slots; s++)
@@ -331,6 +343,10 @@ int eht_lk_bell_init(eht_lookup *lk)
 		rc = EHT_CU_CHECK(cuMemAlloc(&b->d_sync, LK_REQS * 2 * sizeof(uint32_t)));
 		if (!rc)
 			rc = EHT_CU_CHECK(cuMemsetD8(b->d_sync, 0, LK_REQS * 2 * sizeof(uint32_t)));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemAlloc(&b->d_cnt, lk->max_chunks * sizeof(uint32_t)));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemsetD8(b->d_cnt, 0, lk->max_chunks * sizeof(uint32_t)));
 	}
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	if (!rc)
@@ -374,6 +390,8 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	}
 	if (b->d_sync)
 		eht_cu.cuMemFree(b->d_sync);
+	if (b->d_cnt)
+		eht_cu.cuMemFree(b->d_cnt);
 	bell_free(lk, b->arena);
 	bell_free(lk, b->h_dead);
 	bell_free(lk, b->gtrace);
@@ -492,9 +510,11 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 				     .chunk_dead = b->d_cdead,
 				     .bell = b->d_words + idx * sizeof(uint32_t),
 				     .sync = b->d_sync + idx * 2 * sizeof(uint32_t),
+				     .cnt = b->d_cnt,
 				     .h_dead = publish_dead ? b->d_h_dead : 0,
 				     .trace = b->d_gtrace};
 	eht_lk_bell_geom(lk, n, &a.chunk, &a.nslots);
+	a.tag = (uint32_t)idx << LK_TAG_SHIFT;
 	/* Armed before the kernel can ring: the poller ignores a ring of a request that is not. */
 	eht_lk_bell_arm(lk, idx);
 	if ((rc = eht_gpu_stage_in(&lk->g, s, &a, n, lk->rb, out, lk->fmt, lk->d_counters)))

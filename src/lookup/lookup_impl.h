@@ -29,6 +29,9 @@
  * made outside capture, the rest are kept for captured calls (one per distinct ids buffer and shape). */
 #define LK_REQS 64
 #define LK_EAGER_REQS 8
+/* A chunk's ready value: the request in the top bits, chunk + 1 below. */
+#define LK_TAG_SHIFT 26
+#define LK_READY(idx, c) (((uint32_t)(idx) << LK_TAG_SHIFT) | (uint32_t)((c) + 1))
 
 /* One stream-triggered CPU gather: what the CPU reads when the doorbell of its index rings. */
 struct lk_req {
@@ -62,6 +65,7 @@ struct lk_bell {
 	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
 	CUdeviceptr d_cdead;
 	CUdeviceptr d_sync; /* 2 x LK_REQS u32, zero between launches */
+	CUdeviceptr d_cnt;  /* u32 per chunk: units of it the kernel has read (zero between launches) */
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
