@@ -200,17 +200,15 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eh
 {
 	if (!n)
 		return 0;
-	/* Units of THREADS / 32 * RPW rows (the kernel's), at most one block per SM: every block waits on
-	 * the CPU, so all must be resident at once with room left for other kernels (the in-place gather
-	 * of an AUTO split runs beside it). */
-	uint64_t unit = THREADS / 32 * RPW, nchunks = (n + a->chunk - 1) / a->chunk;
-	uint64_t units = nchunks * ((a->chunk + unit - 1) / unit), sms = (uint64_t)(g->sms > 0 ? g->sms : 1);
-	unsigned grid = (unsigned)(units < sms ? units : sms);
+	uint64_t nchunks = (n + a->chunk - 1) / a->chunk;
+	/* At most one block per SM: every block waits on the CPU, so all must be resident at once with
+	 * room left for other kernels (the in-place gather of an AUTO split runs beside it). */
+	unsigned grid = (unsigned)(nchunks < (uint64_t)(g->sms > 0 ? g->sms : 1) ? nchunks : (uint64_t)g->sms);
 	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
 	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
 			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &fmt, &vec, &counters,
-			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->cnt, (void *)&a->trace};
+			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace};
 	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
 }

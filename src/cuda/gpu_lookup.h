@@ -74,7 +74,6 @@ struct eht_gpu_stage_in {
 	CUdeviceptr ids, h_ids;  /* ids copied by the kernel into host-mapped h_ids first (0: none) */
 	uint64_t id_bytes;       /* multiple of 4 */
 	CUdeviceptr staging, ready, chunk_dead, bell, sync;
-	CUdeviceptr cnt;         /* device u32 per chunk, zero */
 	CUdeviceptr h_dead;      /* host-mapped: counters[0] when the kernel ends (0: none) */
 	CUdeviceptr trace;       /* host-mapped: 5 GPU timestamps of the launch (0: none) */
 	uint32_t chunk, nslots, tag;

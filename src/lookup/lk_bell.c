@@ -54,23 +54,14 @@ static double now_s(void)
 static _Atomic uint32_t *bells(struct lk_bell *b) { return b->words; }
 static _Atomic uint32_t *ready(struct lk_bell *b) { return b->words + LK_REQS; }
 
-/* Chunks of about an eighth of a thread's share, 32 to 256 rows: the GPU starts copying when the
- * first chunk is ready (one thread's chunk of 1,024 rows took ~100 us to gather), while every chunk
- * still amortizes its claim and ready flag. */
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots)
 {
-	size_t workers = lk->nthreads + 1, c = (n + workers * 8 - 1) / (workers * 8);
-	c = c < 32 ? 32 : c > 256 ? 256 : c;
+	size_t c = eht_lk_chunk_for(lk, n);
 	if (n > (1u << 30) && c < 64) /* chunk + 1 must stay below the tag bits (LK_TAG_SHIFT) */
 		c = 64;
 	if (c > lk->bell.staging_rows / 2) /* two slots at least: gather one while the GPU reads the other */
 		c = lk->bell.staging_rows / 2;
 	size_t nchunks = (n + c - 1) / c, s = lk->bell.staging_rows / c;
-	if (nchunks > lk->max_chunks) { /* never with the sizes above: max_chunks covers 16-row chunks */
-		c = (n + lk->max_chunks - 1) / lk->max_chunks;
-		nchunks = (n + c - 1) / c;
-		s = lk->bell.staging_rows / c;
-	}
 	if (s > nchunks)
 		s = nchunks;
 	*chunk = (uint32_t)c;
@@ -343,10 +334,6 @@ int eht_lk_bell_init(eht_lookup *lk)
 		rc = EHT_CU_CHECK(cuMemAlloc(&b->d_sync, LK_REQS * 2 * sizeof(uint32_t)));
 		if (!rc)
 			rc = EHT_CU_CHECK(cuMemsetD8(b->d_sync, 0, LK_REQS * 2 * sizeof(uint32_t)));
-		if (!rc)
-			rc = EHT_CU_CHECK(cuMemAlloc(&b->d_cnt, lk->max_chunks * sizeof(uint32_t)));
-		if (!rc)
-			rc = EHT_CU_CHECK(cuMemsetD8(b->d_cnt, 0, lk->max_chunks * sizeof(uint32_t)));
 	}
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	if (!rc)
@@ -390,8 +377,6 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	}
 	if (b->d_sync)
 		eht_cu.cuMemFree(b->d_sync);
-	if (b->d_cnt)
-		eht_cu.cuMemFree(b->d_cnt);
 	bell_free(lk, b->arena);
 	bell_free(lk, b->h_dead);
 	bell_free(lk, b->gtrace);
@@ -510,7 +495,6 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 				     .chunk_dead = b->d_cdead,
 				     .bell = b->d_words + idx * sizeof(uint32_t),
 				     .sync = b->d_sync + idx * 2 * sizeof(uint32_t),
-				     .cnt = b->d_cnt,
 				     .h_dead = publish_dead ? b->d_h_dead : 0,
 				     .trace = b->d_gtrace};
 	eht_lk_bell_geom(lk, n, &a.chunk, &a.nslots);

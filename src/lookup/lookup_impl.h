@@ -65,7 +65,6 @@ struct lk_bell {
 	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
 	CUdeviceptr d_cdead;
 	CUdeviceptr d_sync; /* 2 x LK_REQS u32, zero between launches */
-	CUdeviceptr d_cnt;  /* u32 per chunk: units of it the kernel has read (zero between launches) */
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */

@@ -487,14 +487,14 @@ __device__ __forceinline__ unsigned long long gtime(void)
  * (cache-volatile loads: the CPU rewrites staging between launches) into out in the output format,
  * then frees the slot (ready[slot] = 0) for the CPU's next chunk. The last block to finish writes
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
- * launch's arguments only, so a captured graph replays it unchanged. sync[0..1], cnt[0..nchunks):
- * device words, zero between launches (reset by the kernel itself). The grid must fit on the GPU at once beside other
+ * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
+ * between launches (the last block resets them). The grid must fit on the GPU at once beside other
  * work (the caller keeps it at most one block per SM): blocks wait on the CPU. */
 extern "C" __global__ void __launch_bounds__(256)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
 		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
-		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned *cnt, unsigned long long *trace)
+		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
@@ -514,42 +514,31 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		if (trace)
 			trace[1] = gtime();
 	}
-	/* Chunks are read in units of one row per warp lane group (nwarps * RPW rows: one round of loads
-	 * for the whole block), units grid-stride over blocks in chunk order: every block works on the
-	 * newest ready chunks, so the copy keeps pace with the CPU (one block per chunk left a long tail).
-	 * The last unit of a chunk to finish frees its slot (cnt[c], reset by that unit). */
 	const unsigned long long nchunks = (n + chunk - 1) / chunk;
-	const unsigned unit = nwarps * RPW, upc = (chunk + unit - 1) / unit;
-	const unsigned long long nunits = nchunks * upc;
 	const uint32_t ob = out_bytes(rb, fmt);
-	for (unsigned long long u = blockIdx.x; u < nunits; u += gridDim.x) {
-		const unsigned long long c = u / upc;
-		const unsigned j = (unsigned)(u - c * upc), slot = (unsigned)(c % nslots);
+	for (unsigned long long c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		const unsigned slot = (unsigned)(c % nslots);
 		if (threadIdx.x == 0) {
 			volatile unsigned *r = ready + slot;
-			unsigned ns = 32;
+			unsigned ns = 64;
 			while (*r != (tag | (unsigned)(c + 1))) {
 				__nanosleep(ns);
-				if (ns < 512)
+				if (ns < 1024)
 					ns *= 2;
 			}
 			__threadfence_system();
-			if (j == 0) {
-				unsigned long long d = ((volatile const unsigned long long *)chunk_dead)[c];
-				if (d)
-					atomicAdd(&counters[0], d);
-			}
-			if (trace && c == 0 && j == 0)
+			unsigned long long d = ((volatile const unsigned long long *)chunk_dead)[c];
+			if (d)
+				atomicAdd(&counters[0], d);
+			if (trace && c == 0)
 				trace[2] = gtime();
-			if (trace && c == nchunks - 1 && j == 0)
+			if (trace && c == nchunks - 1)
 				trace[3] = gtime();
 		}
 		__syncthreads();
-		const unsigned long long cb = c * chunk, ce = min(n, cb + chunk);
-		const unsigned long long b = cb + (unsigned long long)j * unit, e = min(ce, b + unit);
+		const unsigned long long b = c * chunk, e = min(n, b + chunk);
 		const uint8_t *base = staging + (unsigned long long)slot * chunk * rb;
-		const unsigned long long f = b + (unsigned long long)warp * RPW;
-		if (f < e) {
+		for (unsigned long long f = b + (unsigned long long)warp * RPW; f < e; f += (unsigned long long)nwarps * RPW) {
 			const uint8_t *src[RPW];
 			uint8_t *dst[RPW];
 			int nrows = (int)min((unsigned long long)RPW, e - f);
@@ -558,19 +547,16 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 				src[r] = NULL;
 				dst[r] = out;
 				if (r < nrows) {
-					src[r] = base + (f + r - cb) * rb;
+					src[r] = base + (f + r - b) * rb;
 					dst[r] = out + (f + r) * ob;
 				}
 			}
 			warp_rows<true>(src, dst, rb, nrows, fmt, vec, lane);
 		}
-		__syncthreads(); /* every load of this unit has completed (its values were stored) */
+		__syncthreads(); /* every load of the slot has completed (its values were stored) */
 		if (threadIdx.x == 0) {
 			__threadfence_system();
-			if (atomicAdd(&cnt[c], 1u) == upc - 1) {
-				atomicExch(&cnt[c], 0u);
-				*(volatile unsigned *)(ready + slot) = 0u;
-			}
+			*(volatile unsigned *)(ready + slot) = 0u;
 		}
 	}
 	if (threadIdx.x == 0) {
