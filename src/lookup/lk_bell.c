@@ -125,12 +125,22 @@ static void trace_take(struct lk_bell *b)
 	volatile uint64_t *g = b->gtrace;
 	if (!g || !g[4])
 		return;
+	/* Blocks stamp in any order; a launch whose stamps are not in order (chunk 0 and the last chunk
+	 * seen by blocks that ran late, or block 0 starting after the ring) is skipped. */
+	int64_t d[4];
+	bool ok = true;
+	for (int i = 0; i < 4; i++) {
+		d[i] = (int64_t)(g[i + 1] - g[i]);
+		ok = ok && g[i] && d[i] >= 0;
+	}
 	int k = b->gclass;
-	b->g_n[k]++;
-	b->g_ring_s[k] += (double)(g[1] - g[0]) * 1e-9;  /* start -> ids copied, doorbell rung */
-	b->g_first_s[k] += (double)(g[2] - g[1]) * 1e-9; /* ring -> first chunk ready (CPU noticed, gathered it) */
-	b->g_span_s[k] += (double)(g[3] - g[2]) * 1e-9;  /* first -> last chunk ready */
-	b->g_tail_s[k] += (double)(g[4] - g[3]) * 1e-9;  /* last chunk ready -> kernel done */
+	if (ok) {
+		b->g_n[k]++;
+		b->g_ring_s[k] += (double)d[0] * 1e-9;  /* start -> ids copied, doorbell rung */
+		b->g_first_s[k] += (double)d[1] * 1e-9; /* ring -> first chunk ready (CPU noticed, gathered it) */
+		b->g_span_s[k] += (double)d[2] * 1e-9;  /* first -> last chunk ready */
+		b->g_tail_s[k] += (double)d[3] * 1e-9;  /* last chunk ready -> kernel done */
+	}
 	for (int i = 0; i < 5; i++)
 		g[i] = 0;
 }
