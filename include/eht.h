@@ -662,29 +662,50 @@ EHT_API int eht_node_id(char *buf, size_t len);
  *   into host memory from such a tier), ids are sorted and deduplicated on the CPU, the distinct
  *   rows gathered in address order and an expand kernel (or the CPU, for host output) writes the
  *   requested order: fewer reads where ids repeat a lot. Without a GPU, HOST writes into host memory.
- * - AUTO: with host ids, a GPU-readable table and GPU output, a short calibration in
+ * - AUTO: with a GPU-readable table and GPU output, a short calibration in
  *   eht_lookup_create (opts strategy AUTO; tens of ms) times DIRECT alone, HOST alone, and both at
  *   once (the batch split between the GPU's in-place gather on an internal stream and the CPU
- *   pool) at a decode-sized (6,144) and a prefill-sized (196,608 or max_batch) batch, and AUTO then
- *   uses the fastest per size class. When it splits, the GPU's share follows each call's measured
- *   times so both sides finish together. EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the
- *   split off. With ids in GPU memory AUTO stays on the GPU: SORTED from 32,768 ids, DIRECT below (and
- *   is then capturable like them). Host output or no GPU: HOST.
+ *   pool) at a decode-sized (6,144) and a prefill-sized (196,608 or max_batch) batch, with ids in
+ *   host memory and with ids in GPU memory, and AUTO then uses the fastest per place and size class.
+ *   When it splits with host ids, the GPU's share follows each call's measured times so both sides
+ *   finish together. EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the split off. Host output or
+ *   no GPU: HOST.
  *
  * Ordering rule (asynchronous on the stream): the call reads ids that are host memory before it
  * returns (they may be reused afterwards); ids in GPU memory must be valid when the stream reaches
  * the call. Outputs are valid once the stream passes the point after the call. Host output (CPU
  * use) is complete when the call returns. Host ids given to a GPU strategy are copied through
- * pinned memory. HOST with ids in GPU memory synchronizes the stream to read them.
+ * pinned memory.
  *
- * CUDA graphs: DIRECT and SORTED (and AUTO resolving to them) with ids in GPU memory, dead_count ==
- * NULL and no EHT_LOOKUP_RUN_DEAD_ERROR enqueue only kernels, memsets and copies (no host
- * synchronization), so they can be captured; HOST (and AUTO with host ids) reads ids on the CPU and
- * returns -EOPNOTSUPP on a capturing stream (cuStreamIsCapturing), as do host ids for any strategy.
+ * Ids in GPU memory, HOST and AUTO: the call only enqueues work on the stream, with no host
+ * synchronization. A stage-in kernel copies the ids to pinned memory and rings a doorbell in
+ * host-mapped memory; the process's poller thread sees it and the CPU pool gathers the rows into
+ * pinned staging chunk by chunk; the kernel copies each chunk into out as soon as it is ready. AUTO
+ * runs DIRECT on its calibrated share of the ids at the same time (calibrated separately for ids in
+ * GPU memory). The kernel keeps at most one block per SM waiting on the CPU.
  *
- * Dead count: for HOST (and AUTO) it is known when the call returns. For DIRECT/SORTED, a non-NULL
- * dead_count makes the call synchronize the stream to read it (not capturable); pass NULL to stay
- * asynchronous and read eht_lookup_last_dead_count() after the stream has passed the call.
+ * CUDA graphs: every strategy can be captured (cuStreamIsCapturing) with ids in GPU memory,
+ * dead_count == NULL and no EHT_LOOKUP_RUN_DEAD_ERROR (those return -EOPNOTSUPP on a capturing
+ * stream); HOST and AUTO also with host ids in pinned or pageable memory, which the CPU then reads
+ * at each replay. A captured graph requires: the same id and output buffers at every replay (write
+ * new ids into the captured id buffer before the replay; the count, id type and offset are fixed at
+ * capture), the engine alive and not destroyed while the graph may replay, replays on a stream of
+ * the engine's device (the context current at capture), and no two replays of graphs that captured
+ * the same ids buffer of one engine in flight at once. Each distinct captured (ids buffer, count,
+ * id type, offset) keeps a small descriptor in the engine (at most 56 per engine: -ENOSPC beyond).
+ *
+ * Dead count: for HOST and AUTO with host ids it is known when the call returns. Where the GPU
+ * counts (DIRECT, SORTED, and HOST / AUTO with GPU ids or under capture), a non-NULL dead_count
+ * makes the call synchronize the stream to read it (not capturable); pass NULL to stay asynchronous
+ * and read eht_lookup_last_dead_count() after the stream has passed the call or a replay.
+ *
+ * CPU threads: one pool per process, shared by every engine and table, created by the first engine:
+ * opts.threads threads, else EHT_THREADS, else the CPUs of the table's NUMA node divided by the GPUs
+ * attached to that node (one GPU process each), less two (the thread feeding the pool and the
+ * process's own). Idle pool threads spin for spin_us, then sleep; the doorbell poller spins for
+ * EHT_BELL_SPIN_US (20,000) after the last request, then naps (50 us, then 1 ms after a second).
+ * A read error of a stream-triggered gather (disk tier) zero-fills the chunk and is returned by the
+ * engine's next eht_lookup_run.
  *
  * Output format BF16 (packed Engram rows of EHT_ENGRAM_ROW_BYTES only): 256 bf16 per row (512 bytes).
  * Weight w (FP8 e4m3fn byte) of group g = w_index / 32 with scale byte s (ue8m0) becomes
@@ -721,7 +742,8 @@ struct eht_lookup_opts {
 	int strategy;          /* enum eht_lookup_strategy: the default for runs (AUTO) */
 	int format;            /* enum eht_lookup_format (RAW) */
 	int device;            /* CUDA device; -1: the table's device, or none (CPU only) */
-	unsigned threads;      /* CPU gather threads; 0: CPUs of the NUMA node minus one (min 1) */
+	unsigned threads;      /* CPU gather threads of the process's one pool (the first engine sets it);
+				* 0: EHT_THREADS, else the node's CPUs per GPU on it, less two (min 1) */
 	uint64_t max_batch;    /* ids per internal step; larger calls are split (0: 196608) */
 	uint64_t staging_bytes;/* pinned staging for HOST (0: max_batch rows, at most 256 MiB) */
 	int numa_node;         /* node for the CPU threads; -1: the table's node (or unbound) */
@@ -751,13 +773,15 @@ EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_
  * *dead_count (may be NULL) gets the number of dead ids, see above. Returns 0; -EINVAL (NULL
  * pointers, bad id_type or flags, GPU output for a CPU-only engine, host output for a GPU strategy);
  * -ERANGE (a dead id with EHT_LOOKUP_RUN_DEAD_ERROR; dead rows are still zero-filled); -EOPNOTSUPP
- * (HOST or AUTO, or dead_count, on a capturing stream); the table's read error; driver errors. */
+ * (dead_count or EHT_LOOKUP_RUN_DEAD_ERROR on a capturing stream, DIRECT / SORTED with host ids there,
+ * or HOST / AUTO there in a build without the GPU kernels); -ENOSPC (too many distinct captured
+ * calls); the table's read error (also one from an earlier stream-triggered gather); driver errors. */
 EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type,
-		int64_t id_offset, uint64_t count,
-		   void *out, void *stream, unsigned flags, uint64_t *dead_count);
+		int64_t id_offset, uint64_t count, void *out, void *stream, unsigned flags,
+		uint64_t *dead_count);
 
-/* Dead ids of the last run, complete once the stream has passed that run (a pinned counter the GPU
- * strategies write asynchronously). */
+/* Dead ids of the last run (or of a replay of a graph that captured a run, if that was the last
+ * call), complete once the stream has passed it (a pinned word the GPU writes asynchronously). */
 EHT_API uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
 
 /* The strategy the last run used (AUTO resolved), and the name of a strategy ("direct", ...). */

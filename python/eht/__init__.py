@@ -90,6 +90,7 @@ def _L():
         "eht_lookup_create": (I, [VP, P(_LookupOpts), P(VP)]),
         "eht_lookup_run": (I, [VP, VP, I, ctypes.c_int64, U64, VP, VP, ctypes.c_uint, P(U64)]),
         "eht_lookup_last_strategy": (I, [VP]),
+        "eht_lookup_last_dead_count": (U64, [VP]),
         "eht_lookup_strategy_name": (ctypes.c_char_p, [I]),
         "eht_lookup_destroy": (None, [VP]),
     }
@@ -139,14 +140,6 @@ class _Native:
                 pass
 
 
-def _choice(table, value, what):
-    """table[value], or ValueError naming the argument and the choices."""
-    try:
-        return table[value]
-    except (KeyError, TypeError):
-        raise ValueError("%s=%r: use one of %s" % (what, value, ", ".join(sorted(table)))) from None
-
-
 def _key(key):
     if not isinstance(key, str):
         raise TypeError("key must be a str, not %s" % type(key).__name__)
@@ -183,27 +176,6 @@ def status(key=None):
         free = ctypes.CDLL(None).free
         free.argtypes = [ctypes.c_void_p]
         free(out)
-
-
-def _device_index(device):
-    """A CUDA ordinal (-1: none) from torch-style device arguments: None, an int, "cpu", "cuda",
-    "cuda:N" or a torch.device."""
-    if device is None:
-        return -1
-    if isinstance(device, bool):
-        raise TypeError("device must be an ordinal, 'cpu', 'cuda[:N]' or a torch.device, not a bool")
-    if isinstance(device, int):
-        return device
-    kind, index = getattr(device, "type", None), getattr(device, "index", None)
-    if kind is None:
-        text = str(device)
-        kind, _, num = text.partition(":")
-        index = int(num) if num else None
-    if kind == "cpu":
-        return -1
-    if kind == "cuda":
-        return 0 if index is None else int(index)
-    raise ValueError("device %r: use an ordinal, 'cpu', 'cuda', 'cuda:N' or a torch.device" % (device,))
 
 
 def _torch():
@@ -252,8 +224,63 @@ def _id_type(obj, nbytes, count):
     raise TypeError("ids must be int32 or int64 (array.array('i') or ('q'), or a torch tensor)")
 
 
+def _device_index(device):
+    """None, an int, "cuda", "cuda:N", "cpu" or a torch.device -> CUDA ordinal or -1 (CPU)."""
+    if device is None:
+        return -1
+    if isinstance(device, bool):
+        raise TypeError("device must be an int, a string like 'cuda:0' or a torch.device, not bool")
+    if isinstance(device, int):
+        if device < -1:
+            raise ValueError("device must be a CUDA ordinal >= 0 (or -1 for none), not %d" % device)
+        return device
+    torch = _torch()
+    if torch is not None and isinstance(device, torch.device):
+        device = str(device)
+    if isinstance(device, str):
+        if device == "cpu":
+            return -1
+        if device == "cuda":
+            return torch.cuda.current_device() if torch is not None else 0
+        if device.startswith("cuda:") and device[5:].isdigit():
+            return int(device[5:])
+        raise ValueError("device must look like 'cuda', 'cuda:0' or 'cpu', not %r" % device)
+    raise TypeError("device must be an int, a string like 'cuda:0' or a torch.device, not %s"
+                    % type(device).__name__)
+
+
+def _stream_handle(stream):
+    """A CUstream as an int: None (0), an int handle, or a torch.cuda.Stream / ExternalStream."""
+    if stream is None:
+        return 0
+    if isinstance(stream, bool):
+        raise TypeError("stream must be a torch.cuda.Stream or an int CUstream handle, not bool")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError("stream handle must be >= 0, not %d" % stream)
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    if isinstance(handle, int):
+        return handle
+    raise TypeError("stream must be a torch.cuda.Stream or an int CUstream handle, not %s"
+                    % type(stream).__name__)
+
+
+def _choice(name, value, table):
+    if not isinstance(value, str):
+        raise TypeError("%s must be a string (%s), not %s" % (name, ", ".join(table), type(value).__name__))
+    if value not in table:
+        raise ValueError("unknown %s %r (one of: %s)" % (name, value, ", ".join(table)))
+    return table[value]
+
+
 class Lookup:
-    """A lookup engine bound to one table (eht_lookup): fixed buffers, asynchronous on a stream."""
+    """A lookup engine bound to one table (eht_lookup): fixed buffers, asynchronous on a stream.
+
+    Engines call it as they call their own kernels: ids and out as CUDA tensors, on the current
+    (or a given) stream, eagerly or inside torch.cuda.graph(...) for every strategy. A captured graph
+    needs the same ids / out tensors at every replay (write new ids into the captured ids tensor) and
+    this engine kept alive while the graph may replay."""
 
     def __init__(self, table, strategy="auto", format="raw", device=None, threads=0,
                  max_batch=0, cpu_only=False):
@@ -261,8 +288,14 @@ class Lookup:
         self.format = format
         if not isinstance(table, Table):
             raise TypeError("Lookup takes an eht.Table, not %s" % type(table).__name__)
-        opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=_choice(STRATEGIES, strategy, "strategy"),
-                           format=_choice(FORMATS, format, "format"), device=-1 if device is None else device,
+        dev = _device_index(device)
+        for name, v in (("threads", threads), ("max_batch", max_batch)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
+            if v < 0:
+                raise ValueError("%s must be >= 0, not %d" % (name, v))
+        opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=_choice("strategy", strategy, STRATEGIES),
+                           format=_choice("format", format, FORMATS), device=dev,
                            threads=threads, max_batch=max_batch, numa_node=-1,
                            flags=_LOOKUP_CPU_ONLY if cpu_only else 0)
         h = ctypes.c_void_p()
@@ -274,11 +307,19 @@ class Lookup:
     def out_row_bytes(self):
         return 512 if self.format == "bf16" else self.table.row_bytes
 
-    def run(self, ids, out, id_offset=0, stream=None, strategy=None, dead_is_error=False):
-        """Looks ids up into out; returns the number of dead ids (zero rows)."""
+    def run(self, ids, out, id_offset=0, stream=None, strategy=None, dead_is_error=False, count_dead=None):
+        """Looks ids up into out. Returns the number of dead ids (zero rows) when it is known without
+        waiting: always for host output; for GPU output only with count_dead=True (which synchronizes
+        the stream, so not inside a CUDA graph). Otherwise returns None: read last_dead_count() once
+        the stream has passed the call (the GPU counts dead ids itself)."""
         if not getattr(self, "_h", None):
             raise _closed("this lookup engine")
         self.table._live()
+        torch = _torch()
+        if torch is not None and isinstance(ids, torch.Tensor) and ids.dim() > 1:
+            ids = ids.reshape(-1)
+        if not isinstance(id_offset, int) or isinstance(id_offset, bool):
+            raise TypeError("id_offset must be an int, not %s" % type(id_offset).__name__)
         iaddr, inbytes, idev, keep_i = _buffer_address(ids, False)
         itype = _id_type(ids, inbytes, None)
         count = inbytes // (4 if itype == 0 else 8)
@@ -287,17 +328,26 @@ class Lookup:
             raise ValueError("output holds %d bytes, %d ids need %d" % (onbytes, count, count * self.out_row_bytes))
         flags = (_RUN_IDS_DEVICE if idev else _RUN_IDS_HOST) | (_RUN_OUT_DEVICE if odev else _RUN_OUT_HOST)
         if strategy is not None:
-            flags |= _choice(STRATEGIES, strategy, "strategy") << 8
+            flags |= _choice("strategy", strategy, STRATEGIES) << 8
         if dead_is_error:
             flags |= _RUN_DEAD_ERROR
-        if stream is None and odev:
-            torch = _torch()
-            stream = torch.cuda.current_stream().cuda_stream if torch is not None else 0
+        handle = _stream_handle(stream)
+        if stream is None and odev and torch is not None:
+            handle = torch.cuda.current_stream(out.device).cuda_stream
+        if count_dead is None:
+            count_dead = not odev
+        if count_dead and odev and torch is not None and torch.cuda.is_current_stream_capturing():
+            raise ValueError("count_dead=True synchronizes the stream and cannot be used inside a CUDA graph; "
+                             "read last_dead_count() after a replay")
         dead = ctypes.c_uint64(0)
-        _check(_L().eht_lookup_run(self._h, iaddr, itype, id_offset, count, oaddr, stream or None,
-                                   flags, ctypes.byref(dead)), "eht_lookup_run")
+        _check(_L().eht_lookup_run(self._h, iaddr, itype, id_offset, count, oaddr, handle or None,
+                                   flags, ctypes.byref(dead) if count_dead else None), "eht_lookup_run")
         del keep_i, keep_o
-        return dead.value
+        return dead.value if count_dead else None
+
+    def last_dead_count(self):
+        """Dead ids of the last run (or graph replay), valid once the stream has passed it."""
+        return int(_L().eht_lookup_last_dead_count(self._h))
 
     @property
     def last_strategy(self):
@@ -370,17 +420,26 @@ class Table:
         """A Lookup bound to this table (keyword arguments as Lookup)."""
         return Lookup(self, **kw)
 
-    def lookup(self, ids, out, strategy="auto", format="raw", **kw):
-        """Looks ids up into out with an engine made once per (strategy, format) and kept; returns
-        the number of dead ids. Keyword arguments go to Lookup.run (id_offset, stream, ...)."""
+    def lookup(self, ids, out, strategy="auto", format="raw", device=None, **kw):
+        """Looks ids up into out with an engine made once per (strategy, format, device) and kept;
+        returns what Lookup.run returns (the dead count for host output; for GPU output None unless
+        count_dead=True: see Lookup.run). Keyword arguments go to Lookup.run (id_offset, stream, ...).
+        Works inside torch.cuda.graph for every strategy once the engine exists (make it with an
+        eager call first: creating one calibrates AUTO on the GPU)."""
         self._live()
+        torch = _torch()
+        gpu = torch is not None and isinstance(out, torch.Tensor) and out.is_cuda
+        dev = _device_index(device) if device is not None else (out.device.index if gpu else -1)
+        if gpu and dev is None:
+            dev = torch.cuda.current_device()
+        if gpu and dev != out.device.index:
+            raise ValueError("out is on cuda:%d, device asks for %d" % (out.device.index, dev))
         engines = self.__dict__.setdefault("_engines", {})
-        if (strategy, format) not in engines:
-            torch = _torch()
-            gpu = torch is not None and isinstance(out, torch.Tensor) and out.is_cuda
-            engines[strategy, format] = Lookup(self, strategy=strategy, format=format,
-                                               cpu_only=not gpu)
-        return engines[strategy, format].run(ids, out, **kw)
+        key = (strategy, format, dev)
+        if key not in engines:
+            engines[key] = Lookup(self, strategy=strategy, format=format, device=dev if gpu else None,
+                                  cpu_only=not gpu)
+        return engines[key].run(ids, out, **kw)
 
     def close(self):
         """Closes the table for Python use (EhtError afterwards); the memory is released once no
