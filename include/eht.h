@@ -639,12 +639,15 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  *
  * Output format BF16 (packed Engram rows of EHT_ENGRAM_ROW_BYTES only): 256 bf16 per row (512 bytes).
  * Weight w (FP8 e4m3fn byte) of group g = w_index / 32 with scale byte s (ue8m0) becomes
- *   value = e4m3(w) * 2^(s - 127), computed exactly in float (e4m3 has 3 mantissa bits, so the product
- *   is exact, float subnormals included, unless it overflows to +-inf, which needs s >= 247),
- *   then rounded to bf16 round-to-nearest-even (bits + 0x7fff + lsb) >> 16; values below 2^-133 lose
- *   bits there (bf16 subnormals). Special cases: e4m3 0x7f / 0xff (NaN) -> 0x7fc0; s = 0xff (NaN in
- *   e8m0) -> 0x7fc0 for the whole group; e4m3 -0 (0x80) -> -0 (0x8000); overflow -> +-inf (0x7f80 /
- *   0xff80); dead rows -> 0x0000. eht_engram_dequant_row() is the CPU reference; the GPU kernels
+ *   value = e4m3(w) * scale(s), scale(s) = the float whose bits are s << 23 (2^(s - 127) for
+ *   1 <= s <= 254, +0.0 for s = 0, +inf for s = 255: as the kernel the model was validated with reads
+ *   ue8m0), computed exactly in float (e4m3 has 3 mantissa bits, so the product is exact, float
+ *   subnormals included, unless it overflows to +-inf, which needs s >= 247), then rounded to bf16
+ *   round-to-nearest-even (bits + 0x7fff + lsb) >> 16; values below 2^-133 lose bits there (bf16
+ *   subnormals). Special cases: e4m3 0x7f / 0xff (NaN) -> 0x7fc0; s = 0 -> +-0 (0x0000 / 0x8000);
+ *   s = 0xff -> +-inf (0x7f80 / 0xff80), and a zero weight under it -> NaN (0 * inf, 0x7fc0);
+ *   e4m3 -0 (0x80) -> -0 (0x8000); overflow -> +-inf; dead rows -> 0x0000. eht_engram_dequant_row()
+ *   is the CPU reference; the GPU kernels
  *   match it bit for bit. */
 
 typedef struct eht_lookup eht_lookup;
