@@ -227,10 +227,10 @@ struct eht_st_write_tensor {
 int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, size_t n,
 		 const char *const *metadata, uint32_t flags);
 
-/* A small synthetic Engram-shaped checkpoint, deterministic from the seed. Table i (0-based) is
- * layer L = 1 + 13 i: "model.layers.<L>.engram.embedding.weight" F8_E4M3 [rows, 256] (random
- * e4m3 bytes, never the NaN patterns 0x7f/0xff) and "model.layers.<L>.engram.embedding.scale"
- * F8_E8M0 [rows, 8] (exponents 120..134), plus "model.layers.0.attn.dummy" BF16 [64, 64]. With
+/* A small synthetic Engram-shaped checkpoint, deterministic from the seed, named as DeepSeek-V4.1's.
+ * Table i (0-based) is layer L = 1 + 13 i: "layers.<L>.engram.embed.weight" F8_E4M3 [rows, 256]
+ * (random e4m3 bytes, never the NaN patterns 0x7f/0xff) and "layers.<L>.engram.embed.scale"
+ * F8_E8M0 [rows, 8] (exponents 120..134), plus "layers.0.attn.dummy" BF16 [64, 64]. With
  * shards == 1: DIR/model.safetensors; else DIR/model-0000k-of-0000S.safetensors with the tensors
  * dealt round-robin in name order and DIR/model.safetensors.index.json. DIR is created if needed;
  * files of an earlier run are replaced. */
@@ -241,6 +241,9 @@ struct eht_synth_opts {
 	uint32_t shards; /* files (default 1 when 0); at most tables * 2 + 1 */
 	uint64_t rows;   /* rows per table (default 5000 when 0) */
 	uint64_t seed;   /* any value; the same seed gives the same bytes */
+	/* NULL, or `tables` row counts (each >= 1), one per table, overriding rows (e.g. an Engram
+	 * layout's per-layer rows: eht_engram_layout_rows). */
+	const uint64_t *table_rows;
 };
 #define EHT_SYNTH_DEFAULT_TABLES 2
 #define EHT_SYNTH_DEFAULT_ROWS 5000
@@ -850,8 +853,10 @@ int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);
 typedef struct eht_server eht_server;
 typedef struct eht_client eht_client;
 
-/* Default tensors: every Engram table, "*.engram.embedding.weight", joined with its ".scale". */
-#define EHT_SERVE_DEFAULT_PATTERN "*.engram.embedding.weight"
+/* Default tensors: every Engram table, DeepSeek-V4.1's "layers.<L>.engram.embed.weight" (and the older
+ * "*.engram.embedding.weight" naming), each joined with its ".scale". A pattern is fnmatch globs
+ * separated by '|'. */
+#define EHT_SERVE_DEFAULT_PATTERN "*engram.embed.weight|*.engram.embedding.weight"
 
 /* Progress of loading, for progress bars: bytes done of total, table index and name. */
 typedef void (*eht_serve_progress_fn)(void *arg, uint64_t done, uint64_t total, const char *table);
