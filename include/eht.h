@@ -920,6 +920,9 @@ int eht_client_check(eht_client *client);
 /* Unmaps every table and closes the connection; NULL is a no-op. Returns 0 or the first error. */
 int eht_detach(eht_client *client);
 
+/* Engram n-gram hashing, its layout and per-request state: eht_engram.h. */
+#include "eht_engram.h"
+
 #ifdef __cplusplus
 }
 #endif
