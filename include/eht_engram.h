@@ -106,6 +106,11 @@ int eht_engram_hash(const eht_engram_layout *layout, const struct eht_engram_bat
 int eht_engram_hash_gpu(const eht_engram_layout *layout, const struct eht_engram_batch *batch, int32_t *d_rows,
 			void *stream);
 
+/* The same from host memory: copies the batch to GPU `device`, hashes there, copies the rows back
+ * into host rows (synchronous; for checking and tools). Checks the batch as eht_engram_hash does. */
+int eht_engram_hash_gpu_copy(const eht_engram_layout *layout, const struct eht_engram_batch *batch, int32_t *rows,
+			     int device);
+
 /* Per-request history across steps. Requests are named by 64-bit ids. */
 /* keep: tokens of history kept per request for rollback (0: 64; at least max_ngram - 1).
  * Returns 0, -EINVAL, -ENOMEM. */
@@ -127,6 +132,11 @@ int eht_engram_state_rollback(eht_engram_state *state, uint64_t req, uint32_t n)
  * error), -EINVAL (a request named twice). */
 int eht_engram_state_step(eht_engram_state *state, const uint64_t *reqs, const struct eht_engram_batch *batch,
 			  int32_t *rows);
+/* The two halves of a step, for hashing elsewhere (the GPU): the histories of reqs[0..n) into hist
+ * (n * (max_ngram - 1) entries; unknown requests read as new), then, after hashing, appending each
+ * chunk of batch to its request (unknown ones are added). Return 0, -EINVAL, -ENOMEM. */
+int eht_engram_state_batch_history(const eht_engram_state *state, const uint64_t *reqs, size_t n, int32_t *hist);
+int eht_engram_state_advance(eht_engram_state *state, const uint64_t *reqs, const struct eht_engram_batch *batch);
 /* req's history (max_ngram - 1 entries, newest first) into hist. Returns 0 or -ENOENT. */
 int eht_engram_state_history(const eht_engram_state *state, uint64_t req, int32_t *hist);
 

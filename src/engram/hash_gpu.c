@@ -9,3 +9,8 @@ int eht_engram_hash_gpu(const eht_engram_layout *l, const struct eht_engram_batc
 {
 	return eht_err(ENOTSUP, "eht_engram_hash_gpu: not built yet");
 }
+
+int eht_engram_hash_gpu_copy(const eht_engram_layout *l, const struct eht_engram_batch *b, int32_t *rows, int device)
+{
+	return eht_err(ENOTSUP, "eht_engram_hash_gpu_copy: not built yet");
+}

@@ -149,35 +149,31 @@ int eht_engram_state_history(const eht_engram_state *st, uint64_t req, int32_t *
 	return 0;
 }
 
-int eht_engram_state_step(eht_engram_state *st, const uint64_t *reqs, const struct eht_engram_batch *b,
-			  int32_t *rows)
+int eht_engram_state_batch_history(const eht_engram_state *st, const uint64_t *reqs, size_t n, int32_t *hist)
 {
-	if (!st || (!reqs && b && b->n_requests))
-		return eht_err(EINVAL, "eht_engram_state_step: NULL argument");
-	int rc = engram_check_batch(st->l, b, 0);
-	if (rc)
-		return rc;
-	if (b->history)
-		return eht_err(EINVAL, "eht_engram_state_step: batch->history must be NULL (the state keeps it)");
-	const eht_engram_layout *l = st->l;
-	const uint32_t hl = l->max_ngram - 1;
-	for (size_t i = 0; i < b->n_requests; i++)
-		for (size_t j = 0; j < i; j++)
-			if (reqs[i] == reqs[j])
-				return eht_err(EINVAL, "eht_engram_state_step: request %llu named twice",
-					       (unsigned long long)reqs[i]);
-	int32_t *hist = malloc((b->n_requests * hl + 1) * sizeof(*hist));
-	if (!hist)
-		return eht_err(ENOMEM, "engram state: out of memory");
-	for (size_t i = 0; i < b->n_requests; i++) {
+	if (!st || (n && (!reqs || !hist)))
+		return eht_err(EINVAL, "eht_engram_state_batch_history: NULL argument");
+	const uint32_t hl = st->l->max_ngram - 1;
+	for (size_t i = 0; i < n; i++) {
 		const struct req *r = find(st, reqs[i]);
 		for (uint32_t s = 0; s < hl; s++)
 			hist[i * hl + s] = r ? entry(st, r, s, high_water(r)) : EHT_ENGRAM_HIST_BLOCK;
 	}
-	struct eht_engram_batch hb = *b;
-	hb.history = hist;
-	if ((rc = eht_engram_hash(l, &hb, rows)))
-		goto out;
+	return 0;
+}
+
+int eht_engram_state_advance(eht_engram_state *st, const uint64_t *reqs, const struct eht_engram_batch *b)
+{
+	if (!st || (!reqs && b && b->n_requests))
+		return eht_err(EINVAL, "eht_engram_state_advance: NULL argument");
+	int rc = engram_check_batch(st->l, b, 1);
+	if (rc)
+		return rc;
+	const eht_engram_layout *l = st->l;
+	for (size_t i = 0; i < b->n_requests; i++)
+		for (size_t j = 0; j < i; j++)
+			if (reqs[i] == reqs[j])
+				return eht_err(EINVAL, "engram state: request %llu named twice", (unsigned long long)reqs[i]);
 	/* add unknown requests first, so a failure leaves the histories as they were */
 	size_t n0 = st->n;
 	for (size_t i = 0; i < b->n_requests; i++) {
@@ -185,7 +181,7 @@ int eht_engram_state_step(eht_engram_state *st, const uint64_t *reqs, const stru
 		if (!find(st, reqs[i]) && (rc = add(st, reqs[i], &r))) {
 			while (st->n > n0)
 				free(st->v[--st->n].ring);
-			goto out;
+			return rc;
 		}
 	}
 	for (size_t i = 0; i < b->n_requests; i++) {
@@ -200,7 +196,33 @@ int eht_engram_state_step(eht_engram_state *st, const uint64_t *reqs, const stru
 				r->hw = r->seen;
 		}
 	}
-out:
+	return 0;
+}
+
+int eht_engram_state_step(eht_engram_state *st, const uint64_t *reqs, const struct eht_engram_batch *b,
+			  int32_t *rows)
+{
+	if (!st || (!reqs && b && b->n_requests))
+		return eht_err(EINVAL, "eht_engram_state_step: NULL argument");
+	int rc = engram_check_batch(st->l, b, 0);
+	if (rc)
+		return rc;
+	if (b->history)
+		return eht_err(EINVAL, "eht_engram_state_step: batch->history must be NULL (the state keeps it)");
+	for (size_t i = 0; i < b->n_requests; i++)
+		for (size_t j = 0; j < i; j++)
+			if (reqs[i] == reqs[j])
+				return eht_err(EINVAL, "eht_engram_state_step: request %llu named twice",
+					       (unsigned long long)reqs[i]);
+	const uint32_t hl = st->l->max_ngram - 1;
+	int32_t *hist = malloc((b->n_requests * hl + 1) * sizeof(*hist));
+	if (!hist)
+		return eht_err(ENOMEM, "engram state: out of memory");
+	eht_engram_state_batch_history(st, reqs, b->n_requests, hist);
+	struct eht_engram_batch hb = *b;
+	hb.history = hist;
+	if (!(rc = eht_engram_hash(st->l, &hb, rows)))
+		rc = eht_engram_state_advance(st, reqs, b);
 	free(hist);
 	return rc;
 }

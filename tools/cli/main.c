@@ -18,6 +18,7 @@ static const struct {
 	{"regions", cmd_regions, "regions list|gc [--dir D]   shared regions on this node; remove stale ones"},
 	{"serve", cmd_serve, "serve CHECKPOINT [options]  host a checkpoint's tables for this node's workers"},
 	{"worker", cmd_worker, "worker KEY --check CKPT     attach like a worker; look up, verify, print rows/s"},
+	{"hash", cmd_hash, "hash (--preset v41|--config F) --steps S [--gpu] [--json]  Engram row ids of token steps"},
 	{"bench", cmd_bench, "bench lookup|region|share|disk [options] [--json]"},
 };
 
