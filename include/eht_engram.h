@@ -111,6 +111,22 @@ int eht_engram_hash_gpu(const eht_engram_layout *layout, const struct eht_engram
 int eht_engram_hash_gpu_copy(const eht_engram_layout *layout, const struct eht_engram_batch *batch, int32_t *rows,
 			     int device);
 
+/* Fused: token ids on the GPU hashed into an internal device buffer (max_tokens * cols int32, made
+ * at create) and looked up with eht_lookup_run on the same stream, without the ids passing through
+ * the caller. Layer index li of the layout; lk's table is that layer's table (or a rank's head-range
+ * shard of it: ids outside give zero rows). The handle must be used by one stream at a time, in the
+ * current context of create. create: 0, -EINVAL, -ENOTSUP, -ENOMEM, driver errors. run: batch as
+ * eht_engram_hash_gpu (device pointers; n_tokens <= max_tokens), d_out holds n_tokens * cols rows in
+ * lk's format; flags and dead_count as eht_lookup_run; returns its result. */
+typedef struct eht_engram_lookup eht_engram_lookup;
+struct eht_lookup;
+int eht_engram_lookup_create(const eht_engram_layout *layout, uint32_t li, struct eht_lookup *lk, size_t max_tokens,
+			     eht_engram_lookup **out);
+int eht_engram_lookup_run(eht_engram_lookup *el, const struct eht_engram_batch *batch, void *d_out, void *stream,
+			  unsigned flags, uint64_t *dead_count);
+/* Synchronizes the context and frees the buffer; NULL is a no-op. */
+void eht_engram_lookup_destroy(eht_engram_lookup *el);
+
 /* Per-request history across steps. Requests are named by 64-bit ids. */
 /* keep: tokens of history kept per request for rollback (0: 64; at least max_ngram - 1).
  * Returns 0, -EINVAL, -ENOMEM. */
