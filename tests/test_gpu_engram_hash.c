@@ -24,9 +24,12 @@ static void random_batch(uint64_t seed, size_t nt, size_t nr, uint32_t vocab, in
 	for (size_t r = 1; r < nr; r++)
 		st[r] = (uint32_t)(nt * r / nr + t_rand(&s) % 3);
 	st[nr] = (uint32_t)nt;
-	for (size_t r = 1; r < nr; r++)
+	for (size_t r = 1; r < nr; r++) {
 		if (st[r] > nt)
 			st[r] = (uint32_t)nt;
+		if (st[r] < st[r - 1])
+			st[r] = st[r - 1];
+	}
 }
 
 static void check_equal(eht_engram_layout *l, size_t nt, size_t nr, uint64_t seed, int with_map)

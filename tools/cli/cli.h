@@ -17,6 +17,7 @@ int bench_lookup(int argc, char **argv); /* cli_bench_lookup.c */
 int bench_region(int argc, char **argv); /* cli_bench_region.c */
 int bench_share(int argc, char **argv);  /* cli_bench_share.c */
 int bench_disk(int argc, char **argv);   /* cli_bench_disk.c */
+int bench_hash(int argc, char **argv);   /* cli_bench_hash.c */
 
 /* Prints "eht CMD: <eht_last_error()>" (or msg when given) to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *msg);
