@@ -193,6 +193,10 @@ struct eht_st_rows {
 /* Fills *out with rank's rows of tensor t. Returns 0 or -EINVAL (not 2-D, a row that is not a
  * whole number of bytes, bad rank, out->size 0). */
 int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out);
+/* The same for an explicit range [first_row, first_row + count) (e.g. an Engram head range of a
+ * tensor-parallel rank, eht_engram_shard); rank 0 of 1 in the result. -EINVAL when it is not inside
+ * the tensor. */
+int eht_st_rows_range(const struct eht_st_tensor_info *t, uint64_t first_row, uint64_t count, struct eht_st_rows *out);
 /* Maps the rows read-only (MAP_SHARED, PROT_READ, MADV_RANDOM): the mapping starts at the page
  * holding file_offset; eht_st_map_data points at row first_row inside it. flags must be 0.
  * Returns 0, -EINVAL (bad arguments, the range not inside the file), or -errno of open/mmap. A
@@ -797,6 +801,10 @@ struct eht_disk_opts {
 	uint64_t prefetch_rows;  /* distinct rows per prefetch buffer (0: 196608) */
 	unsigned prefetch_slots; /* tickets in flight at once (0: 2) */
 	const char *name;        /* table name (0: the weight tensor's name) */
+	/* row_count > 0: this process holds exactly rows [first_row, first_row + row_count) (e.g. its
+	 * Engram head range from eht_engram_shard) instead of the rank / nranks split; ids outside are
+	 * dead. Only that range is mapped. */
+	uint64_t first_row, row_count;
 };
 #define EHT_DISK_NO_CACHE UINT64_MAX
 #define EHT_DISK_DEFAULT_CACHE_BYTES (16ull << 20)
