@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_workload.h"
 #include "cli.h"
 #include "os/numa.h"
 #include "cuda/cu_driver.h"
@@ -76,7 +77,7 @@ out:
 struct result {
 	int strategy;
 	size_t n;
-	double med_ms, p90_ms;
+	double med_ms, p90_ms, distinct; /* distinct: mean fraction of distinct ids per step */
 	int ok;
 	char err[160];
 };
@@ -84,7 +85,8 @@ struct result {
 static void usage(void)
 {
 	fprintf(stderr, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--strategies direct,sorted,host,auto]\n"
-			"                        [--reps R] [--threads T] [--format raw|bf16] [--device D] [--cpu] [--json]\n");
+			"                        [--reps R] [--threads T] [--format raw|bf16] [--device D] [--cpu] [--json]\n"
+			"                        [--workload uniform|text:FILE]\n");
 }
 
 static int parse_strategy(const char *s)
@@ -103,6 +105,8 @@ int bench_lookup(int argc, char **argv)
 	int nshapes = 2, strategies[4] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO};
 	int nstrat = 4, reps = 20, json = 0, fmt = EHT_LOOKUP_RAW, dev = 0, cpu = 0;
 	unsigned threads = 0;
+	const char *workload = "uniform";
+	struct bench_workload *wl = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--json")) {
@@ -111,6 +115,8 @@ int bench_lookup(int argc, char **argv)
 			cpu = 1;
 		} else if (!strcmp(a, "--table-gib") && v) {
 			gib = atof(v), i++;
+		} else if (!strcmp(a, "--workload") && v) {
+			workload = v, i++;
 		} else if (!strcmp(a, "--reps") && v) {
 			reps = atoi(v), i++;
 		} else if (!strcmp(a, "--threads") && v) {
@@ -231,15 +237,13 @@ int bench_lookup(int argc, char **argv)
 		fprintf(stderr, "eht bench lookup: out of memory for ids\n");
 		goto out;
 	}
-	uint64_t x = 0x853c49e6748fea9bull;
-	for (size_t i = 0; i < (size_t)batches * maxn; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		ids[i] = (int32_t)(x % rows);
+	if (bench_workload_open(workload, rows, 0, &wl)) {
+		cli_fail("bench lookup", NULL);
+		goto out;
 	}
 	if (gpu) {
 		if (EHT_CU_CHECK(cuMemAlloc(&dout, maxn * ob)) ||
-		    EHT_CU_CHECK(cuMemAlloc(&dids, (size_t)batches * maxn * sizeof(*ids))) ||
-		    EHT_CU_CHECK(cuMemcpyHtoD(dids, ids, (size_t)batches * maxn * sizeof(*ids)))) {
+		    EHT_CU_CHECK(cuMemAlloc(&dids, (size_t)batches * maxn * sizeof(*ids)))) {
 			cli_fail("bench lookup", NULL);
 			goto out;
 		}
@@ -271,7 +275,12 @@ int bench_lookup(int argc, char **argv)
 			}
 			/* GPU strategies get ids in GPU memory (as engines have them); HOST and AUTO host ids. */
 			int gpu_ids = strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED;
-			int err = 0;
+			/* the same steps for every strategy: the workload restarts from its seed per shape */
+			bench_workload_free(wl);
+			wl = NULL;
+			int err = bench_workload_open(workload, rows, 0, &wl) ||
+				  bench_workload_fill(wl, r->n, (size_t)batches, maxn, ids, &r->distinct) ||
+				  (gpu && EHT_CU_CHECK(cuMemcpyHtoD(dids, ids, (size_t)batches * maxn * sizeof(*ids))));
 			for (int rep = -2; rep < reps && !err; rep++) {
 				size_t off = (size_t)(rep + 2) * maxn;
 				const void *pid = gpu_ids ? (const void *)(uintptr_t)(dids + off * sizeof(*ids)) : ids + off;
@@ -299,11 +308,12 @@ int bench_lookup(int argc, char **argv)
 	/* Report. */
 	if (json) {
 		printf("{\"table_gib\": %.3f, \"rows\": %llu, \"row_bytes\": %d, \"format\": \"%s\", \"gpu\": %s, "
-		       "\"link_gbs\": %.2f, \"reps\": %d, \"results\": [",
-		       gib, (unsigned long long)rows, RB, fmt ? "bf16" : "raw", gpu ? "true" : "false", link, reps);
+		       "\"link_gbs\": %.2f, \"reps\": %d, \"workload\": \"%s\", \"results\": [",
+		       gib, (unsigned long long)rows, RB, fmt ? "bf16" : "raw", gpu ? "true" : "false", link, reps,
+		       bench_workload_name(wl));
 	} else {
-		printf("%-7s %8s %9s %9s %9s %7s %7s %8s\n", "strategy", "ids", "med ms", "p90 ms", "Mrows/s", "GB/s",
-		       "link%", "vs DIRECT");
+		printf("workload %s\n%-7s %8s %9s %9s %9s %7s %7s %8s %9s\n", bench_workload_name(wl), "strategy", "ids",
+		       "med ms", "p90 ms", "Mrows/s", "GB/s", "link%", "vs DIRECT", "distinct");
 	}
 	for (int i = 0; i < nres; i++) {
 		struct result *r = &res[i];
@@ -313,8 +323,8 @@ int bench_lookup(int argc, char **argv)
 				direct = res[j].med_ms;
 		double rps = r->ok ? (double)r->n / (r->med_ms * 1e-3) : 0, gbs = rps * RB / 1e9;
 		if (json) {
-			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"ok\": %s", i ? ", " : "",
-			       eht_lookup_strategy_name(r->strategy), r->n, r->ok ? "true" : "false");
+			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"ok\": %s, \"distinct_fraction\": %.4f", i ? ", " : "",
+			       eht_lookup_strategy_name(r->strategy), r->n, r->ok ? "true" : "false", r->distinct);
 			if (r->ok)
 				printf(", \"median_ms\": %.4f, \"p90_ms\": %.4f, \"rows_per_s\": %.0f, \"gbs\": %.2f, "
 				       "\"link_fraction\": %.3f, \"speedup_vs_direct\": %.2f",
@@ -330,18 +340,18 @@ int bench_lookup(int argc, char **argv)
 				snprintf(lf, sizeof(lf), "%.0f%%", 100 * gbs / link);
 			if (direct > 0)
 				snprintf(sp, sizeof(sp), "%.2fx", direct / r->med_ms);
-			printf("%-7s %8zu %9.3f %9.3f %9.1f %7.2f %7s %8s\n", eht_lookup_strategy_name(r->strategy), r->n,
-			       r->med_ms, r->p90_ms, rps / 1e6, gbs, lf, sp);
+			printf("%-7s %8zu %9.3f %9.3f %9.1f %7.2f %7s %8s %8.1f%%\n", eht_lookup_strategy_name(r->strategy), r->n,
+			       r->med_ms, r->p90_ms, rps / 1e6, gbs, lf, sp, 100 * r->distinct);
 		}
 	}
 	if (json)
 		printf("]}\n");
 	else if (link > 0)
-		printf("(time per step to the last byte in %s memory, after stream sync; %d reps of fresh uniform ids; "
+		printf("(time per step to the last byte in %s memory, after stream sync; %d fresh steps; "
 		       "GB/s counts %d-byte rows; link floor for 196,608 rows: %.2f ms)\n",
 		       gpu ? "GPU" : "host", reps, RB, 196608.0 * RB / (link * 1e9) * 1e3);
 	else
-		printf("(time per step to the last byte in %s memory; %d reps of fresh uniform ids; GB/s counts %d-byte "
+		printf("(time per step to the last byte in %s memory; %d fresh steps; GB/s counts %d-byte "
 		       "rows; no GPU link measured)\n", gpu ? "GPU" : "host", reps, RB);
 	rc = 0;
 out:
@@ -351,6 +361,7 @@ out:
 		eht_cu.cuMemFree(dids);
 	free(hout);
 	free(ids);
+	bench_workload_free(wl);
 	eht_table_close(t);
 	if (table != MAP_FAILED)
 		munmap(table, bytes);
