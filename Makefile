@@ -37,15 +37,22 @@ tsan: deps
 	@cmake --build $(BUILD)/tsan -j$(JOBS)
 	cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -L threads -LE '(gpu|python)'
 
-# libFuzzer on the safetensors header parser for FUZZ_SECONDS (needs clang).
+# libFuzzer on the safetensors header parser (half of FUZZ_SECONDS) and on the Engram STEPS.json and
+# config.json parsers (a quarter each; needs clang).
+FUZZ_HALF := $(shell echo $$(( $(FUZZ_SECONDS) / 2 )))
+FUZZ_QUARTER := $(shell echo $$(( $(FUZZ_SECONDS) / 4 )))
 fuzz: deps
 ifeq ($(HAVE_CLANG),yes)
 	@CC=clang cmake -S . -B $(BUILD)/fuzz -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_FUZZ=ON \
 		-DEHT_SANITIZE=address,undefined >/dev/null
-	@cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_st_header
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz_st_header -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	@cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_st_header fuzz_engram_steps fuzz_engram_config
+	@mkdir -p $(BUILD)/fuzz/corpus $(BUILD)/fuzz/corpus_steps $(BUILD)/fuzz/corpus_config
+	$(BUILD)/fuzz/fuzz_st_header -max_total_time=$(FUZZ_HALF) -max_len=65536 \
 		-print_final_stats=1 $(BUILD)/fuzz/corpus tests/fuzz/seeds 2>&1 | tail -n 15
+	$(BUILD)/fuzz/fuzz_engram_steps -max_total_time=$(FUZZ_QUARTER) -max_len=4096 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_steps tests/fuzz/seeds_engram_steps 2>&1 | tail -n 6
+	$(BUILD)/fuzz/fuzz_engram_config -max_total_time=$(FUZZ_QUARTER) -max_len=4096 \
+		-print_final_stats=1 $(BUILD)/fuzz/corpus_config tests/fuzz/seeds_engram_config 2>&1 | tail -n 6
 else
 	@echo "eht: clang not found; skipping the fuzzer (apt-get install clang libclang-rt-14-dev)"
 endif

@@ -212,6 +212,22 @@ static void check_configs(void)
 	CHECK_RC(eht_engram_layout_set_token_map(l, map, 8), -EINVAL);
 	eht_engram_layout_free(l);
 	CHECK_RC(eht_engram_layout_preset("v99", &l), -ENOENT);
+	/* the prime search against trial division: 2 layers x 7 orders x 32 heads from 2 upwards */
+	const char *many = "{\"engram_layer_ids\": [0, 1], \"engram_max_ngram_size\": 8, \"engram_vocab_size\": 2,"
+			   "\"engram_n_heads\": 32, \"engram_pad_token_id\": 0, \"engram_compressed_vocab_size\": 5}";
+	CHECK_RC(eht_engram_layout_from_json(many, strlen(many), &l), 0);
+	uint64_t q = 1;
+	int badp = 0;
+	for (uint32_t li = 0; li < 2 && l; li++)
+		for (uint32_t c = 0; c < 7 * 32; c++) {
+			eht_engram_layout_column(l, li, c, &p, NULL);
+			for (uint64_t d = 2; d * d <= p; d++)
+				badp += p % d == 0;
+			if (li == 0 && c < 32) /* order 2 of layer 0: the 32 smallest primes >= 2, rising */
+				badp += p <= q, q = p;
+		}
+	CHECK(badp == 0);
+	eht_engram_layout_free(l);
 }
 
 static void check_mod(void)
