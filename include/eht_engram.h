@@ -43,7 +43,7 @@ int eht_engram_layout_preset(const char *name, eht_engram_layout **out);
 /* From a config.json text (its "text_config" object if present, else the top level): keys
  * engram_layer_ids, engram_max_ngram_size, engram_vocab_size (a number, or one per order),
  * engram_n_heads, engram_pad_token_id, engram_compressed_vocab_size; engram_num_embeddings, when
- * present, must equal the computed rows. len: bytes of json. Returns 0, -EINVAL (malformed JSON, a
+ * present, must equal the computed rows; vocab_size, when present, is the token map's length. len: bytes of json. Returns 0, -EINVAL (malformed JSON, a
  * missing or out-of-range key, rows that do not fit int32 or disagree, naming the key), -ENOMEM. */
 int eht_engram_layout_from_json(const char *json, size_t len, eht_engram_layout **out);
 /* The same from a file path; also -errno of reading it. */
@@ -73,8 +73,8 @@ int eht_engram_layout_multipliers(const eht_engram_layout *layout, uint32_t li, 
  * Returns 0 or -EINVAL (high < 1). Exposed for tests and tools. */
 int eht_engram_rng_integers(uint64_t seed, int64_t high, size_t n, int64_t *out);
 
-/* Token map: n entries (the tokenizer vocabulary), each in [0, compressed_vocab), with max + 1 ==
- * compressed_vocab. Copied. Returns 0, -EINVAL (naming the first bad entry), -ENOMEM. */
+/* Token map: n entries (the tokenizer vocabulary: 129,280 for the presets, config vocab_size when
+ * given), each in [0, compressed_vocab), with max + 1 == compressed_vocab. Copied. Returns 0, -EINVAL (naming the first bad entry), -ENOMEM. */
 int eht_engram_layout_set_token_map(eht_engram_layout *layout, const int32_t *map, size_t n);
 /* The same from a file of int32 little-endian entries; also -errno of reading it. */
 int eht_engram_layout_load_token_map(eht_engram_layout *layout, const char *path);

@@ -79,7 +79,7 @@ static void check_steps(void)
 	put("config.json", "{\"architectures\": [\"x\"], \"text_config\": {\"engram_layer_ids\": [1, 14],"
 			   "\"engram_num_embeddings\": [384006168, 384016682], \"engram_max_ngram_size\": 4,"
 			   "\"engram_vocab_size\": 16000000, \"engram_n_heads\": 8, \"engram_head_dim\": 256,"
-			   "\"engram_pad_token_id\": 2, \"engram_compressed_vocab_size\": 99092}}");
+			   "\"engram_pad_token_id\": 2, \"engram_compressed_vocab_size\": 99092, \"vocab_size\": 129280}}");
 	int32_t *map = malloc(129280 * 4);
 	for (int i = 0; i < 129280; i++)
 		map[i] = i % 99092;

@@ -212,6 +212,16 @@ static void check_configs(void)
 	CHECK_RC(eht_engram_layout_set_token_map(l, map, 8), -EINVAL);
 	eht_engram_layout_free(l);
 	CHECK_RC(eht_engram_layout_preset("v99", &l), -ENOENT);
+	/* the presets know the tokenizer: a map of another length is refused */
+	CHECK_RC(eht_engram_layout_preset("v41-small", &l), 0);
+	int32_t *big = calloc(129281, 4);
+	for (int i = 0; i < 129281; i++)
+		big[i] = i % 99092;
+	CHECK_RC(eht_engram_layout_set_token_map(l, big, 129281), -EINVAL);
+	CHECK(strstr(eht_last_error(), "129280") != NULL);
+	CHECK_RC(eht_engram_layout_set_token_map(l, big, 129280), 0);
+	free(big);
+	eht_engram_layout_free(l);
 	/* the prime search against trial division: 2 layers x 7 orders x 32 heads from 2 upwards */
 	const char *many = "{\"engram_layer_ids\": [0, 1], \"engram_max_ngram_size\": 8, \"engram_vocab_size\": 2,"
 			   "\"engram_n_heads\": 32, \"engram_pad_token_id\": 0, \"engram_compressed_vocab_size\": 5}";

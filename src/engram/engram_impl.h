@@ -21,6 +21,7 @@ struct eht_engram_layout {
 	uint64_t mod[EHT_ENGRAM_MAX_LAYERS][ENGRAM_MAX_COLS];
 	uint64_t off[EHT_ENGRAM_MAX_LAYERS][ENGRAM_MAX_COLS];
 	uint64_t rcp[EHT_ENGRAM_MAX_LAYERS][ENGRAM_MAX_COLS];
+	uint64_t tokenizer_vocab; /* entries a token map must have (0: not known) */
 	int32_t *token_map;
 	uint32_t token_map_len;
 	void *gpu; /* struct engram_gpu *, made on the first GPU call (hash_gpu.c) */

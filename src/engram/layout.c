@@ -22,6 +22,7 @@ struct layout_cfg {
 	int64_t pad;
 	int have_rows;
 	uint64_t rows[EHT_ENGRAM_MAX_LAYERS];
+	uint64_t tokenizer_vocab;
 };
 
 static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t m) { return (uint64_t)((unsigned __int128)a * b % m); }
@@ -76,6 +77,7 @@ static int build(const struct layout_cfg *c, eht_engram_layout **out)
 	memcpy(l->vocab, c->vocab, sizeof(l->vocab));
 	l->compressed_vocab = c->compressed_vocab;
 	l->pad = (int32_t)c->pad;
+	l->tokenizer_vocab = c->tokenizer_vocab;
 	/* primes never repeat across orders and layers; each order's search restarts at its vocab */
 	uint64_t used[EHT_ENGRAM_MAX_LAYERS * ENGRAM_MAX_COLS];
 	size_t nused = 0;
@@ -161,7 +163,7 @@ int eht_engram_layout_preset(const char *name, eht_engram_layout **out)
 	if (!name || !out)
 		return eht_err(EINVAL, "eht_engram_layout_preset: NULL argument");
 	struct layout_cfg c = {.n_layers = 2, .max_ngram = 4, .n_heads = 8, .layer_ids = {1, 14},
-			       .compressed_vocab = 99092, .pad = 2};
+			       .compressed_vocab = 99092, .pad = 2, .tokenizer_vocab = 129280};
 	uint64_t v;
 	if (!strcmp(name, "v41"))
 		v = 16000000;
@@ -271,6 +273,9 @@ int eht_engram_layout_from_json(const char *json, size_t len, eht_engram_layout 
 		}
 		c.have_rows = 1;
 	}
+	json_t *tv = json_object_get(cfg, "vocab_size"); /* the tokenizer's: a token map's length */
+	if (tv && (rc = get_uint(cfg, "vocab_size", INT32_MAX, &c.tokenizer_vocab)))
+		goto out;
 	if ((rc = check_cfg(&c)))
 		goto out;
 	rc = build(&c, out);
@@ -386,6 +391,9 @@ int eht_engram_layout_set_token_map(eht_engram_layout *l, const int32_t *map, si
 {
 	if (!l || !map || n == 0 || n > INT32_MAX)
 		return eht_err(EINVAL, "eht_engram_layout_set_token_map: bad argument (%zu entries)", n);
+	if (l->tokenizer_vocab && n != l->tokenizer_vocab)
+		return eht_err(EINVAL, "token map: %zu entries, but the tokenizer has %llu ids", n,
+			       (unsigned long long)l->tokenizer_vocab);
 	int32_t max = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (map[i] < 0 || (uint64_t)map[i] >= l->compressed_vocab)
