@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engram/engram_impl.h"
+#include "engram_rng_vectors.h"
 #include "testutil.h"
 
 /* The reference: the formula of eht_engram.h with plain % and the window read naively. */
@@ -98,6 +99,18 @@ static void check_rng(void)
 	CHECK_RC(eht_engram_rng_integers(42, 10, 3, v), 0);
 	CHECK(v[0] == 0 && v[1] == 7 && v[2] == 6);
 	CHECK_RC(eht_engram_rng_integers(1, 0, 1, v), -EINVAL);
+	/* numpy's own outputs for many seeds and bounds (tests/gen_engram_rng_vectors.py) */
+	int bad = 0;
+	for (size_t i = 0; i < sizeof(rng_vectors) / sizeof(rng_vectors[0]); i++) {
+		int64_t w[8];
+		CHECK_RC(eht_engram_rng_integers(rng_vectors[i].seed, rng_vectors[i].high, 8, w), 0);
+		if (memcmp(w, rng_vectors[i].v, sizeof(w))) {
+			if (bad++ < 5)
+				fprintf(stderr, "rng seed %llu high %lld: got %lld, numpy %lld\n", rng_vectors[i].seed,
+					rng_vectors[i].high, (long long)w[0], rng_vectors[i].v[0]);
+		}
+	}
+	CHECK(bad == 0);
 	CHECK_RC(eht_engram_rng_integers(5, 1, 3, v), 0);
 	CHECK(v[0] == 0 && v[1] == 0 && v[2] == 0);
 }
