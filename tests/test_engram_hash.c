@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engram/engram_impl.h"
+#include "engram_hash_vectors.h"
 #include "engram_rng_vectors.h"
 #include "testutil.h"
 
@@ -89,6 +90,39 @@ static void check_v41_constants(void)
 	CHECK_RC(eht_engram_shard(l, 0, 13, 0, &a, &b), -EINVAL);
 	CHECK(strstr(eht_last_error(), "13") != NULL);
 	CHECK_RC(eht_engram_shard(l, 0, 4, 4, &a, &b), -EINVAL);
+	eht_engram_layout_free(l);
+}
+
+/* V4.1 rows computed independently (tests/gen_engram_hash_vectors.py): one shot, then in chunks cut
+ * at and next to image tokens, then token by token. */
+static void check_independent_vectors(void)
+{
+	eht_engram_layout *l = NULL;
+	CHECK_RC(eht_engram_layout_preset("v41", &l), 0);
+	if (!l)
+		return;
+	enum { T = sizeof(hv_tokens) / sizeof(hv_tokens[0]) };
+	int32_t rows[T * 48];
+	uint32_t st[2] = {0, T};
+	struct eht_engram_batch b = {.size = sizeof(b), .n_tokens = T, .tokens = hv_tokens, .dead = hv_image,
+				     .n_requests = 1, .starts = st};
+	CHECK_RC(eht_engram_hash(l, &b, rows), 0);
+	CHECK(!memcmp(rows, hv_rows, sizeof(rows)));
+	static const uint32_t cuts[][6] = {{0, 9, 10, 23, 24, T}, {0, 10, 11, 22, 23, T}, {0, 1, 2, 3, 39, T}};
+	for (size_t k = 0; k < 3; k++) {
+		eht_engram_state *S = NULL;
+		CHECK_RC(eht_engram_state_create(l, 3, &S), 0);
+		memset(rows, 0, sizeof(rows));
+		uint64_t req = 7;
+		for (int c = 0; c < 5 && S; c++) {
+			uint32_t a = cuts[k][c], e = cuts[k][c + 1], cs[2] = {0, e - a};
+			struct eht_engram_batch cb = {.size = sizeof(cb), .n_tokens = e - a, .tokens = hv_tokens + a,
+						      .dead = hv_image + a, .n_requests = 1, .starts = cs};
+			CHECK_RC(eht_engram_state_step(S, &req, &cb, rows + a * 48), 0);
+		}
+		CHECK(!memcmp(rows, hv_rows, sizeof(rows)));
+		eht_engram_state_destroy(S);
+	}
 	eht_engram_layout_free(l);
 }
 
@@ -427,6 +461,7 @@ int main(void)
 {
 	check_v41_constants();
 	check_rng();
+	check_independent_vectors();
 	check_tiny();
 	check_configs();
 	check_mod();
