@@ -17,7 +17,7 @@ int main(void)
 	uint8_t image[5] = {0, 0, 0, 1, 0};
 	uint32_t starts[2] = {0, 5};
 	uint64_t req = 7;
-	int32_t rows[5 * 48]; /* [token][layer][col]: 2 layers x 24 columns */
+	int32_t rows[6 * 48]; /* [token][layer][col]: 2 layers x 24 columns; 5 prompt tokens + 1 */
 	struct eht_engram_batch b = {.size = sizeof(b), .n_tokens = 5, .tokens = prompt, .dead = image,
 				     .n_requests = 1, .starts = starts};
 	if (!rc)
