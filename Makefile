@@ -44,14 +44,17 @@ tsan: deps
 	cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -L threads -LE '(gpu|python|install)'
 
 # libFuzzer for FUZZ_SECONDS in all (needs clang), split among the targets: the safetensors header
-# parser, what a worker parses from `eht serve` (hello + table descriptions), and index.json.
-FUZZ_TARGETS := fuzz_st_header:seeds fuzz_serve_hello:seeds_serve fuzz_index_json:seeds_index
+# parser, what a worker parses from `eht serve` (hello + table descriptions), index.json, and the
+# Engram STEPS.json and config.json parsers.
+FUZZ_TARGETS := fuzz_st_header:seeds fuzz_serve_hello:seeds_serve fuzz_index_json:seeds_index \
+	fuzz_engram_steps:seeds_engram_steps fuzz_engram_config:seeds_engram_config
 fuzz: deps
 ifeq ($(HAVE_CLANG),yes)
 	@CC=clang cmake -S . -B $(BUILD)/fuzz -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_FUZZ=ON \
 		-DEHT_SANITIZE=address,undefined >/dev/null
-	@cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_st_header fuzz_serve_hello fuzz_index_json
-	@set -e; each=$$(( $(FUZZ_SECONDS) / 3 )); [ $$each -ge 1 ] || each=1; \
+	@cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_st_header fuzz_serve_hello fuzz_index_json \
+		fuzz_engram_steps fuzz_engram_config
+	@set -e; each=$$(( $(FUZZ_SECONDS) / 5 )); [ $$each -ge 1 ] || each=1; \
 	for ts in $(FUZZ_TARGETS); do t=$${ts%%:*}; seeds=$${ts#*:}; \
 		mkdir -p $(BUILD)/fuzz/corpus-$$t; echo "eht: fuzzing $$t for $$each s"; \
 		$(BUILD)/fuzz/$$t -max_total_time=$$each -max_len=65536 -print_final_stats=1 \

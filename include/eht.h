@@ -219,6 +219,11 @@ struct eht_st_rows {
  * whole number of bytes, bad rank, out->size 0). */
 EHT_API EHT_MUST_CHECK int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank,
 		uint32_t nranks, struct eht_st_rows *out);
+/* The same for an explicit range [first_row, first_row + count) (e.g. an Engram head range of a
+ * tensor-parallel rank, eht_engram_shard); rank 0 of 1 in the result. -EINVAL when it is not inside
+ * the tensor. */
+EHT_API EHT_MUST_CHECK int eht_st_rows_range(const struct eht_st_tensor_info *t, uint64_t first_row,
+		uint64_t count, struct eht_st_rows *out);
 /* Maps the rows read-only (MAP_SHARED, PROT_READ, MADV_RANDOM): the mapping starts at the page
  * holding file_offset; eht_st_map_data points at row first_row inside it. flags must be 0.
  * Returns 0, -EINVAL (bad arguments, the range not inside the file), or -errno of open/mmap. A
@@ -253,10 +258,10 @@ struct eht_st_write_tensor {
 EHT_API EHT_MUST_CHECK int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, size_t n,
 		 const char *const *metadata, uint32_t flags);
 
-/* A small synthetic Engram-shaped checkpoint, deterministic from the seed. Table i (0-based) is
- * layer L = 1 + 13 i: "model.layers.<L>.engram.embedding.weight" F8_E4M3 [rows, 256] (random
- * e4m3 bytes, never the NaN patterns 0x7f/0xff) and "model.layers.<L>.engram.embedding.scale"
- * F8_E8M0 [rows, 8] (exponents 120..134), plus "model.layers.0.attn.dummy" BF16 [64, 64]. With
+/* A small synthetic Engram-shaped checkpoint, deterministic from the seed, named as DeepSeek-V4.1's.
+ * Table i (0-based) is layer L = 1 + 13 i: "layers.<L>.engram.embed.weight" F8_E4M3 [rows, 256]
+ * (random e4m3 bytes, never the NaN patterns 0x7f/0xff) and "layers.<L>.engram.embed.scale"
+ * F8_E8M0 [rows, 8] (exponents 120..134), plus "layers.0.attn.dummy" BF16 [64, 64]. With
  * shards == 1: DIR/model.safetensors; else DIR/model-0000k-of-0000S.safetensors with the tensors
  * dealt round-robin in name order and DIR/model.safetensors.index.json. DIR is created if needed;
  * files of an earlier run are replaced. */
@@ -267,6 +272,9 @@ struct eht_synth_opts {
 	uint32_t shards; /* files (default 1 when 0); at most tables * 2 + 1 */
 	uint64_t rows;   /* rows per table (default 5000 when 0) */
 	uint64_t seed;   /* any value; the same seed gives the same bytes */
+	/* NULL, or `tables` row counts (each >= 1), one per table, overriding rows (e.g. an Engram
+	 * layout's per-layer rows: eht_engram_layout_rows). */
+	const uint64_t *table_rows;
 };
 #define EHT_SYNTH_DEFAULT_TABLES 2
 #define EHT_SYNTH_DEFAULT_ROWS 5000
@@ -626,9 +634,6 @@ EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group,
  * identity, and each node makes its own copy of a table (see README, "Several nodes"). */
 
 #define EHT_NODE_ID_MAX 128 /* bytes that always hold eht_node_id's answer */
-#ifndef EHT_API /* exported where eht.h marks its declarations (hidden visibility) */
-#define EHT_API
-#endif
 
 /* Writes this process's node identity (NUL-terminated) to buf: "sim.<id>" when $EHT_NODE_ID is set
  * (1..64 characters of [A-Za-z0-9._-]; it splits one machine into simulated nodes whose ranks never
@@ -709,12 +714,15 @@ EHT_API int eht_node_id(char *buf, size_t len);
  *
  * Output format BF16 (packed Engram rows of EHT_ENGRAM_ROW_BYTES only): 256 bf16 per row (512 bytes).
  * Weight w (FP8 e4m3fn byte) of group g = w_index / 32 with scale byte s (ue8m0) becomes
- *   value = e4m3(w) * 2^(s - 127), computed exactly in float (e4m3 has 3 mantissa bits, so the product
- *   is exact, float subnormals included, unless it overflows to +-inf, which needs s >= 247),
- *   then rounded to bf16 round-to-nearest-even (bits + 0x7fff + lsb) >> 16; values below 2^-133 lose
- *   bits there (bf16 subnormals). Special cases: e4m3 0x7f / 0xff (NaN) -> 0x7fc0; s = 0xff (NaN in
- *   e8m0) -> 0x7fc0 for the whole group; e4m3 -0 (0x80) -> -0 (0x8000); overflow -> +-inf (0x7f80 /
- *   0xff80); dead rows -> 0x0000. eht_engram_dequant_row() is the CPU reference; the GPU kernels
+ *   value = e4m3(w) * scale(s), scale(s) = the float whose bits are s << 23 (2^(s - 127) for
+ *   1 <= s <= 254, +0.0 for s = 0, +inf for s = 255: as the kernel the model was validated with reads
+ *   ue8m0), computed exactly in float (e4m3 has 3 mantissa bits, so the product is exact, float
+ *   subnormals included, unless it overflows to +-inf, which needs s >= 247), then rounded to bf16
+ *   round-to-nearest-even (bits + 0x7fff + lsb) >> 16; values below 2^-133 lose bits there (bf16
+ *   subnormals). Special cases: e4m3 0x7f / 0xff (NaN) -> 0x7fc0; s = 0 -> +-0 (0x0000 / 0x8000);
+ *   s = 0xff -> +-inf (0x7f80 / 0xff80), and a zero weight under it -> NaN (0 * inf, 0x7fc0);
+ *   e4m3 -0 (0x80) -> -0 (0x8000); overflow -> +-inf; dead rows -> 0x0000. eht_engram_dequant_row()
+ *   is the CPU reference; the GPU kernels
  *   match it bit for bit. */
 
 typedef struct eht_lookup eht_lookup;
@@ -866,6 +874,10 @@ struct eht_disk_opts {
 	uint64_t prefetch_rows;  /* distinct rows per prefetch buffer (0: 196608) */
 	unsigned prefetch_slots; /* tickets in flight at once (0: 2) */
 	const char *name;        /* table name (0: the weight tensor's name) */
+	/* row_count > 0: this process holds exactly rows [first_row, first_row + row_count) (e.g. its
+	 * Engram head range from eht_engram_shard) instead of the rank / nranks split; ids outside are
+	 * dead. Only that range is mapped. */
+	uint64_t first_row, row_count;
 };
 #define EHT_DISK_NO_CACHE UINT64_MAX
 #define EHT_DISK_DEFAULT_CACHE_BYTES (16ull << 20)
@@ -924,8 +936,10 @@ EHT_API EHT_MUST_CHECK int eht_disk_stats(const eht_table *table, struct eht_dis
 typedef struct eht_server eht_server;
 typedef struct eht_client eht_client;
 
-/* Default tensors: every Engram table, "*.engram.embedding.weight", joined with its ".scale". */
-#define EHT_SERVE_DEFAULT_PATTERN "*.engram.embedding.weight"
+/* Default tensors: every Engram table, DeepSeek-V4.1's "layers.<L>.engram.embed.weight" (and the older
+ * "*.engram.embedding.weight" naming), each joined with its ".scale". A pattern is fnmatch globs
+ * separated by '|'. */
+#define EHT_SERVE_DEFAULT_PATTERN "*engram.embed.weight|*.engram.embedding.weight"
 
 /* Progress of loading, for progress bars: bytes done of total, table index and name. */
 typedef void (*eht_serve_progress_fn)(void *arg, uint64_t done, uint64_t total, const char *table);
@@ -1004,6 +1018,9 @@ EHT_API EHT_MUST_CHECK int eht_client_find(eht_client *client, const char *name,
 EHT_API EHT_MUST_CHECK int eht_client_check(eht_client *client);
 /* Unmaps every table and closes the connection; NULL is a no-op. Returns 0 or the first error. */
 EHT_API int eht_detach(eht_client *client);
+
+/* Engram n-gram hashing, its layout and per-request state: eht_engram.h. */
+#include "eht_engram.h"
 
 #ifdef __cplusplus
 }

@@ -106,8 +106,8 @@ static void check_truncated(CUstream s)
 	snprintf(file, sizeof(file), "%s/model.safetensors", dir);
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 1, .rows = 5000, .seed = 9};
 	CHECK_RC(eht_synth_checkpoint(dir, &so), 0);
-	struct eht_disk_opts o = {.size = sizeof(o), .weight = "model.layers.1.engram.embedding.weight",
-				  .scale = "model.layers.1.engram.embedding.scale", .cache_bytes = EHT_DISK_NO_CACHE};
+	struct eht_disk_opts o = {.size = sizeof(o), .weight = "layers.1.engram.embed.weight",
+				  .scale = "layers.1.engram.embed.scale", .cache_bytes = EHT_DISK_NO_CACHE};
 	eht_table *t = NULL;
 	CHECK_RC(eht_disk_open(dir, &o, &t), 0);
 	eht_lookup *lk = t ? engine(t, EHT_LOOKUP_RAW) : NULL;

@@ -61,7 +61,7 @@ with tempfile.TemporaryDirectory() as tmp:
         for line in srv.stdout:
             if "serving under key" in line:
                 break
-        name = "model.layers.1.engram.embedding"
+        name = "layers.1.engram.embed"
         path = os.path.join(ckpt, "model.safetensors")
         w = torch.frombuffer(bytearray(tensor_bytes(path, name + ".weight")), dtype=torch.uint8).view(-1, 256)
         s = torch.frombuffer(bytearray(tensor_bytes(path, name + ".scale")), dtype=torch.uint8).view(-1, 8)

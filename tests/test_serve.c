@@ -134,7 +134,7 @@ int main(void)
 	CHECK_RC(eht_attach(key, &ao, &c2), 0);
 	CHECK(eht_client_table_count(c) == 2);
 	eht_table *t = NULL;
-	CHECK_RC(eht_client_find(c, "model.layers.14.engram.embedding", &t), 0);
+	CHECK_RC(eht_client_find(c, "layers.14.engram.embed", &t), 0);
 	CHECK_RC(eht_client_find(c, "nope", &t), -ENOENT);
 	CHECK_RC(lookup_and_check(c, ck), 0);
 	CHECK_RC(lookup_and_check(c2, ck), 0);

@@ -138,10 +138,38 @@ int main(void)
 		 dir, dir);
 	CHECK(system(args) == 0);
 	snprintf(args, sizeof(args), "synth '%s/ck2' --rows 0", dir);
-	CHECK(run(args) == 1 && lines(err) == 1);
+	CHECK(run(args) == 2);
 	snprintf(args, sizeof(args), "synth '%s/ck2' --tables x", dir);
+	CHECK(run(args) == 2);
+	CHECK(run("synth") == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --bogus", dir);
+	CHECK(run(args) == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --rows", dir);
+	CHECK(run(args) == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --help", dir);
+	CHECK(run(args) == 0 && strstr(out, "usage"));
+	snprintf(args, sizeof(args), "test -e '%s/ck2'", dir);
+	CHECK(system(args) != 0); /* --help did nothing */
+	snprintf(args, sizeof(args), "synth '%s/ck2' --preset v41-small --rows 5", dir);
+	CHECK(run(args) == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --preset nope", dir);
 	CHECK(run(args) == 1);
-	CHECK(run("synth") == 1);
+	/* the V4.1 structure with small primes: real names, dtypes, shapes */
+	snprintf(args, sizeof(args), "synth '%s/small' --preset v41-small --shards 2", dir);
+	CHECK(run(args) == 0);
+	snprintf(args, sizeof(args), "info '%s/small' --json", dir);
+	CHECK(run(args) == 0);
+	{
+		eht_engram_layout *l = NULL;
+		struct eht_engram_info in = {.size = sizeof(in)};
+		CHECK_RC(eht_engram_layout_preset("v41-small", &l), 0);
+		eht_engram_layout_info(l, &in);
+		eht_engram_layout_free(l);
+		char want[128];
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)in.rows[1]);
+		CHECK(strstr(out, "layers.14.engram.embed.scale") && strstr(out, "F8_E8M0") && strstr(out, want));
+		CHECK(in.rows[0] != in.rows[1] && in.rows[0] > 24 * 500);
+	}
 
 	/* invalid input: exit 1 and one line naming the problem */
 	snprintf(p, sizeof(p), "%s/trailing.safetensors", dir);

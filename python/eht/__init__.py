@@ -6,7 +6,7 @@ tables and lookup outputs can be zero-copy torch tensors on the right device.
 
     import eht
     client = eht.attach("mykey", device=0)        # tables served by `eht serve ... --key mykey`
-    table = client.tables["model.layers.1.engram.embedding"]
+    table = client.tables["layers.1.engram.embed"]
     dead = table.lookup(ids, out)                  # ids: torch/array; out: torch/bytearray
     lk = table.lookup_engine(strategy="auto", format="bf16")   # or an engine of one's own
 

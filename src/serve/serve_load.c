@@ -33,6 +33,25 @@ static int row_bytes_of(const struct eht_st_tensor_info *t, uint64_t *rb)
 	return 0;
 }
 
+/* A pattern is one or more globs separated by '|' (tensor names never hold '|'). */
+static int pattern_match(const char *pattern, const char *name)
+{
+	char one[512];
+	for (const char *p = pattern;;) {
+		const char *bar = strchr(p, '|');
+		size_t l = bar ? (size_t)(bar - p) : strlen(p);
+		if (l < sizeof(one)) {
+			memcpy(one, p, l);
+			one[l] = '\0';
+			if (fnmatch(one, name, 0) == 0)
+				return 1;
+		}
+		if (!bar)
+			return 0;
+		p = bar + 1;
+	}
+}
+
 int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, size_t *n_out)
 {
 	size_t n = eht_ckpt_count(ck), count = 0;
@@ -44,7 +63,7 @@ int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, si
 		struct eht_st_tensor_info w = {.size = sizeof(w)}, s = {.size = sizeof(s)};
 		if ((rc = eht_ckpt_tensor(ck, i, &w)) != 0)
 			break;
-		if (fnmatch(pattern, w.name, 0) != 0)
+		if (!pattern_match(pattern, w.name))
 			continue;
 		struct served *t = &v[count];
 		if ((rc = row_bytes_of(&w, &t->wbytes)) != 0)

@@ -30,7 +30,9 @@ int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks, uint64_t *firs
 	return 0;
 }
 
-int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out)
+/* Rows [first_row, first_row + count) of t; rank/nranks only label the result. */
+static int rows_fill(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, int split, uint64_t first_row,
+		     uint64_t count, struct eht_st_rows *out)
 {
 	char q[160];
 	if (!t || !out || out->size == 0)
@@ -48,9 +50,18 @@ int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nran
 	r.size = out->size;
 	r.rank = rank;
 	r.nranks = nranks;
-	int rc = eht_rows_split(t->shape[0], rank, nranks, &r.first_row, &r.count);
-	if (rc)
-		return rc;
+	if (split) {
+		int rc = eht_rows_split(t->shape[0], rank, nranks, &r.first_row, &r.count);
+		if (rc)
+			return rc;
+	} else {
+		if (first_row > t->shape[0] || count > t->shape[0] - first_row)
+			return eht_err(EINVAL, "%s: tensor '%s': rows [%llu, +%llu) are not inside its %llu rows", t->path,
+				       qn, (unsigned long long)first_row, (unsigned long long)count,
+				       (unsigned long long)t->shape[0]);
+		r.first_row = first_row;
+		r.count = count;
+	}
 	r.rows = t->shape[0];
 	r.row_bytes = rbits / 8;
 	/* validated tensors hold rows x row_bytes bytes, so none of these overflow */
@@ -61,6 +72,16 @@ int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nran
 	r.size = sizeof(r);
 	rc = eht_opts_out(out, &r, sizeof(r), "eht_st_rows: out");
 	return rc;
+}
+
+int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out)
+{
+	return rows_fill(t, rank, nranks, 1, 0, 0, out);
+}
+
+int eht_st_rows_range(const struct eht_st_tensor_info *t, uint64_t first_row, uint64_t count, struct eht_st_rows *out)
+{
+	return rows_fill(t, 0, 1, 0, first_row, count, out);
 }
 
 int eht_st_map_rows(const struct eht_st_rows *r, uint32_t flags, eht_st_map **out)

@@ -271,7 +271,7 @@ static int disk_close(eht_table *t)
 static const struct eht_table_ops disk_ops = {.read_rows = disk_read_rows, .close = disk_close};
 
 /* Maps rank's range of one tensor as part k of the packed rows. */
-static int open_part(struct disk *d, eht_ckpt *ck, const char *name, uint32_t rank, uint32_t nranks, unsigned k,
+static int open_part(struct disk *d, eht_ckpt *ck, const char *name, const struct eht_disk_opts *o, unsigned k,
 		     uint64_t *rows_out)
 {
 	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
@@ -280,7 +280,8 @@ static int open_part(struct disk *d, eht_ckpt *ck, const char *name, uint32_t ra
 	int rc = eht_ckpt_find(ck, name, &ti);
 	if (rc)
 		return eht_err_prefix(rc, "disk: checkpoint %s", eht_ckpt_path(ck));
-	if ((rc = eht_st_rows(&ti, rank, nranks, &r)))
+	if ((rc = o->row_count ? eht_st_rows_range(&ti, o->first_row, o->row_count, &r)
+			       : eht_st_rows(&ti, o->rank, o->nranks, &r)))
 		return rc;
 	if (r.row_bytes == 0 || r.row_bytes > MAX_ROW_BYTES)
 		return eht_err(EINVAL, "disk: tensor '%s' in %s: rows of %llu bytes are not supported", name, ti.path,
@@ -350,10 +351,10 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	if ((rc = eht_ckpt_open(path, 0, &ck)))
 		goto fail;
 	uint64_t rows = 0, srows = 0;
-	if ((rc = open_part(d, ck, o.weight, o.rank, o.nranks, 0, &rows)))
+	if ((rc = open_part(d, ck, o.weight, &o, 0, &rows)))
 		goto fail;
 	if (o.scale) {
-		if ((rc = open_part(d, ck, o.scale, o.rank, o.nranks, 1, &srows)))
+		if ((rc = open_part(d, ck, o.scale, &o, 1, &srows)))
 			goto fail;
 		if (srows != rows) {
 			rc = eht_err(EINVAL, "disk: weight '%s' has %llu rows but scale '%s' has %llu", o.weight,

@@ -15,11 +15,13 @@ int cmd_regions(int argc, char **argv);  /* cli_regions.c */
 int cmd_serve(int argc, char **argv);    /* cli_serve.c */
 int cmd_worker(int argc, char **argv);   /* cli_worker.c */
 int cmd_status(int argc, char **argv);   /* cli_status.c */
+int cmd_hash(int argc, char **argv);     /* cli_hash.c */
 int cmd_bench(int argc, char **argv);    /* cli_bench.c: dispatches to the bench_* below */
 int bench_lookup(int argc, char **argv); /* cli_bench_lookup.c */
 int bench_region(int argc, char **argv); /* cli_bench_region.c */
 int bench_share(int argc, char **argv);  /* cli_bench_share.c */
 int bench_disk(int argc, char **argv);   /* cli_bench_disk.c */
+int bench_hash(int argc, char **argv);   /* cli_bench_hash.c */
 
 /* Prints "eht CMD: <eht_last_error()>" (or msg when given) to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *msg);

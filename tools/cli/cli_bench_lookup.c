@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_workload.h"
 #include "cli.h"
 #include "os/numa.h"
 #include "cuda/cu_driver.h"
@@ -84,6 +85,7 @@ struct result {
 	int strategy;
 	size_t n;
 	double med_ms[NMODES], p90_ms[NMODES];
+	double distinct; /* mean fraction of distinct ids per step */
 	int ok[NMODES];
 	char err[NMODES][160];
 };
@@ -96,7 +98,11 @@ static void usage(FILE *f)
 		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
 		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
 		   "             its id buffer (ids in GPU memory)\n"
-		   "  --sweep    batch sizes 256 ... 196,608 (latency against batch size) instead of prefill and decode\n");
+		   "  --sweep    batch sizes 256 ... 196,608 (latency against batch size) instead of prefill and decode\n"
+		   "  --workload uniform (default) or text:FILE: a stream of compressed token ids (uint32 LE, documents\n"
+		   "             listed by FILE.starts.json) hashed with the DeepSeek-V4.1 layout into per-step ids\n"
+		   "             (prefill: consecutive-token windows; decode: sequences at random positions);\n"
+		   "             tests/workloads/text_500k.compressed.u32 is one\n");
 }
 
 static int parse_strategy(const char *s)
@@ -106,16 +112,6 @@ static int parse_strategy(const char *s)
 		if (!strcmp(s, names[i]))
 			return i;
 	return -1;
-}
-
-/* The ids of every rep: fresh uniform ids over the table (one place to add other workloads). */
-static void gen_ids(int32_t *ids, size_t count, uint64_t rows)
-{
-	uint64_t x = 0x853c49e6748fea9bull;
-	for (size_t i = 0; i < count; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		ids[i] = (int32_t)(x % rows);
-	}
 }
 
 static double cpu_seconds(void)
@@ -198,6 +194,8 @@ int bench_lookup(int argc, char **argv)
 	int nshapes = 2, strategies[4] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO};
 	int nstrat = 4, reps = 20, json = 0, fmt = EHT_LOOKUP_RAW, dev = 0, cpu = 0, graph = 0, ids_on = -1;
 	unsigned threads = 0;
+	const char *workload = "uniform";
+	struct bench_workload *wl = NULL;
 	static const struct option longopts[] = {
 		{"table-gib", required_argument, NULL, 'g'}, {"ids", required_argument, NULL, 'i'},
 		{"sweep", no_argument, NULL, 'w'},           {"strategies", required_argument, NULL, 's'},
@@ -205,7 +203,8 @@ int bench_lookup(int argc, char **argv)
 		{"reps", required_argument, NULL, 'r'},      {"threads", required_argument, NULL, 't'},
 		{"format", required_argument, NULL, 'f'},    {"device", required_argument, NULL, 'd'},
 		{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
 	optind = 1;
 	opterr = 0;
 	int opt;
@@ -229,6 +228,9 @@ int bench_lookup(int argc, char **argv)
 				}
 				shapes[nshapes++] = (size_t)n;
 			}
+			break;
+		case 'W':
+			workload = optarg;
 			break;
 		case 'w':
 			nshapes = (int)(sizeof(sweep) / sizeof(sweep[0]));
@@ -375,12 +377,14 @@ int bench_lookup(int argc, char **argv)
 		fprintf(stderr, "eht bench lookup: out of memory for ids\n");
 		goto out;
 	}
-	gen_ids(ids, (size_t)batches * maxn, rows);
+	if (bench_workload_open(workload, rows, 0, &wl)) {
+		cli_fail("bench lookup", NULL);
+		goto out;
+	}
 	if (gpu) {
 		if (EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) || EHT_CU_CHECK(cuMemAlloc(&dout, maxn * ob)) ||
 		    EHT_CU_CHECK(cuMemAlloc(&dcap, maxn * sizeof(*ids))) ||
-		    EHT_CU_CHECK(cuMemAlloc(&dids, (size_t)batches * maxn * sizeof(*ids))) ||
-		    EHT_CU_CHECK(cuMemcpyHtoD(dids, ids, (size_t)batches * maxn * sizeof(*ids)))) {
+		    EHT_CU_CHECK(cuMemAlloc(&dids, (size_t)batches * maxn * sizeof(*ids)))) {
 			cli_fail("bench lookup", NULL);
 			goto out;
 		}
@@ -391,24 +395,40 @@ int bench_lookup(int argc, char **argv)
 	struct bench_ctx bc = {.s = s, .gpu = gpu, .reps = reps, .batches = batches, .maxn = maxn, .ids = ids,
 			       .dids = dids, .dcap = dcap, .out = gpu ? (void *)(uintptr_t)dout : hout, .times = times};
 
+	/* Every engine first, then per shape the same steps for every strategy (shape-major, so a text
+	 * workload is hashed into steps once per shape); results stay strategy-major. */
+	int crcs[4];
+	char cerr[4][160];
 	for (int si = 0; si < nstrat; si++) {
 		int strat = strategies[si];
 		struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strat, .format = fmt, .device = gpu ? dev : -1,
 					    .numa_node = -1, .threads = threads, .max_batch = maxn,
 					    .flags = gpu ? 0 : EHT_LOOKUP_CPU_ONLY};
-		int crc = (!gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
-				  ? -ENODEV
-				  : eht_lookup_create(t, &o, &engines[si]);
-		for (int k = 0; k < nshapes; k++) {
-			struct result *r = &res[nres++];
+		crcs[si] = (!gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
+				   ? -ENODEV
+				   : eht_lookup_create(t, &o, &engines[si]);
+		snprintf(cerr[si], sizeof(cerr[si]), "%s", crcs[si] == -ENODEV && !gpu ? "needs a GPU" : eht_last_error());
+	}
+	nres = nstrat * nshapes;
+	for (int k = 0; k < nshapes; k++) {
+		double distinct = 0;
+		if (bench_workload_fill(wl, shapes[k], (size_t)batches, maxn, ids, &distinct) ||
+		    (gpu && EHT_CU_CHECK(cuMemcpyHtoD(dids, ids, (size_t)batches * maxn * sizeof(*ids))))) {
+			cli_fail("bench lookup", NULL);
+			goto out;
+		}
+		for (int si = 0; si < nstrat; si++) {
+			int strat = strategies[si], crc = crcs[si];
+			struct result *r = &res[si * nshapes + k];
 			memset(r, 0, sizeof(*r));
 			r->strategy = strat;
 			r->n = shapes[k];
+			r->distinct = distinct;
 			for (int m = 0; m < NMODES; m++) {
 				if (!want[m])
 					continue;
 				if (crc) {
-					snprintf(r->err[m], sizeof(r->err[m]), "%s", crc == -ENODEV && !gpu ? "needs a GPU" : eht_last_error());
+					snprintf(r->err[m], sizeof(r->err[m]), "%s", cerr[si]);
 					continue;
 				}
 				if (time_mode(&bc, engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m]))
@@ -433,10 +453,12 @@ int bench_lookup(int argc, char **argv)
 	/* Report. */
 	if (json) {
 		printf("{\"table_gib\": %.3f, \"rows\": %llu, \"row_bytes\": %d, \"format\": \"%s\", \"gpu\": %s, "
-		       "\"link_gbs\": %.2f, \"reps\": %d, \"idle_cpu_cores\": %.3f, \"results\": [",
-		       gib, (unsigned long long)rows, RB, fmt ? "bf16" : "raw", gpu ? "true" : "false", link, reps, idle);
+		       "\"link_gbs\": %.2f, \"reps\": %d, \"idle_cpu_cores\": %.3f, \"workload\": \"%s\", \"results\": [",
+		       gib, (unsigned long long)rows, RB, fmt ? "bf16" : "raw", gpu ? "true" : "false", link, reps, idle,
+		       bench_workload_name(wl));
 	} else {
-		printf("%-7s %8s %10s", "strategy", "ids", "floor ms");
+		printf("workload: %s\n", bench_workload_name(wl));
+		printf("%-7s %8s %9s %10s", "strategy", "ids", "distinct", "floor ms");
 		for (int m = 0; m < NMODES; m++)
 			if (want[m])
 				printf(" %12s %8s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90");
@@ -451,8 +473,8 @@ int bench_lookup(int argc, char **argv)
 				best = r->med_ms[m];
 		double rps = best > 0 ? (double)r->n / (best * 1e-3) : 0, gbs = rps * RB / 1e9;
 		if (json) {
-			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"link_floor_ms\": %.4f", i ? ", " : "",
-			       eht_lookup_strategy_name(r->strategy), r->n, floor_ms);
+			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"distinct_fraction\": %.4f, \"link_floor_ms\": %.4f",
+			       i ? ", " : "", eht_lookup_strategy_name(r->strategy), r->n, r->distinct, floor_ms);
 			for (int m = 0; m < NMODES; m++) {
 				if (!want[m])
 					continue;
@@ -465,7 +487,7 @@ int bench_lookup(int argc, char **argv)
 			printf(", \"best_rows_per_s\": %.0f, \"best_link_fraction\": %.3f}", rps, link > 0 ? gbs / link : 0);
 			continue;
 		}
-		printf("%-7s %8zu %10.3f", eht_lookup_strategy_name(r->strategy), r->n, floor_ms);
+		printf("%-7s %8zu %8.1f%% %10.3f", eht_lookup_strategy_name(r->strategy), r->n, 100 * r->distinct, floor_ms);
 		for (int m = 0; m < NMODES; m++) {
 			if (!want[m])
 				continue;
@@ -487,8 +509,8 @@ int bench_lookup(int argc, char **argv)
 				if (want[m] && !res[i].ok[m])
 					printf("%s %zu %s: %s\n", eht_lookup_strategy_name(res[i].strategy), res[i].n, mode_names[m],
 					       res[i].err[m]);
-		printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh uniform "
-		       "ids; floor: the rows' %d bytes at the measured link rate; Mrows/s and link%% of the fastest mode)\n",
+		printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
+		       "steps; floor: the rows' %d bytes at the measured link rate; Mrows/s and link%% of the fastest mode)\n",
 		       gpu ? "GPU" : "host", reps, RB);
 		if (idle >= 0)
 			printf("idle CPU with %d engines made and waiting: %.2f cores\n", nstrat, idle);
@@ -498,6 +520,7 @@ out:
 	for (int i = 0; i < 4; i++)
 		eht_lookup_destroy(engines[i]);
 	free(times);
+	bench_workload_free(wl);
 	if (dout)
 		eht_cu.cuMemFree(dout);
 	if (dids)

@@ -19,6 +19,7 @@ static const struct {
 	{"serve", cmd_serve, "serve CHECKPOINT [options]  host a checkpoint's tables for this node's workers"},
 	{"status", cmd_status, "status [KEY] [--json]       what running servers hold, for whom; readiness"},
 	{"worker", cmd_worker, "worker KEY --check CKPT     attach like a worker; look up, verify, print rows/s"},
+	{"hash", cmd_hash, "hash (--preset v41|--config F) --steps S [--gpu] [--json]  Engram row ids of token steps"},
 	{"bench", cmd_bench, "bench lookup|region|share|disk [options] [--json]"},
 };
 

@@ -19,11 +19,12 @@
 #define FMT_BF16 1
 
 /* ---------------------------------------------------------------- bf16 dequantization (exact) */
-/* e4m3fn byte times 2^(s-127), exact in float, then bf16 round-to-nearest-even. Same integer steps as
- * the CPU reference (src/lookup/dequant.c), so results match bit for bit. */
+/* e4m3fn byte times the float with exponent bits s (s = 0: +0.0, s = 255: +inf), then bf16
+ * round-to-nearest-even; NaN (e4m3 NaN, 0 * inf) -> 0x7fc0. Same integer steps as the CPU reference
+ * (src/lookup/dequant.c), so results match bit for bit. */
 __device__ __forceinline__ uint32_t dq1(uint32_t w, uint32_t s)
 {
-	if (s == 0xffu || (w & 0x7fu) == 0x7fu)
+	if ((w & 0x7fu) == 0x7fu)
 		return 0x7fc0u;
 	uint32_t e = (w >> 3) & 15u, m = w & 7u;
 	float v;
@@ -31,8 +32,10 @@ __device__ __forceinline__ uint32_t dq1(uint32_t w, uint32_t s)
 		v = __uint_as_float(((e + 120u) << 23) | (m << 20));
 	else
 		v = __fmul_rn((float)m, 0x1p-9f);
-	float sc = __uint_as_float(s ? (s << 23) : 0x00400000u);
-	uint32_t u = __float_as_uint(__fmul_rn(v, sc)) | ((w & 0x80u) << 24);
+	uint32_t u = __float_as_uint(__fmul_rn(v, __uint_as_float(s << 23)));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return 0x7fc0u;
+	u |= (w & 0x80u) << 24;
 	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
