@@ -64,12 +64,12 @@ struct eht_engram_info {
 	uint32_t token_map_len; /* 0: token ids are compressed ids already */
 };
 /* Returns 0 or -EINVAL (NULL, size too small). */
-EHT_API EHT_MUST_CHECK int eht_engram_layout_info(const eht_engram_layout *layout, struct eht_engram_info *info);
+EHT_API int eht_engram_layout_info(const eht_engram_layout *layout, struct eht_engram_info *info);
 /* Column col of layer index li: its prime modulus and row offset. Returns 0 or -EINVAL. */
-EHT_API EHT_MUST_CHECK int eht_engram_layout_column(const eht_engram_layout *layout, uint32_t li, uint32_t col, uint64_t *modulus,
+EHT_API int eht_engram_layout_column(const eht_engram_layout *layout, uint32_t li, uint32_t col, uint64_t *modulus,
 			     uint64_t *offset);
 /* The max_ngram multipliers of layer index li into out. Returns 0 or -EINVAL. */
-EHT_API EHT_MUST_CHECK int eht_engram_layout_multipliers(const eht_engram_layout *layout, uint32_t li, uint64_t *out);
+EHT_API int eht_engram_layout_multipliers(const eht_engram_layout *layout, uint32_t li, uint64_t *out);
 
 /* numpy.random.default_rng(seed).integers(0, high, n) (int64, high >= 1) into out, bit-exact.
  * Returns 0 or -EINVAL (high < 1). Exposed for tests and tools. */

@@ -170,7 +170,7 @@ static void check_tiny(void)
 	uint64_t m[3];
 	CHECK_RC(eht_engram_layout_multipliers(l, 0, m), 0);
 	int64_t r[3];
-	eht_engram_rng_integers(10007 * 3, INT64_MAX / 20 / 2, 3, r);
+	CHECK_RC(eht_engram_rng_integers(10007 * 3, INT64_MAX / 20 / 2, 3, r), 0);
 	for (int s = 0; s < 3; s++)
 		CHECK(m[s] == 2 * (uint64_t)r[s] + 1 && (m[s] & 1));
 	/* one request [5, 7, 9]: by hand from the formula */

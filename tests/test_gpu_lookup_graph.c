@@ -234,7 +234,7 @@ int main(void)
 			continue;
 		}
 		struct eht_table_info ti = {.size = sizeof(ti)};
-		eht_table_get_info(t, &ti);
+		CHECK_RC(eht_table_get_info(t, &ti), 0);
 		memcpy(ti.host, ref, g_rows * RB);
 		check_table(names[k], t, s, &rs);
 		eht_table_close(t);

@@ -40,7 +40,7 @@ class TestLifetime(unittest.TestCase):
                     if "serving under key" in line:
                         break
                 c = eht.attach(key, timeout=10)
-                t = c.tables["model.layers.1.engram.embedding"]
+                t = c.tables["layers.1.engram.embed"]
                 lk = t.lookup_engine(strategy="host", cpu_only=True)
                 view = t.host_view()
                 first = bytes(view[:264])

@@ -56,7 +56,7 @@ int main(void)
 	setenv("EHT_SHM_DIR", shm2, 1);
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 2, .rows = 100, .shards = 1, .seed = 1};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);
-	const char *tables[] = {"model.layers.1.engram.embedding", "model.layers.14.engram.embedding"};
+	const char *tables[] = {"layers.1.engram.embed", "layers.14.engram.embed"}; /* eht synth's names */
 	for (int t = 0; t < 2; t++)
 		for (int c = 0; c < 4; c++) {
 			char p[1024];

@@ -218,10 +218,10 @@ int eht_engram_state_step(eht_engram_state *st, const uint64_t *reqs, const stru
 	int32_t *hist = malloc((b->n_requests * hl + 1) * sizeof(*hist));
 	if (!hist)
 		return eht_err(ENOMEM, "engram state: out of memory");
-	eht_engram_state_batch_history(st, reqs, b->n_requests, hist);
 	struct eht_engram_batch hb = *b;
 	hb.history = hist;
-	if (!(rc = eht_engram_hash(st->l, &hb, rows)))
+	if (!(rc = eht_engram_state_batch_history(st, reqs, b->n_requests, hist)) &&
+	    !(rc = eht_engram_hash(st->l, &hb, rows)))
 		rc = eht_engram_state_advance(st, reqs, b);
 	free(hist);
 	return rc;

@@ -70,8 +70,7 @@ static int rows_fill(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t
 	r.path = t->path;
 	r.name = t->name;
 	r.size = sizeof(r);
-	rc = eht_opts_out(out, &r, sizeof(r), "eht_st_rows: out");
-	return rc;
+	return eht_opts_out(out, &r, sizeof(r), "eht_st_rows: out");
 }
 
 int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out)

@@ -358,7 +358,10 @@ int bench_lookup(int argc, char **argv)
 		goto out;
 	}
 	struct eht_table_info ti = {.size = sizeof(ti)};
-	eht_table_get_info(t, &ti);
+	if (eht_table_get_info(t, &ti)) {
+		cli_fail("bench lookup", NULL);
+		goto out;
+	}
 	double t_pin = cli_now_s() - t0;
 	if (gpu && !ti.device_ptr)
 		fprintf(info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", dev);
