@@ -7,6 +7,13 @@
  *   eht_last_error() then holds a message naming the file, tensor, byte offset or limit involved.
  * - Handles are opaque. Options structs start with a `size` field (set it to sizeof the struct) so
  *   they can grow; unknown flag bits are -EINVAL. A NULL options pointer means all defaults.
+ *   Compatibility both ways: a smaller size (a program built against an older eht.h) is accepted,
+ *   the fields it lacks taking their defaults; a larger size (a newer eht.h) is accepted when every
+ *   byte past the fields this library knows is zero, else the call returns -E2BIG naming the byte;
+ *   a size below 4 (not set) is -EINVAL. Output structs (infos, stats) are filled up to the
+ *   caller's size, and bytes past what this library knows are zeroed.
+ * - Exported functions are declared EHT_API (libeht.so exports nothing else, with symbol versions);
+ *   results that report failures are EHT_MUST_CHECK (warn_unused_result).
  * - libeht has no link-time dependency on CUDA: the driver is loaded at run time, and every CPU path
  *   works on a machine without a GPU (the GPU paths then return -ENODEV).
  * - Environment: EHT_LOG=error|warn|info|debug|trace sets the log level (default warn);
@@ -24,6 +31,18 @@
 extern "C" {
 #endif
 
+/* EHT_API marks the exported functions: libeht is built with -fvisibility=hidden, so a function
+ * declared here without it is not in the library (tests/test_abi_exports.py names it). Its symbols
+ * carry the version node of src/eht.map. EHT_MUST_CHECK: a result that reports a failure
+ * (0 / -errno) must be looked at; teardown calls (close, stop, detach, ...) are left unmarked. */
+#if defined(__GNUC__) || defined(__clang__)
+#define EHT_API __attribute__((visibility("default")))
+#define EHT_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define EHT_API
+#define EHT_MUST_CHECK
+#endif
+
 #define EHT_VERSION_MAJOR 0
 #define EHT_VERSION_MINOR 1
 #define EHT_VERSION_PATCH 0
@@ -31,15 +50,15 @@ extern "C" {
 #define EHT_VERSION_NUMBER (EHT_VERSION_MAJOR * 10000 + EHT_VERSION_MINOR * 100 + EHT_VERSION_PATCH)
 
 /* The library's version string ("0.1.0"); compare with EHT_VERSION to catch header/library skew. */
-const char *eht_version(void);
+EHT_API const char *eht_version(void);
 
 /* The message of the last failed eht_ call on this thread; "" when there was none. Never NULL. */
-const char *eht_last_error(void);
+EHT_API const char *eht_last_error(void);
 
 /* Log levels for eht_log_set_level (EHT_LOG sets the initial one). */
 enum { EHT_LOG_LEVEL_ERROR = 0, EHT_LOG_LEVEL_WARN, EHT_LOG_LEVEL_INFO, EHT_LOG_LEVEL_DEBUG, EHT_LOG_LEVEL_TRACE };
 /* Sets the process-wide log level; out-of-range levels are ignored. */
-void eht_log_set_level(int level);
+EHT_API void eht_log_set_level(int level);
 
 /* Packed Engram rows: 256 FP8-e4m3 weights followed by 8 ue8m0 scale bytes (one per 32 weights). */
 #define EHT_ENGRAM_DIM 256
@@ -92,11 +111,11 @@ enum eht_dtype {
 };
 
 /* Name of a dtype as written in headers ("F8_E4M3"), or NULL for a value outside the enum. */
-const char *eht_dtype_name(int dtype);
+EHT_API const char *eht_dtype_name(int dtype);
 /* The dtype named (exact, case-sensitive), or -EINVAL. */
-int eht_dtype_from_name(const char *name);
+EHT_API int eht_dtype_from_name(const char *name);
 /* Bits per element (4, 6, 8, 16, 32 or 64), or -EINVAL for a value outside the enum. */
-int eht_dtype_bits(int dtype);
+EHT_API int eht_dtype_bits(int dtype);
 
 /* One tensor. Pointers stay valid while the file or checkpoint is open. */
 struct eht_st_tensor_info {
@@ -122,29 +141,32 @@ struct eht_st_tensor_info {
 /* Opens and validates a safetensors file, mapped read-only (MAP_SHARED, PROT_READ). flags must be
  * 0. Returns 0, -EINVAL (a rule of the format, not a regular file; the message names the file,
  * tensor and rule), -EFBIG, -EOVERFLOW, -ENOMEM, or -errno of open/fstat/mmap. */
-int eht_st_open(const char *path, uint32_t flags, eht_st_file **out);
+EHT_API EHT_MUST_CHECK int eht_st_open(const char *path, uint32_t flags, eht_st_file **out);
 /* Validates a whole file image held in memory (same rules as eht_st_open); views point into buf,
  * which must outlive the handle. Returns as eht_st_open. */
-int eht_st_open_memory(const void *buf, size_t len, uint32_t flags, eht_st_file **out);
+EHT_API EHT_MUST_CHECK int eht_st_open_memory(const void *buf, size_t len, uint32_t flags, eht_st_file **out);
 /* Unmaps and frees; NULL is a no-op. Returns 0 or -errno of munmap. */
-int eht_st_close(eht_st_file *file);
+EHT_API int eht_st_close(eht_st_file *file);
 /* Number of tensors (0 for NULL). */
-size_t eht_st_count(const eht_st_file *file);
+EHT_API size_t eht_st_count(const eht_st_file *file);
 /* Tensor `index` in file order (sorted by data offset). Returns 0 or -EINVAL (bad index, info
  * NULL or info->size 0); fills at most info->size bytes. */
-int eht_st_tensor(const eht_st_file *file, size_t index, struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_st_tensor(const eht_st_file *file, size_t index,
+		struct eht_st_tensor_info *info);
 /* Tensor by name. Returns 0, -ENOENT (no such tensor) or -EINVAL. */
-int eht_st_find(const eht_st_file *file, const char *name, struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_st_find(const eht_st_file *file, const char *name,
+		struct eht_st_tensor_info *info);
 /* `__metadata__`: number of entries, entry `index` (keys in header order), value by key (NULL
  * when absent). eht_st_metadata_at returns 0 or -EINVAL. */
-size_t eht_st_metadata_count(const eht_st_file *file);
-int eht_st_metadata_at(const eht_st_file *file, size_t index, const char **key, const char **value);
-const char *eht_st_metadata_get(const eht_st_file *file, const char *key);
+EHT_API size_t eht_st_metadata_count(const eht_st_file *file);
+EHT_API EHT_MUST_CHECK int eht_st_metadata_at(const eht_st_file *file, size_t index, const char **key,
+		const char **value);
+EHT_API const char *eht_st_metadata_get(const eht_st_file *file, const char *key);
 /* The file's path ("<memory>" for images), total size, and the offset where the data area starts
  * (8 + header length). */
-const char *eht_st_path(const eht_st_file *file);
-uint64_t eht_st_file_size(const eht_st_file *file);
-uint64_t eht_st_data_start(const eht_st_file *file);
+EHT_API const char *eht_st_path(const eht_st_file *file);
+EHT_API uint64_t eht_st_file_size(const eht_st_file *file);
+EHT_API uint64_t eht_st_data_start(const eht_st_file *file);
 
 /* Checkpoints. PATH is a .safetensors file; or a directory holding model.safetensors.index.json
  * ("weight_map" required: tensor name -> shard file name in the same directory, names with '/'
@@ -156,26 +178,29 @@ enum eht_ckpt_kind { EHT_CKPT_FILE = 1, EHT_CKPT_INDEX = 2, EHT_CKPT_DIR = 3 };
 /* Opens a checkpoint; flags must be 0. Returns 0, -ENOENT (no such path, shard missing, directory
  * without safetensors files, listed tensor missing from its shard), -EINVAL (bad index or a rule
  * of the format; duplicate tensor names over shards), or the errors of eht_st_open. */
-int eht_ckpt_open(const char *path, uint32_t flags, eht_ckpt **out);
+EHT_API EHT_MUST_CHECK int eht_ckpt_open(const char *path, uint32_t flags, eht_ckpt **out);
 /* Closes every file; NULL is a no-op. Returns 0 or the first error. */
-int eht_ckpt_close(eht_ckpt *ckpt);
+EHT_API int eht_ckpt_close(eht_ckpt *ckpt);
 /* enum eht_ckpt_kind, the path given to eht_ckpt_open, and the number of files. */
-int eht_ckpt_kind(const eht_ckpt *ckpt);
-const char *eht_ckpt_path(const eht_ckpt *ckpt);
-size_t eht_ckpt_file_count(const eht_ckpt *ckpt);
+EHT_API int eht_ckpt_kind(const eht_ckpt *ckpt);
+EHT_API const char *eht_ckpt_path(const eht_ckpt *ckpt);
+EHT_API size_t eht_ckpt_file_count(const eht_ckpt *ckpt);
 /* File `index` (shards in name order), or NULL. */
-const eht_st_file *eht_ckpt_file(const eht_ckpt *ckpt, size_t index);
+EHT_API const eht_st_file *eht_ckpt_file(const eht_ckpt *ckpt, size_t index);
 /* Number of tensors over all files; tensor `index` (files in order, then by offset); tensor by
  * name. Return 0, -EINVAL (bad index/arguments) or -ENOENT (eht_ckpt_find: no such tensor). */
-size_t eht_ckpt_count(const eht_ckpt *ckpt);
-int eht_ckpt_tensor(const eht_ckpt *ckpt, size_t index, struct eht_st_tensor_info *info);
-int eht_ckpt_find(const eht_ckpt *ckpt, const char *name, struct eht_st_tensor_info *info);
+EHT_API size_t eht_ckpt_count(const eht_ckpt *ckpt);
+EHT_API EHT_MUST_CHECK int eht_ckpt_tensor(const eht_ckpt *ckpt, size_t index,
+		struct eht_st_tensor_info *info);
+EHT_API EHT_MUST_CHECK int eht_ckpt_find(const eht_ckpt *ckpt, const char *name,
+		struct eht_st_tensor_info *info);
 
 /* Row ranges for tensor parallelism. Rows of a [rows, cols] tensor are split into nranks
  * contiguous ranges: every rank gets rows / nranks rows, and the first rows % nranks ranks get one
  * more; rank r starts at r * (rows / nranks) + min(r, rows % nranks). Ranks past the rows (when
  * rows < nranks) get count 0. Returns 0 or -EINVAL (nranks 0, rank >= nranks, NULL outputs). */
-int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks, uint64_t *first_row, uint64_t *count);
+EHT_API EHT_MUST_CHECK int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks,
+		uint64_t *first_row, uint64_t *count);
 
 /* A rank's rows of one 2-D tensor, as file offsets (what the disk tier preads). */
 struct eht_st_rows {
@@ -192,19 +217,25 @@ struct eht_st_rows {
 };
 /* Fills *out with rank's rows of tensor t. Returns 0 or -EINVAL (not 2-D, a row that is not a
  * whole number of bytes, bad rank, out->size 0). */
-int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out);
+EHT_API EHT_MUST_CHECK int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank,
+		uint32_t nranks, struct eht_st_rows *out);
+/* The same for an explicit range [first_row, first_row + count) (e.g. an Engram head range of a
+ * tensor-parallel rank, eht_engram_shard); rank 0 of 1 in the result. -EINVAL when it is not inside
+ * the tensor. */
+EHT_API EHT_MUST_CHECK int eht_st_rows_range(const struct eht_st_tensor_info *t, uint64_t first_row,
+		uint64_t count, struct eht_st_rows *out);
 /* Maps the rows read-only (MAP_SHARED, PROT_READ, MADV_RANDOM): the mapping starts at the page
  * holding file_offset; eht_st_map_data points at row first_row inside it. flags must be 0.
  * Returns 0, -EINVAL (bad arguments, the range not inside the file), or -errno of open/mmap. A
  * range of 0 rows maps nothing (data NULL, 0 bytes). */
-int eht_st_map_rows(const struct eht_st_rows *rows, uint32_t flags, eht_st_map **out);
+EHT_API EHT_MUST_CHECK int eht_st_map_rows(const struct eht_st_rows *rows, uint32_t flags, eht_st_map **out);
 /* Row first_row (NULL for an empty range), its byte count, and the read-only fd the mapping came
  * from (owned by the map: for pread; closed by eht_st_unmap). */
-const void *eht_st_map_data(const eht_st_map *map);
-uint64_t eht_st_map_bytes(const eht_st_map *map);
-int eht_st_map_fd(const eht_st_map *map);
+EHT_API const void *eht_st_map_data(const eht_st_map *map);
+EHT_API uint64_t eht_st_map_bytes(const eht_st_map *map);
+EHT_API int eht_st_map_fd(const eht_st_map *map);
 /* Unmaps and closes; NULL is a no-op. Returns 0 or the first -errno of munmap/close. */
-int eht_st_unmap(eht_st_map *map);
+EHT_API int eht_st_unmap(eht_st_map *map);
 
 /* Writer. Tensors are laid out as the reference writer does: sorted by dtype (descending, enum
  * order above) then name; the header is compact JSON ("__metadata__" first, keys sorted), padded
@@ -224,13 +255,13 @@ struct eht_st_write_tensor {
  * value, key, value, ..., NULL (valid UTF-8 strings). flags must be 0. Returns 0, -EINVAL (bad
  * dtype, shape, name, duplicate name, data and fill both NULL, a bit count not a multiple of 8),
  * -EOVERFLOW, -ENOMEM, the error of a fill callback, or -errno of the file calls. */
-int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, size_t n,
+EHT_API EHT_MUST_CHECK int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, size_t n,
 		 const char *const *metadata, uint32_t flags);
 
-/* A small synthetic Engram-shaped checkpoint, deterministic from the seed. Table i (0-based) is
- * layer L = 1 + 13 i: "model.layers.<L>.engram.embedding.weight" F8_E4M3 [rows, 256] (random
- * e4m3 bytes, never the NaN patterns 0x7f/0xff) and "model.layers.<L>.engram.embedding.scale"
- * F8_E8M0 [rows, 8] (exponents 120..134), plus "model.layers.0.attn.dummy" BF16 [64, 64]. With
+/* A small synthetic Engram-shaped checkpoint, deterministic from the seed, named as DeepSeek-V4.1's.
+ * Table i (0-based) is layer L = 1 + 13 i: "layers.<L>.engram.embed.weight" F8_E4M3 [rows, 256]
+ * (random e4m3 bytes, never the NaN patterns 0x7f/0xff) and "layers.<L>.engram.embed.scale"
+ * F8_E8M0 [rows, 8] (exponents 120..134), plus "layers.0.attn.dummy" BF16 [64, 64]. With
  * shards == 1: DIR/model.safetensors; else DIR/model-0000k-of-0000S.safetensors with the tensors
  * dealt round-robin in name order and DIR/model.safetensors.index.json. DIR is created if needed;
  * files of an earlier run are replaced. */
@@ -241,14 +272,17 @@ struct eht_synth_opts {
 	uint32_t shards; /* files (default 1 when 0); at most tables * 2 + 1 */
 	uint64_t rows;   /* rows per table (default 5000 when 0) */
 	uint64_t seed;   /* any value; the same seed gives the same bytes */
+	/* NULL, or `tables` row counts (each >= 1), one per table, overriding rows (e.g. an Engram
+	 * layout's per-layer rows: eht_engram_layout_rows). */
+	const uint64_t *table_rows;
 };
 #define EHT_SYNTH_DEFAULT_TABLES 2
 #define EHT_SYNTH_DEFAULT_ROWS 5000
 /* Returns 0, -EINVAL (unknown flags, too many shards, opts->size too small) or the errors of
  * eht_st_write and mkdir. opts NULL: the defaults with seed 0. */
-int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts);
+EHT_API EHT_MUST_CHECK int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts);
 /* Layer number of synthetic table i (1 + 13 i). */
-uint32_t eht_synth_layer(uint32_t table);
+EHT_API uint32_t eht_synth_layer(uint32_t table);
 
 
 /* ====================================================================================== table == */
@@ -266,7 +300,7 @@ enum eht_tier {
 };
 
 /* Name of a tier ("host-numa", "region-pinned", "region", "disk", "memory"), "none" otherwise. */
-const char *eht_tier_name(int tier);
+EHT_API const char *eht_tier_name(int tier);
 
 struct eht_table_info {
 	uint32_t size;       /* sizeof(struct eht_table_info), set by the caller */
@@ -284,18 +318,19 @@ struct eht_table_info {
 };
 
 /* Fills *info (info->size must be set). Returns 0 or -EINVAL. */
-int eht_table_get_info(const eht_table *table, struct eht_table_info *info);
+EHT_API EHT_MUST_CHECK int eht_table_get_info(const eht_table *table, struct eht_table_info *info);
 
 /* Wraps caller-owned memory as a table of the memory tier. With device >= 0 the memory is
  * registered for DMA to that GPU (in chunks of at most 64 GiB) so GPU strategies can read it; if
  * registration fails, one warning is logged and the table stays CPU-only. The memory must outlive
  * the table. Returns 0, -EINVAL (NULL memory, zero row size, size overflow) or -ENOMEM. */
-int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, const char *name,
+EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device,
+		const char *name,
 		   eht_table **out);
 
 /* Releases this process's view of the table (unmaps, unpins, closes); NULL is a no-op. Returns 0
  * or the first error of the teardown steps, all of which are attempted. */
-int eht_table_close(eht_table *table);
+EHT_API int eht_table_close(eht_table *table);
 
 /* ===================================================================================== region == */
 /* Shared host regions in /dev/shm (src/os). */
@@ -349,41 +384,43 @@ struct eht_region_opts {
  * naming both; not an eht region), -ENOSPC (does not fit: names the size, the space free and the
  * fix), -ETIMEDOUT (not ready in time, naming the region and its creator), -ENOENT (OPEN_ONLY),
  * -EOWNERDEAD (NO_RECLAIM), -EACCES or another -errno from the file system. */
-int eht_region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_region_open(const char *name, uint64_t bytes,
+		const struct eht_region_opts *opts,
 		    eht_region **out);
 
 /* Creator only: publishes the filled data; waiting openers proceed. Returns 0, -EINVAL (NULL, not
  * the creator) or -EALREADY. */
-int eht_region_mark_ready(eht_region *region);
+EHT_API EHT_MUST_CHECK int eht_region_mark_ready(eht_region *region);
 
 /* Registers the data for DMA and in-place reads by GPU `device` (chunks of at most 64 GiB; one
  * device pointer for the whole range). Every process pins its own mapping. Failure is one warning
  * and the region stays usable unpinned. Returns 0 (also when already pinned), -ENODEV (no driver or
  * GPU) or the driver's error. Unpinned on close. */
-int eht_region_pin(eht_region *region, int device);
+EHT_API EHT_MUST_CHECK int eht_region_pin(eht_region *region, int device);
 
-void *eht_region_data(const eht_region *region);      /* first data byte (NULL for NULL) */
-uint64_t eht_region_bytes(const eht_region *region);  /* data bytes */
-uint64_t eht_region_rows(const eht_region *region);   /* recorded geometry (0 when none) */
-uint64_t eht_region_row_bytes(const eht_region *region);
-bool eht_region_is_creator(const eht_region *region);
-bool eht_region_is_ready(const eht_region *region);
-bool eht_region_is_pinned(const eht_region *region);
-uint64_t eht_region_device_ptr(const eht_region *region); /* 0 unless pinned */
-int eht_region_device(const eht_region *region);          /* GPU it is pinned for, -1 when not */
-int eht_region_numa_node(const eht_region *region);       /* node the pages are bound to, -1 unknown */
-uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
-const char *eht_region_name(const eht_region *region);
+EHT_API void *eht_region_data(const eht_region *region);      /* first data byte (NULL for NULL) */
+EHT_API uint64_t eht_region_bytes(const eht_region *region);  /* data bytes */
+EHT_API uint64_t eht_region_rows(const eht_region *region);   /* recorded geometry (0 when none) */
+EHT_API uint64_t eht_region_row_bytes(const eht_region *region);
+EHT_API bool eht_region_is_creator(const eht_region *region);
+EHT_API bool eht_region_is_ready(const eht_region *region);
+EHT_API bool eht_region_is_pinned(const eht_region *region);
+EHT_API uint64_t eht_region_device_ptr(const eht_region *region); /* 0 unless pinned */
+EHT_API int eht_region_device(const eht_region *region);          /* GPU it is pinned for, -1 when not */
+EHT_API int eht_region_numa_node(const eht_region *region);       /* node the pages are bound to,
+		-1 unknown */
+EHT_API uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
+EHT_API const char *eht_region_name(const eht_region *region);
 
 /* Releases this process's view: unpins, removes a half-built region (creator before ready),
  * unmaps, closes (dropping the lock) and sets *region to NULL. Every step is attempted even when
  * one fails; each failure is logged and the first is returned. NULL or *NULL is a no-op, so a
  * second close is safe. */
-int eht_region_close(eht_region **region);
+EHT_API int eht_region_close(eht_region **region);
 
 /* Removes the name now (the memory lives until the last mapping goes). dir as in the options.
  * Returns 0, -EINVAL (bad name) or -ENOENT. */
-int eht_region_unlink(const char *name, const char *dir);
+EHT_API EHT_MUST_CHECK int eht_region_unlink(const char *name, const char *dir);
 
 enum eht_region_state {
 	EHT_REGION_STATE_READY = 0,    /* ready and mapped by someone */
@@ -395,7 +432,7 @@ enum eht_region_state {
 	EHT_REGION_STATE_PARTIAL = 6,  /* a creator's temporary file ("." name); gc removes it when unused */
 };
 /* "ready", "idle", "building", "stale", "orphaned", "invalid", "partial". */
-const char *eht_region_state_name(int state);
+EHT_API const char *eht_region_state_name(int state);
 
 struct eht_region_entry {
 	char name[256];          /* region name (for PARTIAL: the temporary file's name) */
@@ -417,14 +454,14 @@ struct eht_region_entry {
 
 /* Lists the regions of dir (NULL: as in the options) without taking any lock. *entries is
  * malloc'ed (free with eht_region_list_free). Returns the count (>= 0) or -errno. */
-int eht_region_list(const char *dir, struct eht_region_entry **entries);
-void eht_region_list_free(struct eht_region_entry *entries);
+EHT_API EHT_MUST_CHECK int eht_region_list(const char *dir, struct eht_region_entry **entries);
+EHT_API void eht_region_list_free(struct eht_region_entry *entries);
 
 #define EHT_REGION_GC_DRY_RUN 0x1u
 /* Removes stale, orphaned, invalid and partial regions of dir that nobody uses (checked by taking
  * the region's lock, so a region in use is never removed). report, when given, is called for each
  * region removed (or, with EHT_REGION_GC_DRY_RUN, that would be). Returns the count or -errno. */
-int eht_region_gc(const char *dir, unsigned flags,
+EHT_API EHT_MUST_CHECK int eht_region_gc(const char *dir, unsigned flags,
 		  void (*report)(const struct eht_region_entry *entry, void *arg), void *arg);
 
 /* ============================================================================== probe + group == */
@@ -486,10 +523,10 @@ struct eht_probe {
 /* Probes GPUs, NUMA nodes, /dev/shm, huge pages and handle support. Works without a GPU or driver
  * (ndevices 0, gpu_status says why). Export support is found by a real one-granule allocation and
  * export per device, cached for the process. Returns 0 or -ENOMEM; free with eht_probe_free. */
-int eht_probe(struct eht_probe **out);
-void eht_probe_free(struct eht_probe *probe);
+EHT_API EHT_MUST_CHECK int eht_probe(struct eht_probe **out);
+EHT_API void eht_probe_free(struct eht_probe *probe);
 /* The probe as a JSON object (malloc'd, NUL-terminated; free() it). Returns 0 or -ENOMEM. */
-int eht_probe_json(char **out);
+EHT_API EHT_MUST_CHECK int eht_probe_json(char **out);
 
 /* ---- group: the ranks of one node that share tables (src/group) ---- */
 
@@ -528,28 +565,29 @@ struct eht_group_opts {
  * the adapter's rank and size are used (rank and size must match them or be -1/0).
  * Returns 0, -EINVAL, -EADDRINUSE (another group holds the key), -ETIMEDOUT, -EACCES (peer of
  * another user), -EPROTO (peers disagree on size or rank), -ECONNRESET or -ENOMEM. */
-int eht_group_create(const char *key, int rank, int size, const struct eht_group_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_group_create(const char *key, int rank, int size,
+		const struct eht_group_opts *opts,
 		     eht_group **out);
 /* A group of one rank (every collective is a no-op). Returns 0 or -ENOMEM. */
-int eht_group_create_single(eht_group **out);
+EHT_API EHT_MUST_CHECK int eht_group_create_single(eht_group **out);
 /* Leaves the group and closes its sockets; NULL is a no-op. */
-void eht_group_destroy(eht_group *group);
-int eht_group_rank(const eht_group *group);
-int eht_group_size(const eht_group *group);
+EHT_API void eht_group_destroy(eht_group *group);
+EHT_API int eht_group_rank(const eht_group *group);
+EHT_API int eht_group_size(const eht_group *group);
 
 /* Collectives: every rank calls them in the same order. On any failure (a peer died: -ECONNRESET;
  * a peer stalled past the timeout: -ETIMEDOUT; a mismatched call: -EPROTO) the built-in group is
  * broken: its sockets are shut so that every other rank fails promptly too, and every later call
  * returns -ECONNRESET. */
-int eht_group_barrier(eht_group *group);
+EHT_API EHT_MUST_CHECK int eht_group_barrier(eht_group *group);
 /* Sends len bytes of rank 0's buf to every rank's buf (len must agree: else -EPROTO). */
-int eht_group_broadcast(eht_group *group, void *buf, size_t len);
+EHT_API EHT_MUST_CHECK int eht_group_broadcast(eht_group *group, void *buf, size_t len);
 /* Gathers len bytes (at most 1 MiB) from every rank into out (size * len bytes) on every rank. */
-int eht_group_allgather(eht_group *group, const void *in, size_t len, void *out);
+EHT_API EHT_MUST_CHECK int eht_group_allgather(eht_group *group, const void *in, size_t len, void *out);
 /* Passes n file descriptors from rank 0 to every rank (SCM_RIGHTS): rank 0's fds are read, the
  * other ranks' fds[] are filled with new descriptors (O_CLOEXEC) they must close. n must agree.
  * Returns 0 or -errno; on failure no received descriptor stays open. */
-int eht_group_broadcast_fds(eht_group *group, int *fds, size_t n);
+EHT_API EHT_MUST_CHECK int eht_group_broadcast_fds(eht_group *group, int *fds, size_t n);
 
 /* ---- sharing a table across a group (src/table/host_numa*.c, share*.c) ---- */
 
@@ -578,15 +616,31 @@ struct eht_share_opts {
  * -ENODEV (no GPU), -EOPNOTSUPP (host-NUMA VMM or the handle kind unsupported here), -ENOMEM
  * ("NUMA node N fell below its X GiB reserve after A of B GiB"), -EINVAL, or a driver error.
  * EHT_FAULT=<step>:rank=<r> (step: create, export, import, reserve, map, access) injects a failure. */
-int eht_host_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
+EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group,
+		const struct eht_share_opts *opts,
 			 eht_table **out);
 
 /* Collective: the one call users make. Tries host-NUMA, then a pinned shared region, then an
  * unpinned one (or only opts->tier), every rank ending in the same tier. Returns 0 and a table
  * whose info gives the CPU pointer, the GPU pointer (0 for the unpinned region), tier, NUMA node and
- * page size; or the last tier's -errno. */
-int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opts *opts,
-		    eht_table **out);
+ * page size; or the last tier's -errno. EHT_FAULT=region:rank=<r> (r > 0) fails rank r's attach to
+ * the region, for tests of the all-or-none fallback. */
+EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group,
+		const struct eht_share_opts *opts,
+		eht_table **out);
+
+/* ======================================================================= node identity == */
+/* Jobs spanning nodes (src/group/node_id.c): a job's ranks are split into node-local groups by this
+ * identity, and each node makes its own copy of a table (see README, "Several nodes"). */
+
+#define EHT_NODE_ID_MAX 128 /* bytes that always hold eht_node_id's answer */
+
+/* Writes this process's node identity (NUL-terminated) to buf: "sim.<id>" when $EHT_NODE_ID is set
+ * (1..64 characters of [A-Za-z0-9._-]; it splits one machine into simulated nodes whose ranks never
+ * share a table or a descriptor), else "host.<hostname>.<boot id>". Ranks with equal identities are
+ * on one node. Returns the identity's length, -EINVAL (NULL buf, bad EHT_NODE_ID) or -ENOSPC (len
+ * too small). */
+EHT_API int eht_node_id(char *buf, size_t len);
 
 /* ===================================================================================== lookup == */
 /* Ids in, rows out (src/lookup). */
@@ -613,38 +667,62 @@ int eht_table_share(uint64_t bytes, eht_group *group, const struct eht_share_opt
  *   into host memory from such a tier), ids are sorted and deduplicated on the CPU, the distinct
  *   rows gathered in address order and an expand kernel (or the CPU, for host output) writes the
  *   requested order: fewer reads where ids repeat a lot. Without a GPU, HOST writes into host memory.
- * - AUTO: with host ids, a GPU-readable table and GPU output, a short calibration in
+ * - AUTO: with a GPU-readable table and GPU output, a short calibration in
  *   eht_lookup_create (opts strategy AUTO; tens of ms) times DIRECT alone, HOST alone, and both at
  *   once (the batch split between the GPU's in-place gather on an internal stream and the CPU
- *   pool) at a decode-sized (6,144) and a prefill-sized (196,608 or max_batch) batch, and AUTO then
- *   uses the fastest per size class. When it splits, the GPU's share follows each call's measured
- *   times so both sides finish together. EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the
- *   split off. With ids in GPU memory AUTO stays on the GPU: SORTED from 32,768 ids, DIRECT below (and
- *   is then capturable like them). Host output or no GPU: HOST.
+ *   pool) at a decode-sized (6,144) and a prefill-sized (196,608 or max_batch) batch, with ids in
+ *   host memory and with ids in GPU memory, and AUTO then uses the fastest per place and size class.
+ *   When it splits with host ids, the GPU's share follows each call's measured times so both sides
+ *   finish together. EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the split off. Host output or
+ *   no GPU: HOST.
  *
  * Ordering rule (asynchronous on the stream): the call reads ids that are host memory before it
  * returns (they may be reused afterwards); ids in GPU memory must be valid when the stream reaches
  * the call. Outputs are valid once the stream passes the point after the call. Host output (CPU
  * use) is complete when the call returns. Host ids given to a GPU strategy are copied through
- * pinned memory. HOST with ids in GPU memory synchronizes the stream to read them.
+ * pinned memory.
  *
- * CUDA graphs: DIRECT and SORTED (and AUTO resolving to them) with ids in GPU memory, dead_count ==
- * NULL and no EHT_LOOKUP_RUN_DEAD_ERROR enqueue only kernels, memsets and copies (no host
- * synchronization), so they can be captured; HOST (and AUTO with host ids) reads ids on the CPU and
- * returns -EOPNOTSUPP on a capturing stream (cuStreamIsCapturing), as do host ids for any strategy.
+ * Ids in GPU memory, HOST and AUTO: the call only enqueues work on the stream, with no host
+ * synchronization. A stage-in kernel copies the ids to pinned memory and rings a doorbell in
+ * host-mapped memory; the process's poller thread sees it and the CPU pool gathers the rows into
+ * pinned staging chunk by chunk; the kernel copies each chunk into out as soon as it is ready. AUTO
+ * runs DIRECT on its calibrated share of the ids at the same time (calibrated separately for ids in
+ * GPU memory). The kernel keeps at most one block per SM waiting on the CPU.
  *
- * Dead count: for HOST (and AUTO) it is known when the call returns. For DIRECT/SORTED, a non-NULL
- * dead_count makes the call synchronize the stream to read it (not capturable); pass NULL to stay
- * asynchronous and read eht_lookup_last_dead_count() after the stream has passed the call.
+ * CUDA graphs: every strategy can be captured (cuStreamIsCapturing) with ids in GPU memory,
+ * dead_count == NULL and no EHT_LOOKUP_RUN_DEAD_ERROR (those return -EOPNOTSUPP on a capturing
+ * stream); HOST and AUTO also with host ids in pinned or pageable memory, which the CPU then reads
+ * at each replay. A captured graph requires: the same id and output buffers at every replay (write
+ * new ids into the captured id buffer before the replay; the count, id type and offset are fixed at
+ * capture), the engine alive and not destroyed while the graph may replay, replays on a stream of
+ * the engine's device (the context current at capture), and no two replays of graphs that captured
+ * the same ids buffer of one engine in flight at once. Each distinct captured (ids buffer, count,
+ * id type, offset) keeps a small descriptor in the engine (at most 56 per engine: -ENOSPC beyond).
+ *
+ * Dead count: for HOST and AUTO with host ids it is known when the call returns. Where the GPU
+ * counts (DIRECT, SORTED, and HOST / AUTO with GPU ids or under capture), a non-NULL dead_count
+ * makes the call synchronize the stream to read it (not capturable); pass NULL to stay asynchronous
+ * and read eht_lookup_last_dead_count() after the stream has passed the call or a replay.
+ *
+ * CPU threads: one pool per process, shared by every engine and table, created by the first engine:
+ * opts.threads threads, else EHT_THREADS, else the CPUs of the table's NUMA node divided by the GPUs
+ * attached to that node (one GPU process each), less two (the thread feeding the pool and the
+ * process's own). Idle pool threads spin for spin_us, then sleep; the doorbell poller spins for
+ * EHT_BELL_SPIN_US (20,000) after the last request, then naps (50 us, then 1 ms after a second).
+ * A read error of a stream-triggered gather (disk tier) zero-fills the chunk and is returned by the
+ * engine's next eht_lookup_run.
  *
  * Output format BF16 (packed Engram rows of EHT_ENGRAM_ROW_BYTES only): 256 bf16 per row (512 bytes).
  * Weight w (FP8 e4m3fn byte) of group g = w_index / 32 with scale byte s (ue8m0) becomes
- *   value = e4m3(w) * 2^(s - 127), computed exactly in float (e4m3 has 3 mantissa bits, so the product
- *   is exact, float subnormals included, unless it overflows to +-inf, which needs s >= 247),
- *   then rounded to bf16 round-to-nearest-even (bits + 0x7fff + lsb) >> 16; values below 2^-133 lose
- *   bits there (bf16 subnormals). Special cases: e4m3 0x7f / 0xff (NaN) -> 0x7fc0; s = 0xff (NaN in
- *   e8m0) -> 0x7fc0 for the whole group; e4m3 -0 (0x80) -> -0 (0x8000); overflow -> +-inf (0x7f80 /
- *   0xff80); dead rows -> 0x0000. eht_engram_dequant_row() is the CPU reference; the GPU kernels
+ *   value = e4m3(w) * scale(s), scale(s) = the float whose bits are s << 23 (2^(s - 127) for
+ *   1 <= s <= 254, +0.0 for s = 0, +inf for s = 255: as the kernel the model was validated with reads
+ *   ue8m0), computed exactly in float (e4m3 has 3 mantissa bits, so the product is exact, float
+ *   subnormals included, unless it overflows to +-inf, which needs s >= 247), then rounded to bf16
+ *   round-to-nearest-even (bits + 0x7fff + lsb) >> 16; values below 2^-133 lose bits there (bf16
+ *   subnormals). Special cases: e4m3 0x7f / 0xff (NaN) -> 0x7fc0; s = 0 -> +-0 (0x0000 / 0x8000);
+ *   s = 0xff -> +-inf (0x7f80 / 0xff80), and a zero weight under it -> NaN (0 * inf, 0x7fc0);
+ *   e4m3 -0 (0x80) -> -0 (0x8000); overflow -> +-inf; dead rows -> 0x0000. eht_engram_dequant_row()
+ *   is the CPU reference; the GPU kernels
  *   match it bit for bit. */
 
 typedef struct eht_lookup eht_lookup;
@@ -672,7 +750,8 @@ struct eht_lookup_opts {
 	int strategy;          /* enum eht_lookup_strategy: the default for runs (AUTO) */
 	int format;            /* enum eht_lookup_format (RAW) */
 	int device;            /* CUDA device; -1: the table's device, or none (CPU only) */
-	unsigned threads;      /* CPU gather threads; 0: CPUs of the NUMA node minus one (min 1) */
+	unsigned threads;      /* CPU gather threads of the process's one pool (the first engine sets it);
+				* 0: EHT_THREADS, else the node's CPUs per GPU on it, less two (min 1) */
 	uint64_t max_batch;    /* ids per internal step; larger calls are split (0: 196608) */
 	uint64_t staging_bytes;/* pinned staging for HOST (0: max_batch rows, at most 256 MiB) */
 	int numa_node;         /* node for the CPU threads; -1: the table's node (or unbound) */
@@ -683,7 +762,8 @@ struct eht_lookup_opts {
  * buffers and kernels. opts NULL = defaults. Returns 0; -EINVAL (bad options, unknown flags, BF16 on
  * rows that are not 264 bytes, a GPU strategy on a table the GPU cannot read); -ENODEV (GPU strategy
  * without a GPU); -ENOTSUP (GPU strategy in a build without kernels); -ENOMEM; driver errors. */
-int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_lookup **out);
+EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts,
+		eht_lookup **out);
 
 /* eht_lookup_run flags */
 #define EHT_LOOKUP_RUN_DEAD_ERROR 0x1u /* dead ids are -ERANGE instead of zero rows */
@@ -701,23 +781,26 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
  * *dead_count (may be NULL) gets the number of dead ids, see above. Returns 0; -EINVAL (NULL
  * pointers, bad id_type or flags, GPU output for a CPU-only engine, host output for a GPU strategy);
  * -ERANGE (a dead id with EHT_LOOKUP_RUN_DEAD_ERROR; dead rows are still zero-filled); -EOPNOTSUPP
- * (HOST or AUTO, or dead_count, on a capturing stream); the table's read error; driver errors. */
-int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count,
-		   void *out, void *stream, unsigned flags, uint64_t *dead_count);
+ * (dead_count or EHT_LOOKUP_RUN_DEAD_ERROR on a capturing stream, DIRECT / SORTED with host ids there,
+ * or HOST / AUTO there in a build without the GPU kernels); -ENOSPC (too many distinct captured
+ * calls); the table's read error (also one from an earlier stream-triggered gather); driver errors. */
+EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type,
+		int64_t id_offset, uint64_t count, void *out, void *stream, unsigned flags,
+		uint64_t *dead_count);
 
-/* Dead ids of the last run, complete once the stream has passed that run (a pinned counter the GPU
- * strategies write asynchronously). */
-uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
+/* Dead ids of the last run (or of a replay of a graph that captured a run, if that was the last
+ * call), complete once the stream has passed it (a pinned word the GPU writes asynchronously). */
+EHT_API uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
 
 /* The strategy the last run used (AUTO resolved), and the name of a strategy ("direct", ...). */
-int eht_lookup_last_strategy(const eht_lookup *lk);
-const char *eht_lookup_strategy_name(int strategy);
+EHT_API int eht_lookup_last_strategy(const eht_lookup *lk);
+EHT_API const char *eht_lookup_strategy_name(int strategy);
 
 /* Frees everything the engine allocated (after synchronizing its streams); NULL is a no-op. */
-void eht_lookup_destroy(eht_lookup *lk);
+EHT_API void eht_lookup_destroy(eht_lookup *lk);
 
 /* CPU reference of the BF16 format: one packed Engram row (264 bytes) into 256 bf16 (as uint16). */
-void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
+EHT_API void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
 
 /* ======================================================================================= disk == */
 /* The disk tier: rows stay in safetensors files (src/table).
@@ -791,6 +874,10 @@ struct eht_disk_opts {
 	uint64_t prefetch_rows;  /* distinct rows per prefetch buffer (0: 196608) */
 	unsigned prefetch_slots; /* tickets in flight at once (0: 2) */
 	const char *name;        /* table name (0: the weight tensor's name) */
+	/* row_count > 0: this process holds exactly rows [first_row, first_row + row_count) (e.g. its
+	 * Engram head range from eht_engram_shard) instead of the rank / nranks split; ids outside are
+	 * dead. Only that range is mapped. */
+	uint64_t first_row, row_count;
 };
 #define EHT_DISK_NO_CACHE UINT64_MAX
 #define EHT_DISK_DEFAULT_CACHE_BYTES (16ull << 20)
@@ -799,30 +886,32 @@ struct eht_disk_opts {
  * -EINVAL (NULL path or weight name, unknown flags, rank >= nranks, a tensor that is not 2-D or whose
  * rows are not whole bytes, weight and scale rows differ, a row over 1 GiB); -ENOENT (no such
  * checkpoint or tensor); -ENOMEM; or the errors of eht_ckpt_open and eht_st_map_rows. */
-int eht_disk_open(const char *ckpt_path, const struct eht_disk_opts *opts, eht_table **out);
+EHT_API EHT_MUST_CHECK int eht_disk_open(const char *ckpt_path, const struct eht_disk_opts *opts,
+		eht_table **out);
 
 /* Starts gathering the rows of count ids (int32 or int64 as in eht_lookup_run, each id + id_offset
  * an absolute row; dead ids are skipped) and returns at once; ids may be reused when it returns.
  * flags must be 0. Returns 0; -EINVAL (not a disk table, bad arguments); -EBUSY (every prefetch
  * slot holds an unreleased ticket). */
-int eht_disk_prefetch(eht_table *table, const void *ids, int id_type, int64_t id_offset, uint64_t count,
+EHT_API EHT_MUST_CHECK int eht_disk_prefetch(eht_table *table, const void *ids, int id_type,
+		int64_t id_offset, uint64_t count,
 		      uint32_t flags, eht_disk_ticket **out);
 /* Waits until the ticket's reads are done. Returns 0 or the first read error (the lookup then reads
  * those rows itself and reports the error again). */
-int eht_disk_wait(eht_disk_ticket *ticket);
+EHT_API EHT_MUST_CHECK int eht_disk_wait(eht_disk_ticket *ticket);
 /* Distinct rows the ticket staged (after it is done). */
-uint64_t eht_disk_ticket_rows(const eht_disk_ticket *ticket);
+EHT_API uint64_t eht_disk_ticket_rows(const eht_disk_ticket *ticket);
 /* Waits for the ticket's reads and frees its slot; NULL is a no-op. Returns as eht_disk_wait. */
-int eht_disk_release(eht_disk_ticket *ticket);
+EHT_API int eht_disk_release(eht_disk_ticket *ticket);
 
 /* Compares every file of the table with what was seen at open: size, mtime, and the inode the path
  * names now. Returns 0 or -ESTALE with a message naming the file and what changed. */
-int eht_disk_check(eht_table *table);
+EHT_API EHT_MUST_CHECK int eht_disk_check(eht_table *table);
 
 /* Drops the table's rows from this process's mapping and the kernel's page cache
  * (MADV_DONTNEED + POSIX_FADV_DONTNEED on the row ranges) and empties the hot-row cache, so the
  * next reads are cold (benchmarks). Returns 0 or -EINVAL (not a disk table). */
-int eht_disk_drop_cache(eht_table *table);
+EHT_API EHT_MUST_CHECK int eht_disk_drop_cache(eht_table *table);
 
 struct eht_disk_stats {
 	uint32_t size;          /* sizeof(struct eht_disk_stats), set by the caller */
@@ -832,7 +921,7 @@ struct eht_disk_stats {
 	uint64_t cache_slots;   /* rows the hot-row cache holds at most */
 };
 /* Counters since open. Returns 0 or -EINVAL. */
-int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);
+EHT_API EHT_MUST_CHECK int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);
 
 /* ====================================================================================== serve == */
 /* Serving a checkpoint's tables to a node's workers (src/serve): one process (`eht serve`, or any
@@ -847,8 +936,10 @@ int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);
 typedef struct eht_server eht_server;
 typedef struct eht_client eht_client;
 
-/* Default tensors: every Engram table, "*.engram.embedding.weight", joined with its ".scale". */
-#define EHT_SERVE_DEFAULT_PATTERN "*.engram.embedding.weight"
+/* Default tensors: every Engram table, DeepSeek-V4.1's "layers.<L>.engram.embed.weight" (and the older
+ * "*.engram.embedding.weight" naming), each joined with its ".scale". A pattern is fnmatch globs
+ * separated by '|'. */
+#define EHT_SERVE_DEFAULT_PATTERN "*engram.embed.weight|*.engram.embedding.weight"
 
 /* Progress of loading, for progress bars: bytes done of total, table index and name. */
 typedef void (*eht_serve_progress_fn)(void *arg, uint64_t done, uint64_t total, const char *table);
@@ -869,25 +960,41 @@ struct eht_serve_opts {
 	unsigned threads;      /* loading threads; 0: one per CPU */
 	eht_serve_progress_fn progress; /* may be NULL */
 	void *progress_arg;
+	const volatile int *cancel; /* may be NULL; loading stops with -EINTR soon after *cancel turns
+				     * non-zero (read with __atomic_load_n: set it with __atomic_store_n
+				     * from another thread, or plainly from a signal handler). Added
+				     * later: a size without it is accepted. */
 };
 
 /* Loads the tables of the checkpoint at path (file or directory, see eht_ckpt_open) and starts
  * serving attaches on a background thread. Returns 0; -ENOENT (no tensor matches; names the
  * pattern), -EINVAL (bad key, options, a weight and scale of different rows, a tensor that is not
- * 2-D), -EADDRINUSE (the key is being served already), -ENOSPC / -ENOMEM (no tier could hold a
- * table), or the errors of eht_ckpt_open. */
-int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out);
+ * 2-D), -EADDRINUSE (the key is being served already, or bound by another user: names its uid),
+ * -ENOSPC / -ENOMEM (no tier could hold a table), -EINTR (opts->cancel), -EIO (the checkpoint
+ * shrank or failed while loading), or the errors of eht_ckpt_open. */
+EHT_API EHT_MUST_CHECK int eht_serve_start(const char *path, const struct eht_serve_opts *opts,
+		eht_server **out);
 /* Number of tables, and what table i is (tier, rows, row bytes, NUMA node, page size; for the disk
  * tier host and device_ptr are 0: workers read the files). info->size must be set. Returns 0 or
  * -EINVAL. */
-size_t eht_serve_table_count(const eht_server *server);
-int eht_serve_table_info(const eht_server *server, size_t i, struct eht_table_info *info);
+EHT_API size_t eht_serve_table_count(const eht_server *server);
+EHT_API EHT_MUST_CHECK int eht_serve_table_info(const eht_server *server, size_t i,
+		struct eht_table_info *info);
 /* Attaches served so far, and workers attached now. */
-uint64_t eht_serve_attaches(const eht_server *server);
-unsigned eht_serve_clients(const eht_server *server);
+EHT_API uint64_t eht_serve_attaches(const eht_server *server);
+EHT_API unsigned eht_serve_clients(const eht_server *server);
+/* What the running servers of this user on this node hold, as JSON (malloc'd, free() it): for key,
+ * one object {"key", "checkpoint", "pid", "uid", "device", "state" ("loading" or "ready"), "ready",
+ * "uptime_s", "bytes" (in memory, once ready), "loaded_bytes" and "load_bytes" (loading progress),
+ * "tables": [{"name", "tier", "rows", "row_bytes", "bytes", "numa_node", "page_size"}], "workers":
+ * [{"pid", "uid", "gid", "device" (null: the attach protocol does not carry it), "attached_s"}]};
+ * for key NULL, an array of them (servers found from /proc/net/unix). Asks each server over its
+ * status socket ("eht.status.<uid>.<key>"), within 2 s. Returns 0; -ENOENT (no server holds key),
+ * -EINVAL (bad key), -EPROTO, -ETIMEDOUT, -ENOMEM. */
+EHT_API EHT_MUST_CHECK int eht_serve_status(const char *key, char **json);
 /* Stops serving: closes every worker connection (their next lookup fails), then the tables.
  * Returns 0 or the first teardown error; NULL is a no-op. */
-int eht_serve_stop(eht_server *server);
+EHT_API int eht_serve_stop(eht_server *server);
 
 struct eht_attach_opts {
 	uint32_t size;       /* sizeof(struct eht_attach_opts) */
@@ -900,17 +1007,20 @@ struct eht_attach_opts {
 /* Attaches to the tables served under key. Returns 0; -ETIMEDOUT (no server answered in time,
  * naming the key), -ECONNRESET (the server went away), -EPROTO (another version of eht serves
  * the key), -EACCES, or the errors of mapping a tier. */
-int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out);
+EHT_API EHT_MUST_CHECK int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out);
 /* The tables, in the server's order; owned by the client (valid until eht_detach). */
-size_t eht_client_table_count(const eht_client *client);
-int eht_client_table(eht_client *client, size_t i, eht_table **table);
+EHT_API size_t eht_client_table_count(const eht_client *client);
+EHT_API EHT_MUST_CHECK int eht_client_table(eht_client *client, size_t i, eht_table **table);
 /* Table by name; -ENOENT when the server has no such table. */
-int eht_client_find(eht_client *client, const char *name, eht_table **table);
+EHT_API EHT_MUST_CHECK int eht_client_find(eht_client *client, const char *name, eht_table **table);
 /* 0 while the server is alive; -ECONNRESET once it is gone. Every lookup on a client's table
  * checks this first. */
-int eht_client_check(eht_client *client);
+EHT_API EHT_MUST_CHECK int eht_client_check(eht_client *client);
 /* Unmaps every table and closes the connection; NULL is a no-op. Returns 0 or the first error. */
-int eht_detach(eht_client *client);
+EHT_API int eht_detach(eht_client *client);
+
+/* Engram n-gram hashing, its layout and per-request state: eht_engram.h. */
+#include "eht_engram.h"
 
 #ifdef __cplusplus
 }

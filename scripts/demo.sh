@@ -27,14 +27,15 @@ echo "== 1. a synthetic Engram checkpoint ($rows rows per table)"
 "$eht" info "$work/ckpt"
 
 echo; echo "== 2. eht serve (key $key)"
-"$eht" serve "$work/ckpt" --key "$key" >"$work/serve.log" 2>"$work/serve.err" &
+"$eht" serve "$work/ckpt" --key "$key" --ready-file "$work/ready" >"$work/serve.log" 2>"$work/serve.err" &
 server=$!
 for _ in $(seq 1 600); do
-  grep -q "serving under key" "$work/serve.log" 2>/dev/null && break
+  [ -e "$work/ready" ] && break  # written once every table is loaded and attaches are served
   kill -0 "$server" 2>/dev/null || { cat "$work/serve.err"; echo "eht serve failed" >&2; exit 1; }
   sleep 0.1
 done
 cat "$work/serve.log"
+"$eht" status "$key"
 
 echo; echo "== 3. 4 workers attach, look up and verify"
 pids=()

@@ -48,7 +48,7 @@ static void check_tp(const char *path, unsigned layer, const uint8_t *ref, uint6
 			continue;
 		struct eht_table_info ti = {.size = sizeof(ti)};
 		uint64_t first, count;
-		eht_rows_split(rows, r, nranks, &first, &count);
+		CHECK_RC(eht_rows_split(rows, r, nranks, &first, &count), 0);
 		CHECK_RC(eht_table_get_info(t, &ti), 0);
 		CHECK(ti.tier == EHT_TIER_DISK && ti.host == NULL && ti.rows == rows && ti.row_bytes == rb);
 		CHECK(ti.first_row == first && ti.local_rows == count);
@@ -120,7 +120,7 @@ static void check_bf16(const char *path, unsigned layer, const uint8_t *ref, uin
 		ids[i] = (int32_t)((int64_t)(t_rand(rs) % (rows + 6)) - 3 - off);
 	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT32, off, N, out, NULL, EHT_LOOKUP_RUN_OUT_HOST, NULL), 0);
 	uint64_t first, count;
-	eht_rows_split(rows, 1, 2, &first, &count);
+	CHECK_RC(eht_rows_split(rows, 1, 2, &first, &count), 0);
 	int bad = 0;
 	for (size_t i = 0; i < N; i++) {
 		int64_t r = ids[i] + off;
@@ -164,9 +164,9 @@ static void check_prefetch(const char *path, unsigned layer, const uint8_t *ref,
 	eht_disk_ticket *tks[2] = {ta, tb};
 	for (int k = 0; k < 2; k++) {
 		struct eht_disk_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
-		eht_disk_stats(t, &s0);
+		CHECK_RC(eht_disk_stats(t, &s0), 0);
 		CHECK_RC(eht_lookup_run(lk, sets[k], EHT_ID_INT64, 0, N, out, NULL, EHT_LOOKUP_RUN_OUT_HOST, NULL), 0);
-		eht_disk_stats(t, &s1);
+		CHECK_RC(eht_disk_stats(t, &s1), 0);
 		int bad = 0;
 		for (size_t i = 0; i < N; i++) {
 			int64_t id = sets[k][i];
@@ -239,7 +239,7 @@ static void check_open_errors(const char *path)
 	CHECK_RC(eht_disk_open(path, &b, &t), 0);
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	if (t) {
-		eht_table_get_info(t, &ti);
+		CHECK_RC(eht_table_get_info(t, &ti), 0);
 		CHECK(ti.row_bytes == 256 && ti.rows == 4099);
 		CHECK_RC(eht_disk_drop_cache(t), 0);
 		eht_table_close(t);

@@ -12,8 +12,8 @@
 #include "testutil.h"
 
 #define ROWS 5000
-#define W "model.layers.1.engram.embedding.weight"
-#define S "model.layers.1.engram.embedding.scale"
+#define W "layers.1.engram.embed.weight"
+#define S "layers.1.engram.embed.scale"
 
 static char dir[512], file[600];
 

@@ -62,7 +62,7 @@ static void check_tp(const char *path, const uint8_t *ref, uint64_t rows, uint32
 					  .nranks = nranks, .prefetch_rows = 2000, .io_threads = 8};
 		eht_table *t = NULL;
 		uint64_t first, count;
-		eht_rows_split(rows, r, nranks, &first, &count);
+		CHECK_RC(eht_rows_split(rows, r, nranks, &first, &count), 0);
 		CHECK_RC(eht_disk_open(path, &o, &t), 0);
 		for (int fmt = 0; t && fmt < 2; fmt++) {
 			size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
@@ -106,8 +106,8 @@ static void check_truncated(CUstream s)
 	snprintf(file, sizeof(file), "%s/model.safetensors", dir);
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 1, .rows = 5000, .seed = 9};
 	CHECK_RC(eht_synth_checkpoint(dir, &so), 0);
-	struct eht_disk_opts o = {.size = sizeof(o), .weight = "model.layers.1.engram.embedding.weight",
-				  .scale = "model.layers.1.engram.embedding.scale", .cache_bytes = EHT_DISK_NO_CACHE};
+	struct eht_disk_opts o = {.size = sizeof(o), .weight = "layers.1.engram.embed.weight",
+				  .scale = "layers.1.engram.embed.scale", .cache_bytes = EHT_DISK_NO_CACHE};
 	eht_table *t = NULL;
 	CHECK_RC(eht_disk_open(dir, &o, &t), 0);
 	eht_lookup *lk = t ? engine(t, EHT_LOOKUP_RAW) : NULL;

@@ -123,8 +123,12 @@ static void check_engine(eht_table *t, int64_t lo, int64_t hi, unsigned flags, i
 /* Independent decode of the bf16 formula through doubles and ldexp. */
 static uint16_t ref_dq(uint8_t w, uint8_t s)
 {
-	if (s == 0xff || (w & 0x7f) == 0x7f)
+	if ((w & 0x7f) == 0x7f)
 		return 0x7fc0;
+	if (s == 0)
+		return (uint16_t)((w & 0x80) << 8);
+	if (s == 0xff)
+		return (w & 0x7f) == 0 ? 0x7fc0 : (uint16_t)(0x7f80 | (w & 0x80) << 8);
 	int e = (w >> 3) & 15, m = w & 7;
 	double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m, -9);
 	if (w & 0x80)
@@ -147,16 +151,21 @@ static void check_dequant(void)
 	CHECK(eht_lk_dequant1(0x7e, 127) == 0x43e0); /* 448 */
 	CHECK(eht_lk_dequant1(0x7f, 127) == 0x7fc0); /* NaN */
 	CHECK(eht_lk_dequant1(0xff, 127) == 0x7fc0);
-	CHECK(eht_lk_dequant1(0x38, 255) == 0x7fc0); /* NaN scale */
+	CHECK(eht_lk_dequant1(0x38, 255) == 0x7f80); /* scale 255 is +inf */
+	CHECK(eht_lk_dequant1(0xb8, 255) == 0xff80);
+	CHECK(eht_lk_dequant1(0x00, 255) == 0x7fc0); /* 0 * inf */
+	CHECK(eht_lk_dequant1(0x80, 255) == 0x7fc0);
+	CHECK(eht_lk_dequant1(0x38, 0) == 0x0000); /* scale 0 is +0.0 */
+	CHECK(eht_lk_dequant1(0xb8, 0) == 0x8000);
 	CHECK(eht_lk_dequant1(0x80, 100) == 0x8000); /* -0 */
 	CHECK(eht_lk_dequant1(0x00, 0) == 0x0000);
 	CHECK(eht_lk_dequant1(0x7e, 247) == 0x7f80); /* overflow */
 	CHECK(eht_lk_dequant1(0xfe, 254) == 0xff80);
 	CHECK(eht_lk_dequant1(0x7e, 246) == 0x7f60); /* 1.75 * 2^127: largest finite */
-	CHECK(eht_lk_dequant1(0x38, 0) == 0x0040);  /* 2^-127: bf16 subnormal, exact */
-	CHECK(eht_lk_dequant1(0x04, 0) == 0x0000);  /* 2^-134: half an ulp, ties to even (0) */
-	CHECK(eht_lk_dequant1(0x0c, 0) == 0x0002);  /* 1.5 * 2^-133: tie to even (2) */
-	CHECK(eht_lk_dequant1(0x01, 0) == 0x0000);  /* 2^-136 rounds to 0 */
+	CHECK(eht_lk_dequant1(0x38, 1) == 0x0080);  /* 2^-126: smallest normal */
+	CHECK(eht_lk_dequant1(0x04, 1) == 0x0001);  /* 2^-133: smallest bf16 subnormal, exact */
+	CHECK(eht_lk_dequant1(0x02, 1) == 0x0000);  /* 2^-134: half an ulp, ties to even (0) */
+	CHECK(eht_lk_dequant1(0x03, 1) == 0x0001);  /* 1.5 * 2^-134 rounds up */
 	uint8_t row[RB];
 	uint16_t o[256];
 	for (int i = 0; i < 256; i++)
@@ -244,7 +253,7 @@ int main(void)
 	struct eht_lookup_opts o = {.size = sizeof(o), .flags = 0x100, .device = -1, .numa_node = -1};
 	CHECK_RC(eht_lookup_create(t, &o, &lk), -EINVAL);
 	o.flags = 0;
-	o.size = 4;
+	o.size = 0; /* not set (smaller sizes of older callers are accepted: test_opts_size) */
 	CHECK_RC(eht_lookup_create(t, &o, &lk), -EINVAL);
 	o.size = sizeof(o);
 	o.strategy = EHT_LOOKUP_DIRECT;

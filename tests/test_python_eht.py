@@ -80,7 +80,7 @@ class TestEht(unittest.TestCase):
                     if "serving under key" in line:
                         break
                 with eht.attach(key, timeout=10) as c:
-                    name = "model.layers.1.engram.embedding"
+                    name = "layers.1.engram.embed"
                     self.assertIn(name, c.tables)
                     t = c.tables[name]
                     self.assertEqual(t.row_bytes, 264)

@@ -61,7 +61,8 @@ static int lookup_and_check(eht_client *c, eht_ckpt *ck)
 	if (eht_client_table(c, 0, &t) != 0)
 		return -1;
 	struct eht_table_info info = {.size = sizeof(info)};
-	eht_table_get_info(t, &info);
+	if (eht_table_get_info(t, &info) != 0)
+		return -1;
 	struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = EHT_LOOKUP_HOST, .flags = EHT_LOOKUP_CPU_ONLY, .device = -1};
 	eht_lookup *lk = NULL;
 	int rc = eht_lookup_create(t, &lo, &lk);
@@ -133,7 +134,7 @@ int main(void)
 	CHECK_RC(eht_attach(key, &ao, &c2), 0);
 	CHECK(eht_client_table_count(c) == 2);
 	eht_table *t = NULL;
-	CHECK_RC(eht_client_find(c, "model.layers.14.engram.embedding", &t), 0);
+	CHECK_RC(eht_client_find(c, "layers.14.engram.embed", &t), 0);
 	CHECK_RC(eht_client_find(c, "nope", &t), -ENOENT);
 	CHECK_RC(lookup_and_check(c, ck), 0);
 	CHECK_RC(lookup_and_check(c2, ck), 0);

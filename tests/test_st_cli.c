@@ -41,17 +41,28 @@ static int lines(const char *s)
 	return n;
 }
 
-/* Invalid input: exit 1, nothing on stdout, one line on stderr holding sub. */
-static void expect_invalid_(int line, const char *args, const char *sub)
+/* Invalid input: exit want, one line on stderr holding sub; stdout empty, or with --json one
+ * {"error": ...} object holding sub. */
+static void expect_invalid_(int line, const char *args, const char *sub, int want)
 {
 	int rc = run(args);
-	if (rc != 1 || out[0] || lines(err) != 1 || !strstr(err, sub)) {
-		fprintf(stderr, "line %d: eht %s: exit %d, stdout '%.80s', stderr '%s' (want exit 1, one line with '%s')\n",
-			line, args, rc, out, err, sub);
+	int json_ok = 1;
+	if (strstr(args, "--json")) {
+		json_t *j = json_loads(out, 0, NULL);
+		const char *e = json_string_value(json_object_get(j, "error"));
+		json_ok = e && strstr(e, sub);
+		json_decref(j);
+	} else {
+		json_ok = out[0] == '\0';
+	}
+	if (rc != want || !json_ok || lines(err) != 1 || !strstr(err, sub)) {
+		fprintf(stderr, "line %d: eht %s: exit %d, stdout '%.80s', stderr '%s' (want exit %d, one line with '%s')\n",
+			line, args, rc, out, err, want, sub);
 		t_failures++;
 	}
 }
-#define expect_invalid(args, sub) expect_invalid_(__LINE__, args, sub)
+#define expect_invalid(args, sub) expect_invalid_(__LINE__, args, sub, 1)
+#define expect_usage(args, sub) expect_invalid_(__LINE__, args, sub, 2)
 
 static void fixtures(const char *fx)
 {
@@ -127,10 +138,38 @@ int main(void)
 		 dir, dir);
 	CHECK(system(args) == 0);
 	snprintf(args, sizeof(args), "synth '%s/ck2' --rows 0", dir);
-	CHECK(run(args) == 1 && lines(err) == 1);
+	CHECK(run(args) == 2);
 	snprintf(args, sizeof(args), "synth '%s/ck2' --tables x", dir);
+	CHECK(run(args) == 2);
+	CHECK(run("synth") == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --bogus", dir);
+	CHECK(run(args) == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --rows", dir);
+	CHECK(run(args) == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --help", dir);
+	CHECK(run(args) == 0 && strstr(out, "usage"));
+	snprintf(args, sizeof(args), "test -e '%s/ck2'", dir);
+	CHECK(system(args) != 0); /* --help did nothing */
+	snprintf(args, sizeof(args), "synth '%s/ck2' --preset v41-small --rows 5", dir);
+	CHECK(run(args) == 2);
+	snprintf(args, sizeof(args), "synth '%s/ck2' --preset nope", dir);
 	CHECK(run(args) == 1);
-	CHECK(run("synth") == 1);
+	/* the V4.1 structure with small primes: real names, dtypes, shapes */
+	snprintf(args, sizeof(args), "synth '%s/small' --preset v41-small --shards 2", dir);
+	CHECK(run(args) == 0);
+	snprintf(args, sizeof(args), "info '%s/small' --json", dir);
+	CHECK(run(args) == 0);
+	{
+		eht_engram_layout *l = NULL;
+		struct eht_engram_info in = {.size = sizeof(in)};
+		CHECK_RC(eht_engram_layout_preset("v41-small", &l), 0);
+		eht_engram_layout_info(l, &in);
+		eht_engram_layout_free(l);
+		char want[128];
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)in.rows[1]);
+		CHECK(strstr(out, "layers.14.engram.embed.scale") && strstr(out, "F8_E8M0") && strstr(out, want));
+		CHECK(in.rows[0] != in.rows[1] && in.rows[0] > 24 * 500);
+	}
 
 	/* invalid input: exit 1 and one line naming the problem */
 	snprintf(p, sizeof(p), "%s/trailing.safetensors", dir);
@@ -148,7 +187,23 @@ int main(void)
 	snprintf(args, sizeof(args), "info '%s/nothing-here'", dir);
 	expect_invalid(args, "nothing-here");
 	snprintf(args, sizeof(args), "info '%s/ck' --bogus", dir);
-	expect_invalid(args, "usage");
+	expect_usage(args, "unknown option '--bogus'");
+	expect_usage("info", "no PATH");
+	snprintf(args, sizeof(args), "info '%s/ck' '%s/ck'", dir, dir);
+	expect_usage(args, "one PATH");
+	/* --help: usage on stdout, exit 0, nothing done (gc would remove nothing here anyway) */
+	CHECK(run("info --help") == 0 && strstr(out, "usage: eht info") && err[0] == '\0');
+	CHECK(run("regions gc --help") == 0 && strstr(out, "usage: eht regions") && !strstr(out, "removed"));
+	CHECK(run("bench --help") == 0 && strstr(out, "usage: eht bench"));
+	CHECK(run("status --help") == 0 && strstr(out, "usage: eht status"));
+	expect_usage("regions list --bogus", "unknown option '--bogus'");
+	expect_usage("probe --bogus", "unknown option '--bogus'");
+	expect_usage("regions list --dir", "needs a value");
+	expect_usage("worker k --check", "needs a value");
+	expect_usage("worker k --check x --ids ten", "--ids takes");
+	/* a worker whose key nobody serves is told at once, unless --wait */
+	expect_invalid("worker eht-test-nobody --check x", "no server holds key 'eht-test-nobody'");
+	expect_invalid("status eht-test-nobody --json", "no server holds key 'eht-test-nobody'");
 	t_rmtree(dir);
 	return t_done();
 }

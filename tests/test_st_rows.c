@@ -95,7 +95,7 @@ static void ranges(const char *dir)
 	/* a rank with no rows maps nothing */
 	struct eht_st_tensor_info t = {.size = sizeof(t)};
 	struct eht_st_rows rr = {.size = sizeof(rr)};
-	CHECK_RC(eht_ckpt_find(c, "model.layers.0.attn.dummy", &t), 0);
+	CHECK_RC(eht_ckpt_find(c, "layers.0.attn.dummy", &t), 0);
 	CHECK_RC(eht_st_rows(&t, 1, 65, &rr), 0);
 	CHECK(rr.count == 1);
 	CHECK_RC(eht_st_rows(&t, 64, 65, &rr), 0);

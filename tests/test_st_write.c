@@ -203,8 +203,8 @@ static void synth_checks(const char *dir)
 	int differ = 0;
 	for (uint32_t i = 0; i < 3; i++) {
 		char wn[96], sn[96];
-		snprintf(wn, sizeof(wn), "model.layers.%u.engram.embedding.weight", eht_synth_layer(i));
-		snprintf(sn, sizeof(sn), "model.layers.%u.engram.embedding.scale", eht_synth_layer(i));
+		snprintf(wn, sizeof(wn), "layers.%u.engram.embed.weight", eht_synth_layer(i));
+		snprintf(sn, sizeof(sn), "layers.%u.engram.embed.scale", eht_synth_layer(i));
 		struct eht_st_tensor_info w1 = {.size = sizeof(w1)}, w3 = w1, wx = w1, s1 = w1;
 		CHECK_RC(eht_ckpt_find(ca, wn, &w1), 0);
 		CHECK_RC(eht_ckpt_find(cb, wn, &w3), 0);
@@ -234,7 +234,7 @@ static void synth_checks(const char *dir)
 	}
 	CHECK(differ == 3);
 	struct eht_st_tensor_info d = {.size = sizeof(d)};
-	CHECK_RC(eht_ckpt_find(ca, "model.layers.0.attn.dummy", &d), 0);
+	CHECK_RC(eht_ckpt_find(ca, "layers.0.attn.dummy", &d), 0);
 	CHECK(d.dtype == EHT_DTYPE_BF16 && d.nbytes == 8192);
 out:
 	eht_ckpt_close(ca);
@@ -252,7 +252,7 @@ out:
 	CHECK_RC(eht_synth_checkpoint(c, NULL), 0);
 	CHECK_RC(eht_ckpt_open(c, 0, &cc), 0);
 	struct eht_st_tensor_info t = {.size = sizeof(t)};
-	CHECK_RC(eht_ckpt_find(cc, "model.layers.14.engram.embedding.weight", &t), 0);
+	CHECK_RC(eht_ckpt_find(cc, "layers.14.engram.embed.weight", &t), 0);
 	CHECK(t.shape[0] == EHT_SYNTH_DEFAULT_ROWS && eht_ckpt_count(cc) == 2 * EHT_SYNTH_DEFAULT_TABLES + 1);
 	eht_ckpt_close(cc);
 	o.shards = 8; /* 7 tensors */
@@ -261,7 +261,7 @@ out:
 	o.flags = 2;
 	CHECK_RC(eht_synth_checkpoint(c, &o), -EINVAL);
 	o.flags = 0;
-	o.size = 4;
+	o.size = 0; /* not set (smaller sizes of older callers are accepted: test_opts_size) */
 	CHECK_RC(eht_synth_checkpoint(c, &o), -EINVAL);
 }
 

@@ -37,7 +37,7 @@ extern int t_failures;
 int t_done(void);
 /* Skips (exit 77) with a reason on stderr. */
 _Noreturn void t_skip(const char *why);
-/* tests/fixtures path from EHT_FIXTURES; skips when the folder is missing. */
+/* tests/fixtures path from EHT_FIXTURES; fails (exit 1) when the folder is missing. */
 const char *t_fixtures(void);
 /* Creates a fresh temporary directory (removed by t_rmtree); returns a static path. */
 char *t_tmpdir(const char *tag);

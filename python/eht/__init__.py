@@ -6,20 +6,24 @@ tables and lookup outputs can be zero-copy torch tensors on the right device.
 
     import eht
     client = eht.attach("mykey", device=0)        # tables served by `eht serve ... --key mykey`
-    table = client.tables["model.layers.1.engram.embedding"]
+    table = client.tables["layers.1.engram.embed"]
     dead = table.lookup(ids, out)                  # ids: torch/array; out: torch/bytearray
     lk = table.lookup_engine(strategy="auto", format="bf16")   # or an engine of one's own
 
-libeht is found through $EHT_LIB, then next to this package (../../build/libeht.so), then the
-system's library path.
+libeht is found through $EHT_LIB, the build tree of a source checkout, pkg-config, $EHT_PREFIX, this
+Python's prefix, /usr/local, then the system's library path (eht._libfind). Type hints: eht/__init__.pyi.
 """
 import ctypes
 import ctypes.util
 import errno as _errno
+import json as _json
 import os
 
-__all__ = ["EhtError", "version", "wrap", "attach", "Table", "Lookup", "Client",
-           "TIERS", "STRATEGIES", "FORMATS"]
+from ._libfind import candidates as _lib_candidates, find_library as _find_lib
+from ._version import __version__
+
+__all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
+           "TIERS", "STRATEGIES", "FORMATS", "__version__"]
 
 TIERS = {0: "none", 1: "host-numa", 2: "region-pinned", 3: "region", 4: "disk", 5: "memory"}
 STRATEGIES = {"auto": 0, "direct": 1, "sorted": 2, "host": 3}
@@ -36,18 +40,11 @@ class EhtError(OSError):
 
 
 def _find_library():
-    env = os.environ.get("EHT_LIB")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "build", "libeht.so"),
-                 os.path.join(here, "libeht.so")):
-        if os.path.exists(cand):
-            return cand
-    found = ctypes.util.find_library("eht")
+    found = _find_lib()
     if found:
         return found
-    raise EhtError(_errno.ENOENT, "libeht.so not found: build with `make` or set EHT_LIB")
+    raise EhtError(_errno.ENOENT, "libeht.so not found (looked in %s and the system's library path): "
+                   "`make install`, or set EHT_LIB to the file" % ", ".join(_lib_candidates()))
 
 
 class _TableInfo(ctypes.Structure):
@@ -79,7 +76,9 @@ def _L():
     global _lib
     if _lib is not None:
         return _lib
-    lib = ctypes.CDLL(_find_library())
+    path = _find_library()
+    lib = ctypes.CDLL(path)
+    lib._eht_path = path
     P, U64, I, U32, VP = ctypes.POINTER, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p
     sigs = {
         "eht_version": (ctypes.c_char_p, []),
@@ -91,6 +90,7 @@ def _L():
         "eht_lookup_create": (I, [VP, P(_LookupOpts), P(VP)]),
         "eht_lookup_run": (I, [VP, VP, I, ctypes.c_int64, U64, VP, VP, ctypes.c_uint, P(U64)]),
         "eht_lookup_last_strategy": (I, [VP]),
+        "eht_lookup_last_dead_count": (U64, [VP]),
         "eht_lookup_strategy_name": (ctypes.c_char_p, [I]),
         "eht_lookup_destroy": (None, [VP]),
     }
@@ -100,6 +100,7 @@ def _L():
         "eht_client_table": (I, [VP, ctypes.c_size_t, P(VP)]),
         "eht_client_check": (I, [VP]),
         "eht_detach": (I, [VP]),
+        "eht_serve_status": (I, [ctypes.c_char_p, P(ctypes.c_void_p)]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         try:
@@ -120,9 +121,61 @@ def _check(rc, what):
     return rc
 
 
+class _Native:
+    """One native handle, freed when the last Python object that can reach it goes: a table keeps
+    its attachment's _Native alive, an engine its table's, a view of rows its table's. close()
+    on the Python objects only drops references, so no use of freed memory is possible."""
+
+    def __init__(self, handle, free, owner=None):
+        self.h = handle
+        self._free = free
+        self._owner = owner  # a _Native (or buffer) that must outlive this one
+
+    def __del__(self):
+        h, self.h = self.h, None
+        if h and self._free is not None:
+            try:
+                self._free(h)
+            except Exception:  # noqa: BLE001 (interpreter shutdown: the library may be gone)
+                pass
+
+
+def _key(key):
+    if not isinstance(key, str):
+        raise TypeError("key must be a str, not %s" % type(key).__name__)
+    if "\0" in key:
+        raise ValueError("key %r contains a NUL character" % key)
+    return key.encode()
+
+
+def _closed(what):
+    return EhtError(_errno.EBADF, "%s is closed" % what)
+
+
 def version():
-    """libeht's version string."""
+    """libeht's version string (the loaded library's; eht.__version__ is this package's)."""
     return _L().eht_version().decode()
+
+
+def library_path():
+    """The libeht.so file this module loaded."""
+    return _L()._eht_path
+
+
+def status(key=None):
+    """What running servers of this user hold (eht_serve_status): a dict for key, a list of dicts
+    for key None. Raises EhtError (errno ENOENT) when no server holds key."""
+    lib = _L()
+    if not hasattr(lib, "eht_serve_status"):
+        raise EhtError(_errno.ENOSYS, "this libeht has no eht_serve_status")
+    out = ctypes.c_void_p()
+    _check(lib.eht_serve_status(key.encode() if key else None, ctypes.byref(out)), "eht_serve_status")
+    try:
+        return _json.loads(ctypes.string_at(out.value).decode())
+    finally:
+        free = ctypes.CDLL(None).free
+        free.argtypes = [ctypes.c_void_p]
+        free(out)
 
 
 def _torch():
@@ -171,27 +224,102 @@ def _id_type(obj, nbytes, count):
     raise TypeError("ids must be int32 or int64 (array.array('i') or ('q'), or a torch tensor)")
 
 
+def _device_index(device):
+    """None, an int, "cuda", "cuda:N", "cpu" or a torch.device -> CUDA ordinal or -1 (CPU)."""
+    if device is None:
+        return -1
+    if isinstance(device, bool):
+        raise TypeError("device must be an int, a string like 'cuda:0' or a torch.device, not bool")
+    if isinstance(device, int):
+        if device < -1:
+            raise ValueError("device must be a CUDA ordinal >= 0 (or -1 for none), not %d" % device)
+        return device
+    torch = _torch()
+    if torch is not None and isinstance(device, torch.device):
+        device = str(device)
+    if isinstance(device, str):
+        if device == "cpu":
+            return -1
+        if device == "cuda":
+            return torch.cuda.current_device() if torch is not None else 0
+        if device.startswith("cuda:") and device[5:].isdigit():
+            return int(device[5:])
+        raise ValueError("device must look like 'cuda', 'cuda:0' or 'cpu', not %r" % device)
+    raise TypeError("device must be an int, a string like 'cuda:0' or a torch.device, not %s"
+                    % type(device).__name__)
+
+
+def _stream_handle(stream):
+    """A CUstream as an int: None (0), an int handle, or a torch.cuda.Stream / ExternalStream."""
+    if stream is None:
+        return 0
+    if isinstance(stream, bool):
+        raise TypeError("stream must be a torch.cuda.Stream or an int CUstream handle, not bool")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise ValueError("stream handle must be >= 0, not %d" % stream)
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    if isinstance(handle, int):
+        return handle
+    raise TypeError("stream must be a torch.cuda.Stream or an int CUstream handle, not %s"
+                    % type(stream).__name__)
+
+
+def _choice(name, value, table):
+    if not isinstance(value, str):
+        raise TypeError("%s must be a string (%s), not %s" % (name, ", ".join(table), type(value).__name__))
+    if value not in table:
+        raise ValueError("unknown %s %r (one of: %s)" % (name, value, ", ".join(table)))
+    return table[value]
+
+
 class Lookup:
-    """A lookup engine bound to one table (eht_lookup): fixed buffers, asynchronous on a stream."""
+    """A lookup engine bound to one table (eht_lookup): fixed buffers, asynchronous on a stream.
+
+    Engines call it as they call their own kernels: ids and out as CUDA tensors, on the current
+    (or a given) stream, eagerly or inside torch.cuda.graph(...) for every strategy. A captured graph
+    needs the same ids / out tensors at every replay (write new ids into the captured ids tensor) and
+    this engine kept alive while the graph may replay."""
 
     def __init__(self, table, strategy="auto", format="raw", device=None, threads=0,
                  max_batch=0, cpu_only=False):
         self.table = table
         self.format = format
-        opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=STRATEGIES[strategy],
-                           format=FORMATS[format], device=-1 if device is None else device,
+        if not isinstance(table, Table):
+            raise TypeError("Lookup takes an eht.Table, not %s" % type(table).__name__)
+        dev = _device_index(device)
+        for name, v in (("threads", threads), ("max_batch", max_batch)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
+            if v < 0:
+                raise ValueError("%s must be >= 0, not %d" % (name, v))
+        opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=_choice("strategy", strategy, STRATEGIES),
+                           format=_choice("format", format, FORMATS), device=dev,
                            threads=threads, max_batch=max_batch, numa_node=-1,
                            flags=_LOOKUP_CPU_ONLY if cpu_only else 0)
         h = ctypes.c_void_p()
-        _check(_L().eht_lookup_create(table._h, ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
+        _check(_L().eht_lookup_create(table._live(), ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
+        self._n = _Native(h, _L().eht_lookup_destroy, table._n)
         self._h = h
 
     @property
     def out_row_bytes(self):
         return 512 if self.format == "bf16" else self.table.row_bytes
 
-    def run(self, ids, out, id_offset=0, stream=None, strategy=None, dead_is_error=False):
-        """Looks ids up into out; returns the number of dead ids (zero rows)."""
+    def run(self, ids, out, id_offset=0, stream=None, strategy=None, dead_is_error=False, count_dead=None):
+        """Looks ids up into out. Returns the number of dead ids (zero rows) when it is known without
+        waiting: always for host output; for GPU output only with count_dead=True (which synchronizes
+        the stream, so not inside a CUDA graph). Otherwise returns None: read last_dead_count() once
+        the stream has passed the call (the GPU counts dead ids itself)."""
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        self.table._live()
+        torch = _torch()
+        if torch is not None and isinstance(ids, torch.Tensor) and ids.dim() > 1:
+            ids = ids.reshape(-1)
+        if not isinstance(id_offset, int) or isinstance(id_offset, bool):
+            raise TypeError("id_offset must be an int, not %s" % type(id_offset).__name__)
         iaddr, inbytes, idev, keep_i = _buffer_address(ids, False)
         itype = _id_type(ids, inbytes, None)
         count = inbytes // (4 if itype == 0 else 8)
@@ -200,28 +328,38 @@ class Lookup:
             raise ValueError("output holds %d bytes, %d ids need %d" % (onbytes, count, count * self.out_row_bytes))
         flags = (_RUN_IDS_DEVICE if idev else _RUN_IDS_HOST) | (_RUN_OUT_DEVICE if odev else _RUN_OUT_HOST)
         if strategy is not None:
-            flags |= STRATEGIES[strategy] << 8
+            flags |= _choice("strategy", strategy, STRATEGIES) << 8
         if dead_is_error:
             flags |= _RUN_DEAD_ERROR
-        if stream is None and odev:
-            torch = _torch()
-            stream = torch.cuda.current_stream().cuda_stream if torch is not None else 0
+        handle = _stream_handle(stream)
+        if stream is None and odev and torch is not None:
+            handle = torch.cuda.current_stream(out.device).cuda_stream
+        if count_dead is None:
+            count_dead = not odev
+        if count_dead and odev and torch is not None and torch.cuda.is_current_stream_capturing():
+            raise ValueError("count_dead=True synchronizes the stream and cannot be used inside a CUDA graph; "
+                             "read last_dead_count() after a replay")
         dead = ctypes.c_uint64(0)
-        _check(_L().eht_lookup_run(self._h, iaddr, itype, id_offset, count, oaddr, stream or None,
-                                   flags, ctypes.byref(dead)), "eht_lookup_run")
+        _check(_L().eht_lookup_run(self._h, iaddr, itype, id_offset, count, oaddr, handle or None,
+                                   flags, ctypes.byref(dead) if count_dead else None), "eht_lookup_run")
         del keep_i, keep_o
-        return dead.value
+        return dead.value if count_dead else None
+
+    def last_dead_count(self):
+        """Dead ids of the last run (or graph replay), valid once the stream has passed it."""
+        return int(_L().eht_lookup_last_dead_count(self._h))
 
     @property
     def last_strategy(self):
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        self.table._live()
         return _L().eht_lookup_strategy_name(_L().eht_lookup_last_strategy(self._h)).decode()
 
     def close(self):
-        if getattr(self, "_h", None):
-            _L().eht_lookup_destroy(self._h)
-            self._h = None
-
-    __del__ = close
+        """Drops the engine (freed once nothing else uses it); run() then raises EhtError."""
+        self._h = None
+        self._n = None
 
 
 class Table:
@@ -229,8 +367,10 @@ class Table:
 
     def __init__(self, handle, owner=None, owned=True):
         self._h = handle
-        self._owner = owner  # keeps memory or the attach session alive
         self._owned = owned
+        # owner: the attachment's _Native (a served table is freed by eht_detach) or the wrapped
+        # buffer; either outlives every engine and view of this table.
+        self._n = _Native(handle, _L().eht_table_close if owned else None, owner)
         info = _TableInfo(size=ctypes.sizeof(_TableInfo))
         _check(_L().eht_table_get_info(handle, ctypes.byref(info)), "eht_table_get_info")
         self.name = info.name.decode() if info.name else ""
@@ -243,16 +383,26 @@ class Table:
     def __repr__(self):
         return "<eht.Table %s %dx%d %s>" % (self.name, self.rows, self.row_bytes, self.tier)
 
+    def _live(self):
+        """The handle, or EhtError once the table (or its attachment) is closed."""
+        if not getattr(self, "_h", None):
+            raise _closed("table %s" % getattr(self, "name", "?"))
+        return self._h
+
     def host_view(self):
-        """A read-only memoryview of the table's bytes (tiers with a host pointer)."""
+        """A read-only memoryview of the table's bytes (tiers with a host pointer); it keeps the
+        table's memory mapped while it lives, even after close()."""
+        self._live()
         if not self.host_ptr:
             raise EhtError(_errno.EINVAL, "table %s has no host mapping (tier %s)" % (self.name, self.tier))
         arr = (ctypes.c_uint8 * (self.local_rows * self.row_bytes)).from_address(self.host_ptr)
-        return memoryview(arr).toreadonly()
+        arr._eht_keep = self._n
+        return memoryview(arr).cast("B").toreadonly()  # "B", not ctypes' "<B": v[i] works
 
     def as_tensor(self, device=None):
         """The table as a zero-copy torch uint8 tensor [rows, row_bytes]: on the GPU (through
         __cuda_array_interface__) when it is GPU-readable and device is not 'cpu', else on the CPU."""
+        self._live()
         torch = _torch()
         if torch is None:
             raise EhtError(_errno.ENOSYS, "PyTorch is not installed")
@@ -262,7 +412,7 @@ class Table:
             holder = type("EhtCudaArray", (), {})()
             holder.__cuda_array_interface__ = {"shape": shape, "typestr": "|u1",
                                                "data": (self.device_ptr, False), "version": 3}
-            holder.owner = self
+            holder.owner = self._n
             return torch.as_tensor(holder, device=torch.device("cuda", self.device))
         return torch.frombuffer(self.host_view(), dtype=torch.uint8).view(*shape)
 
@@ -270,37 +420,53 @@ class Table:
         """A Lookup bound to this table (keyword arguments as Lookup)."""
         return Lookup(self, **kw)
 
-    def lookup(self, ids, out, strategy="auto", format="raw", **kw):
-        """Looks ids up into out with an engine made once per (strategy, format) and kept; returns
-        the number of dead ids. Keyword arguments go to Lookup.run (id_offset, stream, ...)."""
+    def lookup(self, ids, out, strategy="auto", format="raw", device=None, **kw):
+        """Looks ids up into out with an engine made once per (strategy, format, device) and kept;
+        returns what Lookup.run returns (the dead count for host output; for GPU output None unless
+        count_dead=True: see Lookup.run). Keyword arguments go to Lookup.run (id_offset, stream, ...).
+        Works inside torch.cuda.graph for every strategy once the engine exists (make it with an
+        eager call first: creating one calibrates AUTO on the GPU)."""
+        self._live()
+        torch = _torch()
+        gpu = torch is not None and isinstance(out, torch.Tensor) and out.is_cuda
+        dev = _device_index(device) if device is not None else (out.device.index if gpu else -1)
+        if gpu and dev is None:
+            dev = torch.cuda.current_device()
+        if gpu and dev != out.device.index:
+            raise ValueError("out is on cuda:%d, device asks for %d" % (out.device.index, dev))
         engines = self.__dict__.setdefault("_engines", {})
-        if (strategy, format) not in engines:
-            torch = _torch()
-            gpu = torch is not None and isinstance(out, torch.Tensor) and out.is_cuda
-            engines[strategy, format] = Lookup(self, strategy=strategy, format=format,
-                                               cpu_only=not gpu)
-        return engines[strategy, format].run(ids, out, **kw)
+        key = (strategy, format, dev)
+        if key not in engines:
+            engines[key] = Lookup(self, strategy=strategy, format=format, device=dev if gpu else None,
+                                  cpu_only=not gpu)
+        return engines[key].run(ids, out, **kw)
 
     def close(self):
+        """Closes the table for Python use (EhtError afterwards); the memory is released once no
+        engine or view of it is left."""
         for lk in self.__dict__.pop("_engines", {}).values():
             lk.close()
-        if getattr(self, "_h", None) and self._owned:
-            _L().eht_table_close(self._h)
         self._h = None
-
-    __del__ = close
+        self._n = None
 
 
 def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
     """A table over caller-owned memory (bytearray, mmap, torch CPU tensor, ...); pinned for
     `device` when device >= 0."""
+    if not isinstance(name, str) or "\0" in name:
+        raise ValueError("name=%r: a str without NUL characters" % (name,))
+    if not isinstance(rows, int) or not isinstance(row_bytes, int):
+        raise TypeError("rows and row_bytes must be ints")
+    if rows < 1 or row_bytes < 1:
+        raise ValueError("rows=%d, row_bytes=%d: both must be at least 1" % (rows, row_bytes))
     addr, nbytes, is_dev, keep = _buffer_address(buffer, False)
     if is_dev:
         raise ValueError("wrap takes host memory")
     if nbytes < rows * row_bytes:
         raise ValueError("buffer holds %d bytes, %d rows x %d need more" % (nbytes, rows, row_bytes))
     h = ctypes.c_void_p()
-    _check(_L().eht_table_wrap(addr, rows, row_bytes, device, name.encode(), ctypes.byref(h)), "eht_table_wrap")
+    _check(_L().eht_table_wrap(addr, rows, row_bytes, _device_index(device), name.encode(), ctypes.byref(h)),
+           "eht_table_wrap")
     return Table(h, owner=(buffer, keep))
 
 
@@ -311,30 +477,41 @@ class Client:
         lib = _L()
         if not hasattr(lib, "eht_attach"):
             raise EhtError(_errno.ENOSYS, "this libeht has no eht_attach")
+        bkey = _key(key)
+        if not isinstance(timeout, (int, float)) or not 0 < timeout <= 86400:
+            raise ValueError("timeout=%r: give seconds in (0, 86400]" % (timeout,))
+        for name, v in (("device", device), ("rank", rank), ("nranks", nranks)):
+            if not isinstance(v, int):
+                raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
+        if nranks < 1 or not 0 <= rank < nranks:
+            raise ValueError("rank=%d of nranks=%d" % (rank, nranks))
         opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device,
-                           timeout_ms=int(timeout * 1000), rank=rank, nranks=nranks)
+                           timeout_ms=max(1, int(timeout * 1000)), rank=rank, nranks=nranks)
         h = ctypes.c_void_p()
-        _check(lib.eht_attach(key.encode(), ctypes.byref(opts), ctypes.byref(h)), "eht_attach(%s)" % key)
+        _check(lib.eht_attach(bkey, ctypes.byref(opts), ctypes.byref(h)), "eht_attach(%s)" % key)
+        self._n = _Native(h, lib.eht_detach)
         self._h = h
+        self.key = key
         self.tables = {}
         for i in range(lib.eht_client_table_count(h)):
             th = ctypes.c_void_p()
             _check(lib.eht_client_table(h, i, ctypes.byref(th)), "eht_client_table")
-            t = Table(th, owner=self, owned=False)
+            t = Table(th, owner=self._n, owned=False)
             self.tables[t.name] = t
 
     def check(self):
         """Raises EhtError when the server is gone."""
+        if not getattr(self, "_h", None):
+            raise _closed("attachment %s" % getattr(self, "key", "?"))
         _check(_L().eht_client_check(self._h), "eht_client_check")
 
     def close(self):
-        if getattr(self, "_h", None):
-            for t in self.tables.values():
-                t.close()  # its engines; the table itself belongs to the attachment
-            _L().eht_detach(self._h)
-            self._h = None
-
-    __del__ = close
+        """Detaches: its tables raise EhtError from now on; the mappings go once no table view or
+        engine of them is left (at once when there is none)."""
+        for t in getattr(self, "tables", {}).values():
+            t.close()
+        self._h = None
+        self._n = None
 
     def __enter__(self):
         return self
@@ -344,5 +521,8 @@ class Client:
 
 
 def attach(key, device=-1, timeout=60.0, rank=0, nranks=1):
-    """Attaches to the tables served under `key`; see Client."""
-    return Client(key, device=device, timeout=timeout, rank=rank, nranks=nranks)
+    """Attaches to the tables served under `key`; see Client. device: an ordinal, "cuda:N", a
+    torch.device, or -1 / None / "cpu" for none."""
+    return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks)
+
+from .group import Group, Region, SharedTable, node_id  # noqa: E402 (needs the names above)

@@ -89,7 +89,13 @@ int eht_cu_load(void)
 	return load_rc ? eht_err(load_rc, "%s", load_msg) : 0;
 }
 
-int eht_cu_device_count(void) { return eht_cu_load() == 0 ? device_count : 0; }
+/* A query, not a failure: no driver means 0 devices, and leaves no error text behind for a later
+ * error message to pick up. */
+int eht_cu_device_count(void)
+{
+	pthread_once(&load_once, load);
+	return load_rc ? 0 : device_count;
+}
 
 const char *eht_cu_error_name(CUresult r)
 {

@@ -39,6 +39,7 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		{"eht_lk_scatter", offsetof(struct eht_gpu_lookup, scatter)},
 		{"eht_lk_dedup_count", offsetof(struct eht_gpu_lookup, dedup_count)},
 		{"eht_lk_dedup_assign", offsetof(struct eht_gpu_lookup, dedup_assign)},
+		{"eht_lk_stage_in", offsetof(struct eht_gpu_lookup, stage_in)},
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		CUfunction *f = (CUfunction *)((char *)g + fns[i].off);
@@ -192,4 +193,22 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, CUstream s, const struct 
 	if (!rc)
 		rc = launch(g->dedup_assign, tiles, 256, s, aa, "eht_lk_dedup_assign");
 	return rc;
+}
+
+int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,
+		     uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr counters)
+{
+	if (!n)
+		return 0;
+	uint64_t nchunks = (n + a->chunk - 1) / a->chunk;
+	/* At most one block per SM: every block waits on the CPU, so all must be resident at once with
+	 * room left for other kernels (the in-place gather of an AUTO split runs beside it). */
+	unsigned grid = (unsigned)(nchunks < (uint64_t)(g->sms > 0 ? g->sms : 1) ? nchunks : (uint64_t)g->sms);
+	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
+	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
+	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
+	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
+			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &fmt, &vec, &counters,
+			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace};
+	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
 }

@@ -18,7 +18,7 @@
 struct eht_gpu_lookup {
 	CUmodule mod;
 	CUfunction direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
-		dedup_assign;
+		dedup_assign, stage_in;
 	int sms;
 };
 
@@ -65,5 +65,20 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, CUstream s, const struct 
 /* compact[u] = table row uniq[u] for u < counters[1] (read on the GPU); max_n bounds the grid. */
 int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr uniq, CUdeviceptr counters,
 			uint64_t max_n, CUdeviceptr table, uint32_t rb, CUdeviceptr compact);
+
+/* The GPU half of a stream-triggered CPU gather (kernel eht_lk_stage_in): rings *bell (host-mapped),
+ * then for each chunk c of n rows waits for ready[c % nslots] == c + 1, copies that staging slot into
+ * out (fmt), adds chunk_dead[c] to counters[0] and frees the slot. staging, ready, chunk_dead and bell
+ * are device addresses of host-mapped pinned memory; sync: two device words, zero. See the kernel. */
+struct eht_gpu_stage_in {
+	CUdeviceptr ids, h_ids;  /* ids copied by the kernel into host-mapped h_ids first (0: none) */
+	uint64_t id_bytes;       /* multiple of 4 */
+	CUdeviceptr staging, ready, chunk_dead, bell, sync;
+	CUdeviceptr h_dead;      /* host-mapped: counters[0] when the kernel ends (0: none) */
+	CUdeviceptr trace;       /* host-mapped: 5 GPU timestamps of the launch (0: none) */
+	uint32_t chunk, nslots, tag;
+};
+int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,
+		     uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr counters);
 
 #endif

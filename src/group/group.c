@@ -13,6 +13,7 @@
 
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/name.h"
@@ -53,15 +54,25 @@ int eht_group_create(const char *key, int rank, int size, const struct eht_group
 	if (!out)
 		return eht_err(EINVAL, "eht_group_create: NULL out");
 	*out = NULL;
-	if (opts && opts->size < sizeof(*opts))
-		return eht_err(EINVAL, "eht_group_create: opts->size %u < %zu", opts->size, sizeof(*opts));
+	struct eht_group_opts oc = {0};
+	struct eht_group_adapter adc = {0};
+	int orc = eht_opts_in(&oc, sizeof(oc), opts, "eht_group_create: opts");
+	if (orc)
+		return orc;
+	if (opts)
+		opts = &oc;
+	if (opts && opts->adapter) {
+		if ((orc = eht_opts_in(&adc, sizeof(adc), opts->adapter, "eht_group_create: adapter")))
+			return orc;
+		oc.adapter = &adc;
+	}
 	if (opts && (opts->flags & ~EHT_GROUP_ALLOW_GID))
 		return eht_err(EINVAL, "eht_group_create: unknown flags 0x%x", opts->flags & ~EHT_GROUP_ALLOW_GID);
 	if (eht_name_check("group key", key, EHT_GROUP_KEY_MAX, false))
 		return eht_err_prefix(-EINVAL, "eht_group_create");
 	const struct eht_group_adapter *ad = opts ? opts->adapter : NULL;
 	if (ad) {
-		if (ad->size < sizeof(*ad) || !ad->broadcast || !ad->allgather)
+		if (!ad->broadcast || !ad->allgather)
 			return eht_err(EINVAL, "eht_group_create: adapter needs size, broadcast and allgather");
 		if ((rank >= 0 && rank != ad->rank) || (size > 0 && size != ad->nranks))
 			return eht_err(EINVAL, "eht_group_create: rank %d of %d disagrees with the adapter's %d of %d",

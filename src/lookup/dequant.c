@@ -23,15 +23,19 @@ static inline float u2f(uint32_t u)
 
 uint16_t eht_lk_dequant1(uint8_t w, uint8_t s)
 {
-	if (s == 0xff || (w & 0x7f) == 0x7f)
+	if ((w & 0x7f) == 0x7f)
 		return 0x7fc0;
 	uint32_t e = (w >> 3) & 15u, m = w & 7u;
 	/* e4m3 magnitude, exact: normal (1 + m/8) * 2^(e-7), subnormal m * 2^-9. */
 	float v = e ? u2f(((e + 120u) << 23) | (m << 20)) : (float)m * 0x1p-9f;
-	/* 2^(s-127) is a float for every s < 255 (s == 0: the subnormal 2^-127). */
-	float sc = u2f(s ? (uint32_t)s << 23 : 0x00400000u);
+	/* The scale is the float with exponent bits s, as the model's reference kernel reads it:
+	 * s = 0 is +0.0 and s = 255 is +inf (so a zero weight under it gives 0 * inf = NaN). */
+	float sc = u2f((uint32_t)s << 23);
 	volatile float p = v * sc; /* one IEEE multiply, exact unless it overflows */
-	uint32_t u = f2u(p) | ((uint32_t)(w & 0x80) << 24);
+	uint32_t u = f2u(p);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return 0x7fc0;
+	u |= (uint32_t)(w & 0x80) << 24;
 	return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 

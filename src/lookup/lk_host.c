@@ -88,6 +88,48 @@ static int job_fail(struct lk_job *j, int rc)
 	return rc;
 }
 
+int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t begin, size_t end,
+		      uint8_t *dst, size_t stride, int fmt, uint64_t *dead)
+{
+	const uint8_t *host = lk->ti.host;
+	const uint32_t rb = lk->rb;
+	if (!host) {
+		/* A tier without a host pointer (disk): runs of live ids go to read_rows in request order,
+		 * straight into their output rows (raw only: stride == rb). */
+		uint64_t run[256];
+		for (size_t i = begin; i < end;) {
+			uint64_t r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi);
+			if (r == LK_DEAD) {
+				(*dead)++;
+				memset(dst + (i - begin) * stride, 0, rb);
+				i++;
+				continue;
+			}
+			size_t s0 = i, m = 0;
+			while (i < end && m < sizeof(run) / sizeof(run[0]) &&
+			       (r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi)) != LK_DEAD) {
+				run[m++] = r + (uint64_t)lk->lo; /* read_rows takes absolute rows */
+				i++;
+			}
+			int rc = lk->t->ops->read_rows(lk->t, run, m, dst + (s0 - begin) * stride);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	for (size_t i = begin; i < end; i++) {
+		if (i + LK_PREFETCH < end) {
+			uint64_t r = eht_lk_local(ids, id64, i + LK_PREFETCH, off, lk->lo, lk->hi);
+			if (r != LK_DEAD)
+				prefetch_row(host + r * rb, rb);
+		}
+		uint64_t r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi);
+		*dead += r == LK_DEAD;
+		put_row(dst + (i - begin) * stride, r == LK_DEAD ? NULL : host + r * rb, rb, fmt);
+	}
+	return 0;
+}
+
 static void job_task(void *arg, size_t c, unsigned worker)
 {
 	struct lk_job *j = arg;
@@ -98,39 +140,8 @@ static void job_task(void *arg, size_t c, unsigned worker)
 	uint64_t dead = 0;
 	switch (j->kind) {
 	case JOB_IDS:
-		if (!host) {
-			/* A tier without a host pointer (disk): runs of live ids go to read_rows in request
-			 * order, straight into their output rows (raw only: stride == rb). */
-			uint64_t run[256];
-			for (size_t i = begin; i < end;) {
-				uint64_t r = eht_lk_local(j->ids, j->id64, i, j->off, lk->lo, lk->hi);
-				if (r == LK_DEAD) {
-					dead++;
-					memset(j->dst + i * j->stride, 0, rb);
-					i++;
-					continue;
-				}
-				size_t s0 = i, m = 0;
-				while (i < end && m < sizeof(run) / sizeof(run[0]) &&
-				       (r = eht_lk_local(j->ids, j->id64, i, j->off, lk->lo, lk->hi)) != LK_DEAD) {
-					run[m++] = r + (uint64_t)lk->lo; /* read_rows takes absolute rows */
-					i++;
-				}
-				if (job_fail(j, lk->t->ops->read_rows(lk->t, run, m, j->dst + s0 * j->stride)))
-					break;
-			}
-			break;
-		}
-		for (size_t i = begin; i < end; i++) {
-			if (i + LK_PREFETCH < end) {
-				uint64_t r = eht_lk_local(j->ids, j->id64, i + LK_PREFETCH, j->off, lk->lo, lk->hi);
-				if (r != LK_DEAD)
-					prefetch_row(host + r * rb, rb);
-			}
-			uint64_t r = eht_lk_local(j->ids, j->id64, i, j->off, lk->lo, lk->hi);
-			dead += r == LK_DEAD;
-			put_row(j->dst + i * j->stride, r == LK_DEAD ? NULL : host + r * rb, rb, j->fmt);
-		}
+		job_fail(j, eht_lk_gather_ids(lk, j->ids, j->id64, j->off, begin, end, j->dst + begin * j->stride,
+					      j->stride, j->fmt, &dead));
 		break;
 	case JOB_ROWS:
 		if (!host) {
@@ -157,7 +168,7 @@ static void job_task(void *arg, size_t c, unsigned worker)
 
 /* Chunks small enough that every thread gets several (a 6,144-id batch over 15 threads: ~100 rows),
  * large enough that the per-chunk DMA call and task claim stay cheap. */
-static size_t chunk_for(const eht_lookup *lk, size_t n)
+size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n)
 {
 	size_t workers = lk->nthreads + 1, c = (n + workers * 4 - 1) / (workers * 4);
 	if (c < LK_CHUNK_MIN)
@@ -177,7 +188,7 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 {
 	if (j->n == 0)
 		return 0;
-	j->chunk = chunk_for(lk, j->n);
+	j->chunk = eht_lk_chunk_for(lk, j->n);
 	size_t nchunks = (j->n + j->chunk - 1) / j->chunk;
 	atomic_init(&j->err, 0);
 	for (size_t c = 0; c < nchunks; c++) {

@@ -10,25 +10,12 @@
 #include "lookup/lookup_impl.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
-#include "util/clock.h"
 
 #define DEFAULT_MAX_BATCH 196608u
 #define DEFAULT_STAGING_CAP (256ull << 20)
 #define DEFAULT_SPIN_US 2000u
-/* AUTO keeps ids in GPU memory on the GPU: SORTED from this many ids, DIRECT below. */
-#define AUTO_SORTED_MIN 32768u
-
-const char *eht_lookup_strategy_name(int s)
-{
-	switch (s) {
-	case EHT_LOOKUP_AUTO: return "auto";
-	case EHT_LOOKUP_DIRECT: return "direct";
-	case EHT_LOOKUP_SORTED: return "sorted";
-	case EHT_LOOKUP_HOST: return "host";
-	default: return "unknown";
-	}
-}
 
 static void *host_alloc(eht_lookup *lk, size_t bytes, int *rc)
 {
@@ -92,7 +79,8 @@ void eht_lookup_destroy(eht_lookup *lk)
 				eht_cu.cuMemFree(ds[i]);
 		eht_gpu_lookup_unload(&lk->g);
 	}
-	eht_pool_destroy(lk->pool);
+	eht_lk_bell_fini(lk);
+	eht_lk_pool_put(lk->pool);
 	host_free(lk, lk->staging);
 	host_free(lk, lk->h_slot);
 	host_free(lk, lk->h_ids);
@@ -105,8 +93,6 @@ void eht_lookup_destroy(eht_lookup *lk)
 	free(lk);
 }
 
-static void calibrate(eht_lookup *lk);
-
 int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_lookup **out)
 {
 	struct eht_lookup_opts o = {.size = sizeof(o), .device = -1, .numa_node = -1};
@@ -115,11 +101,9 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	*out = NULL;
 	if (!table)
 		return eht_err(EINVAL, "eht_lookup_create: NULL table");
-	if (opts) {
-		if (opts->size < sizeof(o))
-			return eht_err(EINVAL, "eht_lookup_create: opts->size %u < %zu", opts->size, sizeof(o));
-		o = *opts;
-	}
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_lookup_create: opts");
+	if (orc)
+		return orc;
 	if (o.flags & ~EHT_LOOKUP_OPTS_FLAGS)
 		return eht_err(EINVAL, "eht_lookup_create: unknown flags 0x%x", o.flags & ~EHT_LOOKUP_OPTS_FLAGS);
 	if (o.strategy < EHT_LOOKUP_AUTO || o.strategy > EHT_LOOKUP_HOST)
@@ -157,9 +141,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	if (lk->hi < lk->lo)
 		lk->hi = lk->lo;
 	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
-	for (int c = 0; c < 2; c++) /* until calibrated: HOST, and a split sized by the rates
-							 * measured on the lent H200 machine (README) */
-		lk->autos[c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 29.0 / (29.0 + 90.0), .f0 = 29.0 / (29.0 + 90.0)};
+	eht_lk_auto_init(lk);
 	lk->device = o.device >= 0 ? o.device : ti->device;
 	lk->gpu = !(o.flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
 	int rc = 0;
@@ -183,16 +165,9 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		goto fail;
 	lk->table_gpu = lk->gpu && ti->device_ptr && ti->device == lk->device;
 
-	/* CPU pool: NUMA-local, one thread fewer than the node's CPUs (the caller issues the DMA). */
+	/* CPU pool: one per process, NUMA-local, shared by every engine (lk_cpu.c). */
 	int node = o.numa_node >= 0 ? o.numa_node : ti->numa_node;
-	unsigned threads = o.threads;
-	if (!threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 1 ? (unsigned)n - 1 : 1;
-		if (threads > 64)
-			threads = 64;
-	}
-	if ((rc = eht_pool_create(threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
+	if ((rc = eht_lk_pool_get(o.threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
 		goto fail;
 	lk->nthreads = eht_pool_size(lk->pool);
 
@@ -260,12 +235,14 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 			rc = EHT_CU_CHECK(cuEventCreate(&lk->ev_t1, CU_EVENT_DEFAULT));
 		if (!rc)
 			rc = EHT_CU_CHECK(cuStreamCreate(&lk->side, CU_STREAM_NON_BLOCKING));
+		if (!rc && lk->kernels)
+			rc = eht_lk_bell_init(lk);
 		if (rc)
 			goto fail;
 	}
 	lk->last_strategy = -1;
 	if (lk->strategy == EHT_LOOKUP_AUTO && lk->table_gpu && lk->kernels && lk->ti.host)
-		calibrate(lk);
+		eht_lk_auto_calibrate(lk);
 	eht_debug("lookup on %s: %u threads, staging %zu rows, max_batch %zu, gpu %d (in place %d)", ti->name,
 		  lk->nthreads, lk->staging_rows, mb, lk->gpu, lk->table_gpu);
 	*out = lk;
@@ -281,146 +258,6 @@ static bool is_device_ptr(const void *p)
 	int type = 0;
 	CUresult r = eht_cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
 	return r == CUDA_SUCCESS && (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED);
-}
-
-/* Ids of one piece as a device pointer: in place when already on the GPU, else through pinned h_ids
- * (waiting for the copy that last read it) into d_ids on stream s. */
-static int piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
-			 CUdeviceptr *dptr)
-{
-	if (ids_dev) {
-		*dptr = (CUdeviceptr)(uintptr_t)ids;
-		return 0;
-	}
-	int rc = 0;
-	if (lk->ids_used) {
-		lk->ids_used = false;
-		if ((rc = EHT_CU_CHECK(cuEventSynchronize(lk->ev_ids))))
-			return rc;
-	}
-	memcpy(lk->h_ids, ids, n * isz);
-	rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(lk->d_ids, lk->h_ids, n * isz, s));
-	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(lk->ev_ids, s))))
-		lk->ids_used = true;
-	*dptr = lk->d_ids;
-	return rc;
-}
-
-static int gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-		     CUdeviceptr out, CUstream s)
-{
-	CUdeviceptr d;
-	int rc = piece_ids_dev(lk, ids, ids_dev, id64 ? 8 : 4, n, s, &d);
-	if (rc)
-		return rc;
-	struct eht_gpu_ids gi = {.ids = d, .id64 = id64, .off = off, .lo = lk->lo, .hi = lk->hi};
-	if (strategy == EHT_LOOKUP_DIRECT)
-		return eht_gpu_direct(&lk->g, s, &gi, n, lk->ti.device_ptr, lk->rb, out, lk->fmt, lk->d_counters);
-	rc = eht_gpu_sort_dedup(&lk->g, s, &gi, (uint32_t)n, &lk->sb, lk->d_uniq, lk->d_slot, lk->d_counters);
-	if (!rc)
-		rc = eht_gpu_gather_uniq(&lk->g, s, lk->d_uniq, lk->d_counters, n, lk->ti.device_ptr, lk->rb,
-					 lk->d_compact);
-	if (!rc)
-		rc = eht_gpu_expand(&lk->g, s, lk->d_slot, n, lk->d_compact, lk->rb, out, lk->fmt);
-	return rc;
-}
-
-static int host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
-		      CUstream s, uint64_t *dead)
-{
-	/* Without a host pointer (disk) rows come through read_rows: in request order like the
-	 * in-memory path (no sort, no expand: measured faster warm), except for CPU-side bf16 output,
-	 * which needs the raw rows staged first. */
-	if ((lk->flags & EHT_LOOKUP_HOST_SORT) || (!lk->ti.host && !out_dev && lk->fmt != EHT_LOOKUP_RAW)) {
-		/* The sorted path's pieces must fit the staging too (distinct rows live there). */
-		size_t cap = lk->staging_rows < lk->max_batch ? lk->staging_rows : lk->max_batch, isz = id64 ? 8 : 4;
-		for (size_t b = 0; b < n; b += cap) {
-			size_t m = n - b < cap ? n - b : cap;
-			int rc = eht_lk_host_sorted_piece(lk, (const uint8_t *)ids + b * isz, id64, off, m,
-							  (uint8_t *)out + b * lk->out_rb, out_dev, s, dead);
-			if (rc)
-				return rc;
-		}
-		return 0;
-	}
-	return eht_lk_host_direct_piece(lk, ids, id64, off, n, out, out_dev, s, dead);
-}
-
-static uint64_t count_dead(const eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n)
-{
-	uint64_t d = 0;
-	for (size_t i = 0; i < n; i++)
-		d += eht_lk_local(ids, id64, i, off, lk->lo, lk->hi) == LK_DEAD;
-	return d;
-}
-
-/* Learns from the last split of class a, once its GPU part has finished: the rates both sides had
- * while running together give the fraction at which they finish together (moving average). */
-static void auto_learn(eht_lookup *lk, struct lk_auto *a)
-{
-	if (!a->pending || eht_cu.cuEventQuery(lk->ev_t1) != CUDA_SUCCESS)
-		return;
-	a->pending = false;
-	float ms = 0;
-	if (eht_cu.cuEventElapsedTime(&ms, lk->ev_t0, lk->ev_t1) != CUDA_SUCCESS || ms <= 0 || a->t_cpu <= 0 ||
-	    a->k == 0 || a->k >= a->n)
-		return;
-	double rg = (double)a->k / (ms * 1e-3), rc = (double)(a->n - a->k) / a->t_cpu;
-	double target = rg / (rg + rc);
-	a->f = 0.7 * a->f + 0.3 * target;
-	/* Within a factor of the calibrated share: one odd measurement must not move the whole batch. */
-	double lo = a->f0 * 0.5, hi = a->f0 * 1.5 < 0.95 ? a->f0 * 1.5 : 0.95;
-	a->f = a->f < lo ? lo : a->f > hi ? hi : a->f;
-}
-
-/* AUTO with host ids: the calibrated side takes the batch, or ids [0, k) go to DIRECT on the side
- * stream and [k, n) to HOST on s, both at once. */
-static int auto_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, CUstream s,
-		      uint64_t *dead)
-{
-	struct lk_auto *a = &lk->autos[LK_AUTO_CLASS(n)];
-	auto_learn(lk, a);
-	size_t k = a->mode == EHT_LOOKUP_DIRECT ? n : 0;
-	if (a->mode == EHT_LOOKUP_AUTO && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1)) {
-		k = (size_t)((double)n * a->f);
-		if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
-			k = 0;
-	}
-	bool timed = k && k < n && !a->pending;
-	int rc = 0;
-	if (k) {
-		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
-		if (!rc)
-			rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
-		if (!rc && timed)
-			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t0, lk->side));
-		if (!rc)
-			rc = gpu_piece(lk, EHT_LOOKUP_DIRECT, ids, false, id64, off, k, (CUdeviceptr)(uintptr_t)out, lk->side);
-		if (!rc && timed)
-			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t1, lk->side));
-		if (!rc)
-			rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
-		if (rc)
-			return rc;
-	}
-	size_t isz = id64 ? 8 : 4;
-	double t0 = eht_now_s();
-	if (k < n)
-		rc = host_piece(lk, (const uint8_t *)ids + k * isz, id64, off, n - k, (uint8_t *)out + k * lk->out_rb,
-				true, s, dead);
-	if (timed && !rc) {
-		a->t_cpu = eht_now_s() - t0;
-		a->k = k;
-		a->n = n;
-		a->pending = true;
-	}
-	if (k) {
-		*dead += count_dead(lk, ids, id64, off, k); /* the GPU part, counted while it runs */
-		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(s, lk->ev_join, 0));
-		if (!rc)
-			rc = jrc;
-	}
-	return rc;
 }
 
 int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
@@ -447,6 +284,7 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 		strategy = lk->strategy;
 	lk->last_dead_host = 0;
 	lk->last_dead_gpu = false;
+	lk->last_dead_bell = false;
 	/* A served table whose server is gone is an error, not a read of tables nobody serves. */
 	int alive = eht_table_check(lk->t);
 	if (alive)
@@ -468,77 +306,88 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	if (lk->gpu && EHT_CU_CHECK(cuStreamIsCapturing(s, &capturing)) != 0)
 		return eht_err_prefix(-EINVAL, "eht_lookup_run: bad stream");
 
-	/* Resolve the strategy. */
-	if (strategy == EHT_LOOKUP_AUTO) {
-		if (!out_dev || !lk->table_gpu || !lk->kernels)
-			strategy = EHT_LOOKUP_HOST;
-		else if (ids_dev)
-			strategy = (count >= AUTO_SORTED_MIN && lk->sortable) ? EHT_LOOKUP_SORTED : EHT_LOOKUP_DIRECT;
-	}
-	if (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) {
+	/* Resolve the strategy (lk_strategy.c). */
+	bool capture = capturing != CU_STREAM_CAPTURE_STATUS_NONE;
+	if (strategy == EHT_LOOKUP_AUTO && (!out_dev || !lk->table_gpu || !lk->kernels))
+		strategy = EHT_LOOKUP_HOST;
+	const struct lk_strategy *st = eht_lk_strategy(strategy);
+	if (!st)
+		return eht_err(EINVAL, "eht_lookup_run: unknown strategy %d", strategy);
+	if (st->gpu_table) {
 		if (!out_dev)
-			return eht_err(EINVAL, "eht_lookup_run: strategy %s writes GPU memory; out is host memory",
-				       eht_lookup_strategy_name(strategy));
+			return eht_err(EINVAL, "eht_lookup_run: strategy %s writes GPU memory; out is host memory", st->name);
 		if (!lk->table_gpu || !lk->kernels)
 			return eht_err(EINVAL, "eht_lookup_run: strategy %s needs the table readable by GPU %d and the kernels",
-				       eht_lookup_strategy_name(strategy), lk->device);
+				       st->name, lk->device);
 		if (strategy == EHT_LOOKUP_SORTED && !lk->sortable)
 			return eht_err(EINVAL, "eht_lookup_run: SORTED needs fewer than 2^32-1 local rows");
 	}
 	if (out_dev && lk->fmt == EHT_LOOKUP_BF16 && (!lk->kernels || ((uintptr_t)out & 15)))
 		return eht_err(EINVAL, "eht_lookup_run: BF16 output on the GPU needs the kernels and a 16-byte aligned out");
-	bool host_side = strategy == EHT_LOOKUP_HOST || strategy == EHT_LOOKUP_AUTO;
-	bool dead_sync = !host_side && (dead_count || (flags & EHT_LOOKUP_RUN_DEAD_ERROR));
-	if (capturing != CU_STREAM_CAPTURE_STATUS_NONE && (host_side || dead_sync || !ids_dev))
-		return eht_err(EOPNOTSUPP, "eht_lookup_run: strategy %s%s cannot be captured in a CUDA graph",
-			       eht_lookup_strategy_name(strategy),
-			       host_side ? "" : dead_sync ? " with a dead count" : " with host ids");
+	/* The GPU piece where the calling thread does not read ids now (ids in GPU memory, a capture) or
+	 * the strategy has no CPU piece; host-side GPU pieces need the stream-triggered path's buffers. */
+	bool use_gpu = !st->cpu_piece || (out_dev && lk->bell.ready_alloc && (ids_dev || capture));
+	bool dead_sync = use_gpu && (dead_count || (flags & EHT_LOOKUP_RUN_DEAD_ERROR));
+	if (capture && (!st->capturable || dead_sync || !use_gpu || (!ids_dev && !st->cpu_piece)))
+		return eht_err(EOPNOTSUPP, "eht_lookup_run: strategy %s%s cannot be captured in a CUDA graph", st->name,
+			       dead_sync ? " with a dead count (pass NULL; read eht_lookup_last_dead_count later)"
+			       : !use_gpu ? " without the GPU kernels" : " with host ids");
+	int brc = eht_lk_bell_take_error(lk);
+	if (brc)
+		return brc;
 	lk->last_strategy = strategy;
 
 	int rc = 0;
 	const size_t isz = id_type == EHT_ID_INT64 ? 8 : 4;
 	const int id64 = id_type == EHT_ID_INT64;
 	uint64_t dead = 0;
-	if (!host_side && (rc = EHT_CU_CHECK(cuMemsetD32Async(lk->d_counters, 0, 4, s))))
+	if (use_gpu && (rc = EHT_CU_CHECK(cuMemsetD32Async(lk->d_counters, 0, 4, s))))
 		return rc;
+	bool published = false;
 	for (uint64_t b = 0; b < count && !rc; b += lk->max_batch) {
 		size_t m = count - b < lk->max_batch ? (size_t)(count - b) : (size_t)lk->max_batch;
-		const uint8_t *pid = (const uint8_t *)ids + b * isz;
-		uint8_t *pout = (uint8_t *)out + b * lk->out_rb;
-		if (!host_side) {
-			rc = gpu_piece(lk, strategy, pid, ids_dev, id64, id_offset, m, (CUdeviceptr)(uintptr_t)pout, s);
+		struct lk_piece p = {.ids = (const uint8_t *)ids + b * isz, .ids_dev = ids_dev, .id64 = id64,
+				     .off = id_offset, .n = m, .out = (uint8_t *)out + b * lk->out_rb, .out_dev = out_dev,
+				     .capture = capture, .s = s, .dead = &dead, .publish_dead = count <= lk->max_batch};
+		if (use_gpu) {
+			rc = st->gpu_piece(lk, &p);
+			published = p.dead_published;
 			continue;
 		}
 		if (ids_dev) {
-			/* The CPU must read these ids: copy them back and wait (documented). */
+			/* No stream-triggered path (no kernels): the CPU must read these ids: copy them back and wait. */
 			if (lk->ids_used) {
 				lk->ids_used = false;
 				if ((rc = EHT_CU_CHECK(cuEventSynchronize(lk->ev_ids))))
 					break;
 			}
-			rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_ids, (CUdeviceptr)(uintptr_t)pid, m * isz, s));
+			rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_ids, (CUdeviceptr)(uintptr_t)p.ids, m * isz, s));
 			if (!rc)
 				rc = EHT_CU_CHECK(cuStreamSynchronize(s));
 			if (rc)
 				break;
-			pid = lk->h_ids;
+			p.ids = lk->h_ids;
+			p.ids_dev = false;
 		}
-		if (strategy == EHT_LOOKUP_AUTO && lk->ti.host && !(lk->flags & EHT_LOOKUP_HOST_SORT))
-			rc = auto_piece(lk, pid, id64, id_offset, m, pout, s, &dead);
-		else
-			rc = host_piece(lk, pid, id64, id_offset, m, pout, out_dev, s, &dead);
+		rc = st->cpu_piece(lk, &p);
 	}
 	if (rc)
 		return rc;
-	if (!host_side) {
+	if (use_gpu) {
+		/* The count stays on the GPU; a copy (or the stage-in kernel itself) brings it to pinned memory
+		 * for eht_lookup_last_dead_count once the stream passes. */
 		lk->last_dead_gpu = true;
-		rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_counters, lk->d_counters, 2 * sizeof(uint64_t), s));
+		lk->last_dead_bell = lk->bell.ready_alloc; /* one place for eager runs and every graph replay */
+		if (!published && lk->bell.ready_alloc)
+			rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->bell.h_dead, lk->d_counters, sizeof(uint64_t), s));
+		else if (!published)
+			rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_counters, lk->d_counters, 2 * sizeof(uint64_t), s));
 		if (!rc && dead_sync)
 			rc = EHT_CU_CHECK(cuStreamSynchronize(s));
 		if (rc)
 			return rc;
 		if (dead_sync)
-			dead = lk->h_counters[0];
+			dead = eht_lookup_last_dead_count(lk);
 	} else {
 		lk->last_dead_host = dead;
 	}
@@ -555,102 +404,10 @@ uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)
 {
 	if (!lk)
 		return 0;
+	if (lk->last_dead_bell)
+		return *(volatile uint64_t *)lk->bell.h_dead;
 	return lk->last_dead_gpu ? *(volatile uint64_t *)lk->h_counters : lk->last_dead_host;
 }
 
 int eht_lookup_last_strategy(const eht_lookup *lk) { return lk ? lk->last_strategy : -1; }
 
-/* ------------------------------------------------------------------- AUTO calibration */
-/* Times one shape: the median of reps after one warm-up run (medians: one slow run, e.g. a pool
- * thread that was asleep, must not decide). Returns seconds, or a negative errno. */
-static double time_runs(eht_lookup *lk, int64_t *ids, size_t n, CUdeviceptr out, int strategy, int reps,
-			uint64_t *seed)
-{
-	double t[16];
-	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
-	if (reps > 16)
-		reps = 16;
-	for (int rep = 0; rep <= reps; rep++) {
-		/* Fresh uniform ids every run, as Engram hashes give: repeating ids would let the GPU's
-		 * translation caches make in-place reads look several times faster than they are. */
-		uint64_t x = *seed;
-		for (size_t i = 0; i < n; i++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			ids[i] = lk->lo + (int64_t)(x % rows);
-		}
-		*seed = x;
-		double t0 = eht_now_s();
-		int rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)out, NULL,
-					EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE | EHT_LOOKUP_RUN_STRATEGY(strategy),
-					NULL);
-		if (!rc)
-			rc = EHT_CU_CHECK(cuCtxSynchronize());
-		if (rc)
-			return rc;
-		if (rep)
-			t[rep - 1] = eht_now_s() - t0;
-	}
-	for (int i = 1; i < reps; i++) /* insertion sort of a handful */
-		for (int k = i; k > 0 && t[k - 1] > t[k]; k--) {
-			double x = t[k];
-			t[k] = t[k - 1];
-			t[k - 1] = x;
-		}
-	return t[reps / 2];
-}
-
-/* For each batch-size class, times DIRECT alone, HOST alone and both at once on uniform ids (the
- * shape of Engram lookups), and keeps the fastest for AUTO. On a VM with nested paging
- * the two gatherers share the host's memory and IOMMU, so running both at once is not always a
- * win; measuring is the only honest way to choose. */
-static void calibrate(eht_lookup *lk)
-{
-	const size_t sizes[2] = {6144, 196608};
-	size_t nmax = lk->max_batch < sizes[1] ? lk->max_batch : sizes[1];
-	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
-	if (rows == 0 || nmax < 256)
-		return;
-	int64_t *ids = malloc(nmax * sizeof(*ids));
-	CUdeviceptr out = 0;
-	if (!ids || EHT_CU_CHECK(cuMemAlloc(&out, nmax * lk->out_rb)) != 0) {
-		free(ids);
-		eht_warn("lookup: calibration skipped (%s)", eht_last_error());
-		return;
-	}
-	uint64_t seed = 0x9e3779b97f4a7c15ull;
-	for (int c = 0; c < 2; c++) {
-		size_t n = sizes[c] < nmax ? sizes[c] : nmax;
-		struct lk_auto *a = &lk->autos[c];
-		int reps = c == 0 ? 9 : 5;
-		double td = time_runs(lk, ids, n, out, EHT_LOOKUP_DIRECT, reps, &seed);
-		double th = time_runs(lk, ids, n, out, EHT_LOOKUP_HOST, reps, &seed);
-		if (td < 0 || th < 0) {
-			eht_warn("lookup: calibration failed (%s); AUTO uses HOST", eht_last_error());
-			break;
-		}
-		*a = (struct lk_auto){.mode = EHT_LOOKUP_AUTO, .f = th / (td + th), .f0 = th / (td + th)};
-		double ts = time_runs(lk, ids, n, out, EHT_LOOKUP_AUTO, reps + 4, &seed); /* the split's share settles */
-		if (ts < 0)
-			ts = 1e30;
-		/* HOST unless another choice is clearly (5%) faster: it has the steadiest times. */
-		double best = th;
-		a->mode = EHT_LOOKUP_HOST;
-		if (td < 0.95 * best) {
-			a->mode = EHT_LOOKUP_DIRECT;
-			best = td;
-		}
-		if (ts < 0.95 * best)
-			a->mode = EHT_LOOKUP_AUTO;
-		a->f0 = a->f;
-		eht_info("lookup %s, %zu ids: DIRECT %.3f ms, HOST %.3f ms, both at once %.3f ms (GPU share %.2f): AUTO "
-			 "uses %s", lk->ti.name, n, td * 1e3, th * 1e3, ts * 1e3, a->f,
-			 a->mode == EHT_LOOKUP_AUTO ? "both" : eht_lookup_strategy_name(a->mode));
-		if (n == nmax && c == 0) { /* batches never reach the prefill class: same choice */
-			lk->autos[1] = *a;
-			break;
-		}
-	}
-	eht_cu.cuMemFree(out);
-	free(ids);
-	lk->last_strategy = -1;
-}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lookup_impl.h: the lookup engine's state, shared by lookup.c (create, dispatch, AUTO) and lk_host.c
- * (the HOST strategy), private to src/lookup. The sorted HOST path is (a) eht_lk_sort_dedup
+/* lookup_impl.h: the lookup engine's state, private to src/lookup and shared by its files: lookup.c
+ * (create, dispatch), lk_strategy.c (the strategy table), lk_auto.c (AUTO), lk_host.c (the HOST
+ * strategy), lk_cpu.c (the CPU pool), lk_bell.c (stream-triggered HOST). The sorted HOST path is (a) eht_lk_sort_dedup
  * (host-side sort + dedup of ids), (b) eht_lk_gather_stage (distinct rows by memcpy from the host
  * pointer, or through the tier's read_rows for tiers without one, into pinned staging by the CPU
  * pool, each chunk sent to a fixed GPU buffer as soon as it is ready), (c) eht_gpu_expand
@@ -27,6 +28,64 @@
 #define LK_PREFETCH 8
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024
+/* Stream-triggered requests per engine (lk_bell.c): the first LK_EAGER_REQS are a ring for calls
+ * made outside capture, the rest are kept for captured calls (one per distinct ids buffer and shape). */
+#define LK_REQS 64
+#define LK_EAGER_REQS 8
+/* A chunk's ready value: the request in the top bits, chunk + 1 below. */
+#define LK_TAG_SHIFT 26
+#define LK_READY(idx, c) (((uint32_t)(idx) << LK_TAG_SHIFT) | (uint32_t)((c) + 1))
+
+/* One stream-triggered CPU gather: what the CPU reads when the doorbell of its index rings. */
+struct lk_req {
+	const void *key;  /* captured: the caller's ids pointer (with n, id64, off: the request's key) */
+	const void *ids;  /* what the CPU reads: h_ids, or the caller's host ids */
+	void *h_ids;      /* pinned copy of ids in GPU memory (the kernel copies them before ringing) */
+	CUdeviceptr d_h_ids; /* its device address */
+	size_t h_cap, n;  /* bytes of h_ids; ids */
+	int id64;
+	int64_t off;
+	atomic_bool armed; /* fields above published (release) for the poller */
+	bool taken;       /* captured slot in use */
+	bool done_used;
+	CUevent done;     /* eager ring: recorded after the request's kernel */
+};
+
+/* State of the stream-triggered path, allocated at its first use. */
+struct lk_bell {
+	bool ready_alloc;
+	uint8_t *staging;   /* pinned, mapped: slots of chunk rows */
+	size_t staging_rows;
+	CUdeviceptr d_staging;
+	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], then ready[max_chunks] */
+	atomic_uint *slot_pub;   /* CPU only: chunk + 1 last gathered into each slot */
+	uint8_t *arena;          /* pinned: ids copies of captured requests, bump-allocated */
+	CUdeviceptr d_arena;
+	uint64_t *h_dead;        /* pinned, mapped: dead ids of the last run, written by its kernel */
+	CUdeviceptr d_h_dead;
+	size_t arena_cap, arena_used;
+	CUdeviceptr d_words;
+	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
+	CUdeviceptr d_cdead;
+	CUdeviceptr d_sync; /* 2 x LK_REQS u32, zero between launches */
+	struct lk_req reqs[LK_REQS];
+	unsigned eager_next;
+	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
+	_Atomic unsigned scan; /* requests the poller looks at: indices < scan */
+	atomic_int err;        /* first error of a gather no caller waited for */
+	char errmsg[512];
+	bool registered;
+	/* EHT_BELL_TRACE=1: requests served, seconds waiting for the previous request's slots, seconds
+	 * gathering; printed when the engine is destroyed (where a step's time goes). */
+	uint64_t st_reqs[2], st_rows[2]; /* per batch-size class (LK_AUTO_CLASS) */
+	double st_wait_s[2], st_gather_s[2];
+	bool trace;          /* EHT_BELL_TRACE: the kernel also stamps GPU times into gtrace */
+	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end */
+	CUdeviceptr d_gtrace;
+	int gclass;          /* class of the launch gtrace belongs to */
+	uint64_t g_n[2];
+	double g_ring_s[2], g_first_s[2], g_span_s[2], g_tail_s[2];
+};
 
 struct eht_lookup {
 	eht_table *t;
@@ -67,8 +126,10 @@ struct eht_lookup {
 	/* Last run and AUTO's calibration. */
 	uint64_t last_dead_host;
 	bool last_dead_gpu;
+	bool last_dead_bell; /* the last run's count is in bell.h_dead */
 	int last_strategy;
-	/* AUTO, per batch-size class (decode-sized, prefill-sized): which side takes the batch, or
+	/* AUTO, per place of the ids (host, GPU) and batch-size class (decode-sized, prefill-sized):
+	 * which side takes the batch, or
 	 * what fraction the GPU takes when both gather at once. Calibrated at create; the split
 	 * fraction then follows each call's measured times, so both sides finish together. */
 	struct lk_auto {
@@ -78,8 +139,9 @@ struct eht_lookup {
 		double t_cpu;      /* last split: seconds of the CPU part */
 		size_t k, n;       /* last split: GPU ids, all ids (k == 0: nothing to learn from) */
 		bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
-	} autos[2];
+	} autos[2][2]; /* [ids in GPU memory][class] */
 	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
+	struct lk_bell bell;
 };
 
 /* AUTO's class of an n-id batch: 0 decode-sized, 1 prefill-sized. */
@@ -114,6 +176,82 @@ int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t 
  * straight into host out, or through staging halves into GPU out. Adds the dead ids to *dead. */
 int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
 			     bool out_dev, CUstream s, uint64_t *dead);
+
+/* Copies (or dequantizes into fmt) the rows of ids [begin, end) into dst (row `begin` at dst, rows
+ * stride bytes apart), zeros for dead ids (counted into *dead); tiers without a host pointer read
+ * through read_rows (raw only). Returns 0 or the read error. */
+int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t begin, size_t end,
+		      uint8_t *dst, size_t stride, int fmt, uint64_t *dead);
+/* Chunk rows for an n-row job on this engine's pool. */
+size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n);
+
+/* lk_cpu.c: the one CPU pool of the process, shared by every engine. Takes a reference (creating
+ * the pool at the first: threads as asked, else EHT_THREADS, else the CPUs of NUMA node `node`
+ * divided by the GPUs attached to it, less one for the thread that feeds it and one for the
+ * process's own thread). */
+int eht_lk_pool_get(unsigned threads, int node, unsigned spin_us, eht_pool **out);
+void eht_lk_pool_put(eht_pool *pool);
+
+/* lk_bell.c: HOST (and the CPU share of AUTO) triggered by the stream itself: enqueues the ids copy
+ * (ids_dev) and the stage-in kernel for ids[0..n) into GPU out on s; the process's poller thread
+ * gathers when the kernel rings. Capturable. Dead ids go to lk->d_counters[0], and with publish_dead
+ * (the run's only GPU work) from there to bell.h_dead when the kernel ends. */
+int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead);
+/* Allocates the path's buffers (host memory without a GPU: the CPU emulation the tests drive) and
+ * joins the poller. */
+int eht_lk_bell_init(eht_lookup *lk);
+/* The call's CPU part: picks request idx (an eager ring slot, or the captured request of this key)
+ * and records what the CPU will read; then arm (before the kernel can ring). */
+int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+			bool capturing, unsigned *idx);
+void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);
+/* Chunk rows and staging slots of an n-row request (the kernel's launch arguments). */
+void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots);
+/* Leaves the poller and frees the path's buffers (after the GPU finished with them). */
+void eht_lk_bell_fini(eht_lookup *lk);
+/* The first error of a stream-triggered gather since the last call (then cleared), or 0. */
+int eht_lk_bell_take_error(eht_lookup *lk);
+
+/* lk_strategy.c: the strategies. One piece of a run: n <= max_batch ids into out. */
+struct lk_piece {
+	const void *ids;
+	bool ids_dev;
+	int id64;
+	int64_t off;
+	size_t n;
+	void *out;
+	bool out_dev, capture;
+	CUstream s;
+	uint64_t *dead; /* the CPU piece adds the dead ids it saw (the GPU piece counts on the GPU) */
+	bool publish_dead;   /* GPU piece, the run's only one: may have its kernel publish the count */
+	bool dead_published; /* ... and did (lk->bell.h_dead holds it once the stream passed) */
+};
+struct lk_strategy {
+	int id;
+	const char *name;
+	bool gpu_table; /* reads the table in place on the GPU: GPU output, the table GPU-readable */
+	bool capturable;
+	/* Everything on the stream, no host synchronization (ids in GPU memory, captures); dead ids
+	 * counted into lk->d_counters[0]. */
+	int (*gpu_piece)(eht_lookup *lk, struct lk_piece *p);
+	/* The calling thread reads host ids now (NULL: the GPU piece serves host ids too). */
+	int (*cpu_piece)(eht_lookup *lk, struct lk_piece *p);
+};
+const struct lk_strategy *eht_lk_strategy(int id);
+/* DIRECT or SORTED of one piece (host ids copied through pinned memory). */
+int eht_lk_gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+		     CUdeviceptr out, CUstream s);
+/* HOST of one piece with host ids, by the calling thread (into GPU or host out). */
+int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
+		      CUstream s, uint64_t *dead);
+
+/* lk_auto.c: AUTO's two pieces (the split between the GPU's in-place gather and the CPU pool, as
+ * calibrated), its calibration at create, and the defaults before it. */
+int eht_lk_auto_gpu(eht_lookup *lk, struct lk_piece *p);
+int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p);
+void eht_lk_auto_init(eht_lookup *lk);
+void eht_lk_auto_calibrate(eht_lookup *lk);
 
 /* The CPU reference of one weight: e4m3 byte w with ue8m0 scale s -> bf16 bits. */
 uint16_t eht_lk_dequant1(uint8_t w, uint8_t s);

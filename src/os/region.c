@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "os/numa.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 #include "util/pool.h"
 #include "util/clock.h"
@@ -76,10 +78,11 @@ static int req_init(struct req *q, const char *name, uint64_t bytes, const struc
 	q->name = name;
 	q->numa_node = -1;
 	q->device = -1;
+	struct eht_region_opts oc = {0};
+	if ((rc = eht_opts_in(&oc, sizeof(oc), o, "eht_region_open: opts")))
+		return rc;
 	if (o) {
-		if (o->size < sizeof(*o))
-			return eht_err(EINVAL, "region %s: opts.size %u < %zu (set it to sizeof(struct eht_region_opts))",
-				       name, o->size, sizeof(*o));
+		o = &oc;
 		if (o->flags & ~known_flags)
 			return eht_err(EINVAL, "region %s: unknown flags 0x%x", name, o->flags & ~known_flags);
 		q->flags = o->flags;
@@ -215,6 +218,7 @@ struct populate {
 	char *base;
 	size_t len, chunk, page;
 	bool madv;
+	const volatile int *cancel;
 	atomic_int err;
 	atomic_size_t failed_at;
 };
@@ -224,6 +228,11 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 	struct populate *p = arg;
 	if (atomic_load_explicit(&p->err, memory_order_relaxed))
 		return;
+	if (p->cancel && __atomic_load_n(p->cancel, __ATOMIC_RELAXED)) {
+		int zero = 0;
+		atomic_compare_exchange_strong(&p->err, &zero, EINTR);
+		return;
+	}
 	size_t off = i * p->chunk, len = p->len - off < p->chunk ? p->len - off : p->chunk;
 	char *s = p->base + off;
 	if (p->madv) {
@@ -239,6 +248,11 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
+/* Not initial-exec (libeht may be dlopen'ed late): see disk_guard.c. */
+static _Thread_local const volatile int *tl_cancel;
+
+void eht_region_set_cancel(const volatile int *flag) { tl_cancel = flag; }
+
 /* Allocates and maps every data page with several threads. MADV_POPULATE_WRITE reports a full tmpfs
  * as an error (no SIGBUS); without it, fallocate reserves the space first (serially: tmpfs takes the
  * inode lock) and the threads only touch. Returns 0 or -ENOSPC / -errno with a message. */
@@ -246,7 +260,7 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 {
 	char a[32], b[32];
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
-			     .page = (size_t)r->page_size, .madv = true};
+			     .page = (size_t)r->page_size, .madv = true, .cancel = tl_cancel};
 	double t0 = eht_now_s();
 	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
 		if (errno != EINVAL)
@@ -286,6 +300,8 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 			populate_task(&p, i, 0);
 	}
 	int e = atomic_load(&p.err);
+	if (e == EINTR)
+		return eht_err(EINTR, "region %s: stopped while allocating %s", q->name, fmt_bytes(p.len, a, sizeof(a)));
 	if (e)
 		return eht_err(ENOSPC, "region %s: allocating %s in %s failed at offset %s (%s): the file system or the "
 				       "NUMA node ran out of memory; fix: Docker --shm-size or --ipc=host, free memory, "
@@ -339,6 +355,20 @@ static int attach_count(struct eht_region *r)
 	return 0;
 }
 
+/* The first create of this process in a directory first removes what dead creators of this user
+ * left there (a populate killed by SIGKILL leaves up to a table of RAM). */
+static void reclaim_once(const char *dir)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static char done[4096];
+	pthread_mutex_lock(&mu);
+	if (strcmp(done, dir) != 0) {
+		snprintf(done, sizeof(done), "%s", dir);
+		region_reclaim_dead(dir);
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 /* Creates the region under a temporary name, then links it under its name so that the name only
  * ever shows a file with a full header whose creator holds the write lock. Returns 0, RETRY (another
  * creator won) or -errno. */
@@ -356,9 +386,11 @@ static int create(struct req *q, struct eht_region **out)
 	if (rc)
 		return rc;
 
+	reclaim_once(q->dir);
 	char tmp[4096 + 64];
-	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u", q->dir, q->name, (int)getpid(),
-		 atomic_fetch_add(&counter, 1));
+	/* Unpredictable: another user cannot pre-create it (O_EXCL would then fail the create). */
+	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u.%016llx", q->dir, q->name, (int)getpid(),
+		 atomic_fetch_add(&counter, 1), (unsigned long long)region_random());
 	struct eht_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return eht_err(ENOMEM, "region %s: out of memory", q->name);
@@ -517,6 +549,8 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 	struct region_hdr h;
 	if (fstat(fd, &st) != 0)
 		return eht_err_sys(errno, "region %s: fstat", q->name);
+	if (!S_ISREG(st.st_mode))
+		return eht_err(EINVAL, "region %s: %s is not a regular file", q->name, q->path);
 	double backoff = 0.001;
 	for (;;) {
 		int rc = region_lock(fd, F_RDLCK);
@@ -605,7 +639,8 @@ int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *
 			      q.dir);
 	double deadline = eht_now_s() + q.timeout_s;
 	for (;;) {
-		int fd = open(q.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		/* O_NONBLOCK: another user's FIFO under the name must not block us (attach checks it). */
+		int fd = open(q.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0) {
 			if (errno != ENOENT)
 				return eht_err_sys(errno, "region %s: opening %s", name, q.path);

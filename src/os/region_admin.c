@@ -248,3 +248,34 @@ int eht_region_gc(const char *dir_in, unsigned flags, void (*report)(const struc
 		return first;
 	return removed;
 }
+
+int region_reclaim_dead(const char *dir)
+{
+	struct eht_region_entry *v = NULL;
+	int n = eht_region_list(dir, &v);
+	if (n < 0) {
+		eht_debug("region reclaim in %s skipped: %s", dir, eht_last_error());
+		eht_err_clear();
+		return 0;
+	}
+	int removed = 0;
+	for (int i = 0; i < n; i++) {
+		struct eht_region_entry *e = &v[i];
+		/* Ours only, and only what a dead creator left: never ready (killed while populating),
+		 * or ready and mapped by nobody although meant to be unlinked once mapped. gc_one checks
+		 * again under the write lock. */
+		if (e->uid != geteuid() || e->creator_alive ||
+		    (e->state != EHT_REGION_STATE_STALE && e->state != EHT_REGION_STATE_ORPHANED))
+			continue;
+		int pid = e->creator_pid;
+		if (gc_one(dir, e, 0) > 0) {
+			removed++;
+			eht_info("region %s: reclaimed %.1f MiB that dead pid %d left in %s", e->name,
+				 (double)e->allocated / (1 << 20), pid, dir);
+		} else {
+			eht_err_clear();
+		}
+	}
+	eht_region_list_free(v);
+	return removed;
+}

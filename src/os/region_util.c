@@ -8,10 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/err.h"
+#include "util/clock.h"
 
 _Static_assert(sizeof(struct region_hdr) <= 4096, "the region header must fit the first page");
 _Static_assert(offsetof(struct region_hdr, ready) % 4 == 0, "ready must be 4-byte aligned");
@@ -100,4 +104,15 @@ uint64_t region_proc_start(pid_t pid)
 			break;
 		}
 	return v;
+}
+
+uint64_t region_random(void)
+{
+	uint64_t v = 0;
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v))
+		return v;
+	v = eht_now_ns() ^ ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)&v;
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	return v ^ (v >> 33);
 }

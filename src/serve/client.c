@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include "os/sock_io.h"
+#include "serve/serve_client.h"
 #include "serve/serve_proto.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
 
@@ -65,6 +67,13 @@ static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
 		if (fd < 0)
 			return eht_err_sys(errno, "attach %s: socket", key);
 		if (connect(fd, (struct sockaddr *)&a, alen) == 0) {
+			/* Anyone may bind an abstract name first: trust only our own user, root or the
+			 * allowed group, before reading a byte from it. */
+			int prc = serve_peer_trusted(fd, key);
+			if (prc) {
+				close(fd);
+				return prc;
+			}
 			int fl = fcntl(fd, F_GETFL);
 			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 			*fd_out = fd;
@@ -135,35 +144,58 @@ static int receive(eht_client *c, uint32_t timeout_ms, json_t **root_out, int **
 	return 0;
 }
 
+static int check_opts(const char *key, const struct eht_attach_opts *opts, struct eht_attach_opts *o)
+{
+	*o = (struct eht_attach_opts){.size = sizeof(*o), .device = -1, .nranks = 1};
+	if (!key)
+		return eht_err(EINVAL, "eht_attach: NULL key");
+	int orc = eht_opts_in(o, sizeof(*o), opts, "eht_attach: opts");
+	if (orc)
+		return orc;
+	if (o->flags)
+		return eht_err(EINVAL, "eht_attach: unknown flags 0x%x", o->flags);
+	if (!o->timeout_ms)
+		o->timeout_ms = 60000;
+	if (!o->nranks)
+		o->nranks = 1;
+	if (o->rank >= o->nranks)
+		return eht_err(EINVAL, "eht_attach: rank %u of %u", o->rank, o->nranks);
+	return 0;
+}
+
 int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out)
 {
-	struct eht_attach_opts o = {.size = sizeof(o), .device = -1, .nranks = 1};
-	if (!out || !key)
-		return eht_err(EINVAL, "eht_attach: NULL %s", key ? "out" : "key");
+	if (!out)
+		return eht_err(EINVAL, "eht_attach: NULL out");
 	*out = NULL;
-	if (opts) {
-		if (opts->size < sizeof(o) || opts->flags)
-			return eht_err(EINVAL, "eht_attach: opts->size %u < %zu or unknown flags 0x%x", opts->size,
-				       sizeof(o), opts->flags);
-		o = *opts;
+	struct eht_attach_opts o;
+	int rc = check_opts(key, opts, &o);
+	int fd = -1;
+	if (!rc)
+		rc = connect_retry(key, o.timeout_ms, &fd);
+	return rc ? rc : serve_attach_fd(fd, key, &o, out);
+}
+
+int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts, eht_client **out)
+{
+	*out = NULL;
+	struct eht_attach_opts o;
+	int rc = check_opts(key, opts, &o);
+	if (rc) {
+		close(fd);
+		return rc;
 	}
-	if (!o.timeout_ms)
-		o.timeout_ms = 60000;
-	if (!o.nranks)
-		o.nranks = 1;
-	if (o.rank >= o.nranks)
-		return eht_err(EINVAL, "eht_attach: rank %u of %u", o.rank, o.nranks);
 	eht_client *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		close(fd);
 		return eht_err(ENOMEM, "attach: out of memory");
+	}
 	snprintf(c->key, sizeof(c->key), "%s", key);
-	c->fd = -1;
+	c->fd = fd;
 	json_t *root = NULL;
 	int *fds = NULL;
 	size_t nfds = 0;
-	int rc = connect_retry(key, o.timeout_ms, &c->fd);
-	if (!rc)
-		rc = receive(c, o.timeout_ms, &root, &fds, &nfds);
+	rc = receive(c, o.timeout_ms, &root, &fds, &nfds);
 	json_t *arr = root ? json_object_get(root, "tables") : NULL;
 	size_t n = json_array_size(arr);
 	if (!rc && !(c->tables = calloc(n ? n : 1, sizeof(*c->tables))))
@@ -173,11 +205,13 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 		json_t *span = json_object_get(tj, "fds");
 		size_t first = (size_t)json_integer_value(json_array_get(span, 0));
 		size_t cnt = (size_t)json_integer_value(json_array_get(span, 1));
-		if (first > nfds || cnt > nfds - first) {
-			rc = eht_err(EPROTO, "attach %s: malformed entry %zu", key, i);
+		if ((cnt && !json_is_array(span)) || first > nfds || cnt > nfds - first) {
+			rc = eht_err(EPROTO, "attach %s: malformed entry %zu (descriptors [%zu, +%zu) of %zu)", key, i, first,
+				     cnt, nfds);
 			break;
 		}
-		/* The tier takes the descriptors it keeps (set to -1); the rest are closed below. */
+		/* The tier checks that the span holds exactly the descriptors it consumes, takes those it
+		 * keeps (set to -1); the rest are closed here. */
 		struct eht_import_args ia = {.device = o.device, .rank = o.rank, .nranks = o.nranks};
 		rc = eht_table_import(tj, fds + first, cnt, &ia, &c->tables[i]);
 		if (rc)

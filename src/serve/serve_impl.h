@@ -22,8 +22,10 @@ struct served {
  * malloc'ed. Returns 0, -ENOENT (no match), -EINVAL or -ENOMEM. */
 int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, size_t *n);
 /* Copies table t's rows (weight and scale joined) into dst with the pool's threads, reporting
- * progress as base_done + bytes copied of total. Returns 0 or the checkpoint's error. */
+ * progress as base_done + bytes copied of total, stopping soon after *cancel (may be NULL) turns
+ * non-zero. Returns 0, -EINTR (cancelled), -EIO (SIGBUS reading the checkpoint: it shrank or its
+ * device failed; names the file) or the checkpoint's error. */
 int serve_fill(eht_ckpt *ck, const struct served *t, void *dst, eht_pool *pool, uint64_t base_done,
-	       uint64_t total, eht_serve_progress_fn progress, void *arg);
+	       uint64_t total, eht_serve_progress_fn progress, void *arg, const volatile int *cancel);
 
 #endif

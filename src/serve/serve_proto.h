@@ -12,7 +12,12 @@
  * The worker imports each table by its "tier" (eht_table_import), which checks the description
  * against the descriptors before mapping anything.
  * The worker keeps the connection open: its end of the socket is how it learns that the server is
- * gone. It sends nothing; closing is detaching. */
+ * gone. It sends nothing; closing is detaching.
+ * Trust: the worker reads nothing before SO_PEERCRED says the server is its own uid, root, or of
+ * the group EHT_SERVE_ALLOW_GID names (anyone can bind an abstract name first). A region's
+ * descriptor is a read-only open of a file without write bits; the worker checks with fstat that
+ * it is a regular file covering file_bytes, and maps it PROT_READ. Each worker is sent its tables
+ * by a thread of its own, under a deadline. */
 #ifndef EHT_SERVE_SERVE_PROTO_H
 #define EHT_SERVE_SERVE_PROTO_H
 
@@ -38,5 +43,11 @@ struct serve_hello {
 
 /* Fills the abstract address for key; returns its length, or -EINVAL (bad key, with a message). */
 int serve_addr(const char *key, struct sockaddr_un *addr, socklen_t *len);
+/* The credentials of the peer of a connected Unix socket. Returns 0 or -errno (no message). */
+struct ucred;
+int serve_peer(int fd, struct ucred *cred);
+/* Whether a worker trusts the server on fd: its uid is ours or root, or its gid is the one
+ * EHT_SERVE_ALLOW_GID names. Returns 0, or -EPERM naming the key and the peer's uid. */
+int serve_peer_trusted(int fd, const char *key);
 
 #endif

@@ -5,24 +5,31 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
+#include "os/region_impl.h"
 #include "os/sock_io.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
+#include "serve/serve_status.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
 
 #define SEND_TIMEOUT_MS 30000
+#define MAX_SENDERS 64          /* workers being sent their tables at once (one thread each) */
+#define WARN_INTERVAL_MS 10000  /* at most one warning of a kind per interval; the rest counted */
 
 struct eht_server {
 	char key[SERVE_KEY_MAX + 1];
@@ -34,11 +41,40 @@ struct eht_server {
 	int wake[2]; /* written by eht_serve_stop to end the thread */
 	pthread_t thread;
 	bool running;
-	int *clients;
+	pthread_mutex_t mu;  /* guards what follows, up to the atomics */
+	pthread_cond_t idle; /* signalled when a sender ends */
+	int *clients;        /* attached workers' sockets (polled for their closing) */
 	size_t nclients, cap;
+	int pending[MAX_SENDERS]; /* sockets a sender thread is writing to */
+	unsigned senders;
+	bool stopping;
+	int64_t warned_ms[2];     /* rate limit per kind: 0 refused peers, 1 failed sends */
+	unsigned suppressed[2];
 	atomic_uint_fast64_t attaches;
 	atomic_uint live_clients;
+	struct serve_status *status; /* serve_status.c: what `eht status` sees; NULL when it failed */
 };
+
+/* One warning per kind per WARN_INTERVAL_MS: a flood of bad connections must not flood the log. */
+static void warn_limited(eht_server *s, int kind, const char *what, const char *why)
+{
+	int64_t now = eht_now_ms();
+	pthread_mutex_lock(&s->mu);
+	bool say = now - s->warned_ms[kind] >= WARN_INTERVAL_MS;
+	unsigned more = s->suppressed[kind];
+	if (say) {
+		s->warned_ms[kind] = now;
+		s->suppressed[kind] = 0;
+	} else {
+		s->suppressed[kind]++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (say && more)
+		eht_warn("serve %s: %s: %s (and %u more like it in the last %d s)", s->key, what, why, more,
+			 WARN_INTERVAL_MS / 1000);
+	else if (say)
+		eht_warn("serve %s: %s: %s", s->key, what, why);
+}
 
 /* Sends the hello, the JSON and every descriptor to one worker. */
 static int send_tables(eht_server *s, int cfd)
@@ -97,20 +133,76 @@ static int send_tables(eht_server *s, int cfd)
 	return rc ? rc : src;
 }
 
-static bool peer_allowed(int fd)
+static bool peer_allowed(int fd, struct ucred *cred)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+	if (serve_peer(fd, cred) != 0)
 		return false;
-	return cred.uid == geteuid() || cred.uid == 0;
+	return cred->uid == geteuid() || cred->uid == 0;
 }
 
+/* Called with s->mu held. */
 static void drop_client(eht_server *s, size_t i)
 {
+	serve_status_detached(s->status, s->clients[i]);
 	close(s->clients[i]);
 	s->clients[i] = s->clients[--s->nclients];
 	atomic_fetch_sub(&s->live_clients, 1);
+}
+
+struct sender {
+	eht_server *s;
+	int cfd;
+};
+
+/* Sends one worker its tables on a thread of its own: a worker that never reads stalls only this
+ * thread (until SEND_TIMEOUT_MS), never the accept loop or the other workers. */
+static void *sender_thread(void *arg)
+{
+	struct sender *sd = arg;
+	eht_server *s = sd->s;
+	int cfd = sd->cfd;
+	free(sd);
+	int rc = send_tables(s, cfd);
+	char why[256];
+	const char *msg = rc ? eht_last_error() : "";
+	snprintf(why, sizeof(why), "%s", *msg || !rc ? msg : strerror(-rc));
+	eht_err_clear();
+	pthread_mutex_lock(&s->mu);
+	for (unsigned i = 0; i < MAX_SENDERS; i++)
+		if (s->pending[i] == cfd) {
+			s->pending[i] = -1;
+			break;
+		}
+	if (!rc && !s->stopping && s->nclients == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 16;
+		int *c = realloc(s->clients, cap * sizeof(*c));
+		if (c) {
+			s->clients = c;
+			s->cap = cap;
+		}
+	}
+	bool keep = !rc && !s->stopping && s->nclients < s->cap, stopping = s->stopping;
+	if (keep) {
+		s->clients[s->nclients++] = cfd;
+		serve_status_attached(s->status, cfd);
+		atomic_fetch_add(&s->attaches, 1);
+		atomic_fetch_add(&s->live_clients, 1);
+		eht_info("serve %s: worker attached (%zu now)", s->key, s->nclients);
+		char b = 'c'; /* the poll loop now watches this worker too */
+		if (write(s->wake[1], &b, 1) != 1)
+			eht_debug("serve %s: wake pipe full", s->key);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!keep) {
+		close(cfd);
+		if (rc && !stopping)
+			warn_limited(s, 1, "a worker could not attach", why);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->senders--;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
 }
 
 static void accept_one(eht_server *s)
@@ -118,40 +210,57 @@ static void accept_one(eht_server *s)
 	int cfd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (cfd < 0)
 		return;
-	if (!peer_allowed(cfd)) {
-		eht_warn("serve %s: refused a worker of another user", s->key);
+	struct ucred cred = {.uid = (uid_t)-1};
+	if (!peer_allowed(cfd, &cred)) {
+		char why[96];
+		snprintf(why, sizeof(why), "uid %u (pid %d) is not this user or root", (unsigned)cred.uid, (int)cred.pid);
+		warn_limited(s, 0, "refused a worker of another user", why);
 		close(cfd);
 		return;
 	}
-	if (s->nclients == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		int *c = realloc(s->clients, cap * sizeof(*c));
-		if (!c) {
-			close(cfd);
-			return;
+	struct sender *sd = malloc(sizeof(*sd));
+	pthread_mutex_lock(&s->mu);
+	unsigned slot = MAX_SENDERS;
+	for (unsigned i = 0; sd && i < MAX_SENDERS; i++)
+		if (s->pending[i] < 0) {
+			slot = i;
+			break;
 		}
-		s->clients = c;
-		s->cap = cap;
-	}
-	int rc = send_tables(s, cfd);
-	if (rc) {
-		eht_warn("serve %s: a worker could not attach: %s", s->key, eht_last_error());
+	if (slot == MAX_SENDERS) {
+		pthread_mutex_unlock(&s->mu);
+		free(sd);
+		warn_limited(s, 1, "a worker could not attach", "too many workers attaching at once");
 		close(cfd);
 		return;
 	}
-	s->clients[s->nclients++] = cfd;
-	atomic_fetch_add(&s->attaches, 1);
-	atomic_fetch_add(&s->live_clients, 1);
-	eht_info("serve %s: worker attached (%zu now)", s->key, s->nclients);
+	*sd = (struct sender){.s = s, .cfd = cfd};
+	pthread_attr_t at;
+	pthread_t th;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int e = pthread_create(&th, &at, sender_thread, sd);
+	pthread_attr_destroy(&at);
+	if (!e) {
+		s->pending[slot] = cfd;
+		s->senders++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (e) {
+		free(sd);
+		close(cfd);
+		warn_limited(s, 1, "a worker could not attach", "cannot start a sender thread");
+	}
 }
 
 static void *serve_thread(void *arg)
 {
 	eht_server *s = arg;
 	for (;;) {
+		pthread_mutex_lock(&s->mu);
 		size_t n = 2 + s->nclients;
 		struct pollfd *p = calloc(n, sizeof(*p));
 		if (!p) {
+			pthread_mutex_unlock(&s->mu);
 			sleep(1);
 			continue;
 		}
@@ -159,17 +268,25 @@ static void *serve_thread(void *arg)
 		p[1] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
 		for (size_t i = 0; i < s->nclients; i++)
 			p[2 + i] = (struct pollfd){.fd = s->clients[i], .events = POLLIN};
+		pthread_mutex_unlock(&s->mu);
 		int r = poll(p, (nfds_t)n, -1);
 		if (r < 0 && errno != EINTR) {
 			free(p);
 			break;
 		}
 		if (p[0].revents) {
-			free(p);
-			break;
+			/* 'c': a sender added a worker (rebuild the poll set); 'q': stop. */
+			char b[64];
+			ssize_t k = read(s->wake[0], b, sizeof(b));
+			if (k <= 0 || memchr(b, 'q', (size_t)k)) {
+				free(p);
+				break;
+			}
 		}
-		/* Workers send nothing: readable means gone (EOF) or misbehaving; either way, drop. */
-		for (size_t i = s->nclients; i-- > 0;)
+		/* Workers send nothing: readable means gone (EOF) or misbehaving; either way, drop. Only
+		 * this thread removes clients, so the indices polled are still valid (senders append). */
+		pthread_mutex_lock(&s->mu);
+		for (size_t i = n - 2; i-- > 0;)
 			if (p[2 + i].revents) {
 				char buf[64];
 				if (recv(s->clients[i], buf, sizeof(buf), MSG_DONTWAIT) <= 0 || p[2 + i].revents & (POLLHUP | POLLERR)) {
@@ -177,6 +294,7 @@ static void *serve_thread(void *arg)
 					eht_info("serve %s: worker detached (%zu left)", s->key, s->nclients);
 				}
 			}
+		pthread_mutex_unlock(&s->mu);
 		if (p[1].revents & POLLIN)
 			accept_one(s);
 		free(p);
@@ -210,21 +328,57 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		rc = eht_pool_create(o->threads, -1, 200, &pool);
 	for (size_t i = 0; !rc && i < s->ntables; i++) {
 		struct served *t = &s->tables[i];
+		if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_RELAXED)) {
+			rc = eht_err(EINTR, "serve %s: loading stopped by a signal before table %s", s->key, t->name);
+			break;
+		}
 		struct eht_share_opts so = {.size = sizeof(so), .tier = s->tier, .device = device,
 					    .row_bytes = t->row_bytes, .name = t->name};
+		/* A table's populate can take a minute (100 GB): let the stop flag cut it short too. */
+		eht_region_set_cancel(o->cancel);
 		rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->table);
+		eht_region_set_cancel(NULL);
 		if (rc) {
-			eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
+			if (rc == -ENOSPC) /* the fix must cover every table, not the one that did not fit */
+				eht_err_prefix(rc, "table %s (%.2f GiB; the whole checkpoint needs %.2f GiB for its %zu table(s): "
+						   "for all of them give /dev/shm %lluG, e.g. Docker --shm-size=%lluG)",
+					       t->name, (double)(t->rows * t->row_bytes) / (1 << 30), (double)total / (1 << 30),
+					       s->ntables, (unsigned long long)((total >> 30) + 1),
+					       (unsigned long long)((total >> 30) + 1));
+			else
+				eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
 			break;
 		}
 		struct eht_table_info info = {.size = sizeof(info)};
-		eht_table_get_info(t->table, &info);
-		rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg);
+		rc = eht_table_get_info(t->table, &info);
+		if (rc == 0)
+			rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg, o->cancel);
 		done += t->rows * t->row_bytes;
+		if (!rc) /* loaded: from now on the rows are only read (a region file loses its write bits) */
+			eht_table_seal(t->table);
 	}
 	eht_pool_destroy(pool);
 	eht_group_destroy(g);
 	return rc;
+}
+
+/* The key's name is bound: say by whom (another user squatting it is not "served already"). */
+static int name_taken(const char *key, const struct sockaddr_un *addr, socklen_t alen)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct ucred c;
+	int ok = fd >= 0 && connect(fd, (const struct sockaddr *)addr, alen) == 0 && serve_peer(fd, &c) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (!ok)
+		return eht_err(EADDRINUSE, "key '%s' is bound on this node by a process that does not answer", key);
+	if (c.uid != geteuid())
+		return eht_err(EADDRINUSE,
+			       "key '%s' is taken on this node by another user: uid %u (pid %d); workers would refuse it; "
+			       "use another --key",
+			       key, (unsigned)c.uid, (int)c.pid);
+	return eht_err(EADDRINUSE, "key '%s' is served already on this node (pid %d, uid %u)", key, (int)c.pid,
+		       (unsigned)c.uid);
 }
 
 int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_server **out)
@@ -233,13 +387,11 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (!out || !path)
 		return eht_err(EINVAL, "eht_serve_start: NULL %s", path ? "out" : "path");
 	*out = NULL;
-	if (opts) {
-		if (opts->size < sizeof(o))
-			return eht_err(EINVAL, "eht_serve_start: opts->size %u < %zu", opts->size, sizeof(o));
-		if (opts->flags)
-			return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", opts->flags);
-		o = *opts;
-	}
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_serve_start: opts");
+	if (orc)
+		return orc;
+	if (o.flags)
+		return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", o.flags);
 	const struct eht_tier_def *tier = eht_tier_of(o.tier);
 	if (o.tier != 0 && !(tier && (tier->share || tier->open_in_place)))
 		return eht_err(EINVAL, "eht_serve_start: tier %d (%s) cannot be served", o.tier, eht_tier_name(o.tier));
@@ -253,6 +405,10 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (!s)
 		return eht_err(ENOMEM, "serve: out of memory");
 	s->lfd = s->wake[0] = s->wake[1] = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	for (unsigned i = 0; i < MAX_SENDERS; i++)
+		s->pending[i] = -1;
 	s->tier = o.tier;
 	snprintf(s->key, sizeof(s->key), "%s", key);
 	if (!realpath(path, s->path))
@@ -263,12 +419,14 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (s->lfd < 0)
 		rc = eht_err_sys(errno, "serve %s: socket", key);
 	else if (bind(s->lfd, (struct sockaddr *)&addr, alen) != 0)
-		rc = errno == EADDRINUSE ? eht_err(EADDRINUSE, "key '%s' is served already on this node", key)
-					 : eht_err_sys(errno, "serve %s: bind", key);
+		rc = errno == EADDRINUSE ? name_taken(key, &addr, alen) : eht_err_sys(errno, "serve %s: bind", key);
 	else if (listen(s->lfd, 128) != 0)
 		rc = eht_err_sys(errno, "serve %s: listen", key);
-	if (!rc && pipe2(s->wake, O_CLOEXEC) != 0)
+	if (!rc && pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
 		rc = eht_err_sys(errno, "serve %s: pipe", key);
+	if (!rc && serve_status_start(key, s->path, o.device, &s->status) != 0)
+		eht_warn("serve %s: no status for `eht status`: %s", key, eht_last_error());
+	serve_status_wrap_progress(s->status, &o.progress, &o.progress_arg);
 
 	eht_ckpt *ck = NULL;
 	if (!rc)
@@ -285,6 +443,8 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		else
 			s->running = true;
 	}
+	if (!rc)
+		serve_status_ready(s->status, s);
 	if (rc) {
 		struct eht_err_saved cause;
 		eht_err_save(&cause);
@@ -299,7 +459,7 @@ size_t eht_serve_table_count(const eht_server *s) { return s ? s->ntables : 0; }
 
 int eht_serve_table_info(const eht_server *s, size_t i, struct eht_table_info *info)
 {
-	if (!s || i >= s->ntables || !info || info->size < sizeof(*info))
+	if (!s || i >= s->ntables || !info)
 		return eht_err(EINVAL, "eht_serve_table_info: bad server, index %zu or info", i);
 	return eht_table_get_info(s->tables[i].table, info);
 }
@@ -318,6 +478,16 @@ int eht_serve_stop(eht_server *s)
 			eht_warn("serve %s: cannot wake the attach thread", s->key);
 		pthread_join(s->thread, NULL);
 	}
+	/* Senders still writing to a slow worker: cut their sockets short and wait for them. */
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	for (unsigned i = 0; i < MAX_SENDERS; i++)
+		if (s->pending[i] >= 0)
+			shutdown(s->pending[i], SHUT_RDWR);
+	while (s->senders)
+		pthread_cond_wait(&s->idle, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	serve_status_stop(s->status); /* after the attach thread: it reports workers to the status */
 	/* Workers learn the server is gone from their end of these sockets. */
 	for (size_t i = 0; i < s->nclients; i++)
 		close(s->clients[i]);
@@ -335,6 +505,8 @@ int eht_serve_stop(eht_server *s)
 		}
 	}
 	free(s->tables);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->idle);
 	free(s);
 	return first;
 }

@@ -2,11 +2,13 @@
 /* st_ckpt.c: one checkpoint object over a file, an indexed set of shards, or a directory of files. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "st/st_impl.h"
 #include "util/err.h"
@@ -116,14 +118,61 @@ static int index_names(struct eht_ckpt *c)
 	return 0;
 }
 
+#define INDEX_MAX_BYTES (64u << 20)
+
+/* Reads the index file: a regular file only (O_NONBLOCK: a FIFO must not block the open), at most
+ * INDEX_MAX_BYTES. Returns 0 with *text (malloc'ed) and *len, or -errno naming ipath. */
+static int read_index(const char *ipath, char **text, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	int rc = 0, fd = open(ipath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return eht_err_sys(errno, "%s: open", ipath);
+	if (fstat(fd, &st) != 0)
+		rc = eht_err_sys(errno, "%s: fstat", ipath);
+	else if (!S_ISREG(st.st_mode))
+		rc = eht_err(EINVAL, "%s: not a regular file", ipath);
+	else if ((uint64_t)st.st_size > INDEX_MAX_BYTES)
+		rc = eht_err(EFBIG, "%s: index of %lld bytes is over the %u MiB limit", ipath, (long long)st.st_size,
+			     INDEX_MAX_BYTES >> 20);
+	else if (!(buf = malloc((size_t)st.st_size + 1)))
+		rc = eht_err(ENOMEM, "%s: out of memory", ipath);
+	size_t got = 0;
+	while (!rc && got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rc = eht_err_sys(errno, "%s: read", ipath);
+		else if (n == 0)
+			break; /* shrank while reading: parse what is there */
+		else
+			got += (size_t)n;
+	}
+	close(fd);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*text = buf;
+	*len = got;
+	return 0;
+}
+
 static int open_index(struct eht_ckpt *c, const char *ipath)
 {
 	json_error_t je;
-	json_t *root = json_load_file(ipath, JSON_REJECT_DUPLICATES, &je);
+	char *text = NULL;
+	size_t tlen = 0;
+	int rc = read_index(ipath, &text, &tlen);
+	if (rc)
+		return rc;
+	json_t *root = json_loadb(text, tlen, JSON_REJECT_DUPLICATES, &je);
+	free(text);
 	char **names = NULL;
 	uint8_t **listed = NULL;
 	size_t nn = 0;
-	int rc = 0;
 	char q[160], qs[160];
 
 	if (!root)

@@ -11,6 +11,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 
 #define MEMORY_PATH "<memory>"
 
@@ -393,7 +394,8 @@ int eht_st_open(const char *path, uint32_t flags, eht_st_file **out)
 		return eht_err(EINVAL, "eht_st_open %s: unknown flags 0x%x", path, flags);
 	if ((rc = st_new(path, &f)))
 		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO (or device) named as a checkpoint must not block here; fstat rejects it. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		rc = eht_err_sys(errno, "%s: open", path);
 		goto fail;
@@ -468,8 +470,8 @@ int st_fill_info(const struct eht_st_file *f, size_t i, struct eht_st_tensor_inf
 	x.data = f->base + x.file_offset;
 	x.path = f->path;
 	x.file_index = f->file_index;
-	memcpy(info, &x, info->size < sizeof(x) ? info->size : sizeof(x));
-	return 0;
+	x.size = sizeof(x);
+	return eht_opts_out(info, &x, sizeof(x), "tensor info");
 }
 
 int eht_st_tensor(const eht_st_file *f, size_t index, struct eht_st_tensor_info *info)

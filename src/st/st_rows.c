@@ -10,6 +10,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 
 struct eht_st_map {
 	void *base;      /* page-aligned mapping */
@@ -29,7 +30,9 @@ int eht_rows_split(uint64_t rows, uint32_t rank, uint32_t nranks, uint64_t *firs
 	return 0;
 }
 
-int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out)
+/* Rows [first_row, first_row + count) of t; rank/nranks only label the result. */
+static int rows_fill(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, int split, uint64_t first_row,
+		     uint64_t count, struct eht_st_rows *out)
 {
 	char q[160];
 	if (!t || !out || out->size == 0)
@@ -47,9 +50,18 @@ int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nran
 	r.size = out->size;
 	r.rank = rank;
 	r.nranks = nranks;
-	int rc = eht_rows_split(t->shape[0], rank, nranks, &r.first_row, &r.count);
-	if (rc)
-		return rc;
+	if (split) {
+		int rc = eht_rows_split(t->shape[0], rank, nranks, &r.first_row, &r.count);
+		if (rc)
+			return rc;
+	} else {
+		if (first_row > t->shape[0] || count > t->shape[0] - first_row)
+			return eht_err(EINVAL, "%s: tensor '%s': rows [%llu, +%llu) are not inside its %llu rows", t->path,
+				       qn, (unsigned long long)first_row, (unsigned long long)count,
+				       (unsigned long long)t->shape[0]);
+		r.first_row = first_row;
+		r.count = count;
+	}
 	r.rows = t->shape[0];
 	r.row_bytes = rbits / 8;
 	/* validated tensors hold rows x row_bytes bytes, so none of these overflow */
@@ -57,8 +69,18 @@ int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nran
 	r.nbytes = r.count * r.row_bytes;
 	r.path = t->path;
 	r.name = t->name;
-	memcpy(out, &r, out->size < sizeof(r) ? out->size : sizeof(r));
-	return 0;
+	r.size = sizeof(r);
+	return eht_opts_out(out, &r, sizeof(r), "eht_st_rows: out");
+}
+
+int eht_st_rows(const struct eht_st_tensor_info *t, uint32_t rank, uint32_t nranks, struct eht_st_rows *out)
+{
+	return rows_fill(t, rank, nranks, 1, 0, 0, out);
+}
+
+int eht_st_rows_range(const struct eht_st_tensor_info *t, uint64_t first_row, uint64_t count, struct eht_st_rows *out)
+{
+	return rows_fill(t, 0, 1, 0, first_row, count, out);
 }
 
 int eht_st_map_rows(const struct eht_st_rows *r, uint32_t flags, eht_st_map **out)
@@ -74,13 +96,23 @@ int eht_st_map_rows(const struct eht_st_rows *r, uint32_t flags, eht_st_map **ou
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return eht_err(ENOMEM, "out of memory");
-	m->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK until fstat says it is a regular file: a FIFO put in a shard's place must not
+	 * block the open (and a reader past its deadline). Cleared after: io_uring honours it. */
+	m->fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (m->fd < 0) {
 		rc = eht_err_sys(errno, "%s: open", r->path);
 		goto fail;
 	}
 	if (fstat(m->fd, &st) != 0) {
 		rc = eht_err_sys(errno, "%s: fstat", r->path);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = eht_err(EINVAL, "%s: not a regular file", r->path);
+		goto fail;
+	}
+	if (fcntl(m->fd, F_SETFL, fcntl(m->fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		rc = eht_err_sys(errno, "%s: fcntl", r->path);
 		goto fail;
 	}
 	uint64_t end;

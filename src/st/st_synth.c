@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 
 #define MAX_TABLES 1000
 
@@ -143,11 +145,8 @@ int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts)
 	int rc = 0;
 	if (!dir)
 		return eht_err(EINVAL, "eht_synth_checkpoint: NULL directory");
-	if (opts) {
-		if (opts->size < sizeof(o))
-			return eht_err(EINVAL, "eht_synth_checkpoint: opts->size %u too small", opts->size);
-		o = *opts;
-	}
+	if ((rc = eht_opts_in(&o, sizeof(o), opts, "eht_synth_checkpoint: opts")))
+		return rc;
 	if (o.flags)
 		return eht_err(EINVAL, "eht_synth_checkpoint: unknown flags 0x%x", o.flags);
 	if (!o.tables)
@@ -175,16 +174,20 @@ int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts)
 	}
 	for (uint32_t i = 0; i < o.tables; i++) {
 		struct synth_tensor *wt = &t[2 * i], *sc = &t[2 * i + 1];
-		snprintf(wt->name, sizeof(wt->name), "model.layers.%u.engram.embedding.weight", eht_synth_layer(i));
-		snprintf(sc->name, sizeof(sc->name), "model.layers.%u.engram.embedding.scale", eht_synth_layer(i));
+		snprintf(wt->name, sizeof(wt->name), "layers.%u.engram.embed.weight", eht_synth_layer(i));
+		snprintf(sc->name, sizeof(sc->name), "layers.%u.engram.embed.scale", eht_synth_layer(i));
 		wt->kind = K_WEIGHT;
-		wt->shape[0] = sc->shape[0] = o.rows;
+		wt->shape[0] = sc->shape[0] = o.table_rows ? o.table_rows[i] : o.rows;
+		if (!wt->shape[0]) {
+			rc = eht_err(EINVAL, "eht_synth_checkpoint: table_rows[%u] is 0", i);
+			goto out;
+		}
 		wt->shape[1] = EHT_ENGRAM_DIM;
 		sc->kind = K_SCALE;
 		sc->shape[1] = EHT_ENGRAM_DIM / EHT_ENGRAM_GROUP;
 	}
 	struct synth_tensor *dm = &t[nt - 1];
-	snprintf(dm->name, sizeof(dm->name), "model.layers.0.attn.dummy");
+	snprintf(dm->name, sizeof(dm->name), "layers.0.attn.dummy");
 	dm->kind = K_DUMMY;
 	dm->shape[0] = dm->shape[1] = 64;
 	qsort(t, nt, sizeof(*t), cmp_tensor);

@@ -6,6 +6,7 @@
 
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 
 int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, eht_table **out)
@@ -13,7 +14,13 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 	if (!out || !g)
 		return eht_err(EINVAL, "eht_table_share: NULL %s", out ? "group" : "out");
 	*out = NULL;
-	int tier = opts && opts->size >= sizeof(*opts) ? opts->tier : 0;
+	struct eht_share_opts oc = {0};
+	int orc = eht_opts_in(&oc, sizeof(oc), opts, "eht_table_share: opts");
+	if (orc)
+		return orc;
+	if (opts)
+		opts = &oc;
+	int tier = opts ? opts->tier : 0;
 	const struct eht_tier_def *forced = eht_tier_of(tier);
 	if (tier != 0 && (!forced || !forced->share))
 		return eht_err(EINVAL, "eht_table_share: tier %d (%s) cannot be shared", tier, eht_tier_name(tier));
@@ -21,7 +28,7 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 
 	/* Every rank gets the same answer from each step, so every rank takes the same next step. */
 	const struct eht_tier_def *first = NULL, *last = NULL;
-	char cause[512] = "";
+	char cause[EHT_ERR_MAX] = ""; /* whole messages: a cut one loses its fix */
 	int rc = -ENOTSUP;
 	for (const struct eht_tier_def *k = eht_tiers; k->id; k++) {
 		if (!k->share || (forced && k != forced))
@@ -41,11 +48,12 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 	if (tier == 0 && first && last != first && eht_group_rank(g) == 0) {
 		if (rc == 0) {
 			struct eht_table_info info = {.size = sizeof(info)};
-			eht_table_get_info(*out, &info);
+			if (eht_table_get_info(*out, &info) != 0)
+				info.tier = EHT_TIER_NONE;
 			eht_warn("table %s: %s sharing unavailable (%s); using the %s tier%s", name, first->label, cause,
 				 eht_tier_name(info.tier), last->fallback_note);
 		} else {
-			char why[512];
+			char why[EHT_ERR_MAX];
 			snprintf(why, sizeof(why), "%s", eht_last_error());
 			eht_warn("table %s: %s sharing unavailable (%s), and the %s tier too (%s)", name, first->label,
 				 cause, last->label, why);

@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "util/err.h"
+#include "util/opts.h"
 
 const char *eht_tier_name(int tier)
 {
@@ -44,11 +45,9 @@ int eht_table_check(eht_table *t) { return t && t->alive ? t->alive(t->alive_arg
 
 int eht_table_get_info(const eht_table *t, struct eht_table_info *info)
 {
-	if (!t || !info || info->size < sizeof(*info))
-		return eht_err(EINVAL, "eht_table_get_info: NULL table or info->size %u < %zu",
-			       info ? info->size : 0, sizeof(*info));
-	*info = t->info;
-	return 0;
+	if (!t)
+		return eht_err(EINVAL, "eht_table_get_info: NULL table");
+	return eht_opts_out(info, &t->info, sizeof(t->info), "eht_table_get_info: info");
 }
 
 int eht_table_close(eht_table *t)
@@ -72,6 +71,12 @@ int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 	json_object_set_new(desc, "rows", json_integer((json_int_t)t->info.rows));
 	json_object_set_new(desc, "row_bytes", json_integer((json_int_t)t->info.row_bytes));
 	return t->ops->export_to(t, desc, fds, nfds);
+}
+
+void eht_table_seal(eht_table *t)
+{
+	if (t && t->ops && t->ops->seal)
+		t->ops->seal(t);
 }
 
 int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)

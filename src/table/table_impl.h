@@ -29,6 +29,10 @@ struct eht_table_ops {
 	 * entries; the caller closes and frees them) the descriptors that process needs. On failure
 	 * nothing is left open. NULL: the tier cannot be exported (caller-owned memory). */
 	int (*export_to)(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
+	/* The owner has written the rows and will only read them from now on: the tier forbids writes
+	 * by the processes it exports to where it can (the region: its file loses its write bits, so a
+	 * read-only descriptor cannot be reopened writable). Best effort; NULL: nothing to do. */
+	void (*seal)(eht_table *t);
 	/* Tier teardown: every step attempted, first error returned. May be NULL. */
 	int (*close)(eht_table *t);
 };
@@ -56,6 +60,9 @@ int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops 
  * "row_bytes" and the tier's own fields; *fds (malloc'ed or NULL, *nfds entries) the descriptors.
  * Returns 0, -ENOTSUP (a tier that cannot be exported) or the tier's error. */
 int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
+
+/* The tier's seal (see eht_table_ops.seal), if it has one. */
+void eht_table_seal(eht_table *t);
 
 /* What an importing process brings besides the description and the descriptors. */
 struct eht_import_args {
@@ -99,6 +106,11 @@ extern const struct eht_tier_def eht_tiers[];
 /* The registry entry by id, or by EHT_TIER_* value; NULL when unknown. */
 const struct eht_tier_def *eht_tier_find(const char *id);
 const struct eht_tier_def *eht_tier_of(int tier);
+
+/* Fault injection (fault.c) for the tiers' share steps: EHT_FAULT="<step>[:rank=<r>][,...]" makes
+ * `step` fail on rank r (every rank when no rank is given). Returns 0, or -EIO with "injected
+ * fault ..." as the message. */
+int eht_fault(const char *step, int rank);
 
 /* The JSON helpers tiers use to read a description: the value, or 0 / NULL when missing. */
 static inline uint64_t eht_desc_u64(json_t *desc, const char *key)

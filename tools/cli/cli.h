@@ -3,6 +3,9 @@
 #ifndef EHT_CLI_H
 #define EHT_CLI_H
 
+#include <getopt.h>
+#include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int cmd_info(int argc, char **argv);     /* cli_info.c */
@@ -11,11 +14,14 @@ int cmd_probe(int argc, char **argv);    /* cli_probe.c */
 int cmd_regions(int argc, char **argv);  /* cli_regions.c */
 int cmd_serve(int argc, char **argv);    /* cli_serve.c */
 int cmd_worker(int argc, char **argv);   /* cli_worker.c */
+int cmd_status(int argc, char **argv);   /* cli_status.c */
+int cmd_hash(int argc, char **argv);     /* cli_hash.c */
 int cmd_bench(int argc, char **argv);    /* cli_bench.c: dispatches to the bench_* below */
 int bench_lookup(int argc, char **argv); /* cli_bench_lookup.c */
 int bench_region(int argc, char **argv); /* cli_bench_region.c */
 int bench_share(int argc, char **argv);  /* cli_bench_share.c */
 int bench_disk(int argc, char **argv);   /* cli_bench_disk.c */
+int bench_hash(int argc, char **argv);   /* cli_bench_hash.c */
 
 /* Prints "eht CMD: <eht_last_error()>" (or msg when given) to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *msg);
@@ -25,5 +31,50 @@ double cli_now_s(void);
 int cli_cmp_double(const void *a, const void *b);
 /* True when argv has the flag (e.g. "--json"). */
 int cli_has_flag(int argc, char **argv, const char *flag);
+
+/* ---- cli_opt.c: options and reports shared by every subcommand ---- */
+#define CLI_OPT_ERROR (-2)
+/* Resets getopt for a new argv (a subcommand's argv[0] is its name). */
+void cli_opt_reset(void);
+/* getopt_long with messages: unknown options and missing values print "eht CMD: ..." on stderr
+ * and return CLI_OPT_ERROR (the caller exits 2); -1 at the end, else the option. */
+int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts);
+/* Prints "eht CMD: msg (eht CMD --help shows the usage)" and returns 2. */
+int cli_usage_error(const char *cmd, const char *msg);
+/* Strict numbers: the whole string, in range; else a message naming the option and 2. */
+int cli_u64(const char *cmd, const char *name, const char *s, uint64_t *out);
+int cli_int(const char *cmd, const char *name, const char *s, int *out);
+int cli_double(const char *cmd, const char *name, const char *s, double *out);
+/* Prints o (indented) on stdout and drops the reference. Returns 0, or 1 when it could not. */
+int cli_print_json(json_t *o);
+/* A failure: "eht CMD: msg" on stderr (msg NULL: eht_last_error()), and with json also
+ * {"error": msg, "command": "eht CMD"} on stdout. Returns 1. */
+int cli_error(const char *cmd, int json, const char *msg);
+/* json_real(v), or null where the figure does not apply (or is NaN). */
+json_t *cli_real_or_null(double v, int applies);
+/* A bench report's header: {"bench": what, "eht_version", "host", "time_utc" (ISO 8601)}. */
+json_t *cli_report_new(const char *what);
+/* Whether progress goes to a terminal (a bar) or not (plain lines). */
+int cli_progress_tty(void);
+/* Progress of a long step on stderr: a line redrawn on a terminal, plain lines at every 10%
+ * otherwise (logs). */
+struct cli_progress {
+	const char *what;
+	uint64_t total;
+	double start, last;
+	int tty, last_decile;
+};
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total);
+void cli_progress_update(struct cli_progress *p, uint64_t done);
+
+/* ---- cli_bench_size.c ---- */
+/* Default table size of a memory bench: a quarter of avail bytes, at most 48 GiB (said on info). */
+double cli_bench_default_gib(uint64_t avail, FILE *info);
+
+/* ---- cli_notify.c ---- */
+/* Sends state ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET when set (systemd Type=notify). 0 or -errno. */
+int cli_sd_notify(const char *state);
+/* Writes text to path through path.tmp.PID and a rename. Returns 0 or -errno. */
+int cli_write_file_atomic(const char *path, const char *text);
 
 #endif

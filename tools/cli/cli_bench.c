@@ -10,11 +10,22 @@ int cmd_bench(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(int, char **);
-	} kinds[] = {{"lookup", bench_lookup}, {"region", bench_region}, {"share", bench_share}, {"disk", bench_disk}};
+	} kinds[] = {{"lookup", bench_lookup}, {"region", bench_region}, {"share", bench_share}, {"disk", bench_disk},
+		   {"hash", bench_hash}};
+	static const char usage[] = "usage: eht bench lookup|region|share|disk|hash [options] [--json]\n"
+				    "eht bench KIND --help shows each benchmark's options. --json reports carry the eht\n"
+				    "version, host and UTC time, and null where a figure does not apply; scripts/plot-bench\n"
+				    "draws them.\n";
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
+		fputs(usage, stdout);
+		return 0;
+	}
 	if (argc >= 2)
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			if (!strcmp(argv[1], kinds[i].name))
 				return kinds[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "usage: eht bench lookup|region|share|disk [options] [--json]\n");
+	if (argc >= 2)
+		fprintf(stderr, "eht bench: unknown benchmark '%s'\n", argv[1]);
+	fputs(usage, stderr);
 	return 2;
 }

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "os/numa.h"
 #include "cuda/cu_driver.h"
@@ -33,10 +35,17 @@ static inline uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+struct fill_ctx {
+	uint64_t salt, base; /* base: bytes of the tensors written before this one */
+	struct cli_progress *progress;
+};
+
 /* Tensor bytes: a hash of each 8-byte word's position (salted per tensor). */
 static int fill_bytes(void *ctx, uint64_t off, void *buf, size_t len)
 {
-	uint64_t salt = (uint64_t)(uintptr_t)ctx;
+	const struct fill_ctx *fc = ctx;
+	uint64_t salt = fc->salt;
+	cli_progress_update(fc->progress, fc->base + off + len);
 	uint8_t *p = buf;
 	size_t i = 0;
 	while (i < len && ((off + i) & 7))
@@ -50,9 +59,10 @@ static int fill_bytes(void *ctx, uint64_t off, void *buf, size_t len)
 	return 0;
 }
 
-/* Reuses path when it holds the two tensors with `rows` rows; else writes it. */
-static int ensure_file(const char *path, uint64_t rows, FILE *info)
+/* Reuses path when it holds the two tensors with `rows` rows (*created 0); else writes it (*created 1). */
+static int ensure_file(const char *path, uint64_t rows, FILE *info, int *created)
 {
+	*created = 0;
 	eht_ckpt *ck = NULL;
 	if (eht_ckpt_open(path, 0, &ck) == 0) {
 		struct eht_st_tensor_info w = {.size = sizeof(w)}, s = {.size = sizeof(s)};
@@ -65,11 +75,16 @@ static int ensure_file(const char *path, uint64_t rows, FILE *info)
 		}
 	}
 	uint64_t ws[2] = {rows, 256}, ss[2] = {rows, 8};
+	struct cli_progress pr;
+	cli_progress_init(&pr, "eht bench disk: writing the test file", rows * RB);
+	/* the writer lays tensors out by dtype, descending: E8M0 (scale) first */
+	struct fill_ctx wc = {.salt = 1, .base = rows * 8, .progress = &pr}, sc = {.salt = 2, .progress = &pr};
 	struct eht_st_write_tensor t[2] = {
-		{.name = WNAME, .dtype = EHT_DTYPE_F8_E4M3, .ndim = 2, .shape = ws, .fill = fill_bytes, .ctx = (void *)1},
-		{.name = SNAME, .dtype = EHT_DTYPE_F8_E8M0, .ndim = 2, .shape = ss, .fill = fill_bytes, .ctx = (void *)2},
+		{.name = WNAME, .dtype = EHT_DTYPE_F8_E4M3, .ndim = 2, .shape = ws, .fill = fill_bytes, .ctx = &wc},
+		{.name = SNAME, .dtype = EHT_DTYPE_F8_E8M0, .ndim = 2, .shape = ss, .fill = fill_bytes, .ctx = &sc},
 	};
 	double t0 = cli_now_s();
+	*created = 1; /* a failed write leaves nothing behind (path.tmp and a rename) */
 	int rc = eht_st_write(path, t, 2, NULL, 0);
 	if (!rc)
 		fprintf(info, "wrote %s: %.2f GiB in %.1f s\n", path, (double)rows * RB / (1 << 30), cli_now_s() - t0);
@@ -141,11 +156,28 @@ static double drive_iops(const char *path, unsigned nthreads, double seconds, ui
 }
 
 /* ------------------------------------------------------------------- main */
-static void usage(void)
+static void usage(FILE *f)
 {
-	fprintf(stderr, "usage: eht bench disk [--file-gib G] [--dir D] [--ids N,N...] [--reps R] [--threads T]\n"
-			"                      [--io-threads Q] [--iops-threads Q] [--cache-mib M] [--no-memory] [--cpu]\n"
-			"                      [--device D] [--json]\n");
+	fprintf(f, "usage: eht bench disk [--file-gib G] [--dir D] [--ids N,N...] [--reps R] [--threads T]\n"
+		   "                      [--io-threads Q] [--iops-threads Q] [--cache-mib M] [--no-memory] [--cpu]\n"
+		   "                      [--device D] [--keep] [--json]\n"
+		   "Lookups on a disk-tier table, cold and warm, beside the drive's 4 KiB random-read IOPS and the\n"
+		   "in-memory HOST strategy. The test file (default 32 GiB, less when the disk is short) is written\n"
+		   "to --dir (default $EHT_BENCH_DIR, else /var/tmp/eht-bench-disk) and removed at the end unless\n"
+		   "--keep (a kept file of the same size is reused).\n");
+}
+
+static int parse_list(const char *arg, size_t *shapes, int *nshapes)
+{
+	*nshapes = 0;
+	char *end = NULL;
+	for (const char *s = arg; *s && *nshapes < MAX_SHAPES; s = *end ? end + 1 : end) {
+		long long n = strtoll(s, &end, 10);
+		if (n <= 0 || n >= (1ll << 31) || (*end && *end != ','))
+			return cli_usage_error("bench disk", "--ids takes counts like 196608,6144 (each 1..2^31-1)");
+		shapes[(*nshapes)++] = (size_t)n;
+	}
+	return *nshapes ? 0 : cli_usage_error("bench disk", "--ids is empty");
 }
 
 struct shape_res {
@@ -164,57 +196,99 @@ int bench_disk(int argc, char **argv)
 	int nshapes = 2, reps = 10, json = 0, cpu = 0, dev = 0, no_mem = 0;
 	unsigned threads = 0, io_threads = 64, iops_threads = 64;
 	double cache_mib = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--json"))
+	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+						 {"cpu", no_argument, NULL, 'C'},
+						 {"no-memory", no_argument, NULL, 'M'},
+						 {"keep", no_argument, NULL, 'K'},
+						 {"file-gib", required_argument, NULL, 'g'},
+						 {"dir", required_argument, NULL, 'D'},
+						 {"reps", required_argument, NULL, 'r'},
+						 {"threads", required_argument, NULL, 't'},
+						 {"io-threads", required_argument, NULL, 'q'},
+						 {"iops-threads", required_argument, NULL, 'Q'},
+						 {"cache-mib", required_argument, NULL, 'c'},
+						 {"device", required_argument, NULL, 'd'},
+						 {"ids", required_argument, NULL, 'i'},
+						 {"help", no_argument, NULL, 'h'},
+						 {0}};
+	int c, bad = 0, keep = 0, v = 0;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "bench disk", "h", longopts)) != -1) {
+		switch (c) {
+		case 'j':
 			json = 1;
-		else if (!strcmp(a, "--cpu"))
+			break;
+		case 'C':
 			cpu = 1;
-		else if (!strcmp(a, "--no-memory"))
+			break;
+		case 'M':
 			no_mem = 1;
-		else if (!strcmp(a, "--file-gib") && v)
-			gib = atof(v), i++;
-		else if (!strcmp(a, "--dir") && v)
-			dir = v, i++;
-		else if (!strcmp(a, "--reps") && v)
-			reps = atoi(v), i++;
-		else if (!strcmp(a, "--threads") && v)
-			threads = (unsigned)atoi(v), i++;
-		else if (!strcmp(a, "--io-threads") && v)
-			io_threads = (unsigned)atoi(v), i++;
-		else if (!strcmp(a, "--iops-threads") && v)
-			iops_threads = (unsigned)atoi(v), i++;
-		else if (!strcmp(a, "--cache-mib") && v)
-			cache_mib = atof(v), i++;
-		else if (!strcmp(a, "--device") && v)
-			dev = atoi(v), i++;
-		else if (!strcmp(a, "--ids") && v) {
-			nshapes = 0;
-			for (char *s = argv[++i], *end; *s && nshapes < MAX_SHAPES; s = *end ? end + 1 : end) {
-				long long n = strtoll(s, &end, 10);
-				if (n <= 0 || n >= (1ll << 31) || (*end && *end != ',')) {
-					usage();
-					return 2;
-				}
-				shapes[nshapes++] = (size_t)n;
+			break;
+		case 'K':
+			keep = 1;
+			break;
+		case 'g':
+			/* 0 means "size it for me" only when not given: an explicit 0 is an error. */
+			bad = cli_double("bench disk", "--file-gib", optarg, &gib);
+			if (!bad && !(gib > 0)) {
+				fprintf(stderr, "eht bench disk: --file-gib %s: give a size above 0 GiB\n", optarg);
+				return 2;
 			}
-		} else {
-			usage();
+			break;
+		case 'D':
+			dir = optarg;
+			break;
+		case 'r':
+			bad = cli_int("bench disk", "--reps", optarg, &reps);
+			break;
+		case 't':
+			bad = cli_int("bench disk", "--threads", optarg, &v) || v < 0;
+			threads = (unsigned)v;
+			break;
+		case 'q':
+			bad = cli_int("bench disk", "--io-threads", optarg, &v) || v < 0;
+			io_threads = (unsigned)v;
+			break;
+		case 'Q':
+			bad = cli_int("bench disk", "--iops-threads", optarg, &v) || v < 0;
+			iops_threads = (unsigned)v;
+			break;
+		case 'c':
+			bad = cli_double("bench disk", "--cache-mib", optarg, &cache_mib);
+			break;
+		case 'd':
+			bad = cli_int("bench disk", "--device", optarg, &dev);
+			break;
+		case 'i':
+			bad = parse_list(optarg, shapes, &nshapes);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+		if (bad) {
+			if (v < 0)
+				fprintf(stderr, "eht bench disk: thread counts are >= 0\n");
 			return 2;
 		}
 	}
+	if (optind < argc)
+		return cli_usage_error("bench disk", "unexpected argument");
 	if (reps < 1 || reps > 1000 || nshapes == 0 || gib < 0 || io_threads == 0 || iops_threads == 0 ||
-	    iops_threads > 1024) {
-		usage();
-		return 2;
-	}
+	    iops_threads > 1024)
+		return cli_usage_error("bench disk", "--reps 1..1000, --file-gib >= 0, --io-threads >= 1, "
+						     "--iops-threads 1..1024");
 	FILE *info = json ? stderr : stdout;
 	int gpu = !cpu && eht_cu_device_count() > dev;
 	if (!gpu)
 		fprintf(info, "no GPU%s: rows gathered into host memory\n", cpu ? " (--cpu)" : "");
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		fprintf(stderr, "eht bench disk: mkdir %s: %s\n", dir, strerror(errno));
-		return 1;
+	int made_dir = mkdir(dir, 0755) == 0;
+	if (!made_dir && errno != EEXIST) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "mkdir %s: %s", dir, strerror(errno));
+		return cli_error("bench disk", json, msg);
 	}
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/eht-bench-disk.safetensors", dir);
@@ -237,6 +311,8 @@ int bench_disk(int argc, char **argv)
 	uint64_t rows = (uint64_t)(gib * (double)(1ull << 30)) / RB;
 	if (rows < 1024 || rows > INT32_MAX) {
 		fprintf(stderr, "eht bench disk: %.2f GiB gives %llu rows (1024..2^31-1 allowed)\n", gib, (unsigned long long)rows);
+		if (made_dir)
+			rmdir(dir);
 		return 2;
 	}
 	if (room && (uint64_t)(gib * (1ull << 30)) > room)
@@ -255,31 +331,32 @@ int bench_disk(int argc, char **argv)
 	for (int i = 0; i < nshapes; i++)
 		maxn = shapes[i] > maxn ? shapes[i] : maxn;
 
-	if (ensure_file(path, rows, info)) {
-		cli_fail("bench disk", NULL);
+	int created = 0;
+	if (ensure_file(path, rows, info, &created)) {
+		cli_error("bench disk", json, NULL);
 		goto out;
 	}
 	struct eht_disk_opts dop = {.size = sizeof(dop), .weight = WNAME, .scale = SNAME, .io_threads = io_threads,
 				    .prefetch_rows = maxn, .prefetch_slots = 1,
 				    .cache_bytes = cache_mib > 0 ? (uint64_t)(cache_mib * (1 << 20)) : EHT_DISK_NO_CACHE};
 	if (eht_disk_open(path, &dop, &t)) {
-		cli_fail("bench disk", NULL);
+		cli_error("bench disk", json, NULL);
 		goto out;
 	}
 	struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = EHT_LOOKUP_HOST, .device = gpu ? dev : -1,
 				     .numa_node = -1, .threads = threads, .max_batch = maxn,
 				     .flags = gpu ? 0 : EHT_LOOKUP_CPU_ONLY};
 	if (eht_lookup_create(t, &lo, &lk)) {
-		cli_fail("bench disk", NULL);
+		cli_error("bench disk", json, NULL);
 		goto out;
 	}
 	if (gpu) {
 		if (EHT_CU_CHECK(cuMemAlloc(&dout, maxn * RB))) {
-			cli_fail("bench disk", NULL);
+			cli_error("bench disk", json, NULL);
 			goto out;
 		}
 	} else if (!(hout = malloc(maxn * RB))) {
-		fprintf(stderr, "eht bench disk: out of memory\n");
+		cli_error("bench disk", json, "out of memory");
 		goto out;
 	}
 	void *pout = gpu ? (void *)(uintptr_t)dout : hout;
@@ -288,7 +365,7 @@ int bench_disk(int argc, char **argv)
 	ids = malloc((size_t)batches * maxn * sizeof(*ids));
 	times = malloc((size_t)reps * sizeof(double));
 	if (!ids || !times) {
-		fprintf(stderr, "eht bench disk: out of memory for ids\n");
+		cli_error("bench disk", json, "out of memory for ids");
 		goto out;
 	}
 	uint64_t x = 0x853c49e6748fea9bull;
@@ -309,17 +386,21 @@ int bench_disk(int argc, char **argv)
 		r->n = shapes[k];
 		const int32_t *a = ids + (size_t)k * maxn, *b = ids + (size_t)(k + 2) * maxn;
 		struct eht_disk_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
-		eht_disk_drop_cache(t);
-		eht_disk_stats(t, &s0);
+		if (eht_disk_drop_cache(t) != 0 || eht_disk_stats(t, &s0) != 0) {
+			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
+			continue;
+		}
 		double t0 = cli_now_s();
 		if (RUN(lk, a, r->n)) {
 			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
 			continue;
 		}
 		r->cold_ms = (cli_now_s() - t0) * 1e3;
-		eht_disk_stats(t, &s1);
+		if (eht_disk_stats(t, &s1) != 0 || eht_disk_drop_cache(t) != 0) {
+			snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
+			continue;
+		}
 		r->distinct = s1.rows_read - s0.rows_read;
-		eht_disk_drop_cache(t);
 		eht_disk_ticket *tk = NULL;
 		t0 = cli_now_s();
 		if (eht_disk_prefetch(t, b, EHT_ID_INT32, 0, r->n, 0, &tk) || eht_disk_wait(tk) || RUN(lk, b, r->n)) {
@@ -348,7 +429,7 @@ int bench_disk(int argc, char **argv)
 			no_mem = 1;
 		}
 		if (eht_ckpt_open(path, 0, &ck) || eht_ckpt_find(ck, WNAME, &w) || eht_ckpt_find(ck, SNAME, &s)) {
-			cli_fail("bench disk", NULL);
+			cli_error("bench disk", json, NULL);
 			eht_ckpt_close(ck);
 			goto out;
 		}
@@ -427,29 +508,36 @@ int bench_disk(int argc, char **argv)
 #undef RUN
 
 	/* Report. */
-	if (json)
-		printf("{\"file\": \"%s\", \"file_gib\": %.3f, \"rows\": %llu, \"row_bytes\": %d, \"gpu\": %s, "
-		       "\"drive_iops_4k\": %.0f, \"io_threads\": %u, \"reps\": %d, \"results\": [",
-		       path, gib, (unsigned long long)rows, RB, gpu ? "true" : "false", iops, io_threads, reps);
-	else
+	json_t *report = NULL, *arr = NULL;
+	if (json) {
+		report = cli_report_new("disk");
+		arr = json_array();
+		json_object_update_new(report, json_pack("{s:s, s:f, s:I, s:i, s:b, s:o, s:i, s:i}", "file", path,
+							 "file_gib", gib, "rows", (json_int_t)rows, "row_bytes", RB,
+							 "gpu", gpu, "drive_iops_4k", cli_real_or_null(iops, iops > 0),
+							 "io_threads", (int)io_threads, "reps", reps));
+	} else {
 		printf("%8s %9s %9s %7s %9s %7s %9s %9s %8s\n", "ids", "distinct", "cold ms", "of IOPS", "cold+pf", "of IOPS",
 		       "warm ms", "memory", "warm/mem");
+	}
 	for (int k = 0; k < nshapes; k++) {
 		struct shape_res *r = &res[k];
-		double frac = iops > 0 && r->cold_ms > 0 ? (double)r->distinct / (r->cold_ms * 1e-3) / iops : 0;
-		double frac_pf = iops > 0 && r->cold_pf_ms > 0 ? (double)r->distinct / (r->cold_pf_ms * 1e-3) / iops : 0;
+		int has_iops = iops > 0;
+		double frac = has_iops && r->cold_ms > 0 ? (double)r->distinct / (r->cold_ms * 1e-3) / iops : 0;
+		double frac_pf = has_iops && r->cold_pf_ms > 0 ? (double)r->distinct / (r->cold_pf_ms * 1e-3) / iops : 0;
 		double ratio = r->mem_ms > 0 ? r->warm_ms / r->mem_ms : 0;
 		if (json) {
-			printf("%s{\"ids\": %zu, \"ok\": %s", k ? ", " : "", r->n, r->ok ? "true" : "false");
-			if (r->ok)
-				printf(", \"distinct_rows\": %llu, \"cold_ms\": %.3f, \"cold_fraction_of_iops\": %.3f, "
-				       "\"cold_prefetch_ms\": %.3f, \"cold_prefetch_fraction_of_iops\": %.3f, \"warm_ms\": %.4f, "
-				       "\"memory_host_ms\": %.4f, \"warm_vs_memory\": %.3f",
-				       (unsigned long long)r->distinct, r->cold_ms, frac, r->cold_pf_ms, frac_pf, r->warm_ms,
-				       r->mem_ms, ratio);
-			else
-				printf(", \"error\": \"%s\"", r->err);
-			printf("}");
+			json_t *e = json_pack("{s:I, s:b}", "ids", (json_int_t)r->n, "ok", r->ok);
+			json_object_set_new(e, "distinct_rows", r->ok ? json_integer((json_int_t)r->distinct) : json_null());
+			json_object_set_new(e, "cold_ms", cli_real_or_null(r->cold_ms, r->ok));
+			json_object_set_new(e, "cold_fraction_of_iops", cli_real_or_null(frac, r->ok && has_iops));
+			json_object_set_new(e, "cold_prefetch_ms", cli_real_or_null(r->cold_pf_ms, r->ok));
+			json_object_set_new(e, "cold_prefetch_fraction_of_iops", cli_real_or_null(frac_pf, r->ok && has_iops));
+			json_object_set_new(e, "warm_ms", cli_real_or_null(r->warm_ms, r->ok));
+			json_object_set_new(e, "memory_host_ms", cli_real_or_null(r->mem_ms, r->ok && r->mem_ms > 0));
+			json_object_set_new(e, "warm_vs_memory", cli_real_or_null(ratio, r->ok && r->mem_ms > 0));
+			json_object_set_new(e, "error", r->ok ? json_null() : json_string(r->err));
+			json_array_append_new(arr, e);
 		} else if (!r->ok) {
 			printf("%8zu  -- %s\n", r->n, r->err);
 		} else {
@@ -460,13 +548,16 @@ int bench_disk(int argc, char **argv)
 			       r->cold_ms, 100 * frac, r->cold_pf_ms, 100 * frac_pf, r->warm_ms, m, q);
 		}
 	}
-	if (json)
-		printf("]}\n");
-	else
+	if (json) {
+		json_object_set_new(report, "results", arr);
+		json_object_set_new(report, "file_kept", json_boolean(keep || !created));
+		cli_print_json(report);
+	} else {
 		printf("(cold: page cache dropped, one step; \"of IOPS\": distinct rows per second over the drive's 4 KiB "
 		       "IOPS; cold+pf: prefetch ticket with %u readers, then the lookup; warm: median of %d, whole file in "
 		       "the page cache; memory: HOST strategy on an in-memory copy; goal warm/mem <= 1.5x)\n",
 		       io_threads, reps);
+	}
 	rc = 0;
 out:
 	eht_lookup_destroy(lk);
@@ -479,5 +570,14 @@ out:
 	free(mem);
 	free(ids);
 	free(times);
+	/* Benches remove what they create: the test file (unless --keep), and its folder when empty. */
+	if (created && !keep) {
+		if (unlink(path) != 0 && errno != ENOENT)
+			fprintf(stderr, "eht bench disk: cannot remove %s: %s\n", path, strerror(errno));
+		else
+			fprintf(info, "removed %s (--keep keeps it for the next run)\n", path);
+	}
+	if (made_dir)
+		rmdir(dir); /* fails harmlessly when a kept file is in it */
 	return rc;
 }

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli_bench_lookup.c: `eht bench lookup`: every strategy on the prefill (196,608 ids) and decode
- * (6,144 ids) shapes of a DeepSeek-V4.1 Engram table (264-byte rows, uniform ids), beside the link's
- * own pinned H2D bandwidth measured in the same run. */
+ * (6,144 ids) shapes of a DeepSeek-V4.1 Engram table (264-byte rows, uniform ids), or a sweep of batch
+ * sizes, as engines call it: ids in host memory (eager), ids in GPU memory (eager), and a CUDA graph
+ * captured once and replayed with fresh ids written into its id buffer; beside the link floor (the
+ * rows' bytes at the pinned H2D bandwidth measured in the same run). */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_workload.h"
 #include "cli.h"
 #include "os/numa.h"
 #include "cuda/cu_driver.h"
@@ -73,18 +78,31 @@ out:
 	return best;
 }
 
+enum { ON_HOST, ON_GPU, ON_GRAPH, NMODES };
+static const char *mode_names[NMODES] = {"host_ids", "gpu_ids", "graph"};
+
 struct result {
 	int strategy;
 	size_t n;
-	double med_ms, p90_ms;
-	int ok;
-	char err[160];
+	double med_ms[NMODES], p90_ms[NMODES];
+	double distinct; /* mean fraction of distinct ids per step */
+	int ok[NMODES];
+	char err[NMODES][160];
 };
 
-static void usage(void)
+static void usage(FILE *f)
 {
-	fprintf(stderr, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--strategies direct,sorted,host,auto]\n"
-			"                        [--reps R] [--threads T] [--format raw|bf16] [--device D] [--cpu] [--json]\n");
+	fprintf(f, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--sweep] [--strategies direct,sorted,host,auto]\n"
+		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
+		   "                        [--device D] [--cpu] [--json] [--help]\n"
+		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
+		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
+		   "             its id buffer (ids in GPU memory)\n"
+		   "  --sweep    batch sizes 256 ... 196,608 (latency against batch size) instead of prefill and decode\n"
+		   "  --workload uniform (default) or text:FILE: a stream of compressed token ids (uint32 LE, documents\n"
+		   "             listed by FILE.starts.json) hashed with the DeepSeek-V4.1 layout into per-step ids\n"
+		   "             (prefill: consecutive-token windows; decode: sequences at random positions);\n"
+		   "             tests/workloads/text_500k.compressed.u32 is one\n");
 }
 
 static int parse_strategy(const char *s)
@@ -96,77 +114,199 @@ static int parse_strategy(const char *s)
 	return -1;
 }
 
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void sort_times(double *t, int reps, double *med, double *p90)
+{
+	qsort(t, (size_t)reps, sizeof(double), cli_cmp_double);
+	*med = t[reps / 2] * 1e3;
+	*p90 = t[(reps * 9) / 10 < reps ? (reps * 9) / 10 : reps - 1] * 1e3;
+}
+
+struct bench_ctx {
+	CUstream s;
+	int gpu, reps, batches;
+	size_t maxn;
+	const int32_t *ids;  /* host: batches x maxn */
+	CUdeviceptr dids;    /* GPU copy of ids */
+	CUdeviceptr dcap;    /* the captured graph's id buffer */
+	void *out;           /* GPU or host output */
+	double *times;
+};
+
+/* One mode of one shape: median time per step to the last byte, after a stream sync. */
+static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, size_t n, double *med, double *p90)
+{
+	int err = 0;
+	unsigned fl = EHT_LOOKUP_RUN_STRATEGY(strat);
+	if (c->gpu)
+		fl |= EHT_LOOKUP_RUN_OUT_DEVICE | (mode == ON_HOST ? EHT_LOOKUP_RUN_IDS_HOST : EHT_LOOKUP_RUN_IDS_DEVICE);
+	CUgraph g = NULL;
+	CUgraphExec ge = NULL;
+	if (mode == ON_GRAPH) {
+		err = EHT_CU_CHECK(cuStreamBeginCapture(c->s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		if (!err) {
+			err = eht_lookup_run(lk, (const void *)(uintptr_t)c->dcap, EHT_ID_INT32, 0, n, c->out, c->s, fl, NULL);
+			int erc = EHT_CU_CHECK(cuStreamEndCapture(c->s, &g));
+			if (!err)
+				err = erc;
+		}
+		if (!err)
+			err = EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0));
+	}
+	for (int rep = -2; rep < c->reps && !err; rep++) {
+		size_t off = (size_t)(rep + 2) * c->maxn;
+		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
+						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
+		if (mode == ON_GRAPH) { /* fresh ids into the captured buffer, not timed */
+			err = EHT_CU_CHECK(cuMemcpyDtoDAsync(c->dcap, c->dids + off * sizeof(int32_t), n * sizeof(int32_t), c->s));
+			if (!err)
+				err = EHT_CU_CHECK(cuStreamSynchronize(c->s));
+		}
+		double a = cli_now_s();
+		if (!err)
+			err = mode == ON_GRAPH ? EHT_CU_CHECK(cuGraphLaunch(ge, c->s))
+					       : eht_lookup_run(lk, pid, EHT_ID_INT32, 0, n, c->out, c->gpu ? c->s : NULL, fl, NULL);
+		if (!err && c->gpu)
+			err = EHT_CU_CHECK(cuStreamSynchronize(c->s));
+		if (rep >= 0)
+			c->times[rep] = cli_now_s() - a;
+	}
+	if (ge)
+		eht_cu.cuGraphExecDestroy(ge);
+	if (g)
+		eht_cu.cuGraphDestroy(g);
+	if (!err)
+		sort_times(c->times, c->reps, med, p90);
+	return err;
+}
+
 int bench_lookup(int argc, char **argv)
 {
 	double gib = 0;
 	size_t shapes[MAX_SHAPES] = {196608, 6144};
+	static const size_t sweep[] = {256, 1024, 4096, 6144, 16384, 49152, 98304, 196608};
 	int nshapes = 2, strategies[4] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO};
-	int nstrat = 4, reps = 20, json = 0, fmt = EHT_LOOKUP_RAW, dev = 0, cpu = 0;
+	int nstrat = 4, reps = 20, json = 0, fmt = EHT_LOOKUP_RAW, dev = 0, cpu = 0, graph = 0, ids_on = -1;
 	unsigned threads = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if (!strcmp(a, "--cpu")) {
-			cpu = 1;
-		} else if (!strcmp(a, "--table-gib") && v) {
-			gib = atof(v), i++;
-		} else if (!strcmp(a, "--reps") && v) {
-			reps = atoi(v), i++;
-		} else if (!strcmp(a, "--threads") && v) {
-			threads = (unsigned)atoi(v), i++;
-		} else if (!strcmp(a, "--device") && v) {
-			dev = atoi(v), i++;
-		} else if (!strcmp(a, "--format") && v) {
-			fmt = !strcmp(v, "bf16") ? EHT_LOOKUP_BF16 : EHT_LOOKUP_RAW, i++;
-		} else if (!strcmp(a, "--ids") && v) {
+	const char *workload = "uniform";
+	struct bench_workload *wl = NULL;
+	static const struct option longopts[] = {
+		{"table-gib", required_argument, NULL, 'g'}, {"ids", required_argument, NULL, 'i'},
+		{"sweep", no_argument, NULL, 'w'},           {"strategies", required_argument, NULL, 's'},
+		{"ids-on", required_argument, NULL, 'o'},    {"graph", no_argument, NULL, 'G'},
+		{"reps", required_argument, NULL, 'r'},      {"threads", required_argument, NULL, 't'},
+		{"format", required_argument, NULL, 'f'},    {"device", required_argument, NULL, 'd'},
+		{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
+		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	optind = 1;
+	opterr = 0;
+	int opt;
+	char *end;
+	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'g':
+			gib = strtod(optarg, &end);
+			if (*end || gib < 0) {
+				fprintf(stderr, "eht bench lookup: --table-gib needs a size in GiB, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'i':
 			nshapes = 0;
-			for (char *s = argv[++i], *end; *s && nshapes < MAX_SHAPES; s = *end ? end + 1 : end) {
-				long long n = strtoll(s, &end, 10);
+			for (char *p = optarg; *p && nshapes < MAX_SHAPES; p = *end ? end + 1 : end) {
+				long long n = strtoll(p, &end, 10);
 				if (n <= 0 || (*end && *end != ',')) {
-					usage();
+					fprintf(stderr, "eht bench lookup: --ids needs counts like 196608,6144, not '%s'\n", optarg);
 					return 2;
 				}
 				shapes[nshapes++] = (size_t)n;
 			}
-		} else if (!strcmp(a, "--strategies") && v) {
+			break;
+		case 'W':
+			workload = optarg;
+			break;
+		case 'w':
+			nshapes = (int)(sizeof(sweep) / sizeof(sweep[0]));
+			memcpy(shapes, sweep, sizeof(sweep));
+			break;
+		case 's': {
 			nstrat = 0;
 			char buf[128];
-			snprintf(buf, sizeof(buf), "%s", argv[++i]);
+			snprintf(buf, sizeof(buf), "%s", optarg);
 			for (char *tok = strtok(buf, ","); tok && nstrat < 4; tok = strtok(NULL, ",")) {
-				int s = parse_strategy(tok);
-				if (s < 0) {
-					usage();
+				int st = parse_strategy(tok);
+				if (st < 0) {
+					fprintf(stderr, "eht bench lookup: unknown strategy '%s' (direct, sorted, host, auto)\n", tok);
 					return 2;
 				}
-				strategies[nstrat++] = s;
+				strategies[nstrat++] = st;
 			}
-		} else {
-			usage();
+			break;
+		}
+		case 'o':
+			ids_on = !strcmp(optarg, "host") ? ON_HOST : !strcmp(optarg, "gpu") ? ON_GPU : !strcmp(optarg, "both") ? NMODES : -2;
+			if (ids_on == -2) {
+				fprintf(stderr, "eht bench lookup: --ids-on is host, gpu or both, not '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'G': graph = 1; break;
+		case 'r': reps = (int)strtol(optarg, &end, 10); if (*end) reps = 0; break;
+		case 't': threads = (unsigned)strtoul(optarg, &end, 10); break;
+		case 'f':
+			if (strcmp(optarg, "raw") && strcmp(optarg, "bf16")) {
+				fprintf(stderr, "eht bench lookup: --format is raw or bf16, not '%s'\n", optarg);
+				return 2;
+			}
+			fmt = !strcmp(optarg, "bf16") ? EHT_LOOKUP_BF16 : EHT_LOOKUP_RAW;
+			break;
+		case 'd': dev = (int)strtol(optarg, &end, 10); break;
+		case 'c': cpu = 1; break;
+		case 'j': json = 1; break;
+		case 'h': usage(stdout); return 0;
+		case ':':
+			fprintf(stderr, "eht bench lookup: %s needs a value\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		default:
+			fprintf(stderr, "eht bench lookup: unknown option '%s'\n", argv[optind - 1]);
+			usage(stderr);
 			return 2;
 		}
 	}
-	if (reps < 1 || reps > 10000 || nshapes == 0 || nstrat == 0 || gib < 0) {
-		usage();
+	if (optind < argc) {
+		fprintf(stderr, "eht bench lookup: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (reps < 1 || reps > 10000) {
+		fprintf(stderr, "eht bench lookup: --reps must be 1..10000\n");
 		return 2;
 	}
 	int gpu = !cpu && eht_cu_device_count() > dev;
+	int want[NMODES] = {0};
+	if (!gpu) {
+		want[ON_HOST] = 1;
+	} else {
+		want[ON_HOST] = ids_on == -1 || ids_on == ON_HOST || ids_on == NMODES;
+		want[ON_GPU] = ids_on == -1 || ids_on == ON_GPU || ids_on == NMODES;
+		want[ON_GRAPH] = graph;
+	}
 	FILE *info = json ? stderr : stdout;
 	if (!gpu)
-		fprintf(info, "no GPU%s: HOST only, rows gathered into host memory\n", cpu ? " (--cpu)" : "");
+		fprintf(info, "no GPU%s: HOST only, host ids, rows gathered into host memory\n", cpu ? " (--cpu)" : "");
 
-	/* Table size: 48 GiB where at least 64 GiB are free, else half of what is free. */
+	/* Table size: a quarter of the available memory, at most 48 GiB (cli_bench.c). */
 	uint64_t avail = eht_mem_available();
-	if (gib == 0) {
-		gib = 48;
-		if (avail < (64ull << 30)) {
-			gib = floor((double)avail / 2 / (1 << 30) * 4) / 4;
-			if (gib < 0.25)
-				gib = 0.25;
-			fprintf(info, "only %.1f GiB of memory available: table scaled down to %.2f GiB (the target assumes 48)\n",
-				(double)avail / (1 << 30), gib);
-		}
-	}
+	if (gib == 0)
+		gib = cli_bench_default_gib(avail, info);
 	uint64_t rows = (uint64_t)(gib * (double)(1ull << 30)) / RB;
 	size_t bytes = rows * RB;
 	if (rows == 0 || rows > INT32_MAX) {
@@ -183,7 +323,9 @@ int bench_lookup(int argc, char **argv)
 	uint8_t *table = MAP_FAILED;
 	int32_t *ids = NULL;
 	uint8_t *hout = NULL;
-	CUdeviceptr dout = 0, dids = 0;
+	CUdeviceptr dout = 0, dids = 0, dcap = 0;
+	CUstream s = NULL;
+	eht_lookup *engines[4] = {NULL};
 	struct result res[4 * MAX_SHAPES];
 	int nres = 0;
 	size_t maxn = 0;
@@ -192,6 +334,7 @@ int bench_lookup(int argc, char **argv)
 			maxn = shapes[i];
 	const size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
 	const int batches = reps + 2; /* distinct ids per rep: no cache helps a later rep */
+	double *times = NULL;
 
 	double t0 = cli_now_s();
 	table = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -206,6 +349,8 @@ int bench_lookup(int argc, char **argv)
 	}
 	struct fill_job fj = {.p = (uint64_t *)(void *)table, .words = bytes / 8, .per_task = 1u << 21};
 	eht_pool_run(pool, (fj.words + fj.per_task - 1) / fj.per_task, fill_task, &fj);
+	eht_pool_destroy(pool); /* its threads would sit beside the lookups' own */
+	pool = NULL;
 	double t_fill = cli_now_s() - t0;
 	t0 = cli_now_s();
 	if (eht_table_wrap(table, rows, RB, gpu ? dev : -1, "bench", &t)) {
@@ -213,7 +358,10 @@ int bench_lookup(int argc, char **argv)
 		goto out;
 	}
 	struct eht_table_info ti = {.size = sizeof(ti)};
-	eht_table_get_info(t, &ti);
+	if (eht_table_get_info(t, &ti)) {
+		cli_fail("bench lookup", NULL);
+		goto out;
+	}
 	double t_pin = cli_now_s() - t0;
 	if (gpu && !ti.device_ptr)
 		fprintf(info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", dev);
@@ -227,19 +375,19 @@ int bench_lookup(int argc, char **argv)
 		fprintf(info, "link: pinned H2D %.1f GB/s (best of 6, 256 MiB)\n", link);
 
 	ids = malloc((size_t)batches * maxn * sizeof(*ids));
-	if (!ids) {
+	times = malloc((size_t)reps * sizeof(double));
+	if (!ids || !times) {
 		fprintf(stderr, "eht bench lookup: out of memory for ids\n");
 		goto out;
 	}
-	uint64_t x = 0x853c49e6748fea9bull;
-	for (size_t i = 0; i < (size_t)batches * maxn; i++) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-		ids[i] = (int32_t)(x % rows);
+	if (bench_workload_open(workload, rows, 0, &wl)) {
+		cli_fail("bench lookup", NULL);
+		goto out;
 	}
 	if (gpu) {
-		if (EHT_CU_CHECK(cuMemAlloc(&dout, maxn * ob)) ||
-		    EHT_CU_CHECK(cuMemAlloc(&dids, (size_t)batches * maxn * sizeof(*ids))) ||
-		    EHT_CU_CHECK(cuMemcpyHtoD(dids, ids, (size_t)batches * maxn * sizeof(*ids)))) {
+		if (EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) || EHT_CU_CHECK(cuMemAlloc(&dout, maxn * ob)) ||
+		    EHT_CU_CHECK(cuMemAlloc(&dcap, maxn * sizeof(*ids))) ||
+		    EHT_CU_CHECK(cuMemAlloc(&dids, (size_t)batches * maxn * sizeof(*ids)))) {
 			cli_fail("bench lookup", NULL);
 			goto out;
 		}
@@ -247,108 +395,143 @@ int bench_lookup(int argc, char **argv)
 		fprintf(stderr, "eht bench lookup: out of memory for the output\n");
 		goto out;
 	}
+	struct bench_ctx bc = {.s = s, .gpu = gpu, .reps = reps, .batches = batches, .maxn = maxn, .ids = ids,
+			       .dids = dids, .dcap = dcap, .out = gpu ? (void *)(uintptr_t)dout : hout, .times = times};
 
-	double *times = malloc((size_t)reps * sizeof(double));
-	if (!times)
-		goto out;
+	/* Every engine first, then per shape the same steps for every strategy (shape-major, so a text
+	 * workload is hashed into steps once per shape); results stay strategy-major. */
+	int crcs[4];
+	char cerr[4][160];
 	for (int si = 0; si < nstrat; si++) {
 		int strat = strategies[si];
 		struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strat, .format = fmt, .device = gpu ? dev : -1,
 					    .numa_node = -1, .threads = threads, .max_batch = maxn,
 					    .flags = gpu ? 0 : EHT_LOOKUP_CPU_ONLY};
-		eht_lookup *lk = NULL;
-		int crc = (!gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
-				  ? -ENODEV
-				  : eht_lookup_create(t, &o, &lk);
-		for (int k = 0; k < nshapes; k++) {
-			struct result *r = &res[nres++];
+		crcs[si] = (!gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
+				   ? -ENODEV
+				   : eht_lookup_create(t, &o, &engines[si]);
+		snprintf(cerr[si], sizeof(cerr[si]), "%s", crcs[si] == -ENODEV && !gpu ? "needs a GPU" : eht_last_error());
+	}
+	nres = nstrat * nshapes;
+	for (int k = 0; k < nshapes; k++) {
+		double distinct = 0;
+		if (bench_workload_fill(wl, shapes[k], (size_t)batches, maxn, ids, &distinct) ||
+		    (gpu && EHT_CU_CHECK(cuMemcpyHtoD(dids, ids, (size_t)batches * maxn * sizeof(*ids))))) {
+			cli_fail("bench lookup", NULL);
+			goto out;
+		}
+		for (int si = 0; si < nstrat; si++) {
+			int strat = strategies[si], crc = crcs[si];
+			struct result *r = &res[si * nshapes + k];
 			memset(r, 0, sizeof(*r));
 			r->strategy = strat;
 			r->n = shapes[k];
-			if (crc) {
-				snprintf(r->err, sizeof(r->err), "%s", crc == -ENODEV && !gpu ? "needs a GPU" : eht_last_error());
-				continue;
+			r->distinct = distinct;
+			for (int m = 0; m < NMODES; m++) {
+				if (!want[m])
+					continue;
+				if (crc) {
+					snprintf(r->err[m], sizeof(r->err[m]), "%s", cerr[si]);
+					continue;
+				}
+				if (time_mode(&bc, engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m]))
+					snprintf(r->err[m], sizeof(r->err[m]), "%s", eht_last_error());
+				else
+					r->ok[m] = 1;
 			}
-			/* GPU strategies get ids in GPU memory (as engines have them); HOST and AUTO host ids. */
-			int gpu_ids = strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED;
-			int err = 0;
-			for (int rep = -2; rep < reps && !err; rep++) {
-				size_t off = (size_t)(rep + 2) * maxn;
-				const void *pid = gpu_ids ? (const void *)(uintptr_t)(dids + off * sizeof(*ids)) : ids + off;
-				void *pout = gpu ? (void *)(uintptr_t)dout : hout;
-				double a = cli_now_s();
-				err = eht_lookup_run(lk, pid, EHT_ID_INT32, 0, r->n, pout, NULL, 0, NULL);
-				if (!err && gpu)
-					err = EHT_CU_CHECK(cuStreamSynchronize(NULL));
-				if (rep >= 0)
-					times[rep] = cli_now_s() - a;
-			}
-			if (err) {
-				snprintf(r->err, sizeof(r->err), "%s", eht_last_error());
-				continue;
-			}
-			qsort(times, (size_t)reps, sizeof(double), cli_cmp_double);
-			r->med_ms = times[reps / 2] * 1e3;
-			r->p90_ms = times[(reps * 9) / 10 < reps ? (reps * 9) / 10 : reps - 1] * 1e3;
-			r->ok = 1;
 		}
-		eht_lookup_destroy(lk);
 	}
-	free(times);
+
+	/* Idle CPU of this process with every engine made and nothing to do (the pool and the doorbell
+	 * poller asleep): after a second of quiet, CPU seconds over two seconds of wall time. */
+	double idle = -1;
+	if (gpu) {
+		struct timespec q = {1, 0}, w = {2, 0};
+		nanosleep(&q, NULL);
+		double c0 = cpu_seconds();
+		nanosleep(&w, NULL);
+		idle = (cpu_seconds() - c0) / 2.0;
+	}
 
 	/* Report. */
 	if (json) {
 		printf("{\"table_gib\": %.3f, \"rows\": %llu, \"row_bytes\": %d, \"format\": \"%s\", \"gpu\": %s, "
-		       "\"link_gbs\": %.2f, \"reps\": %d, \"results\": [",
-		       gib, (unsigned long long)rows, RB, fmt ? "bf16" : "raw", gpu ? "true" : "false", link, reps);
+		       "\"link_gbs\": %.2f, \"reps\": %d, \"idle_cpu_cores\": %.3f, \"workload\": \"%s\", \"results\": [",
+		       gib, (unsigned long long)rows, RB, fmt ? "bf16" : "raw", gpu ? "true" : "false", link, reps, idle,
+		       bench_workload_name(wl));
 	} else {
-		printf("%-7s %8s %9s %9s %9s %7s %7s %8s\n", "strategy", "ids", "med ms", "p90 ms", "Mrows/s", "GB/s",
-		       "link%", "vs DIRECT");
+		printf("workload: %s\n", bench_workload_name(wl));
+		printf("%-7s %8s %9s %10s", "strategy", "ids", "distinct", "floor ms");
+		for (int m = 0; m < NMODES; m++)
+			if (want[m])
+				printf(" %12s %8s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90");
+		printf(" %9s %7s\n", "Mrows/s", "link%");
 	}
 	for (int i = 0; i < nres; i++) {
 		struct result *r = &res[i];
-		double direct = 0;
-		for (int j = 0; j < nres; j++)
-			if (res[j].strategy == EHT_LOOKUP_DIRECT && res[j].n == r->n && res[j].ok)
-				direct = res[j].med_ms;
-		double rps = r->ok ? (double)r->n / (r->med_ms * 1e-3) : 0, gbs = rps * RB / 1e9;
+		double floor_ms = link > 0 ? (double)r->n * RB / (link * 1e9) * 1e3 : 0;
+		double best = 0; /* the fastest mode that ran */
+		for (int m = 0; m < NMODES; m++)
+			if (r->ok[m] && (best == 0 || r->med_ms[m] < best))
+				best = r->med_ms[m];
+		double rps = best > 0 ? (double)r->n / (best * 1e-3) : 0, gbs = rps * RB / 1e9;
 		if (json) {
-			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"ok\": %s", i ? ", " : "",
-			       eht_lookup_strategy_name(r->strategy), r->n, r->ok ? "true" : "false");
-			if (r->ok)
-				printf(", \"median_ms\": %.4f, \"p90_ms\": %.4f, \"rows_per_s\": %.0f, \"gbs\": %.2f, "
-				       "\"link_fraction\": %.3f, \"speedup_vs_direct\": %.2f",
-				       r->med_ms, r->p90_ms, rps, gbs, link > 0 ? gbs / link : 0, direct > 0 ? direct / r->med_ms : 0);
-			else
-				printf(", \"error\": \"%s\"", r->err); /* messages carry no quotes */
-			printf("}");
-		} else if (!r->ok) {
-			printf("%-7s %8zu  -- %s\n", eht_lookup_strategy_name(r->strategy), r->n, r->err);
-		} else {
-			char lf[16] = "-", sp[16] = "-";
-			if (link > 0)
-				snprintf(lf, sizeof(lf), "%.0f%%", 100 * gbs / link);
-			if (direct > 0)
-				snprintf(sp, sizeof(sp), "%.2fx", direct / r->med_ms);
-			printf("%-7s %8zu %9.3f %9.3f %9.1f %7.2f %7s %8s\n", eht_lookup_strategy_name(r->strategy), r->n,
-			       r->med_ms, r->p90_ms, rps / 1e6, gbs, lf, sp);
+			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"distinct_fraction\": %.4f, \"link_floor_ms\": %.4f",
+			       i ? ", " : "", eht_lookup_strategy_name(r->strategy), r->n, r->distinct, floor_ms);
+			for (int m = 0; m < NMODES; m++) {
+				if (!want[m])
+					continue;
+				if (r->ok[m])
+					printf(", \"%s\": {\"median_ms\": %.4f, \"p90_ms\": %.4f}", mode_names[m], r->med_ms[m],
+					       r->p90_ms[m]);
+				else
+					printf(", \"%s\": {\"error\": \"%s\"}", mode_names[m], r->err[m]); /* no quotes in messages */
+			}
+			printf(", \"best_rows_per_s\": %.0f, \"best_link_fraction\": %.3f}", rps, link > 0 ? gbs / link : 0);
+			continue;
 		}
+		printf("%-7s %8zu %8.1f%% %10.3f", eht_lookup_strategy_name(r->strategy), r->n, 100 * r->distinct, floor_ms);
+		for (int m = 0; m < NMODES; m++) {
+			if (!want[m])
+				continue;
+			if (r->ok[m])
+				printf(" %12.3f %8.3f", r->med_ms[m], r->p90_ms[m]);
+			else
+				printf(" %12s %8s", "fail", "-");
+		}
+		char lf[16] = "-";
+		if (link > 0 && best > 0)
+			snprintf(lf, sizeof(lf), "%.0f%%", 100 * gbs / link);
+		printf(" %9.1f %7s\n", rps / 1e6, lf);
 	}
-	if (json)
+	if (json) {
 		printf("]}\n");
-	else if (link > 0)
-		printf("(time per step to the last byte in %s memory, after stream sync; %d reps of fresh uniform ids; "
-		       "GB/s counts %d-byte rows; link floor for 196,608 rows: %.2f ms)\n",
-		       gpu ? "GPU" : "host", reps, RB, 196608.0 * RB / (link * 1e9) * 1e3);
-	else
-		printf("(time per step to the last byte in %s memory; %d reps of fresh uniform ids; GB/s counts %d-byte "
-		       "rows; no GPU link measured)\n", gpu ? "GPU" : "host", reps, RB);
+	} else {
+		for (int i = 0; i < nres; i++)
+			for (int m = 0; m < NMODES; m++)
+				if (want[m] && !res[i].ok[m])
+					printf("%s %zu %s: %s\n", eht_lookup_strategy_name(res[i].strategy), res[i].n, mode_names[m],
+					       res[i].err[m]);
+		printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
+		       "steps; floor: the rows' %d bytes at the measured link rate; Mrows/s and link%% of the fastest mode)\n",
+		       gpu ? "GPU" : "host", reps, RB);
+		if (idle >= 0)
+			printf("idle CPU with %d engines made and waiting: %.2f cores\n", nstrat, idle);
+	}
 	rc = 0;
 out:
+	for (int i = 0; i < 4; i++)
+		eht_lookup_destroy(engines[i]);
+	free(times);
+	bench_workload_free(wl);
 	if (dout)
 		eht_cu.cuMemFree(dout);
 	if (dids)
 		eht_cu.cuMemFree(dids);
+	if (dcap)
+		eht_cu.cuMemFree(dcap);
+	if (s)
+		eht_cu.cuStreamDestroy(s);
 	free(hout);
 	free(ids);
 	eht_table_close(t);

@@ -17,21 +17,14 @@
 #include "os/numa.h"
 #include "util/pool.h"
 
-static void usage(void)
+static void usage(FILE *f)
 {
-	fprintf(stderr, "usage: eht bench region [--sizes 1,16,48] [--runs 2] [--threads N] [--thp] [--device D]\n"
+	fprintf(f, "usage: eht bench region [--sizes 1,16,48] [--runs 2] [--threads N] [--thp] [--device D]\n"
 			"                        [--dir D] [--json]\n"
 			"Sizes are GiB; sizes that do not fit the directory's free space or the available memory\n"
 			"are skipped. Each size runs twice in the same process (the second run sees warm memory).\n");
 }
 
-static const char *opt(int argc, char **argv, const char *name, const char *def)
-{
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], name))
-			return argv[i + 1];
-	return def;
-}
 
 struct fill {
 	char *p;
@@ -88,20 +81,57 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 
 int bench_region(int argc, char **argv)
 {
-	if (cli_has_flag(argc, argv, "--help") || cli_has_flag(argc, argv, "-h")) {
-		usage();
-		return 0;
+	static const struct option longopts[] = {{"sizes", required_argument, NULL, 's'},
+						 {"dir", required_argument, NULL, 'D'},
+						 {"threads", required_argument, NULL, 't'},
+						 {"runs", required_argument, NULL, 'r'},
+						 {"device", required_argument, NULL, 'd'},
+						 {"thp", no_argument, NULL, 'T'},
+						 {"json", no_argument, NULL, 'j'},
+						 {"help", no_argument, NULL, 'h'},
+						 {0}};
+	const char *sizes = "1,16,48", *dir_opt = NULL;
+	int nthreads = 0, runs = 2, device = 0, c, bad = 0;
+	bool thp = false, json = false;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "bench region", "h", longopts)) != -1) {
+		switch (c) {
+		case 's':
+			sizes = optarg;
+			break;
+		case 'D':
+			dir_opt = optarg;
+			break;
+		case 't':
+			bad = cli_int("bench region", "--threads", optarg, &nthreads);
+			break;
+		case 'r':
+			bad = cli_int("bench region", "--runs", optarg, &runs);
+			break;
+		case 'd':
+			bad = cli_int("bench region", "--device", optarg, &device);
+			break;
+		case 'T':
+			thp = true;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+		if (bad)
+			return 2;
 	}
-	const char *sizes = opt(argc, argv, "--sizes", "1,16,48");
-	const char *dir = eht_region_dir(opt(argc, argv, "--dir", NULL));
-	unsigned threads = (unsigned)atoi(opt(argc, argv, "--threads", "0"));
-	int runs = atoi(opt(argc, argv, "--runs", "2"));
-	bool thp = cli_has_flag(argc, argv, "--thp"), json = cli_has_flag(argc, argv, "--json");
-	int device = atoi(opt(argc, argv, "--device", "0"));
-	if (runs < 1 || device < 0) {
-		usage();
-		return 2;
-	}
+	if (optind < argc)
+		return cli_usage_error("bench region", "unexpected argument");
+	if (runs < 1 || device < 0 || nthreads < 0)
+		return cli_usage_error("bench region", "--runs must be >= 1, --device and --threads >= 0");
+	const char *dir = eht_region_dir(dir_opt);
+	unsigned threads = (unsigned)nthreads;
 	bool gpu = eht_cu_device_count() > device;
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -109,7 +139,7 @@ int bench_region(int argc, char **argv)
 	}
 	eht_pool *pool = NULL;
 	if (eht_pool_create(threads > 1 ? threads - 1 : 1, -1, 0, &pool) != 0)
-		return cli_fail("bench region", NULL);
+		return cli_error("bench region", json, NULL);
 
 	json_t *results = json_array(), *skipped = json_array();
 	if (!json) {
@@ -121,9 +151,10 @@ int bench_region(int argc, char **argv)
 	int status = 0;
 	char *list = strdup(sizes);
 	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		double gib = atof(tok);
-		if (gib <= 0) {
-			fprintf(stderr, "eht bench region: bad size '%s'\n", tok);
+		double gib = 0;
+		if (cli_double("bench region", "--sizes", tok, &gib) || gib <= 0) {
+			if (gib <= 0)
+				fprintf(stderr, "eht bench region: --sizes takes positive GiB, not '%s'\n", tok);
 			status = 2;
 			break;
 		}
@@ -148,7 +179,9 @@ int bench_region(int argc, char **argv)
 			struct run r;
 			int rc = one_run(gib, dir, threads, thp, gpu ? device : -1, pool, &r);
 			if (rc) {
-				fprintf(stderr, "eht bench region: %.2f GiB: %s\n", gib, eht_last_error());
+				char msg[1200];
+				snprintf(msg, sizeof(msg), "%.2f GiB: %s", gib, eht_last_error());
+				cli_error("bench region", json && json_array_size(results) == 0, msg);
 				status = 1;
 				break;
 			}
@@ -179,13 +212,13 @@ int bench_region(int argc, char **argv)
 			break;
 	}
 	free(list);
-	if (json) {
-		json_t *o = json_pack("{s:s, s:i, s:b, s:b, s:o, s:o}", "dir", dir, "threads", (int)threads, "thp", thp,
-				      "gpu", gpu, "results", results, "skipped", skipped);
-		char *s = json_dumps(o, JSON_INDENT(2));
-		printf("%s\n", s ? s : "{}");
-		free(s);
-		json_decref(o);
+	if (json && (status == 0 || json_array_size(results))) {
+		json_t *o = cli_report_new("region");
+		json_object_update_new(o, json_pack("{s:s, s:i, s:b, s:b, s:o, s:o}", "dir", dir, "threads", (int)threads,
+						    "thp", thp, "gpu", gpu, "results", results, "skipped", skipped));
+		if (status)
+			json_object_set_new(o, "error", json_string(eht_last_error()));
+		cli_print_json(o);
 	} else {
 		json_decref(results);
 		json_decref(skipped);

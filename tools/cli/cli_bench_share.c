@@ -47,13 +47,6 @@ static int parse_sizes(const char *s, double *out, int max)
 	return n;
 }
 
-static const char *opt_value(int argc, char **argv, const char *name)
-{
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], name))
-			return argv[i + 1];
-	return NULL;
-}
 
 /* One rank of the benchmark; rank 0 fills res[]. Returns the exit status. */
 static int bench_rank(int rank, const char *key, const double *sizes, int n, uint64_t chunk, struct result *res)
@@ -93,18 +86,38 @@ static int bench_rank(int rank, const char *key, const double *sizes, int n, uin
 
 int bench_share(int argc, char **argv)
 {
-	int json = cli_has_flag(argc, argv, "--json");
-	if (cli_has_flag(argc, argv, "--help")) {
-		printf("usage: eht bench share [--sizes GIB,GIB,...] [--chunk BYTES] [--json]\n");
-		return 0;
+	static const struct option longopts[] = {{"sizes", required_argument, NULL, 's'},
+						 {"chunk", required_argument, NULL, 'c'},
+						 {"json", no_argument, NULL, 'j'},
+						 {"help", no_argument, NULL, 'h'},
+						 {0}};
+	const char *size_list = "1,48", *chunk_s = NULL;
+	int json = 0, o;
+	cli_opt_reset();
+	while ((o = cli_getopt(argc, argv, "bench share", "h", longopts)) != -1) {
+		if (o == 's')
+			size_list = optarg;
+		else if (o == 'c')
+			chunk_s = optarg;
+		else if (o == 'j')
+			json = 1;
+		else if (o == 'h') {
+			printf("usage: eht bench share [--sizes GIB,GIB,...] [--chunk BYTES] [--json]\n"
+			       "Seconds per GiB to create and export a host-NUMA table and to import and map it in a\n"
+			       "second process, beside the anchors measured on the H200 machine. Needs a GPU.\n");
+			return 0;
+		} else
+			return 2;
 	}
+	if (optind < argc)
+		return cli_usage_error("bench share", "unexpected argument");
 	double sizes[16];
-	int n = parse_sizes(opt_value(argc, argv, "--sizes") ? opt_value(argc, argv, "--sizes") : "1,48", sizes, 16);
+	int n = parse_sizes(size_list, sizes, 16);
 	if (n <= 0)
-		return cli_fail("bench share", "--sizes wants GiB values like 1,48");
+		return cli_usage_error("bench share", "--sizes wants GiB values like 1,48");
 	uint64_t chunk = 0;
-	if (opt_value(argc, argv, "--chunk") && eht_parse_size(opt_value(argc, argv, "--chunk"), &chunk))
-		return cli_fail("bench share", "--chunk wants a size like 1G");
+	if (chunk_s && eht_parse_size(chunk_s, &chunk))
+		return cli_usage_error("bench share", "--chunk wants a size like 1G");
 
 	/* Is there a GPU? Asked in a child: CUDA must not be initialized before the ranks fork. */
 	pid_t c = fork();
@@ -113,9 +126,12 @@ int bench_share(int argc, char **argv)
 	int st = 0;
 	waitpid(c, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		if (json)
-			printf("{\"gpu\": false, \"reason\": \"no usable CUDA device\", \"results\": []}\n");
-		else
+		if (json) {
+			json_t *r = cli_report_new("share");
+			json_object_update_new(r, json_pack("{s:b, s:s, s:[]}", "gpu", 0, "reason", "no usable CUDA device",
+							    "results"));
+			return cli_print_json(r);
+		} else
 			printf("eht bench share: no GPU here; nothing measured\n");
 		return 0;
 	}
@@ -124,41 +140,45 @@ int bench_share(int argc, char **argv)
 	snprintf(key, sizeof(key), "bench.share.%d", (int)getpid());
 	struct result *res = calloc((size_t)n, sizeof(*res));
 	if (!res)
-		return cli_fail("bench share", "out of memory");
+		return cli_error("bench share", json, "out of memory");
 	pid_t peer = fork();
 	if (peer == 0)
 		_exit(bench_rank(1, key, sizes, n, chunk, NULL));
 	int rc = bench_rank(0, key, sizes, n, chunk, res);
 	waitpid(peer, &st, 0);
 	if (!rc && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
-		rc = cli_fail("bench share", "the second process failed");
+		rc = cli_error("bench share", json, "the second process failed");
+	else if (rc && json)
+		cli_error("bench share", json, NULL);
 	if (rc) {
 		free(res);
 		return rc;
 	}
 	if (json) {
-		printf("{\"gpu\": true, \"anchors_s_per_gib\": {\"create_lo\": %.4f, \"create_hi\": %.4f, \"map\": %.4f, "
-		       "\"import_map\": %.4f}, \"results\": [",
-		       ANCHOR_CREATE_LO, ANCHOR_CREATE_HI, ANCHOR_MAP, ANCHOR_IMPORT_MAP);
+		json_t *out = cli_report_new("share"), *arr = json_array();
+		json_object_update_new(out, json_pack("{s:b, s:{s:f, s:f, s:f, s:f}}", "gpu", 1, "anchors_s_per_gib",
+						      "create_lo", ANCHOR_CREATE_LO, "create_hi", ANCHOR_CREATE_HI, "map",
+						      ANCHOR_MAP, "import_map", ANCHOR_IMPORT_MAP));
 		for (int i = 0; i < n; i++) {
 			const struct result *r = &res[i];
 			double g = (double)r->t0.padded / (double)(1ull << 30);
 			if (g <= 0)
 				g = r->gib;
-			printf("%s{\"gib\": %.3f, \"ok\": %s, \"handle\": \"%s\", \"create_s_per_gib\": %.4f, "
-			       "\"export_s_per_gib\": %.4f, \"map_s_per_gib\": %.4f, \"import_map_s_per_gib\": %.4f",
-			       i ? ", " : "", r->gib, r->rc ? "false" : "true",
-			       r->t0.handle_type == CU_MEM_HANDLE_TYPE_FABRIC ? "fabric" : "posix-fd", r->t0.create_s / g,
-			       r->t0.export_s / g, r->t0.map_s / g, (r->t1.import_s + r->t1.map_s) / g);
-			if (r->rc) {
-				printf(", \"error\": \"");
-				for (const char *p = r->err; *p; p++)
-					printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-				printf("\"");
-			}
-			printf("}");
+			int ok = r->rc == 0;
+			json_t *e = json_pack("{s:f, s:b}", "gib", r->gib, "ok", ok);
+			json_object_set_new(e, "handle", ok ? json_string(r->t0.handle_type == CU_MEM_HANDLE_TYPE_FABRIC
+									      ? "fabric" : "posix-fd")
+							    : json_null());
+			json_object_set_new(e, "create_s_per_gib", cli_real_or_null(r->t0.create_s / g, ok));
+			json_object_set_new(e, "export_s_per_gib", cli_real_or_null(r->t0.export_s / g, ok));
+			json_object_set_new(e, "map_s_per_gib", cli_real_or_null(r->t0.map_s / g, ok));
+			json_object_set_new(e, "import_map_s_per_gib",
+					    cli_real_or_null((r->t1.import_s + r->t1.map_s) / g, ok));
+			json_object_set_new(e, "error", ok ? json_null() : json_string(r->err));
+			json_array_append_new(arr, e);
 		}
-		printf("]}\n");
+		json_object_set_new(out, "results", arr);
+		cli_print_json(out);
 	} else {
 		printf("host-NUMA share, seconds per GiB (anchors from the lent H200 machine in brackets)\n");
 		printf("%8s %10s %18s %10s %10s %16s\n", "GiB", "handle", "create [0.22-0.33]", "export", "map [0.04]",

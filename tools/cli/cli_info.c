@@ -19,14 +19,14 @@ static const char *base_name(const char *p)
 }
 
 /* One line on stderr, whatever the message holds (paths and names may carry control bytes). */
-static int fail_line(void)
+static int fail_line(int json)
 {
 	char msg[1100];
 	snprintf(msg, sizeof(msg), "%s", eht_last_error());
 	for (char *c = msg; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = '?';
-	return cli_fail("info", msg);
+	return cli_error("info", json, msg);
 }
 
 static void shape_str(const struct eht_st_tensor_info *t, char *out, size_t cap)
@@ -115,7 +115,7 @@ static int print_table(const eht_ckpt *c)
 		struct eht_st_tensor_info t = {.size = sizeof(t)};
 		char shape[64], name[128];
 		if (eht_ckpt_tensor(c, i, &t))
-			return fail_line();
+			return fail_line(0);
 		snprintf(name, sizeof(name), "%s", t.name);
 		for (char *p = name; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -136,26 +136,38 @@ static int print_table(const eht_ckpt *c)
 	return 0;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: eht info PATH [--json]\n"
+		   "The tensors of a safetensors file, a sharded checkpoint (model.safetensors.index.json) or a\n"
+		   "directory of .safetensors files: dtype, shape, bytes, file, offset and alignment.\n"
+		   "  --json   one JSON object (errors as {\"error\": ...})\n");
+}
+
 int cmd_info(int argc, char **argv)
 {
-	const char *path = NULL;
-	int json = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
+	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	int json = 0, c;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "info", "h", longopts)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (c == 'j')
 			json = 1;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return cli_fail("info", "usage: eht info PATH [--json]");
-		else if (!path)
-			path = argv[i];
 		else
-			return cli_fail("info", "usage: eht info PATH [--json] (one path)");
+			return 2;
 	}
-	if (!path)
-		return cli_fail("info", "usage: eht info PATH [--json]");
-	eht_ckpt *c = NULL;
-	if (eht_ckpt_open(path, 0, &c) != 0)
-		return fail_line();
-	int rc = json ? print_json(c) : print_table(c);
-	eht_ckpt_close(c);
+	if (optind >= argc)
+		return cli_usage_error("info", "no PATH given");
+	if (optind + 1 < argc)
+		return cli_usage_error("info", "one PATH only");
+	const char *path = argv[optind];
+	eht_ckpt *ck = NULL;
+	if (eht_ckpt_open(path, 0, &ck) != 0)
+		return fail_line(json);
+	int rc = json ? print_json(ck) : print_table(ck);
+	eht_ckpt_close(ck);
 	return rc;
 }

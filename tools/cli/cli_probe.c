@@ -13,23 +13,40 @@ static const char *export_text(int s)
 	return s == EHT_EXPORT_OK ? "yes" : s == EHT_EXPORT_UNSUPPORTED ? "no" : "unknown";
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: eht probe [--json]\n"
+		   "What this node offers for host tables: GPUs (PCIe link, host NUMA node, handle export support),\n"
+		   "NUMA nodes, /dev/shm, transparent and hugetlb huge pages, IMEX channels.\n");
+}
+
 int cmd_probe(int argc, char **argv)
 {
-	if (cli_has_flag(argc, argv, "--help")) {
-		printf("usage: eht probe [--json]\n");
-		return 0;
+	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	int json = 0, c;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "probe", "h", longopts)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (c != 'j')
+			return 2;
+		json = 1;
 	}
-	if (cli_has_flag(argc, argv, "--json")) {
+	if (optind < argc)
+		return cli_usage_error("probe", "takes no arguments");
+	if (json) {
 		char *s = NULL;
 		if (eht_probe_json(&s))
-			return cli_fail("probe", NULL);
+			return cli_error("probe", 1, NULL);
 		printf("%s\n", s);
 		free(s);
 		return 0;
 	}
 	struct eht_probe *p = NULL;
 	if (eht_probe(&p))
-		return cli_fail("probe", NULL);
+		return cli_error("probe", 0, NULL);
 	if (p->ndevices == 0)
 		printf("GPUs: none (%s)\n", p->gpu_status);
 	else

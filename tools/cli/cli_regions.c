@@ -17,12 +17,44 @@ static void usage(FILE *f)
 		   "creators' leftover temporary files; never a region in use.\n");
 }
 
-static const char *opt_value(int argc, char **argv, const char *name)
+/* Options of both subcommands. */
+struct ropts {
+	const char *dir;
+	int json, dry;
+};
+
+static int parse(int argc, char **argv, const char *cmd, int allow_dry, struct ropts *o)
 {
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], name))
-			return argv[i + 1];
-	return NULL;
+	static const struct option longopts[] = {{"dir", required_argument, NULL, 'd'},
+						 {"json", no_argument, NULL, 'j'},
+						 {"dry-run", no_argument, NULL, 'n'},
+						 {"help", no_argument, NULL, 'h'},
+						 {0}};
+	int c;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, cmd, "h", longopts)) != -1) {
+		switch (c) {
+		case 'd':
+			o->dir = optarg;
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'n':
+			if (!allow_dry)
+				return cli_usage_error(cmd, "--dry-run belongs to eht regions gc");
+			o->dry = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument");
+	return -1;
 }
 
 static json_t *entry_json(const struct eht_region_entry *e)
@@ -49,25 +81,66 @@ static void human_size(uint64_t b, char *buf, size_t n)
 		snprintf(buf, n, "%.1f KiB", (double)b / 1024.0);
 }
 
+/* Tables held by running servers (their region files are unlinked once mapped, so the directory
+ * does not show them): one entry per table of a memory tier, state "served". */
+static json_t *served_entries(void)
+{
+	char *text = NULL;
+	json_t *out = json_array();
+	if (eht_serve_status(NULL, &text) != 0) {
+		fprintf(stderr, "eht regions list: cannot ask running servers: %s\n", eht_last_error());
+		return out;
+	}
+	json_t *servers = json_loads(text, 0, NULL);
+	free(text);
+	size_t i, j;
+	json_t *s, *t;
+	json_array_foreach(servers, i, s)
+	{
+		json_array_foreach(json_object_get(s, "tables"), j, t)
+		{
+			const char *tier = json_string_value(json_object_get(t, "tier"));
+			if (!tier || !strcmp(tier, "disk"))
+				continue;
+			json_array_append_new(out, json_pack("{s:O, s:s, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:I}", "name",
+							     json_object_get(t, "name"), "state", "served", "tier",
+							     json_object_get(t, "tier"), "bytes", json_object_get(t, "bytes"),
+							     "rows", json_object_get(t, "rows"), "row_bytes",
+							     json_object_get(t, "row_bytes"), "page_size",
+							     json_object_get(t, "page_size"), "numa_node",
+							     json_object_get(t, "numa_node"), "key", json_object_get(s, "key"),
+							     "server_pid", json_object_get(s, "pid"), "attached",
+							     (json_int_t)json_array_size(json_object_get(s, "workers"))));
+		}
+	}
+	json_decref(servers);
+	return out;
+}
+
 static int list(int argc, char **argv)
 {
-	const char *dir = opt_value(argc, argv, "--dir");
+	struct ropts o = {0};
+	int prc = parse(argc, argv, "regions list", 0, &o);
+	if (prc >= 0)
+		return prc;
 	struct eht_region_entry *v = NULL;
-	int n = eht_region_list(dir, &v);
+	int n = eht_region_list(o.dir, &v);
 	if (n < 0)
-		return cli_fail("regions list", NULL);
-	if (cli_has_flag(argc, argv, "--json")) {
+		return cli_error("regions list", o.json, NULL);
+	json_t *served = served_entries();
+	if (o.json) {
 		json_t *arr = json_array();
 		for (int i = 0; i < n; i++) {
 			json_array_append_new(arr, entry_json(&v[i]));
 		}
-		char *s = json_dumps(arr, JSON_INDENT(2));
-		printf("%s\n", s ? s : "[]");
-		free(s);
-		json_decref(arr);
-	} else if (n == 0) {
+		json_array_extend(arr, served);
+		json_decref(served);
+		eht_region_list_free(v);
+		return cli_print_json(arr);
+	}
+	if (n == 0 && json_array_size(served) == 0) {
 		printf("no regions\n");
-	} else {
+	} else if (n > 0) {
 		printf("%-32s %-9s %11s %11s %5s %8s %-20s %5s %s\n", "NAME", "STATE", "SIZE", "ALLOCATED", "NODE",
 		       "CREATOR", "LIFECYCLE", "MODE", "AGE");
 		for (int i = 0; i < n; i++) {
@@ -87,6 +160,24 @@ static int list(int argc, char **argv)
 			       eht_region_state_name(e->state), sz, al, e->numa_node, cr, life, e->mode, e->age_s);
 		}
 	}
+	if (json_array_size(served)) {
+		printf("held by running servers (unlinked once mapped; eht status shows more):\n");
+		printf("%-44s %-13s %11s %5s %8s %-16s %s\n", "TABLE", "TIER", "SIZE", "NODE", "SERVER", "KEY", "WORKERS");
+		size_t i;
+		json_t *e;
+		json_array_foreach(served, i, e)
+		{
+			char sz[24];
+			human_size((uint64_t)json_integer_value(json_object_get(e, "bytes")), sz, sizeof(sz));
+			printf("%-44s %-13s %11s %5lld %8lld %-16s %lld\n", json_string_value(json_object_get(e, "name")),
+			       json_string_value(json_object_get(e, "tier")), sz,
+			       json_integer_value(json_object_get(e, "numa_node")),
+			       json_integer_value(json_object_get(e, "server_pid")),
+			       json_string_value(json_object_get(e, "key")),
+			       json_integer_value(json_object_get(e, "attached")));
+		}
+	}
+	json_decref(served);
 	eht_region_list_free(v);
 	return 0;
 }
@@ -112,15 +203,18 @@ static void gc_report(const struct eht_region_entry *e, void *arg)
 
 static int gc(int argc, char **argv)
 {
-	const char *dir = opt_value(argc, argv, "--dir");
-	struct gc_out g = {.dry = cli_has_flag(argc, argv, "--dry-run")};
-	int json = cli_has_flag(argc, argv, "--json");
+	struct ropts o = {0};
+	int prc = parse(argc, argv, "regions gc", 1, &o);
+	if (prc >= 0)
+		return prc;
+	struct gc_out g = {.dry = o.dry};
+	int json = o.json;
 	if (json)
 		g.arr = json_array();
-	int n = eht_region_gc(dir, g.dry ? EHT_REGION_GC_DRY_RUN : 0, gc_report, &g);
+	int n = eht_region_gc(o.dir, g.dry ? EHT_REGION_GC_DRY_RUN : 0, gc_report, &g);
 	if (n < 0) {
 		json_decref(g.arr);
-		return cli_fail("regions gc", NULL);
+		return cli_error("regions gc", json, NULL);
 	}
 	if (json) {
 		json_t *o = json_pack("{s:b, s:i, s:o}", "dry_run", g.dry, "count", n, "regions", g.arr);
@@ -136,7 +230,7 @@ static int gc(int argc, char **argv)
 
 int cmd_regions(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
@@ -144,6 +238,7 @@ int cmd_regions(int argc, char **argv)
 		return list(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "gc"))
 		return gc(argc - 1, argv + 1);
+	fprintf(stderr, "eht regions: unknown subcommand '%s'\n", argv[1]);
 	usage(stderr);
 	return 2;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "cli.h"
 #include "eht.h"
@@ -18,6 +19,21 @@ struct progress {
 	int tty;
 	int last_decile;
 };
+
+/* Set by the signal thread; the load checks it between chunks of rows (opts.cancel). */
+static volatile int stop_loading;
+static volatile int stop_signal;
+
+/* Takes SIGINT/SIGTERM (blocked everywhere else) from the first moment, so a long load stops
+ * within a fraction of a second instead of running to its end. */
+static void *signal_thread(void *arg)
+{
+	int sig = 0;
+	sigwait((sigset_t *)arg, &sig);
+	__atomic_store_n(&stop_signal, sig, __ATOMIC_RELAXED);
+	__atomic_store_n(&stop_loading, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
 
 static void show_progress(void *arg, uint64_t done, uint64_t total, const char *table)
 {
@@ -60,34 +76,89 @@ static int parse_tier(const char *s)
 	return -1;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: eht serve CHECKPOINT [--key KEY] [--tensors PATTERN] [--tier T] [--device N]\n"
+		   "                 [--threads N] [--ready-file PATH] [--json]\n"
+		   "Loads the checkpoint's tables once and serves them to this node's workers under KEY until\n"
+		   "SIGINT or SIGTERM.\n"
+		   "  --key KEY          attach key (default \"default\")\n"
+		   "  --tensors PATTERN  weight tensors to serve (default \"%s\")\n"
+		   "  --tier T           auto (default), host-numa, region-pinned, region or disk\n"
+		   "  --device N         GPU whose host NUMA node gets the tables (default 0 when there is a GPU)\n"
+		   "  --threads N        loading threads (default one per CPU)\n"
+		   "  --ready-file PATH  written (JSON status) once serving, removed on exit\n"
+		   "  --json             the ready report and the stop report as JSON lines on stdout\n"
+		   "Readiness: READY=1 to $NOTIFY_SOCKET (systemd Type=notify, see examples/eht-serve.service),\n"
+		   "the ready file, and `eht status KEY`.\n",
+		EHT_SERVE_DEFAULT_PATTERN);
+}
+
+static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const char **path, const char **ready_file,
+		       int *json)
+{
+	static const struct option longopts[] = {{"tensors", required_argument, NULL, 'p'},
+						 {"key", required_argument, NULL, 'k'},
+						 {"tier", required_argument, NULL, 't'},
+						 {"device", required_argument, NULL, 'd'},
+						 {"threads", required_argument, NULL, 'T'},
+						 {"ready-file", required_argument, NULL, 'r'},
+						 {"json", no_argument, NULL, 'j'},
+						 {"help", no_argument, NULL, 'h'},
+						 {0}};
+	int c, v = 0;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "serve", "h", longopts)) != -1) {
+		switch (c) {
+		case 'p':
+			o->pattern = optarg;
+			break;
+		case 'k':
+			o->key = optarg;
+			break;
+		case 't':
+			o->tier = parse_tier(optarg);
+			if (o->tier < 0)
+				return cli_usage_error("serve", "--tier takes auto, host-numa, region-pinned, region or disk");
+			break;
+		case 'd':
+			if (cli_int("serve", "--device", optarg, &o->device))
+				return 2;
+			break;
+		case 'T':
+			if (cli_int("serve", "--threads", optarg, &v) || v < 0)
+				return v < 0 ? cli_usage_error("serve", "--threads takes a count >= 0") : 2;
+			o->threads = (unsigned)v;
+			break;
+		case 'r':
+			*ready_file = optarg;
+			break;
+		case 'j':
+			*json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("serve", "no CHECKPOINT given (a .safetensors file or a checkpoint directory)");
+	if (optind + 1 < argc)
+		return cli_usage_error("serve", "one CHECKPOINT only");
+	*path = argv[optind];
+	return -1;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct eht_serve_opts o = {.size = sizeof(o), .device = -1};
-	const char *path = NULL;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--tensors") && v)
-			o.pattern = argv[++i];
-		else if (!strcmp(a, "--key") && v)
-			o.key = argv[++i];
-		else if (!strcmp(a, "--tier") && v) {
-			o.tier = parse_tier(argv[++i]);
-			if (o.tier < 0)
-				return cli_fail("serve", "--tier takes auto, host-numa, region-pinned, region or disk");
-		} else if (!strcmp(a, "--device") && v)
-			o.device = atoi(argv[++i]);
-		else if (!strcmp(a, "--threads") && v)
-			o.threads = (unsigned)atoi(argv[++i]);
-		else if (a[0] == '-' || path) {
-			fprintf(stderr, "usage: eht serve CHECKPOINT [--tensors PATTERN] [--tier auto|host-numa|region|disk]\n"
-					"                 [--key KEY] [--device N] [--threads N]\n");
-			return 2;
-		} else
-			path = a;
-	}
-	if (!path)
-		return cli_fail("serve", "no checkpoint given (a .safetensors file or a checkpoint directory)");
+	const char *path = NULL, *ready_file = NULL;
+	int json = 0;
+	int prc = parse_serve(argc, argv, &o, &path, &ready_file, &json);
+	if (prc >= 0)
+		return prc;
 	const char *key = o.key ? o.key : "default";
 
 	/* Signals are taken with sigwait: block them before any thread starts. */
@@ -96,36 +167,86 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	pthread_t sigt;
+	if (pthread_create(&sigt, NULL, signal_thread, &set) != 0)
+		return cli_error("serve", json, "cannot start the signal thread");
 
-	struct progress p = {.start = cli_now_s(), .tty = isatty(2), .last_decile = -1};
+	struct progress p = {.start = cli_now_s(), .tty = cli_progress_tty(), .last_decile = -1};
 	o.progress = show_progress;
 	o.progress_arg = &p;
+	o.cancel = &stop_loading;
 	eht_server *s = NULL;
-	if (eht_serve_start(path, &o, &s) != 0)
-		return cli_fail("serve", NULL);
+	if (eht_serve_start(path, &o, &s) != 0) {
+		if (__atomic_load_n(&stop_signal, __ATOMIC_RELAXED)) {
+			pthread_join(sigt, NULL);
+			fprintf(stderr, "\neht serve: %s during the load: stopped; nothing was left behind\n",
+				stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+			return 1;
+		}
+		int rc = cli_error("serve", json, NULL);
+		pthread_kill(sigt, SIGTERM); /* taken by its sigwait: ends the thread */
+		pthread_join(sigt, NULL);
+		return rc;
+	}
 	double secs = cli_now_s() - p.start;
 	uint64_t total = 0;
-	printf("%-44s %12s %6s %-14s %5s %9s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "PAGE");
+	if (!json)
+		printf("%-44s %12s %6s %-14s %5s %9s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "PAGE");
 	for (size_t i = 0; i < eht_serve_table_count(s); i++) {
 		struct eht_table_info info = {.size = sizeof(info)};
 		if (eht_serve_table_info(s, i, &info) == 0) {
-			printf("%-44s %12llu %6llu %-14s %5d %8lluK\n", info.name, (unsigned long long)info.rows,
-			       (unsigned long long)info.row_bytes, eht_tier_name(info.tier), info.numa_node,
-			       (unsigned long long)(info.page_size >> 10));
+			if (!json)
+				printf("%-44s %12llu %6llu %-14s %5d %8lluK\n", info.name, (unsigned long long)info.rows,
+				       (unsigned long long)info.row_bytes, eht_tier_name(info.tier), info.numa_node,
+				       (unsigned long long)(info.page_size >> 10));
 			if (info.host) /* loaded into memory, not read in place */
 				total += info.rows * info.row_bytes;
 		}
 	}
-	printf("eht serve: %zu table(s), %.2f GiB loaded in %.1f s; serving under key '%s' "
-	       "(workers: eht_attach(\"%s\") or eht.attach(\"%s\")); SIGINT or SIGTERM stops\n",
-	       eht_serve_table_count(s), (double)total / (1 << 30), secs, key, key, key);
+	char *status = NULL;
+	if (eht_serve_status(key, &status) != 0)
+		status = NULL; /* no status socket: the reports below still go out */
+	if (json) {
+		json_t *st = status ? json_loads(status, 0, NULL) : NULL;
+		cli_print_json(json_pack("{s:s, s:s, s:f, s:o}", "event", "ready", "key", key, "load_s", secs, "status",
+					 st ? st : json_null()));
+	} else {
+		printf("eht serve: %zu table(s), %.2f GiB loaded in %.1f s; serving under key '%s' "
+		       "(workers: eht_attach(\"%s\") or eht.attach(\"%s\")); SIGINT or SIGTERM stops\n",
+		       eht_serve_table_count(s), (double)total / (1 << 30), secs, key, key, key);
+	}
 	fflush(stdout);
-	int sig = 0;
-	sigwait(&set, &sig);
+	int rc = 0;
+	if (ready_file) {
+		int w = cli_write_file_atomic(ready_file, status ? status : "{}");
+		if (w) {
+			fprintf(stderr, "eht serve: cannot write the ready file %s: %s\n", ready_file, strerror(-w));
+			rc = 1;
+		}
+	}
+	free(status);
+	char note[256];
+	snprintf(note, sizeof(note), "READY=1\nSTATUS=serving %zu table(s), %.2f GiB under key %s\nMAINPID=%d",
+		 eht_serve_table_count(s), (double)total / (1 << 30), key, (int)getpid());
+	(void)!cli_sd_notify(note);
+	if (rc)
+		pthread_kill(sigt, SIGTERM); /* taken by its sigwait: ends the thread */
+	pthread_join(sigt, NULL);
+	int sig = rc ? 0 : stop_signal;
+	(void)!cli_sd_notify("STOPPING=1");
+	if (ready_file && !rc)
+		unlink(ready_file);
 	unsigned clients = eht_serve_clients(s);
 	unsigned long long attaches = (unsigned long long)eht_serve_attaches(s);
-	int rc = eht_serve_stop(s);
-	printf("eht serve: %s: stopped after %llu attach(es), %u worker(s) still attached; tables released\n",
-	       sig == SIGINT ? "SIGINT" : "SIGTERM", attaches, clients);
-	return rc ? cli_fail("serve", NULL) : 0;
+	int src = eht_serve_stop(s);
+	const char *why = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "error";
+	if (json)
+		cli_print_json(json_pack("{s:s, s:s, s:s, s:I, s:i}", "event", "stopped", "key", key, "signal", why,
+					 "attaches", (json_int_t)attaches, "workers_attached", (int)clients));
+	else
+		printf("eht serve: %s: stopped after %llu attach(es), %u worker(s) still attached; tables released\n", why,
+		       attaches, clients);
+	if (src)
+		return cli_error("serve", json, NULL);
+	return rc;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli_synth.c: `eht synth DIR`: write a small synthetic Engram-shaped checkpoint. */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,11 @@
 #include "cli.h"
 #include "eht.h"
 
-#define USAGE "usage: eht synth DIR [--tables N] [--rows R] [--shards S] [--seed X]"
+#define USAGE                                                                                              \
+	"usage: eht synth DIR [--tables N] [--rows R | --preset v41-small] [--shards S] [--seed X]\n"     \
+	"  writes layers.<L>.engram.embed.weight F8_E4M3 [R,256] + .scale F8_E8M0 [R,8] per table\n"      \
+	"  (L = 1, 14, 27, ...), deterministic from the seed. --preset v41-small: two tables whose rows\n" \
+	"  are the 24 head ranges (small primes) of that Engram layout, so sharding by head range is real."
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -23,43 +28,85 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+static int usage_err(const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "eht synth: %s\n", msg);
+	fprintf(stderr, "%s\n", USAGE);
+	return 2;
+}
+
 int cmd_synth(int argc, char **argv)
 {
+	static const struct option opts[] = {
+	    {"tables", required_argument, 0, 't'}, {"rows", required_argument, 0, 'r'},
+	    {"shards", required_argument, 0, 's'}, {"seed", required_argument, 0, 'x'},
+	    {"preset", required_argument, 0, 'p'}, {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
 	struct eht_synth_opts o = {.size = sizeof(o)};
-	const char *dir = NULL;
-	for (int i = 1; i < argc; i++) {
-		uint64_t v;
-		const char *a = argv[i];
-		int opt = !strcmp(a, "--tables") || !strcmp(a, "--rows") || !strcmp(a, "--shards") || !strcmp(a, "--seed");
-		if (opt) {
-			if (i + 1 >= argc || parse_u64(argv[i + 1], &v))
-				return cli_fail("synth", USAGE);
-			if ((!strcmp(a, "--tables") || !strcmp(a, "--shards")) && (v == 0 || v > UINT32_MAX))
-				return cli_fail("synth", "--tables and --shards take 1 .. 2^32-1");
-			if (!strcmp(a, "--rows") && v == 0)
-				return cli_fail("synth", "--rows takes at least 1");
-			if (!strcmp(a, "--tables"))
-				o.tables = (uint32_t)v;
-			else if (!strcmp(a, "--shards"))
-				o.shards = (uint32_t)v;
-			else if (!strcmp(a, "--rows"))
-				o.rows = v;
-			else
-				o.seed = v;
-			i++;
-		} else if (a[0] == '-' || dir) {
-			return cli_fail("synth", USAGE);
-		} else {
-			dir = a;
+	const char *preset = NULL;
+	uint64_t rows[EHT_ENGRAM_MAX_LAYERS];
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		uint64_t v = 0;
+		if (c == 'h') {
+			printf("%s\n", USAGE);
+			return 0;
 		}
+		if (c == 'p') {
+			preset = optarg;
+			continue;
+		}
+		if (c == '?' || parse_u64(optarg, &v))
+			return usage_err(c == '?' ? NULL : "options take unsigned integers");
+		if ((c == 't' || c == 's') && (v == 0 || v > UINT32_MAX))
+			return usage_err("--tables and --shards take 1 .. 2^32-1");
+		if (c == 'r' && v == 0)
+			return usage_err("--rows takes at least 1");
+		if (c == 't')
+			o.tables = (uint32_t)v;
+		else if (c == 's')
+			o.shards = (uint32_t)v;
+		else if (c == 'r')
+			o.rows = v;
+		else
+			o.seed = v;
 	}
-	if (!dir)
-		return cli_fail("synth", USAGE);
+	if (optind != argc - 1)
+		return usage_err(optind >= argc ? "no DIR" : "one DIR only");
+	const char *dir = argv[optind];
+	if (preset) {
+		eht_engram_layout *l;
+		struct eht_engram_info in = {.size = sizeof(in)};
+		if (o.rows || o.tables)
+			return usage_err("--preset sets the tables and rows: no --tables or --rows with it");
+		if (eht_engram_layout_preset(preset, &l) != 0)
+			return cli_fail("synth", NULL);
+		eht_engram_layout_info(l, &in);
+		eht_engram_layout_free(l);
+		for (uint32_t i = 0; i < in.n_layers; i++) {
+			if (in.layer_ids[i] != 1 + 13 * i) {
+				fprintf(stderr, "eht synth: preset %s has layer %u at index %u; synth names layer %u\n",
+					preset, in.layer_ids[i], i, 1 + 13 * i);
+				return 1;
+			}
+			rows[i] = in.rows[i];
+		}
+		o.tables = in.n_layers;
+		o.table_rows = rows;
+	}
 	if (eht_synth_checkpoint(dir, &o) != 0)
 		return cli_fail("synth", NULL);
-	printf("eht synth: wrote %s: %u table(s) x %llu rows, %u file(s), seed %llu\n", dir,
-	       o.tables ? o.tables : EHT_SYNTH_DEFAULT_TABLES,
-	       (unsigned long long)(o.rows ? o.rows : EHT_SYNTH_DEFAULT_ROWS), o.shards ? o.shards : 1,
-	       (unsigned long long)o.seed);
+	if (preset)
+		printf("eht synth: wrote %s: preset %s, %u table(s) (rows %llu, %llu), %u file(s), seed %llu\n", dir,
+		       preset, o.tables, (unsigned long long)rows[0], (unsigned long long)rows[o.tables > 1 ? 1 : 0],
+		       o.shards ? o.shards : 1, (unsigned long long)o.seed);
+	else
+		printf("eht synth: wrote %s: %u table(s) x %llu rows, %u file(s), seed %llu\n", dir,
+		       o.tables ? o.tables : EHT_SYNTH_DEFAULT_TABLES,
+		       (unsigned long long)(o.rows ? o.rows : EHT_SYNTH_DEFAULT_ROWS), o.shards ? o.shards : 1,
+		       (unsigned long long)o.seed);
 	return 0;
 }

@@ -7,16 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <jansson.h>
 
 #include "cli.h"
 #include "cuda/cu_driver.h"
 #include "eht.h"
+#include "table/mem_guard.h"
+#include "util/err.h"
 
 struct wopts {
 	const char *key, *check;
 	uint64_t ids;
-	int reps, device, id;
+	int reps, device, id, wait, json;
 	double timeout_s;
+	json_t *results; /* with --json: one object per table and strategy */
 };
 
 static uint64_t rnd(uint64_t *s)
@@ -46,10 +50,38 @@ static int expected_row(eht_ckpt *ck, const char *table, int64_t r, uint64_t row
 	return 0;
 }
 
+struct expect_call {
+	eht_ckpt *ck;
+	const char *table;
+	int64_t r;
+	uint64_t rows, rb;
+	unsigned char *dst;
+	int rc;
+};
+
+static void expect_fn(void *arg)
+{
+	struct expect_call *e = arg;
+	e->rc = expected_row(e->ck, e->table, e->r, e->rows, e->rb, e->dst);
+}
+
+/* expected_row reads the checkpoint's mapping: a file that shrank since it was opened must give an
+ * error naming it, not a SIGBUS. */
+static int expected_row_guarded(eht_ckpt *ck, const char *table, int64_t r, uint64_t rows, uint64_t rb,
+				unsigned char *dst)
+{
+	struct expect_call e = {ck, table, r, rows, rb, dst, 0};
+	int rc = eht_guarded_call(expect_fn, &e);
+	if (rc)
+		return eht_err_prefix(rc, "reading row %lld of table %s from %s", (long long)r, table, eht_ckpt_path(ck));
+	return e.rc;
+}
+
 static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mismatches)
 {
 	struct eht_table_info info = {.size = sizeof(info)};
-	eht_table_get_info(t, &info);
+	if (eht_table_get_info(t, &info) != 0)
+		return -EINVAL;
 	const int gpu = info.device_ptr != 0 && eht_cu_device_count() > 0;
 	int strategies[4], ns = 0;
 	if (gpu) {
@@ -99,15 +131,25 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 			rc = EHT_CU_CHECK(cuMemcpyDtoH(host, dout, out_bytes));
 		uint64_t bad = 0;
 		for (uint64_t i = 0; !rc && i < n; i++) {
-			if (expected_row(ck, info.name, ids[i], info.rows, info.row_bytes, want) != 0) {
-				rc = -ENOENT;
+			int erc = expected_row_guarded(ck, info.name, ids[i], info.rows, info.row_bytes, want);
+			if (erc == -ENOENT)
 				fprintf(stderr, "eht worker: table %s is not in the checkpoint given to --check\n", info.name);
+			if (erc) {
+				rc = erc;
 				break;
 			}
 			bad += memcmp(want, host + i * info.row_bytes, info.row_bytes) != 0;
 		}
 		*mismatches += (int)bad;
-		if (!rc)
+		if (!rc && o->results)
+			json_array_append_new(o->results,
+					      json_pack("{s:i, s:s, s:s, s:I, s:f, s:f, s:I, s:I, s:b}", "worker", o->id, "table",
+							info.name, "strategy",
+							eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), "ids",
+							(json_int_t)n, "best_ms", best * 1e3, "rows_per_s", (double)n / best,
+							"mismatches", (json_int_t)bad, "dead", (json_int_t)dead, "match",
+							bad == 0));
+		else if (!rc)
 			printf("worker %d  %-36s %-7s %9llu ids  %8.3f ms  %8.2f M rows/s  %s (%llu dead)\n", o->id,
 			       info.name, eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), (unsigned long long)n,
 			       best * 1e3, (double)n / best / 1e6, bad ? "MISMATCH" : "rows match the checkpoint",
@@ -122,38 +164,109 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 	return rc;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: eht worker KEY --check CHECKPOINT [--ids N] [--reps R] [--device D] [--id N]\n"
+		   "                  [--wait] [--timeout S] [--json]\n"
+		   "Attaches to the tables served under KEY like an inference worker, looks random ids up with\n"
+		   "every strategy this machine supports, checks every row against CHECKPOINT's own bytes and\n"
+		   "prints rows/s. Exit 1 when a row differs.\n"
+		   "  --ids N      ids per lookup (6144)       --reps R    timed runs, best kept (5)\n"
+		   "  --device D   GPU (default 0 when there is one; -1: CPU only)\n"
+		   "  --id N       worker number in the output and the id seed (0)\n"
+		   "  --wait       wait for a server to hold KEY (default: fail at once when none does)\n"
+		   "  --timeout S  how long --wait and a loading server are waited for (60)\n"
+		   "  --json       results as JSON (errors as {\"error\": ...})\n");
+}
+
+static int parse_worker(int argc, char **argv, struct wopts *o)
+{
+	static const struct option longopts[] = {{"check", required_argument, NULL, 'c'},
+						 {"ids", required_argument, NULL, 'n'},
+						 {"reps", required_argument, NULL, 'r'},
+						 {"device", required_argument, NULL, 'd'},
+						 {"id", required_argument, NULL, 'i'},
+						 {"timeout", required_argument, NULL, 't'},
+						 {"wait", no_argument, NULL, 'w'},
+						 {"json", no_argument, NULL, 'j'},
+						 {"help", no_argument, NULL, 'h'},
+						 {0}};
+	int c, bad = 0;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "worker", "h", longopts)) != -1) {
+		switch (c) {
+		case 'c':
+			o->check = optarg;
+			break;
+		case 'n':
+			bad = cli_u64("worker", "--ids", optarg, &o->ids);
+			break;
+		case 'r':
+			bad = cli_int("worker", "--reps", optarg, &o->reps);
+			break;
+		case 'd':
+			bad = cli_int("worker", "--device", optarg, &o->device);
+			break;
+		case 'i':
+			bad = cli_int("worker", "--id", optarg, &o->id);
+			break;
+		case 't':
+			bad = cli_double("worker", "--timeout", optarg, &o->timeout_s);
+			break;
+		case 'w':
+			o->wait = 1;
+			break;
+		case 'j':
+			o->json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+		if (bad)
+			return 2;
+	}
+	if (optind >= argc)
+		return cli_usage_error("worker", "no KEY given");
+	if (optind + 1 < argc)
+		return cli_usage_error("worker", "one KEY only");
+	o->key = argv[optind];
+	if (!o->check)
+		return cli_usage_error("worker", "--check CHECKPOINT is required (rows are verified against it)");
+	if (o->ids == 0 || o->reps <= 0)
+		return cli_usage_error("worker", "--ids and --reps must be positive");
+	if (!(o->timeout_s > 0 && o->timeout_s <= 86400))
+		return cli_usage_error("worker", "--timeout takes seconds in (0, 86400]");
+	return -1;
+}
+
 int cmd_worker(int argc, char **argv)
 {
 	struct wopts o = {.ids = 6144, .reps = 5, .device = -2, .timeout_s = 60};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int more = i + 1 < argc;
-		if (!strcmp(a, "--check") && more)
-			o.check = argv[++i];
-		else if (!strcmp(a, "--ids") && more)
-			o.ids = strtoull(argv[++i], NULL, 10);
-		else if (!strcmp(a, "--reps") && more)
-			o.reps = atoi(argv[++i]);
-		else if (!strcmp(a, "--device") && more)
-			o.device = atoi(argv[++i]);
-		else if (!strcmp(a, "--id") && more)
-			o.id = atoi(argv[++i]);
-		else if (!strcmp(a, "--timeout") && more)
-			o.timeout_s = atof(argv[++i]);
-		else if (a[0] != '-' && !o.key)
-			o.key = a;
-		else {
-			fprintf(stderr, "usage: eht worker KEY --check CHECKPOINT [--ids N] [--reps R] [--device D] [--id N]\n");
-			return 2;
-		}
+	int prc = parse_worker(argc, argv, &o);
+	if (prc >= 0)
+		return prc;
+	/* Say at once when nobody serves the key, instead of waiting out the attach timeout. */
+	char *st = NULL;
+	int src = eht_serve_status(o.key, &st);
+	free(st);
+	if (src == -ENOENT && !o.wait) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "no server holds key '%s' on this node (start one: eht serve CHECKPOINT --key %s; "
+			 "or pass --wait)", o.key, o.key);
+		return cli_error("worker", o.json, msg);
 	}
-	if (!o.key || !o.check || o.ids == 0 || o.reps <= 0)
-		return cli_fail("worker", "give a KEY, --check CHECKPOINT, and positive --ids and --reps");
+	if (src == -ENOENT)
+		fprintf(stderr, "eht worker: waiting up to %.0f s for a server of key '%s'\n", o.timeout_s, o.key);
 	if (o.device == -2)
 		o.device = eht_cu_device_count() > 0 ? 0 : -1;
 	eht_ckpt *ck = NULL;
 	if (eht_ckpt_open(o.check, 0, &ck) != 0)
-		return cli_fail("worker", NULL);
+		return cli_error("worker", o.json, NULL);
+	if (o.json)
+		o.results = json_array();
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = o.device, .timeout_ms = (uint32_t)(o.timeout_s * 1000)};
 	eht_client *c = NULL;
 	int rc = eht_attach(o.key, &ao, &c);
@@ -165,10 +278,14 @@ int cmd_worker(int argc, char **argv)
 			rc = run_table(&o, t, ck, &mismatches);
 	}
 	if (rc)
-		cli_fail("worker", NULL);
+		cli_error("worker", o.json, NULL);
 	eht_detach(c);
 	eht_ckpt_close(ck);
 	if (!rc && mismatches)
 		fprintf(stderr, "eht worker %d: %d row(s) differ from the checkpoint\n", o.id, mismatches);
+	if (!rc && o.json)
+		rc = cli_print_json(json_pack("{s:s, s:i, s:O, s:i}", "key", o.key, "worker", o.id, "results", o.results,
+					      "mismatches", mismatches));
+	json_decref(o.results);
 	return rc || mismatches ? 1 : 0;
 }

@@ -18,7 +18,9 @@ static const struct {
 	{"probe", cmd_probe, "probe [--json]              GPUs, NUMA nodes, /dev/shm, huge pages, handle support"},
 	{"regions", cmd_regions, "regions list|gc [--dir D]   shared regions on this node; remove stale ones"},
 	{"serve", cmd_serve, "serve CHECKPOINT [options]  host a checkpoint's tables for this node's workers"},
+	{"status", cmd_status, "status [KEY] [--json]       what running servers hold, for whom; readiness"},
 	{"worker", cmd_worker, "worker KEY --check CKPT     attach like a worker; look up, verify, print rows/s"},
+	{"hash", cmd_hash, "hash (--preset v41|--config F) --steps S [--gpu] [--json]  Engram row ids of token steps"},
 	{"bench", cmd_bench, "bench lookup|region|share|disk [options] [--json]"},
 };
 
@@ -52,7 +54,8 @@ static void usage(FILE *f)
 	fprintf(f, "eht %s: Engram host tables\n\nusage:\n", eht_version());
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  eht %s\n", commands[i].help);
-	fprintf(f, "  eht version\n\nEHT_LOG=error|warn|info|debug sets the log level.\n");
+	fprintf(f, "  eht version\n\nEvery command takes --help. Exit status: 0 done, 1 failed, 2 usage error.\n"
+		   "EHT_LOG=error|warn|info|debug sets the log level; the README lists every variable.\n");
 }
 
 int main(int argc, char **argv)

@@ -19,11 +19,12 @@
 #define FMT_BF16 1
 
 /* ---------------------------------------------------------------- bf16 dequantization (exact) */
-/* e4m3fn byte times 2^(s-127), exact in float, then bf16 round-to-nearest-even. Same integer steps as
- * the CPU reference (src/lookup/dequant.c), so results match bit for bit. */
+/* e4m3fn byte times the float with exponent bits s (s = 0: +0.0, s = 255: +inf), then bf16
+ * round-to-nearest-even; NaN (e4m3 NaN, 0 * inf) -> 0x7fc0. Same integer steps as the CPU reference
+ * (src/lookup/dequant.c), so results match bit for bit. */
 __device__ __forceinline__ uint32_t dq1(uint32_t w, uint32_t s)
 {
-	if (s == 0xffu || (w & 0x7fu) == 0x7fu)
+	if ((w & 0x7fu) == 0x7fu)
 		return 0x7fc0u;
 	uint32_t e = (w >> 3) & 15u, m = w & 7u;
 	float v;
@@ -31,8 +32,10 @@ __device__ __forceinline__ uint32_t dq1(uint32_t w, uint32_t s)
 		v = __uint_as_float(((e + 120u) << 23) | (m << 20));
 	else
 		v = __fmul_rn((float)m, 0x1p-9f);
-	float sc = __uint_as_float(s ? (s << 23) : 0x00400000u);
-	uint32_t u = __float_as_uint(__fmul_rn(v, sc)) | ((w & 0x80u) << 24);
+	uint32_t u = __float_as_uint(__fmul_rn(v, __uint_as_float(s << 23)));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return 0x7fc0u;
+	u |= (w & 0x80u) << 24;
 	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
@@ -50,7 +53,16 @@ __device__ __forceinline__ uint4 dq8(uint2 w, uint32_t s)
 /* ------------------------------------------------------------------------ warp row movers */
 /* Copies RPW rows (src[r] NULL: zero row) of rb bytes with V-byte words: lane j of the warp takes
  * words j, j+32, ... of the concatenated rows; U loads are issued before their stores. */
-template <typename V>
+/* Loads of rows the CPU rewrites between launches (pinned staging) bypass the GPU's caches (CV). */
+template <typename V, bool CV>
+__device__ __forceinline__ V ld_row(const V *p)
+{
+	if (CV)
+		return __ldcv(p);
+	return *p;
+}
+
+template <typename V, bool CV = false>
 __device__ __forceinline__ void warp_copy(const uint8_t *const *src, uint8_t *const *dst, uint32_t rb,
 					  int nrows, int lane)
 {
@@ -64,7 +76,7 @@ __device__ __forceinline__ void warp_copy(const uint8_t *const *src, uint8_t *co
 			if (j < T) {
 				uint32_t r = j / W, w = j - r * W;
 				if (src[r])
-					v[u] = reinterpret_cast<const V *>(src[r])[w];
+					v[u] = ld_row<V, CV>(reinterpret_cast<const V *>(src[r]) + w);
 				else
 					memset(&v[u], 0, sizeof(V));
 			}
@@ -80,6 +92,7 @@ __device__ __forceinline__ void warp_copy(const uint8_t *const *src, uint8_t *co
 	}
 }
 
+template <bool CV = false>
 __device__ __forceinline__ void warp_rows(const uint8_t *const *src, uint8_t *const *dst, uint32_t rb,
 					  int nrows, int fmt, int vec, int lane)
 {
@@ -90,8 +103,8 @@ __device__ __forceinline__ void warp_rows(const uint8_t *const *src, uint8_t *co
 #pragma unroll
 		for (int r = 0; r < RPW; r++) {
 			if (r < nrows && src[r]) {
-				w[r] = reinterpret_cast<const uint2 *>(src[r])[lane];
-				sc[r] = reinterpret_cast<const uint2 *>(src[r] + 256)[0];
+				w[r] = ld_row<uint2, CV>(reinterpret_cast<const uint2 *>(src[r]) + lane);
+				sc[r] = ld_row<uint2, CV>(reinterpret_cast<const uint2 *>(src[r] + 256));
 			} else {
 				w[r] = make_uint2(0, 0);
 				sc[r] = make_uint2(0, 0);
@@ -112,10 +125,10 @@ __device__ __forceinline__ void warp_rows(const uint8_t *const *src, uint8_t *co
 		return;
 	}
 	switch (vec) {
-	case 16: warp_copy<uint4>(src, dst, rb, nrows, lane); break;
-	case 8: warp_copy<uint2>(src, dst, rb, nrows, lane); break;
-	case 4: warp_copy<uint32_t>(src, dst, rb, nrows, lane); break;
-	default: warp_copy<uint8_t>(src, dst, rb, nrows, lane); break;
+	case 16: warp_copy<uint4, CV>(src, dst, rb, nrows, lane); break;
+	case 8: warp_copy<uint2, CV>(src, dst, rb, nrows, lane); break;
+	case 4: warp_copy<uint32_t, CV>(src, dst, rb, nrows, lane); break;
+	default: warp_copy<uint8_t, CV>(src, dst, rb, nrows, lane); break;
 	}
 }
 
@@ -456,4 +469,112 @@ eht_lk_dedup_assign(const uint32_t *keys, const uint32_t *vals, unsigned n, uint
 					      slot, counters, NULL);
 	if (blockIdx.x == 0 && t == 0)
 		counters[1] = *total;
+}
+
+/* ------------------------------------------------------------------ stream-triggered CPU gather */
+__device__ __forceinline__ unsigned long long gtime(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/* The GPU half of HOST with ids the CPU cannot see when the call is made (ids in GPU memory, or a
+ * CUDA-graph replay; src/lookup/lk_bell.c). Every block first copies its share of the ids into pinned
+ * host memory h_ids (when ids is not NULL: no separate copy on the stream); the last block to finish
+ * that rings the doorbell (a host-mapped word) that the CPU side polls. The CPU pool then gathers
+ * chunk c (rows [c*chunk, ...)) into staging slot c % nslots and publishes it with
+ * ready[slot] = tag | (c + 1) (tag: the request, so that runs on two streams never take each other's
+ * chunks; and its dead ids in chunk_dead[c]). Each block takes chunks blockIdx.x,
+ * blockIdx.x + gridDim.x, ...: waits for its chunk, copies it from the pinned staging in place
+ * (cache-volatile loads: the CPU rewrites staging between launches) into out in the output format,
+ * then frees the slot (ready[slot] = 0) for the CPU's next chunk. The last block to finish writes
+ * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
+ * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
+ * between launches (the last block resets them). The grid must fit on the GPU at once beside other
+ * work (the caller keeps it at most one block per SM): blocks wait on the CPU. */
+extern "C" __global__ void __launch_bounds__(256)
+eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
+		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
+		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
+		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace)
+{
+	const int lane = threadIdx.x & (WARP - 1);
+	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
+	if (trace && blockIdx.x == 0 && threadIdx.x == 0)
+		trace[0] = gtime();
+	if (ids) {
+		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < id_words;
+		     i += (unsigned long long)gridDim.x * blockDim.x)
+			h_ids[i] = ids[i];
+		__threadfence_system();
+	}
+	__syncthreads();
+	if (threadIdx.x == 0 && atomicAdd(&sync[0], 1u) == gridDim.x - 1) {
+		__threadfence_system();
+		*(volatile unsigned *)bell = 1u;
+		__threadfence_system();
+		if (trace)
+			trace[1] = gtime();
+	}
+	const unsigned long long nchunks = (n + chunk - 1) / chunk;
+	const uint32_t ob = out_bytes(rb, fmt);
+	for (unsigned long long c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		const unsigned slot = (unsigned)(c % nslots);
+		if (threadIdx.x == 0) {
+			volatile unsigned *r = ready + slot;
+			unsigned ns = 64;
+			while (*r != (tag | (unsigned)(c + 1))) {
+				__nanosleep(ns);
+				if (ns < 1024)
+					ns *= 2;
+			}
+			__threadfence_system();
+			unsigned long long d = ((volatile const unsigned long long *)chunk_dead)[c];
+			if (d)
+				atomicAdd(&counters[0], d);
+			if (trace && c == 0)
+				trace[2] = gtime();
+			if (trace && c == nchunks - 1)
+				trace[3] = gtime();
+		}
+		__syncthreads();
+		const unsigned long long b = c * chunk, e = min(n, b + chunk);
+		const uint8_t *base = staging + (unsigned long long)slot * chunk * rb;
+		for (unsigned long long f = b + (unsigned long long)warp * RPW; f < e; f += (unsigned long long)nwarps * RPW) {
+			const uint8_t *src[RPW];
+			uint8_t *dst[RPW];
+			int nrows = (int)min((unsigned long long)RPW, e - f);
+#pragma unroll
+			for (int r = 0; r < RPW; r++) {
+				src[r] = NULL;
+				dst[r] = out;
+				if (r < nrows) {
+					src[r] = base + (f + r - b) * rb;
+					dst[r] = out + (f + r) * ob;
+				}
+			}
+			warp_rows<true>(src, dst, rb, nrows, fmt, vec, lane);
+		}
+		__syncthreads(); /* every load of the slot has completed (its values were stored) */
+		if (threadIdx.x == 0) {
+			__threadfence_system();
+			*(volatile unsigned *)(ready + slot) = 0u;
+		}
+	}
+	if (threadIdx.x == 0) {
+		__threadfence();
+		if (atomicAdd(&sync[1], 1u) == gridDim.x - 1) {
+			if (h_dead) {
+				*(volatile unsigned long long *)h_dead = atomicAdd(&counters[0], 0ull);
+				__threadfence_system();
+			}
+			if (trace) {
+				trace[4] = gtime();
+				__threadfence_system();
+			}
+			atomicExch(&sync[0], 0u);
+			atomicExch(&sync[1], 0u);
+		}
+	}
 }

@@ -15,6 +15,7 @@
 #include "table/disk/disk_tier.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
 
@@ -276,7 +277,7 @@ static const struct eht_table_ops disk_ops = {.id = "disk", .describe = disk_des
 					      .export_to = disk_export_desc, .close = disk_close};
 
 /* Maps rank's range of one tensor as part k of the packed rows. */
-static int open_part(struct disk *d, eht_ckpt *ck, const char *name, uint32_t rank, uint32_t nranks, unsigned k,
+static int open_part(struct disk *d, eht_ckpt *ck, const char *name, const struct eht_disk_opts *o, unsigned k,
 		     uint64_t *rows_out)
 {
 	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
@@ -285,7 +286,8 @@ static int open_part(struct disk *d, eht_ckpt *ck, const char *name, uint32_t ra
 	int rc = eht_ckpt_find(ck, name, &ti);
 	if (rc)
 		return eht_err_prefix(rc, "disk: checkpoint %s", eht_ckpt_path(ck));
-	if ((rc = eht_st_rows(&ti, rank, nranks, &r)))
+	if ((rc = o->row_count ? eht_st_rows_range(&ti, o->first_row, o->row_count, &r)
+			       : eht_st_rows(&ti, o->rank, o->nranks, &r)))
 		return rc;
 	if (r.row_bytes == 0 || r.row_bytes > MAX_ROW_BYTES)
 		return eht_err(EINVAL, "disk: tensor '%s' in %s: rows of %llu bytes are not supported", name, ti.path,
@@ -321,9 +323,10 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	*out = NULL;
 	if (!path || !opts || !opts->weight)
 		return eht_err(EINVAL, "eht_disk_open: NULL %s", !path ? "path" : "weight tensor name");
-	if (opts->size < sizeof(*opts))
-		return eht_err(EINVAL, "eht_disk_open: opts->size %u < %zu", opts->size, sizeof(*opts));
-	struct eht_disk_opts o = *opts;
+	struct eht_disk_opts o = {0};
+	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_disk_open: opts");
+	if (orc)
+		return orc;
 	if (o.flags & ~EHT_DISK_OPTS_FLAGS)
 		return eht_err(EINVAL, "eht_disk_open: unknown flags 0x%x", o.flags & ~EHT_DISK_OPTS_FLAGS);
 	if (o.nranks == 0)
@@ -356,10 +359,10 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	if ((rc = eht_ckpt_open(path, 0, &ck)))
 		goto fail;
 	uint64_t rows = 0, srows = 0;
-	if ((rc = open_part(d, ck, o.weight, o.rank, o.nranks, 0, &rows)))
+	if ((rc = open_part(d, ck, o.weight, &o, 0, &rows)))
 		goto fail;
 	if (o.scale) {
-		if ((rc = open_part(d, ck, o.scale, o.rank, o.nranks, 1, &srows)))
+		if ((rc = open_part(d, ck, o.scale, &o, 1, &srows)))
 			goto fail;
 		if (srows != rows) {
 			rc = eht_err(EINVAL, "disk: weight '%s' has %llu rows but scale '%s' has %llu", o.weight,
@@ -440,13 +443,14 @@ int eht_disk_drop_cache(eht_table *t)
 int eht_disk_stats(const eht_table *t, struct eht_disk_stats *s)
 {
 	struct disk *d = disk_of(t);
-	if (!d || !s || s->size < sizeof(*s))
-		return eht_err(EINVAL, "eht_disk_stats: not a disk table, or NULL stats / stats->size too small");
-	s->rows_read = atomic_load(&d->rows_read);
-	s->cache_hits = atomic_load(&d->cache_hits);
-	s->prefetch_hits = atomic_load(&d->prefetch_hits);
-	s->cache_slots = d->cache.nslots;
-	return 0;
+	if (!d || !s)
+		return eht_err(EINVAL, "eht_disk_stats: %s", d ? "NULL stats" : "not a disk table");
+	struct eht_disk_stats x = {.size = sizeof(x)};
+	x.rows_read = atomic_load(&d->rows_read);
+	x.cache_hits = atomic_load(&d->cache_hits);
+	x.prefetch_hits = atomic_load(&d->prefetch_hits);
+	x.cache_slots = d->cache.nslots;
+	return eht_opts_out(s, &x, sizeof(x), "eht_disk_stats: stats");
 }
 
 struct disk *disk_from_table(eht_table *t) { return disk_of(t); }

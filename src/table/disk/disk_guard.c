@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "table/disk/disk_impl.h"
+#include "table/mem_guard.h"
 #include "util/err.h"
 
 /* Not initial-exec: that would force all of libeht's TLS into the static TLS block, which a
@@ -86,6 +87,22 @@ int disk_guarded_copy_rows(const uint8_t *base, const uint64_t *rows, size_t n, 
 		}
 		memcpy(dst + i * dst_stride, base + (rows[i] - first_row) * row_bytes, row_bytes);
 	}
+	atomic_signal_fence(memory_order_seq_cst);
+	tl_jump = NULL;
+	return 0;
+}
+
+int eht_guarded_call(void (*fn)(void *arg), void *arg)
+{
+	int rc = disk_guard_install();
+	if (rc)
+		return rc;
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 0))
+		return eht_err(EIO, "SIGBUS reading a mapped file: it shrank under the mapping or its device failed");
+	tl_jump = &jb;
+	atomic_signal_fence(memory_order_seq_cst);
+	fn(arg);
 	atomic_signal_fence(memory_order_seq_cst);
 	tl_jump = NULL;
 	return 0;

@@ -18,6 +18,7 @@
 #include "table/table_impl.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
 
@@ -369,9 +370,12 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	/* Local checks first, but every rank still takes part in every collective below: a rank that
 	 * returned early would leave the others waiting for their deadline. */
 	const uint32_t known = EHT_SHARE_NO_RESERVE | EHT_SHARE_FABRIC | EHT_SHARE_POSIX_FD;
-	if (opts && opts->size < sizeof(*opts))
-		rc = eht_err(EINVAL, "opts->size %u < %zu", opts->size, sizeof(*opts));
-	else if (opts && (opts->flags & ~known))
+	struct eht_share_opts oc = {0};
+	rc = eht_opts_in(&oc, sizeof(oc), opts, "opts");
+	opts = opts ? &oc : NULL;
+	if (rc) {
+		/* eht_opts_in named the problem */
+	} else if (opts && (opts->flags & ~known))
 		rc = eht_err(EINVAL, "unknown flags 0x%x", opts->flags & ~known);
 	else if (opts && (opts->flags & EHT_SHARE_FABRIC) && (opts->flags & EHT_SHARE_POSIX_FD))
 		rc = eht_err(EINVAL, "EHT_SHARE_FABRIC and EHT_SHARE_POSIX_FD together");
@@ -532,7 +536,7 @@ int eht_host_numa_layout(const eht_table *t, struct eht_hn_layout *layout)
 
 int eht_host_numa_export(const eht_table *t, int *fds, CUmemFabricHandle *fab)
 {
-	struct eht_hn_layout lay;
+	struct eht_hn_layout lay = {0};
 	int rc = eht_host_numa_layout(t, &lay);
 	if (rc)
 		return rc;
@@ -587,6 +591,17 @@ int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const CUmemF
 	free(handles);
 	if (rc)
 		return eht_err_prefix(rc, "table %s", name);
+	/* An importer only reads: ask the driver for a read-only mapping for its GPU and the CPU, so
+	 * a stray write in one worker cannot corrupt every worker's rows. Where the driver refuses,
+	 * the mapping stays as it was (said at info level). */
+	CUmemAccessDesc ro[2] = {
+		{.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READ},
+		{.location = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = h.numa}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READ},
+	};
+	if (EHT_CU_CHECK(cuMemSetAccess(va, h.padded, ro, 2)) != 0) {
+		eht_info("table %s: the driver keeps the imported host-NUMA mapping writable (%s)", name, eht_last_error());
+		eht_err_clear();
+	}
 	struct hn_impl *m = calloc(1, sizeof(*m));
 	if (!m) {
 		unmap_range(va, h.padded, h.chunk, h.nchunks);

@@ -62,8 +62,4 @@ int eht_host_numa_import_desc(json_t *desc, int *fds, size_t nfds, const struct 
 int eht_host_numa_share_tier(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, bool quiet,
 			     eht_table **out);
 
-/* Fault injection: EHT_FAULT="<step>[:rank=<r>][,...]" makes `step` fail on rank r (every rank when
- * no rank is given). Returns 0, or -EIO with "injected fault ..." as the message. */
-int eht_fault(const char *step, int rank);
-
 #endif

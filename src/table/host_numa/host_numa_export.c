@@ -10,7 +10,7 @@
 
 int eht_host_numa_export_desc(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 {
-	struct eht_hn_layout lay;
+	struct eht_hn_layout lay = {0};
 	int rc = eht_host_numa_layout(t, &lay);
 	if (rc)
 		return rc;

@@ -62,18 +62,22 @@ int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_impo
 	uint64_t off = eht_desc_u64(desc, "data_offset"), fbytes = eht_desc_u64(desc, "file_bytes");
 	if (nfds != 1 || fds[0] < 0)
 		return eht_err(EPROTO, "table %s: a region comes with one descriptor, not %zu", name, nfds);
-	if (!rb || rows > (UINT64_MAX - off) / rb || off + rows * rb > fbytes || fbytes > SIZE_MAX)
-		return eht_err(EPROTO, "table %s: the server described an inconsistent region", name);
+	if (!name || !rb || rows > (UINT64_MAX - off) / rb || off + rows * rb > fbytes || fbytes > SIZE_MAX)
+		return eht_err(EPROTO, "table %s: the server described an inconsistent region", name ? name : "?");
 	/* The description is the sender's word; the file is what gets mapped: a region file shorter
 	 * than described would turn reads past its end into SIGBUS. */
 	struct stat st;
 	if (fstat(fds[0], &st) != 0)
-		return eht_err_sys(errno, "table %s: fstat of the region file", name);
+		return eht_err_sys(errno, "table %s: fstat of the received descriptor", name);
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < fbytes)
-		return eht_err(EPROTO, "table %s: the region file has %lld bytes, %llu described", name,
-			       (long long)st.st_size, (unsigned long long)fbytes);
-	/* Read-write when the descriptor allows it, because the driver registers writable pages more
-	 * widely; a read-only descriptor is mapped and registered read-only. Workers never write. */
+		return eht_err(EPROTO,
+			       "table %s: the server's descriptor (%s, %lld bytes) does not cover the %llu bytes it "
+			       "described",
+			       name, S_ISREG(st.st_mode) ? "regular file" : "not a regular file", (long long)st.st_size,
+			       (unsigned long long)fbytes);
+	/* Read-only as the descriptor is (eht serve sends an O_RDONLY open): neither this mapping nor an
+	 * mprotect of it can become writable, so one worker's stray write cannot reach the others' rows.
+	 * A read-write descriptor (an importer in the exporting process) is mapped as given. */
 	int acc = fcntl(fds[0], F_GETFL);
 	bool ro = acc >= 0 && (acc & O_ACCMODE) == O_RDONLY;
 	struct shared_map *m = calloc(1, sizeof(*m));

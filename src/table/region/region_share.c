@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
@@ -49,7 +51,12 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	int rc = 0;
 
 	if (rank == 0) {
-		snprintf(h.name, sizeof(h.name), "%.160s.%d.%u", base, (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+		/* A random part: another user who pre-creates the name cannot make this create fail. */
+		uint64_t rnd = 0;
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+			rnd = (uint64_t)(uintptr_t)&h ^ ((uint64_t)time(NULL) << 20);
+		snprintf(h.name, sizeof(h.name), "%.140s.%d.%u.%016llx", base, (int)getpid(),
+			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), (unsigned long long)rnd);
 		rc = eht_region_open(h.name, bytes, &ro, &r);
 		if (!rc && !eht_region_is_creator(r))
 			rc = eht_err(EEXIST, "region %s existed already", h.name);
@@ -71,15 +78,18 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	h.name[sizeof(h.name) - 1] = '\0';
 	if (rank != 0) {
 		ro.flags |= EHT_REGION_OPEN_ONLY;
-		rc = eht_region_open(h.name, bytes, &ro, &r);
+		rc = eht_fault("region", rank);
+		if (!rc)
+			rc = eht_region_open(h.name, bytes, &ro, &r);
 	}
+	/* The open's message is kept before the pin attempt clears the error state. */
+	mine.rc = rc;
+	if (rc)
+		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
 	/* Without a GPU there is nothing to pin for (and no warning to print about it). */
 	if (!rc && tier != EHT_TIER_REGION && eht_cu_device_count() > 0 && eht_region_pin(r, device) == 0)
 		mine.pinned = 1;
 	eht_err_clear();
-	mine.rc = rc;
-	if (rc)
-		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
 	all = calloc((size_t)size, sizeof(*all));
 	if (!all) {
 		eht_region_close(&r);

@@ -3,12 +3,17 @@
 #include "table/region/region_table.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "table/table_impl.h"
 #include "os/region_impl.h"
 #include "util/err.h"
+#include "util/log.h"
 
 struct region_table {
 	eht_region *r;
@@ -45,11 +50,15 @@ static int region_table_export(const eht_table *t, json_t *desc, int **fds, size
 	int *f = malloc(sizeof(int));
 	if (!f)
 		return eht_err(ENOMEM, "table %s: out of memory", t->name);
-	f[0] = dup(r->fd);
+	/* A new read-only open of the same file (the region is unlinked; /proc still names it): the
+	 * importer can neither map it writable nor mprotect its mapping to write. */
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
+	f[0] = open(proc, O_RDONLY | O_CLOEXEC);
 	if (f[0] < 0) {
 		int e = errno;
 		free(f);
-		return eht_err_sys(e, "table %s: dup of the region file", t->name);
+		return eht_err_sys(e, "table %s: reopening its region read-only (%s)", t->name, proc);
 	}
 	json_object_set_new(desc, "data_offset", json_integer((json_int_t)((const char *)r->data - (const char *)r->map)));
 	json_object_set_new(desc, "file_bytes", json_integer((json_int_t)r->map_bytes));
@@ -60,8 +69,19 @@ static int region_table_export(const eht_table *t, json_t *desc, int **fds, size
 	return 0;
 }
 
+/* Once loaded, the region file loses its write bits: an importer of this user (not root) can then
+ * not reopen its read-only descriptor for writing through /proc/self/fd. The owner keeps its mapping. */
+static void region_table_seal(eht_table *t)
+{
+	const eht_region *r = ((const struct region_table *)t->impl)->r;
+	struct stat st;
+	if (fstat(r->fd, &st) != 0 || fchmod(r->fd, st.st_mode & 0440) != 0)
+		eht_debug("table %s: cannot drop the region file's write bits: %s", t->name, strerror(errno));
+}
+
 static const struct eht_table_ops region_ops = {.id = "region", .describe = region_table_describe,
-						.export_to = region_table_export, .close = region_table_close};
+						.export_to = region_table_export, .seal = region_table_seal,
+						.close = region_table_close};
 
 int eht_table_from_region_ex(eht_region **region, const char *name, bool report_pinned, eht_table **out)
 {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* host_numa_fault.c: EHT_FAULT=<step>:rank=<r>: one step fails on one rank, so that the all-or-none
- * paths run in tests without broken hardware. */
+/* fault.c: EHT_FAULT=<step>:rank=<r>: one step of a tier's share fails on one rank, so that the
+ * all-or-none paths run in tests without broken hardware. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "table/host_numa/host_numa.h"
+#include "table/table_impl.h"
 #include "util/env.h"
 #include "util/err.h"
 

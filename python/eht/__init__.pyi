@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Type hints of the eht module's public API (the implementation is eht/__init__.py)."""
+from typing import Any, Dict, List, Optional, Union
+
+__version__: str
+TIERS: Dict[int, str]
+STRATEGIES: Dict[str, int]
+FORMATS: Dict[str, int]
+ENGRAM_ROW_BYTES: int
+
+# ids: a torch int32/int64 tensor (CPU or CUDA), or a buffer of int32/int64 (array.array('i'/'q')).
+# out: a torch tensor (CPU or CUDA) or a writable buffer (bytearray, memoryview, numpy array).
+Buffer = Any
+Device = Union[int, str, Any, None]  # an ordinal, "cuda:N", "cpu", a torch.device, or None
+
+class EhtError(OSError):
+    """A failed libeht call: errno plus libeht's message (naming file, tensor, offset or limit)."""
+
+def version() -> str:
+    """libeht's version string (the loaded library's; __version__ is this package's)."""
+
+def library_path() -> str:
+    """The libeht.so file this module loaded."""
+
+def status(key: Optional[str] = None) -> Union[Dict[str, Any], List[Dict[str, Any]]]:
+    """What running servers of this user hold: key, checkpoint, tables, workers, readiness."""
+
+class Lookup:
+    """A lookup engine bound to one table: fixed buffers, asynchronous on a CUDA stream."""
+    table: "Table"
+    format: str
+    def __init__(self, table: "Table", strategy: str = "auto", format: str = "raw", device: Optional[int] = None,
+                 threads: int = 0, max_batch: int = 0, cpu_only: bool = False) -> None: ...
+    @property
+    def out_row_bytes(self) -> int:
+        """Bytes per output row: 512 for bf16, the table's row_bytes for raw."""
+    def run(self, ids: Buffer, out: Buffer, id_offset: int = 0, stream: Optional[int] = None,
+            strategy: Optional[str] = None, dead_is_error: bool = False) -> int:
+        """Looks ids up into out; returns the number of dead ids (their rows are zeros)."""
+    @property
+    def last_strategy(self) -> str:
+        """The strategy the last run used ("direct", "sorted", "host")."""
+    def close(self) -> None:
+        """Frees the engine (also on garbage collection)."""
+
+class Table:
+    """One table: rows x row_bytes in a tier, readable by the CPU and/or a GPU."""
+    name: str
+    tier: str
+    rows: int
+    row_bytes: int
+    first_row: int
+    local_rows: int
+    host_ptr: int
+    device_ptr: int
+    device: int
+    numa_node: int
+    page_size: int
+    def host_view(self) -> memoryview:
+        """A read-only memoryview of the table's bytes (tiers with a host pointer)."""
+    def as_tensor(self, device: Device = None) -> Any:
+        """The table as a zero-copy torch uint8 tensor [rows, row_bytes]."""
+    def lookup_engine(self, **kw: Any) -> Lookup:
+        """A Lookup bound to this table (keyword arguments as Lookup)."""
+    def lookup(self, ids: Buffer, out: Buffer, strategy: str = "auto", format: str = "raw", **kw: Any) -> int:
+        """Looks ids up into out with a kept engine per (strategy, format); returns the dead ids."""
+    def close(self) -> None:
+        """Releases the table (and its engines)."""
+
+class Client:
+    """An attachment to the tables `eht serve` hosts under a key."""
+    tables: Dict[str, Table]
+    def __init__(self, key: str, device: int = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1) -> None: ...
+    def check(self) -> None:
+        """Raises EhtError when the server is gone."""
+    def close(self) -> None:
+        """Detaches (every table of the client becomes unusable)."""
+    def __enter__(self) -> "Client": ...
+    def __exit__(self, *exc: Any) -> None: ...
+
+def wrap(buffer: Buffer, rows: int, row_bytes: int, device: Device = -1, name: str = "memory") -> Table:
+    """A table over caller-owned host memory; pinned for `device` when device >= 0."""
+
+def attach(key: str, device: Device = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1) -> Client:
+    """Attaches to the tables served under `key`; see Client."""

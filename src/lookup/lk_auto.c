@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lk_auto.c: AUTO: per place of the ids (host or GPU memory) and batch-size class, the side that
+ * takes the batch, or the share the GPU's in-place gather takes while the CPU pool gathers the rest at
+ * the same time; all of it measured at create on this machine (no constants from another one), and
+ * the share of host-id splits following each call's measured times so both sides finish together. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "lookup/lookup_impl.h"
+#include "util/env.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/clock.h"
+
+void eht_lk_auto_init(eht_lookup *lk)
+{
+	/* Until calibrated (or where it cannot be: no in-place GPU reads): the CPU pool alone. */
+	for (int p = 0; p < 2; p++)
+		for (int c = 0; c < 2; c++)
+			lk->autos[p][c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 0.5, .f0 = 0.5};
+}
+
+/* Ids [0, k) of an n-id batch go to the GPU's in-place gather. */
+static size_t split_k(const struct lk_auto *a, size_t n)
+{
+	size_t k = a->mode == EHT_LOOKUP_DIRECT ? n : 0;
+	if (a->mode == EHT_LOOKUP_AUTO && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1)) {
+		k = (size_t)((double)n * a->f);
+		if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
+			k = 0;
+	}
+	return k;
+}
+
+static uint64_t count_dead(const eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n)
+{
+	uint64_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += eht_lk_local(ids, id64, i, off, lk->lo, lk->hi) == LK_DEAD;
+	return d;
+}
+
+/* Learns from the last host-id split of class a, once its GPU part has finished: the rates both
+ * sides had while running together give the fraction at which they finish together (moving average). */
+static void auto_learn(eht_lookup *lk, struct lk_auto *a)
+{
+	if (!a->pending || eht_cu.cuEventQuery(lk->ev_t1) != CUDA_SUCCESS)
+		return;
+	a->pending = false;
+	float ms = 0;
+	if (eht_cu.cuEventElapsedTime(&ms, lk->ev_t0, lk->ev_t1) != CUDA_SUCCESS || ms <= 0 || a->t_cpu <= 0 ||
+	    a->k == 0 || a->k >= a->n)
+		return;
+	double rg = (double)a->k / (ms * 1e-3), rc = (double)(a->n - a->k) / a->t_cpu;
+	double target = rg / (rg + rc);
+	a->f = 0.7 * a->f + 0.3 * target;
+	/* Within a factor of the calibrated share: one odd measurement must not move the whole batch. */
+	double lo = a->f0 * 0.5, hi = a->f0 * 1.5 < 0.95 ? a->f0 * 1.5 : 0.95;
+	a->f = a->f < lo ? lo : a->f > hi ? hi : a->f;
+}
+
+/* Forks ids [0, k) to DIRECT on the side stream (events, so a capture follows it). */
+static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t k,
+		       CUdeviceptr out, CUstream s, bool timed)
+{
+	int rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
+	if (!rc)
+		rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
+	if (!rc && timed)
+		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t0, lk->side));
+	if (!rc)
+		rc = eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, ids, ids_dev, id64, off, k, out, lk->side);
+	if (!rc && timed)
+		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t1, lk->side));
+	if (!rc)
+		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
+	return rc;
+}
+
+/* Host ids, read now by the calling thread: the calibrated side takes the batch, or ids [0, k) go to
+ * DIRECT on the side stream and [k, n) to the CPU pool on s, both at once. */
+int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p)
+{
+	if (!p->out_dev || !lk->table_gpu || !lk->ti.host || (lk->flags & EHT_LOOKUP_HOST_SORT))
+		return eht_lk_host_piece(lk, p->ids, p->id64, p->off, p->n, p->out, p->out_dev, p->s, p->dead);
+	struct lk_auto *a = &lk->autos[0][LK_AUTO_CLASS(p->n)];
+	auto_learn(lk, a);
+	size_t n = p->n, k = split_k(a, n), isz = p->id64 ? 8 : 4;
+	bool timed = k && k < n && !a->pending;
+	CUdeviceptr out = (CUdeviceptr)(uintptr_t)p->out;
+	int rc = 0;
+	if (k == n) { /* the GPU counts into its counter, which this (host-counted) run does not read */
+		*p->dead += count_dead(lk, p->ids, p->id64, p->off, n);
+		return eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, p->ids, false, p->id64, p->off, n, out, p->s);
+	}
+	if (k && (rc = fork_direct(lk, p->ids, false, p->id64, p->off, k, out, p->s, timed)))
+		return rc;
+	double t0 = eht_now_s();
+	rc = eht_lk_host_piece(lk, (const uint8_t *)p->ids + k * isz, p->id64, p->off, n - k,
+			       (uint8_t *)p->out + k * lk->out_rb, true, p->s, p->dead);
+	if (timed && !rc) {
+		a->t_cpu = eht_now_s() - t0;
+		a->k = k;
+		a->n = n;
+		a->pending = true;
+	}
+	if (k) {
+		*p->dead += count_dead(lk, p->ids, p->id64, p->off, k); /* the GPU part, counted while it runs */
+		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(p->s, lk->ev_join, 0));
+		if (!rc)
+			rc = jrc;
+	}
+	return rc;
+}
+
+/* Ids the calling thread does not read (GPU memory, or a capture): the same split, the CPU part
+ * triggered by the stream (lk_bell.c). With host ids in a capture the GPU cannot read the ids: CPU. */
+int eht_lk_auto_gpu(eht_lookup *lk, struct lk_piece *p)
+{
+	size_t n = p->n, k = 0, isz = p->id64 ? 8 : 4;
+	if (p->ids_dev && lk->table_gpu)
+		k = split_k(&lk->autos[1][LK_AUTO_CLASS(n)], n);
+	CUdeviceptr out = (CUdeviceptr)(uintptr_t)p->out;
+	int rc = 0;
+	if (k == n)
+		return eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, p->ids, true, p->id64, p->off, n, out, p->s);
+	if (k && (rc = fork_direct(lk, p->ids, true, p->id64, p->off, k, out, p->s, false)))
+		return rc;
+	p->dead_published = p->publish_dead && k == 0;
+	rc = eht_lk_bell_piece(lk, (const uint8_t *)p->ids + k * isz, p->ids_dev, p->id64, p->off, n - k,
+			       out + k * lk->out_rb, p->s, p->capture, p->dead_published);
+	if (k) {
+		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(p->s, lk->ev_join, 0));
+		if (!rc)
+			rc = jrc;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------- calibration */
+/* Times one shape: the median of reps after one warm-up run (medians: one slow run, e.g. a pool
+ * thread that was asleep, must not decide). d_ids: ids in GPU memory (copied there untimed), else
+ * host ids. Returns seconds, or a negative errno. */
+static double time_runs(eht_lookup *lk, int64_t *ids, CUdeviceptr d_ids, size_t n, CUdeviceptr out, int strategy,
+			int reps, uint64_t *seed)
+{
+	double t[16];
+	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
+	if (reps > 16)
+		reps = 16;
+	for (int rep = 0; rep <= reps; rep++) {
+		/* Fresh uniform ids every run, as Engram hashes give: repeating ids would let the GPU's
+		 * translation caches make in-place reads look several times faster than they are. */
+		uint64_t x = *seed;
+		for (size_t i = 0; i < n; i++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			ids[i] = lk->lo + (int64_t)(x % rows);
+		}
+		*seed = x;
+		int rc = d_ids ? EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * sizeof(*ids))) : 0;
+		if (!rc && d_ids)
+			rc = EHT_CU_CHECK(cuCtxSynchronize());
+		if (rc)
+			return rc;
+		double t0 = eht_now_s();
+		unsigned fl = EHT_LOOKUP_RUN_OUT_DEVICE | EHT_LOOKUP_RUN_STRATEGY(strategy) |
+			      (d_ids ? EHT_LOOKUP_RUN_IDS_DEVICE : EHT_LOOKUP_RUN_IDS_HOST);
+		rc = eht_lookup_run(lk, d_ids ? (const void *)(uintptr_t)d_ids : ids, EHT_ID_INT64, 0, n,
+				    (void *)(uintptr_t)out, NULL, fl, NULL);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuCtxSynchronize());
+		if (rc)
+			return rc;
+		if (rep)
+			t[rep - 1] = eht_now_s() - t0;
+	}
+	for (int i = 1; i < reps; i++) /* insertion sort of a handful */
+		for (int k = i; k > 0 && t[k - 1] > t[k]; k--) {
+			double x = t[k];
+			t[k] = t[k - 1];
+			t[k - 1] = x;
+		}
+	return t[reps / 2];
+}
+
+/* For each place of the ids and batch-size class, times DIRECT alone, HOST alone and both at once on
+ * uniform ids (the shape of Engram lookups), and keeps the fastest for AUTO. The two gatherers share
+ * the host's memory and IOMMU, so running both at once is not always a win; measuring is the only
+ * honest way to choose. */
+void eht_lk_auto_calibrate(eht_lookup *lk)
+{
+	const size_t sizes[2] = {6144, 196608};
+	size_t nmax = lk->max_batch < sizes[1] ? lk->max_batch : sizes[1];
+	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
+	if (rows == 0 || nmax < 256)
+		return;
+	int64_t *ids = malloc(nmax * sizeof(*ids));
+	CUdeviceptr out = 0, d_ids = 0;
+	if (!ids || EHT_CU_CHECK(cuMemAlloc(&out, nmax * lk->out_rb)) != 0 ||
+	    EHT_CU_CHECK(cuMemAlloc(&d_ids, nmax * sizeof(*ids))) != 0) {
+		eht_warn("lookup: calibration skipped (%s)", eht_last_error());
+		goto out;
+	}
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	for (int place = 0; place < 2; place++) {
+		if (place == 1 && !lk->bell.ready_alloc)
+			break; /* GPU ids then go through the old synchronous path: CPU */
+		for (int c = 0; c < 2; c++) {
+			size_t n = sizes[c] < nmax ? sizes[c] : nmax;
+			struct lk_auto *a = &lk->autos[place][c];
+			CUdeviceptr di = place ? d_ids : 0;
+			int reps = c == 0 ? 9 : 5;
+			double td = time_runs(lk, ids, di, n, out, EHT_LOOKUP_DIRECT, reps, &seed);
+			double th = time_runs(lk, ids, di, n, out, EHT_LOOKUP_HOST, reps, &seed);
+			if (td < 0 || th < 0) {
+				eht_warn("lookup: calibration failed (%s); AUTO uses HOST", eht_last_error());
+				goto out;
+			}
+			*a = (struct lk_auto){.mode = EHT_LOOKUP_AUTO, .f = th / (td + th), .f0 = th / (td + th)};
+			double ts = time_runs(lk, ids, di, n, out, EHT_LOOKUP_AUTO, reps + 4, &seed);
+			if (ts < 0)
+				ts = 1e30;
+			/* HOST unless another choice is clearly (5%) faster: it has the steadiest times. */
+			double best = th;
+			a->mode = EHT_LOOKUP_HOST;
+			if (td < 0.95 * best) {
+				a->mode = EHT_LOOKUP_DIRECT;
+				best = td;
+			}
+			if (ts < 0.95 * best)
+				a->mode = EHT_LOOKUP_AUTO;
+			a->f0 = a->f;
+			eht_info("lookup %s, %zu ids in %s memory: DIRECT %.3f ms, HOST %.3f ms, both at once %.3f ms (GPU "
+				 "share %.2f): AUTO uses %s", lk->ti.name, n, place ? "GPU" : "host", td * 1e3, th * 1e3,
+				 ts * 1e3, a->f, a->mode == EHT_LOOKUP_AUTO ? "both" : eht_lookup_strategy_name(a->mode));
+			if (n == nmax && c == 0) { /* batches never reach the prefill class: same choice */
+				lk->autos[place][1] = *a;
+				break;
+			}
+		}
+	}
+out:
+	if (out)
+		eht_cu.cuMemFree(out);
+	if (d_ids)
+		eht_cu.cuMemFree(d_ids);
+	free(ids);
+	lk->last_strategy = -1;
+}

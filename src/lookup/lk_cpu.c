@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lk_cpu.c: one CPU pool per process for every lookup engine and table, sized to this process's share
+ * of its GPU's NUMA node (a node's cores divided among the GPU processes on it), idle threads asleep. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "lookup/lookup_impl.h"
+#include "util/env.h"
+#include "util/err.h"
+#include "util/log.h"
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static eht_pool *shared_pool;
+static unsigned shared_refs;
+
+/* CPUs listed in /sys/devices/system/node/nodeN/cpulist, or 0 when unreadable. */
+static unsigned node_cpu_count(int node)
+{
+	char path[96], buf[4096];
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	unsigned count = 0;
+	for (char *s = buf; *s && *s != '\n';) {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+		if (end == s)
+			return 0;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		if (b >= a)
+			count += (unsigned)(b - a + 1);
+		s = (*end == ',') ? end + 1 : end;
+	}
+	return count;
+}
+
+/* GPUs whose host NUMA node is `node` (each is assumed to have its own process), at least 1. */
+static unsigned node_gpus(int node)
+{
+	int n = eht_cu_device_count(), count = 0;
+	for (int d = 0; d < n; d++) {
+		CUdevice dev;
+		int id = -1;
+		if (eht_cu.cuDeviceGet(&dev, d) == CUDA_SUCCESS &&
+		    eht_cu.cuDeviceGetAttribute(&id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) == CUDA_SUCCESS &&
+		    (id == node || node < 0))
+			count++;
+	}
+	return count > 0 ? (unsigned)count : 1;
+}
+
+static unsigned default_threads(int node)
+{
+	uint64_t env = eht_env_u64("EHT_THREADS", 0);
+	if (env)
+		return env > 1024 ? 1024 : (unsigned)env;
+	unsigned cpus = node >= 0 ? node_cpu_count(node) : 0;
+	if (!cpus) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cpus = n > 0 ? (unsigned)n : 1;
+	}
+	unsigned share = cpus / node_gpus(node);
+	/* Of the share, one core feeds the pool (the caller, or the poller of stream-triggered requests)
+	 * and one stays with the process's own thread (which launches work and spins in stream syncs):
+	 * a pool thread that loses its core mid-chunk stalls the whole step for a scheduler slice. */
+	return share > 3 ? share - 2 : share > 1 ? share - 1 : 1;
+}
+
+int eht_lk_pool_get(unsigned threads, int node, unsigned spin_us, eht_pool **out)
+{
+	int rc = 0;
+	pthread_mutex_lock(&pool_mu);
+	if (!shared_pool) {
+		unsigned n = threads ? threads : default_threads(node);
+		rc = eht_pool_create(n, node, spin_us, &shared_pool);
+		if (!rc)
+			eht_debug("lookup: one CPU pool of %u threads for this process (node %d)", n, node);
+	} else if (threads && threads != eht_pool_size(shared_pool)) {
+		eht_debug("lookup: %u threads asked, the process's pool has %u (shared by every engine)", threads,
+			  eht_pool_size(shared_pool));
+	}
+	if (!rc) {
+		shared_refs++;
+		*out = shared_pool;
+	}
+	pthread_mutex_unlock(&pool_mu);
+	return rc;
+}
+
+void eht_lk_pool_put(eht_pool *pool)
+{
+	if (!pool)
+		return;
+	eht_pool *gone = NULL;
+	pthread_mutex_lock(&pool_mu);
+	if (pool == shared_pool && --shared_refs == 0) {
+		gone = shared_pool;
+		shared_pool = NULL;
+	}
+	pthread_mutex_unlock(&pool_mu);
+	eht_pool_destroy(gone);
+}

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve_status.c: a server's status socket (key, checkpoint, tables, workers, readiness), and
+ * eht_serve_status, its client. */
+#include "serve/serve_status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "os/sock_io.h"
+#include "serve/serve_proto.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/clock.h"
+
+#define STATUS_TIMEOUT_MS 2000
+#define STATUS_MAX (16u << 20)
+
+struct worker {
+	int fd;
+	int pid;
+	unsigned uid, gid;
+	int64_t since_ms;
+};
+
+struct serve_status {
+	pthread_mutex_t mu;
+	char key[SERVE_KEY_MAX + 1];
+	char path[PATH_MAX];
+	int device;
+	int state; /* 0 loading, 1 ready */
+	int64_t start_ms;
+	uint64_t bytes; /* in memory, over all tables (known once ready) */
+	uint64_t load_done, load_total; /* loading progress */
+	eht_serve_progress_fn user_progress; /* the caller's progress callback, called from ours */
+	void *user_arg;
+	json_t *tables;
+	struct worker *w;
+	size_t nw, cap;
+	int lfd;
+	int wake[2];
+	pthread_t thread;
+};
+
+static int status_addr(const char *key, struct sockaddr_un *a, socklen_t *len)
+{
+	size_t n = key ? strlen(key) : 0;
+	if (n == 0 || n > SERVE_KEY_MAX || strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
+		return eht_err(EINVAL, "serve key '%s': use 1..%d of [A-Za-z0-9._-]", key ? key : "", SERVE_KEY_MAX);
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	int m = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "eht.status.%u.%s", (unsigned)geteuid(), key);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)m);
+	return 0;
+}
+
+static const char *state_name(int s) { return s == 1 ? "ready" : "loading"; }
+
+static json_t *status_json(struct serve_status *st)
+{
+	pthread_mutex_lock(&st->mu);
+	int64_t now = eht_now_ms();
+	json_t *workers = json_array();
+	for (size_t i = 0; i < st->nw; i++)
+		json_array_append_new(workers, json_pack("{s:i, s:I, s:I, s:n, s:f}", "pid", st->w[i].pid, "uid",
+							 (json_int_t)st->w[i].uid, "gid", (json_int_t)st->w[i].gid,
+							 "device", "attached_s", (double)(now - st->w[i].since_ms) / 1e3));
+	json_t *tables = st->tables ? json_incref(st->tables) : json_array();
+	json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:i, s:s, s:b, s:f, s:I, s:o, s:o}", "key", st->key, "checkpoint",
+			      st->path, "pid", (int)getpid(), "uid", (json_int_t)geteuid(), "device", st->device, "state",
+			      state_name(st->state), "ready", st->state == 1, "uptime_s",
+			      (double)(now - st->start_ms) / 1e3, "bytes", (json_int_t)st->bytes, "tables", tables,
+			      "workers", workers);
+	if (o) {
+		json_object_set_new(o, "loaded_bytes", json_integer((json_int_t)st->load_done));
+		json_object_set_new(o, "load_bytes", json_integer((json_int_t)st->load_total));
+	}
+	pthread_mutex_unlock(&st->mu);
+	return o;
+}
+
+static void answer(struct serve_status *st, int cfd)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || (cred.uid != geteuid() && cred.uid != 0))
+		return;
+	json_t *o = status_json(st);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!text)
+		return;
+	uint32_t len = (uint32_t)strlen(text);
+	int64_t deadline = eht_now_ms() + STATUS_TIMEOUT_MS;
+	if (eht_sock_send_all(cfd, &len, sizeof(len), NULL, 0, deadline) == 0)
+		(void)!eht_sock_send_all(cfd, text, len, NULL, 0, deadline);
+	free(text);
+}
+
+static void *status_thread(void *arg)
+{
+	struct serve_status *st = arg;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = st->wake[0], .events = POLLIN}, {.fd = st->lfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents)
+			break;
+		if (p[1].revents & POLLIN) {
+			int cfd = accept4(st->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (cfd >= 0) {
+				answer(st, cfd);
+				close(cfd);
+			}
+		}
+	}
+	return NULL;
+}
+
+int serve_status_start(const char *key, const char *path, int device, struct serve_status **out)
+{
+	*out = NULL;
+	struct sockaddr_un a;
+	socklen_t alen;
+	int rc = status_addr(key, &a, &alen);
+	if (rc)
+		return rc;
+	struct serve_status *st = calloc(1, sizeof(*st));
+	if (!st)
+		return eht_err(ENOMEM, "serve %s: status: out of memory", key);
+	pthread_mutex_init(&st->mu, NULL);
+	snprintf(st->key, sizeof(st->key), "%s", key);
+	snprintf(st->path, sizeof(st->path), "%s", path);
+	st->device = device;
+	st->start_ms = eht_now_ms();
+	st->wake[0] = st->wake[1] = -1;
+	st->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (st->lfd < 0)
+		rc = eht_err_sys(errno, "serve %s: status socket", key);
+	else if (bind(st->lfd, (struct sockaddr *)&a, alen) != 0 || listen(st->lfd, 16) != 0)
+		rc = eht_err_sys(errno, "serve %s: status socket bind/listen", key);
+	else if (pipe2(st->wake, O_CLOEXEC) != 0)
+		rc = eht_err_sys(errno, "serve %s: status pipe", key);
+	else if ((rc = pthread_create(&st->thread, NULL, status_thread, st)) != 0)
+		rc = eht_err(rc, "serve %s: cannot start the status thread", key);
+	if (rc) {
+		if (st->lfd >= 0)
+			close(st->lfd);
+		for (int i = 0; i < 2; i++)
+			if (st->wake[i] >= 0)
+				close(st->wake[i]);
+		pthread_mutex_destroy(&st->mu);
+		free(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+static void status_progress(void *arg, uint64_t done, uint64_t total, const char *table)
+{
+	struct serve_status *st = arg;
+	pthread_mutex_lock(&st->mu);
+	st->load_done = done;
+	st->load_total = total;
+	pthread_mutex_unlock(&st->mu);
+	if (st->user_progress)
+		st->user_progress(st->user_arg, done, total, table);
+}
+
+void serve_status_wrap_progress(struct serve_status *st, eht_serve_progress_fn *fn, void **arg)
+{
+	if (!st)
+		return;
+	st->user_progress = *fn;
+	st->user_arg = *arg;
+	*fn = status_progress;
+	*arg = st;
+}
+
+void serve_status_ready(struct serve_status *st, const eht_server *s)
+{
+	if (!st)
+		return;
+	json_t *arr = json_array();
+	uint64_t total = 0;
+	for (size_t i = 0; i < eht_serve_table_count(s); i++) {
+		struct eht_table_info info = {.size = sizeof(info)};
+		if (eht_serve_table_info(s, i, &info) != 0)
+			continue;
+		uint64_t bytes = info.rows * info.row_bytes;
+		total += info.host ? bytes : 0; /* loaded into memory, not read in place */
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:I}", "name", info.name, "tier",
+						     eht_tier_name(info.tier), "rows", (json_int_t)info.rows, "row_bytes",
+						     (json_int_t)info.row_bytes, "bytes", (json_int_t)bytes, "numa_node",
+						     info.numa_node, "page_size", (json_int_t)info.page_size));
+	}
+	pthread_mutex_lock(&st->mu);
+	json_decref(st->tables);
+	st->tables = arr;
+	st->state = 1;
+	st->bytes = total;
+	pthread_mutex_unlock(&st->mu);
+}
+
+void serve_status_attached(struct serve_status *st, int fd)
+{
+	if (!st)
+		return;
+	struct ucred cred = {.pid = 0};
+	socklen_t clen = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0)
+		cred.pid = 0;
+	pthread_mutex_lock(&st->mu);
+	if (st->nw == st->cap) {
+		size_t cap = st->cap ? 2 * st->cap : 16;
+		struct worker *w = realloc(st->w, cap * sizeof(*w));
+		if (!w) {
+			pthread_mutex_unlock(&st->mu);
+			return; /* status is informational: a worker left out of it is not an error */
+		}
+		st->w = w;
+		st->cap = cap;
+	}
+	st->w[st->nw++] = (struct worker){.fd = fd, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid,
+					  .since_ms = eht_now_ms()};
+	pthread_mutex_unlock(&st->mu);
+}
+
+void serve_status_detached(struct serve_status *st, int fd)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < st->nw; i++)
+		if (st->w[i].fd == fd) {
+			st->w[i] = st->w[--st->nw];
+			break;
+		}
+	pthread_mutex_unlock(&st->mu);
+}
+
+void serve_status_stop(struct serve_status *st)
+{
+	if (!st)
+		return;
+	char b = 'q';
+	if (write(st->wake[1], &b, 1) != 1)
+		eht_warn("serve %s: cannot wake the status thread", st->key);
+	pthread_join(st->thread, NULL);
+	close(st->lfd);
+	close(st->wake[0]);
+	close(st->wake[1]);
+	json_decref(st->tables);
+	free(st->w);
+	pthread_mutex_destroy(&st->mu);
+	free(st);
+}
+
+/* ---- client ---- */
+
+/* Keys with a status socket of this uid, from /proc/net/unix ("@eht.status.<uid>.<key>"). */
+static int list_keys(json_t *keys)
+{
+	FILE *f = fopen("/proc/net/unix", "re");
+	if (!f)
+		return eht_err_sys(errno, "eht_serve_status: /proc/net/unix");
+	char line[512], prefix[64];
+	snprintf(prefix, sizeof(prefix), "@eht.status.%u.", (unsigned)geteuid());
+	while (fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, prefix);
+		if (!at)
+			continue;
+		char *k = at + strlen(prefix);
+		k[strcspn(k, " \n")] = '\0';
+		int seen = 0;
+		for (size_t i = 0; i < json_array_size(keys); i++)
+			seen |= !strcmp(json_string_value(json_array_get(keys, i)), k);
+		if (*k && !seen)
+			json_array_append_new(keys, json_string(k));
+	}
+	fclose(f);
+	return 0;
+}
+
+static int query(const char *key, json_t **out)
+{
+	struct sockaddr_un a;
+	socklen_t alen;
+	int rc = status_addr(key, &a, &alen);
+	if (rc)
+		return rc;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return eht_err_sys(errno, "eht_serve_status: socket");
+	int64_t deadline = eht_now_ms() + STATUS_TIMEOUT_MS;
+	char *text = NULL;
+	uint32_t len = 0;
+	if (connect(fd, (struct sockaddr *)&a, alen) != 0) {
+		if (errno == ECONNREFUSED || errno == ENOENT)
+			rc = eht_err(ENOENT, "no server holds key '%s' on this node (for this user)", key);
+		else if (errno != EINPROGRESS)
+			rc = eht_err_sys(errno, "eht_serve_status: connect to the server of key '%s'", key);
+		else
+			rc = eht_sock_wait(fd, POLLOUT, deadline);
+	}
+	if (!rc)
+		rc = eht_sock_recv_all(fd, &len, sizeof(len), NULL, 0, NULL, deadline);
+	if (!rc && (len == 0 || len > STATUS_MAX))
+		rc = eht_err(EPROTO, "eht_serve_status: the server of key '%s' sent a %u-byte status", key, len);
+	if (!rc && !(text = malloc(len + 1)))
+		rc = eht_err(ENOMEM, "eht_serve_status: out of memory");
+	if (!rc)
+		rc = eht_sock_recv_all(fd, text, len, NULL, 0, NULL, deadline);
+	close(fd);
+	if (!rc) {
+		text[len] = '\0';
+		json_error_t je;
+		*out = json_loads(text, 0, &je);
+		if (!*out)
+			rc = eht_err(EPROTO, "eht_serve_status: the server of key '%s' sent bad JSON: %s", key, je.text);
+	} else if (rc != -ENOENT) {
+		eht_err_prefix(rc, "status of key '%s'", key);
+	}
+	free(text);
+	return rc;
+}
+
+int eht_serve_status(const char *key, char **json)
+{
+	if (!json)
+		return eht_err(EINVAL, "eht_serve_status: NULL json");
+	*json = NULL;
+	json_t *result = NULL;
+	int rc = 0;
+	if (key) {
+		rc = query(key, &result);
+	} else {
+		json_t *keys = json_array();
+		result = json_array();
+		rc = keys && result ? list_keys(keys) : eht_err(ENOMEM, "eht_serve_status: out of memory");
+		for (size_t i = 0; !rc && i < json_array_size(keys); i++) {
+			json_t *one = NULL;
+			int qrc = query(json_string_value(json_array_get(keys, i)), &one);
+			if (qrc == 0)
+				json_array_append_new(result, one);
+			else if (qrc != -ENOENT) /* a server that exited meanwhile is simply not listed */
+				eht_warn("%s", eht_last_error());
+		}
+		json_decref(keys);
+	}
+	if (!rc) {
+		*json = json_dumps(result, JSON_COMPACT);
+		if (!*json)
+			rc = eht_err(ENOMEM, "eht_serve_status: out of memory");
+	}
+	json_decref(result);
+	return rc;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve_status.h: what a running server tells `eht status` (private to src/serve).
+ *
+ * Beside its attach socket, a server listens on the abstract Unix socket
+ * "eht.status.<uid>.<key>". A client (same uid, or root) connects and receives a uint32 length then
+ * that many bytes of JSON: {"key", "checkpoint", "pid", "uid", "device", "state": "loading" | "ready", "ready": bool, "uptime_s", "bytes" (in memory, once ready), "loaded_bytes" and "load_bytes" (loading
+ * progress), "tables": [{"name", "tier",
+ * "rows", "row_bytes", "bytes", "numa_node", "page_size"}], "workers": [{"pid", "uid", "gid",
+ * "device", "attached_s"}]}. A worker's device is null: the attach protocol does not carry it. */
+#ifndef EHT_SERVE_SERVE_STATUS_H
+#define EHT_SERVE_SERVE_STATUS_H
+
+#include <stdint.h>
+
+#include "eht.h"
+
+struct serve_status;
+
+/* Starts answering status queries for key (checkpoint path, the GPU the tables are placed for).
+ * Returns 0 or -errno; the server runs without status when it fails. */
+int serve_status_start(const char *key, const char *path, int device, struct serve_status **out);
+/* Puts the status's progress callback (loaded_bytes / load_bytes while loading) in front of the
+ * caller's, which it still calls. */
+void serve_status_wrap_progress(struct serve_status *st, eht_serve_progress_fn *fn, void **arg);
+/* The tables are loaded and attaches are served: records their description. */
+void serve_status_ready(struct serve_status *st, const eht_server *server);
+/* A worker attached on socket fd / the worker of socket fd is gone. */
+void serve_status_attached(struct serve_status *st, int fd);
+void serve_status_detached(struct serve_status *st, int fd);
+/* Stops answering and frees; NULL is a no-op. */
+void serve_status_stop(struct serve_status *st);
+
+#endif

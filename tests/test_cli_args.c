@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_cli_args.c: argument errors are refused at once and named (`bench lookup --format fp8`,
+ * `bench disk --file-gib 0`, `worker --timeout -1`), and a GPU query on a machine without one
+ * leaves no error text for a later message to carry. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "cuda/cu_driver.h"
+#include "util/err.h"
+#include "testutil.h"
+
+/* Runs the CLI with args; returns its exit status and its stderr in err. */
+static int run(const char *args, char *err, size_t len)
+{
+	char cmd[2048], path[600];
+	snprintf(path, sizeof(path), "%s/cli-args-%d.err", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+	snprintf(cmd, sizeof(cmd), "timeout 20 '%s' %s >/dev/null 2>'%s'", getenv("EHT_CLI"), args, path);
+	int st = system(cmd);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(err, 1, len - 1, f) : 0;
+	err[n] = '\0';
+	if (f)
+		fclose(f);
+	remove(path);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+int main(void)
+{
+	setenv("EHT_NO_CUDA", "1", 1);
+	eht_err_clear();
+	CHECK(eht_cu_device_count() == 0);
+	CHECK(eht_last_error()[0] == '\0');
+	if (!getenv("EHT_CLI"))
+		t_skip("EHT_CLI not set");
+	char err[4096];
+	char *tmp = t_tmpdir("cli-args");
+	char args[1024];
+
+	int rc = run("bench lookup --format fp8 --table-gib 0.01", err, sizeof(err));
+	CHECK(rc == 2 && strstr(err, "--format") != NULL);
+
+	snprintf(args, sizeof(args), "bench disk --file-gib 0 --dir '%s'", tmp);
+	rc = run(args, err, sizeof(err));
+	CHECK(rc == 2 && strstr(err, "--file-gib") != NULL);
+	snprintf(args, sizeof(args), "rmdir '%s' 2>/dev/null", tmp); /* nothing was written there */
+	CHECK(system(args) == 0);
+	mkdir(tmp, 0700);
+
+	rc = run("worker somekey --check /nonexistent --timeout -1", err, sizeof(err));
+	CHECK(rc != 0 && strstr(err, "--timeout") != NULL);
+	CHECK(strstr(err, "CUDA") == NULL);
+
+	t_rmtree(tmp);
+	return t_done();
+}

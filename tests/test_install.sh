@@ -1,0 +1,48 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# test_install.sh: `cmake --install` into a temporary prefix gives libeht.so with its soname, eht.h,
+# eht.pc, the CMake package, the tool and the man pages; a program built with pkg-config runs.
+# usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -eu
+build=$1
+src=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/eht-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "test_install: $*" >&2; exit 1; }
+cmake --install "$build" --prefix "$tmp/p" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; fail "cmake --install failed"; }
+p=$tmp/p
+lib=$(find "$p" -name 'libeht.so.0' | head -n 1)
+[ -n "$lib" ] || fail "no libeht.so.0 under $p"
+libdir=$(dirname "$lib")
+[ -L "$libdir/libeht.so" ] || fail "no libeht.so link in $libdir"
+soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = libeht.so.0 ] || fail "soname is '$soname', want libeht.so.0"
+for f in include/eht.h bin/eht share/man/man1/eht.1 share/man/man3/libeht.3; do
+	[ -e "$p/$f" ] || fail "missing $f"
+done
+[ -e "$libdir/pkgconfig/eht.pc" ] || fail "missing eht.pc in $libdir/pkgconfig"
+[ -e "$libdir/cmake/eht/ehtConfig.cmake" ] || fail "missing ehtConfig.cmake"
+[ -e "$libdir/cmake/eht/ehtTargets.cmake" ] || fail "missing ehtTargets.cmake"
+[ -e "$p/share/bash-completion/completions/eht" ] || fail "missing the bash completion"
+if find "$p" -name 'libeht_internal*' | grep -q .; then fail "libeht_internal installed"; fi
+"$p/bin/eht" --version >/dev/null || fail "installed eht --version failed"
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+ver=$(pkg-config --modversion eht) || fail "pkg-config cannot read eht.pc"
+cat >"$tmp/use.c" <<'C'
+#include <eht.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+	if (strcmp(eht_version(), EHT_VERSION)) {
+		fprintf(stderr, "header %s, library %s\n", EHT_VERSION, eht_version());
+		return 1;
+	}
+	puts(eht_version());
+	return 0;
+}
+C
+cc -Wall -Werror -o "$tmp/use" "$tmp/use.c" $(pkg-config --cflags --libs eht) || fail "cannot build against eht.pc"
+out=$(LD_LIBRARY_PATH="$libdir" "$tmp/use") || fail "program against the installed library failed"
+[ "$out" = "$ver" ] || fail "library says $out, eht.pc says $ver"
+echo "test_install: ok ($p: libeht $ver)"

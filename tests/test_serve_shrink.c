@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_serve_shrink.c: a checkpoint that shrinks while `eht serve` loads it, or while `eht worker
+ * --check` compares rows with it, gives an error naming the file, never a SIGBUS; nothing is left
+ * in the shm directory. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "table/mem_guard.h"
+#include "testutil.h"
+
+static char file[1024];
+static int truncated;
+
+static void shrink_on_first_progress(void *arg, uint64_t done, uint64_t total, const char *table)
+{
+	if (!truncated && truncate(file, 1 << 20) == 0)
+		truncated = 1;
+}
+
+static int dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+	nanosleep(&ts, NULL);
+}
+
+int main(void)
+{
+	setenv("EHT_NO_CUDA", "1", 1);
+	char *tmp = t_tmpdir("serve-shrink");
+	char ckpt[600], shm[600];
+	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
+	snprintf(shm, sizeof(shm), "%s/shm", tmp);
+	mkdir(shm, 0700);
+	setenv("EHT_SHM_DIR", shm, 1);
+	struct eht_synth_opts so = {.size = sizeof(so), .tables = 1, .rows = 500000, .shards = 1, .seed = 4};
+	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);
+	snprintf(file, sizeof(file), "%s/model.safetensors", ckpt);
+
+	/* The load: -EIO naming the file; the half-loaded table is released. */
+	char key[64];
+	snprintf(key, sizeof(key), "shrink-%d", (int)getpid());
+	struct eht_serve_opts o = {.size = sizeof(o), .key = key, .tier = EHT_TIER_REGION, .threads = 1,
+				   .progress = shrink_on_first_progress};
+	eht_server *s = NULL;
+	CHECK_RC(eht_serve_start(ckpt, &o, &s), -EIO);
+	CHECK(truncated);
+	CHECK(strstr(eht_last_error(), "model.safetensors") != NULL && strstr(eht_last_error(), "shrank") != NULL);
+	CHECK(dir_entries(shm) == 0);
+
+	/* `eht worker --check`: it opens its checkpoint (B) first and waits for the server; B shrinks
+	 * before the server (loading its own copy, A) comes up. */
+	const char *cli = getenv("EHT_CLI");
+	if (cli) {
+		char a[700], b[700];
+		snprintf(a, sizeof(a), "%s/a", tmp);
+		snprintf(b, sizeof(b), "%s/b", tmp);
+		CHECK_RC(eht_synth_checkpoint(a, &so), 0);
+		CHECK_RC(eht_synth_checkpoint(b, &so), 0);
+		pid_t wk = fork();
+		if (wk == 0) {
+			execl(cli, "eht", "worker", key, "--check", b, "--wait", "--ids", "1000", "--reps", "1", "--timeout", "30",
+			      (char *)NULL);
+			_exit(127);
+		}
+		sleep_s(0.5);
+		snprintf(file, sizeof(file), "%s/model.safetensors", b);
+		CHECK(truncate(file, 1 << 20) == 0);
+		pid_t srv = fork();
+		if (srv == 0) {
+			FILE *f = freopen("/dev/null", "w", stdout);
+			(void)f;
+			execl(cli, "eht", "serve", a, "--key", key, "--tier", "region", (char *)NULL);
+			_exit(127);
+		}
+		int st = 0;
+		waitpid(wk, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 127);
+		if (WIFSIGNALED(st))
+			fprintf(stderr, "eht worker died of signal %d\n", WTERMSIG(st));
+		kill(srv, SIGTERM);
+		waitpid(srv, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	CHECK(dir_entries(shm) == 0);
+	t_rmtree(tmp);
+	return t_done();
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli_hash.c: `eht hash`: Engram row ids of a sequence of steps, on the CPU or the GPU, for checking. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "eht.h"
+#include "engram/steps.h"
+
+#define USAGE                                                                                             \
+	"usage: eht hash (--preset v41 | --config FILE.json) [--token-map FILE] --steps STEPS.json [--gpu] " \
+	"[--json] [--device N]\n"                                                                            \
+	"  STEPS.json: [{\"requests\": [{\"req\": \"a\", \"token_ids\": [...], \"dead\": [0,1,...]}]}, ...]\n"  \
+	"  (dead optional, 1 = image token); a request's history carries across steps by its name.\n"        \
+	"  --json: [{\"rows\": R}, ...] per step, R[token][layer][col] int32 row ids (offset included),\n"    \
+	"  col = (order - 2) * n_heads + head."
+
+static int usage_err(const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "eht hash: %s\n", msg);
+	fprintf(stderr, "%s\n", USAGE);
+	return 2;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *b = NULL;
+	size_t cap = 0, n = 0;
+	if (!f) {
+		fprintf(stderr, "eht hash: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		if (n + 65536 > cap) {
+			char *nb = realloc(b, cap = 2 * cap + 65536);
+			if (!nb) {
+				free(b);
+				fclose(f);
+				fprintf(stderr, "eht hash: out of memory\n");
+				return NULL;
+			}
+			b = nb;
+		}
+		size_t r = fread(b + n, 1, cap - n, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		fprintf(stderr, "eht hash: %s: read error\n", path);
+		free(b);
+		return NULL;
+	}
+	*len = n;
+	return b;
+}
+
+static void print_step(const struct eht_engram_info *in, const struct engram_steps *ss, size_t si,
+		       const int32_t *rows, int json)
+{
+	const struct engram_step *st = &ss->steps[si];
+	const size_t per = (size_t)in->n_layers * in->cols;
+	if (json) {
+		printf("%s{\"rows\": [", si ? ",\n " : "[");
+		for (size_t t = 0; t < st->n_tokens; t++) {
+			printf("%s[", t ? ", " : "");
+			for (uint32_t l = 0; l < in->n_layers; l++) {
+				printf("%s[", l ? ", " : "");
+				for (uint32_t c = 0; c < in->cols; c++)
+					printf("%s%d", c ? ", " : "", rows[t * per + l * in->cols + c]);
+				printf("]");
+			}
+			printf("]");
+		}
+		printf("]}");
+		return;
+	}
+	printf("step %zu:\n", si);
+	for (size_t r = 0; r < st->n_requests; r++)
+		for (uint32_t t = st->starts[r]; t < st->starts[r + 1]; t++)
+			for (uint32_t l = 0; l < in->n_layers; l++) {
+				printf("  %s token %u (id %d%s) layer %u:", ss->names[st->req[r]], t - st->starts[r],
+				       st->tokens[t], st->dead[t] ? ", image" : "", in->layer_ids[l]);
+				for (uint32_t c = 0; c < in->cols; c++)
+					printf(" %d", rows[t * per + l * in->cols + c]);
+				printf("\n");
+			}
+}
+
+int cmd_hash(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"preset", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
+	    {"token-map", required_argument, 0, 'm'}, {"steps", required_argument, 0, 's'},
+	    {"gpu", no_argument, 0, 'g'}, {"json", no_argument, 0, 'j'},
+	    {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
+	};
+	const char *preset = NULL, *config = NULL, *map = NULL, *steps = NULL;
+	int gpu = 0, json = 0, device = 0, c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': preset = optarg; break;
+		case 'c': config = optarg; break;
+		case 'm': map = optarg; break;
+		case 's': steps = optarg; break;
+		case 'g': gpu = 1; break;
+		case 'j': json = 1; break;
+		case 'd': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || !*optarg || v < 0 || v > 1024)
+				return usage_err("--device takes a GPU ordinal");
+			device = (int)v;
+			break;
+		}
+		case 'h': printf("%s\n", USAGE); return 0;
+		default: return usage_err(NULL);
+		}
+	}
+	if (optind != argc)
+		return usage_err("unexpected argument");
+	if (!preset == !config)
+		return usage_err("give exactly one of --preset and --config");
+	if (!steps)
+		return usage_err("--steps is required");
+
+	eht_engram_layout *l = NULL;
+	eht_engram_state *state = NULL;
+	struct engram_steps *ss = NULL;
+	int32_t *rows = NULL, *hist = NULL;
+	char *text = NULL;
+	size_t len;
+	int rc = 1;
+	if ((preset ? eht_engram_layout_preset(preset, &l) : eht_engram_layout_from_file(config, &l)) != 0 ||
+	    (map && eht_engram_layout_load_token_map(l, map) != 0)) {
+		cli_fail("hash", NULL);
+		goto out;
+	}
+	if (!(text = slurp(steps, &len)))
+		goto out;
+	if (engram_steps_parse(text, len, &ss) != 0 || eht_engram_state_create(l, 0, &state) != 0) {
+		fprintf(stderr, "eht hash: %s: %s\n", steps, eht_last_error());
+		goto out;
+	}
+	struct eht_engram_info in = {.size = sizeof(in)};
+	eht_engram_layout_info(l, &in);
+	for (size_t si = 0; si < ss->n; si++) {
+		const struct engram_step *st = &ss->steps[si];
+		struct eht_engram_batch b = {.size = sizeof(b), .n_tokens = st->n_tokens, .tokens = st->tokens,
+					     .dead = st->dead, .n_requests = st->n_requests, .starts = st->starts};
+		size_t per = (size_t)in.n_layers * in.cols;
+		free(rows);
+		free(hist);
+		rows = malloc((st->n_tokens * per + 1) * sizeof(*rows));
+		hist = malloc((st->n_requests * (in.max_ngram - 1) + 1) * sizeof(*hist));
+		if (!rows || !hist) {
+			fprintf(stderr, "eht hash: out of memory\n");
+			goto out;
+		}
+		int r;
+		if (gpu) {
+			r = eht_engram_state_batch_history(state, st->req, st->n_requests, hist);
+			b.history = hist;
+			if (!r)
+				r = eht_engram_hash_gpu_copy(l, &b, rows, device);
+			b.history = NULL;
+			if (!r)
+				r = eht_engram_state_advance(state, st->req, &b);
+		} else {
+			r = eht_engram_state_step(state, st->req, &b, rows);
+		}
+		if (r) {
+			fprintf(stderr, "eht hash: step %zu: %s\n", si, eht_last_error());
+			goto out;
+		}
+		print_step(&in, ss, si, rows, json);
+	}
+	if (json)
+		printf("%s\n", ss->n ? "]" : "[]");
+	rc = 0;
+out:
+	free(rows);
+	free(hist);
+	free(text);
+	engram_steps_free(ss);
+	eht_engram_state_destroy(state);
+	eht_engram_layout_free(l);
+	return rc;
+}

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli_opt.c: what every subcommand shares: getopt_long with exit-2 messages, strict numbers, and
+ * JSON reports (errors as {"error": ...}, bench reports stamped with version, host and UTC time). */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "eht.h"
+
+void cli_opt_reset(void) { optind = 0; /* glibc: 0 re-initializes the scanner for a new argv */ }
+
+int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, const struct option *longopts)
+{
+	char spec[64];
+	snprintf(spec, sizeof(spec), ":%s", shortopts); /* ':' first: a missing value is told apart */
+	opterr = 0;
+	int c = getopt_long(argc, argv, spec, longopts, NULL);
+	if (c == '?') {
+		const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+		if (optopt && (bad[0] != '-' || bad[1] == '-' || strlen(bad) != 2))
+			fprintf(stderr, "eht %s: unknown option '-%c' (eht %s --help lists them)\n", cmd, optopt, cmd);
+		else
+			fprintf(stderr, "eht %s: unknown option '%s' (eht %s --help lists them)\n", cmd, bad, cmd);
+		return CLI_OPT_ERROR;
+	}
+	if (c == ':') {
+		const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+		if (optopt && bad[0] == '-' && bad[1] != '-')
+			fprintf(stderr, "eht %s: option '-%c' needs a value\n", cmd, optopt);
+		else
+			fprintf(stderr, "eht %s: option '%s' needs a value\n", cmd, bad);
+		return CLI_OPT_ERROR;
+	}
+	return c;
+}
+
+int cli_usage_error(const char *cmd, const char *msg)
+{
+	fprintf(stderr, "eht %s: %s (eht %s --help shows the usage)\n", cmd, msg, cmd);
+	return 2;
+}
+
+int cli_u64(const char *cmd, const char *name, const char *s, uint64_t *out)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = s && *s != '-' ? strtoull(s, &end, 0) : 0;
+	if (!s || !*s || *s == '-' || errno || !end || *end) {
+		fprintf(stderr, "eht %s: %s takes a non-negative integer, not '%s'\n", cmd, name, s ? s : "");
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_int(const char *cmd, const char *name, const char *s, int *out)
+{
+	char *end = NULL;
+	errno = 0;
+	long v = s ? strtol(s, &end, 10) : 0;
+	if (!s || !*s || errno || !end || *end || v < INT_MIN || v > INT_MAX) {
+		fprintf(stderr, "eht %s: %s takes an integer, not '%s'\n", cmd, name, s ? s : "");
+		return 2;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+int cli_double(const char *cmd, const char *name, const char *s, double *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double v = s ? strtod(s, &end) : 0;
+	if (!s || !*s || errno || !end || *end || v != v) {
+		fprintf(stderr, "eht %s: %s takes a number, not '%s'\n", cmd, name, s ? s : "");
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+int cli_print_json(json_t *o)
+{
+	if (!o) {
+		fprintf(stderr, "eht: out of memory building the JSON report\n");
+		return 1;
+	}
+	char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	json_decref(o);
+	if (!s) {
+		fprintf(stderr, "eht: cannot encode the JSON report\n");
+		return 1;
+	}
+	int bad = printf("%s\n", s) < 0 || fflush(stdout) != 0;
+	free(s);
+	return bad;
+}
+
+int cli_error(const char *cmd, int json, const char *msg)
+{
+	if (!msg)
+		msg = eht_last_error();
+	fprintf(stderr, "eht %s: %s\n", cmd, msg);
+	if (json) {
+		char full[64];
+		snprintf(full, sizeof(full), "eht %s", cmd);
+		cli_print_json(json_pack("{s:s, s:s}", "error", msg, "command", full));
+	}
+	return 1;
+}
+
+json_t *cli_real_or_null(double v, int applies)
+{
+	return applies && v == v ? json_real(v) : json_null();
+}
+
+json_t *cli_report_new(const char *what)
+{
+	char host[256] = "";
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		snprintf(host, sizeof(host), "unknown");
+	char when[32] = "";
+	time_t now = time(NULL);
+	struct tm tm;
+	if (gmtime_r(&now, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_pack("{s:s, s:s, s:s, s:s}", "bench", what, "eht_version", eht_version(), "host", host,
+			 "time_utc", when);
+}
+
+int cli_progress_tty(void) { return isatty(2); }
+
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total)
+{
+	*p = (struct cli_progress){.what = what, .total = total, .start = cli_now_s(), .tty = cli_progress_tty(),
+				   .last_decile = -1};
+}
+
+void cli_progress_update(struct cli_progress *p, uint64_t done)
+{
+	double t = cli_now_s(), el = t - p->start;
+	double frac = p->total ? (double)done / (double)p->total : 1;
+	double rate = el > 0 ? (double)done / el : 0;
+	double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;
+	if (p->tty) {
+		if (t - p->last < 0.1 && done < p->total)
+			return;
+		p->last = t;
+		fprintf(stderr, "\r%s: %5.1f%%  %.2f of %.2f GiB  %.2f GB/s  ETA %.0f s ", p->what, 100 * frac,
+			(double)done / (1 << 30), (double)p->total / (1 << 30), rate / 1e9, eta);
+		if (done >= p->total)
+			fputc('\n', stderr);
+	} else {
+		int decile = (int)(frac * 10);
+		if (decile == p->last_decile)
+			return;
+		p->last_decile = decile;
+		fprintf(stderr, "%s: %d%% (%.2f of %.2f GiB, %.2f GB/s, ETA %.0f s)\n", p->what, decile * 10,
+			(double)done / (1 << 30), (double)p->total / (1 << 30), rate / 1e9, eta);
+	}
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli_status.c: `eht status [KEY] [--json]`: what the running servers of this node hold, for whom,
+ * and whether they are ready (asked over each server's status socket). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "eht.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: eht status [KEY] [--json]\n"
+		   "Asks the running servers of this user (eht serve, or any program serving with libeht) what\n"
+		   "they hold: key, checkpoint, tables (tier, NUMA node, bytes), attached workers (pid, uid),\n"
+		   "uptime and readiness. With KEY, that server only (exit 1 when none holds it).\n"
+		   "  --json   the servers' answers as JSON (errors as {\"error\": ...})\n");
+}
+
+static void human(uint64_t b, char *buf, size_t n)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, n, "%.2f GiB", (double)b / (double)(1ull << 30));
+	else
+		snprintf(buf, n, "%.1f MiB", (double)b / (double)(1ull << 20));
+}
+
+static void print_server(json_t *s)
+{
+	char b[32];
+	human((uint64_t)json_integer_value(json_object_get(s, "bytes")), b, sizeof(b));
+	json_t *workers = json_object_get(s, "workers"), *tables = json_object_get(s, "tables");
+	printf("key %s  pid %lld  %s  up %.0f s  %s in memory  %zu table(s)  %zu worker(s)\n",
+	       json_string_value(json_object_get(s, "key")), json_integer_value(json_object_get(s, "pid")),
+	       json_string_value(json_object_get(s, "state")), json_real_value(json_object_get(s, "uptime_s")), b,
+	       json_array_size(tables), json_array_size(workers));
+	printf("  checkpoint %s\n", json_string_value(json_object_get(s, "checkpoint")));
+	if (!json_is_true(json_object_get(s, "ready"))) {
+		char d[32], t[32];
+		human((uint64_t)json_integer_value(json_object_get(s, "loaded_bytes")), d, sizeof(d));
+		human((uint64_t)json_integer_value(json_object_get(s, "load_bytes")), t, sizeof(t));
+		printf("  loading: %s of %s\n", d, t);
+	}
+	size_t i;
+	json_t *t;
+	json_array_foreach(tables, i, t)
+	{
+		human((uint64_t)json_integer_value(json_object_get(t, "bytes")), b, sizeof(b));
+		printf("  table %-44s %-13s node %2lld %12lld rows x %4lld B  %s\n",
+		       json_string_value(json_object_get(t, "name")), json_string_value(json_object_get(t, "tier")),
+		       json_integer_value(json_object_get(t, "numa_node")), json_integer_value(json_object_get(t, "rows")),
+		       json_integer_value(json_object_get(t, "row_bytes")), b);
+	}
+	json_array_foreach(workers, i, t)
+	{
+		printf("  worker pid %lld uid %lld attached %.0f s ago\n", json_integer_value(json_object_get(t, "pid")),
+		       json_integer_value(json_object_get(t, "uid")), json_real_value(json_object_get(t, "attached_s")));
+	}
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	int json = 0, c;
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "status", "h", longopts)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (c != 'j')
+			return 2;
+		json = 1;
+	}
+	if (optind + 1 < argc)
+		return cli_usage_error("status", "one KEY at most");
+	const char *key = optind < argc ? argv[optind] : NULL;
+	char *text = NULL;
+	if (eht_serve_status(key, &text) != 0)
+		return cli_error("status", json, NULL);
+	json_error_t je;
+	json_t *v = json_loads(text, 0, &je);
+	free(text);
+	if (!v)
+		return cli_error("status", json, "unreadable answer");
+	if (json)
+		return cli_print_json(v);
+	if (json_is_array(v) && json_array_size(v) == 0)
+		printf("no eht server runs on this node for this user\n");
+	else if (json_is_array(v)) {
+		size_t i;
+		json_t *s;
+		json_array_foreach(v, i, s) print_server(s);
+	} else
+		print_server(v);
+	json_decref(v);
+	return 0;
+}
