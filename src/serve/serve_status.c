@@ -201,10 +201,11 @@ void serve_status_ready(struct serve_status *st, const eht_server *s)
 			continue;
 		uint64_t bytes = info.rows * info.row_bytes;
 		total += info.host ? bytes : 0; /* loaded into memory, not read in place */
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:I}", "name", info.name, "tier",
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:I, s:I, s:I, s:i, s:I, s:b}", "name", info.name, "tier",
 						     eht_tier_name(info.tier), "rows", (json_int_t)info.rows, "row_bytes",
 						     (json_int_t)info.row_bytes, "bytes", (json_int_t)bytes, "numa_node",
-						     info.numa_node, "page_size", (json_int_t)info.page_size));
+						     info.numa_node, "page_size", (json_int_t)info.page_size, "in_memory",
+						     info.host != NULL));
 	}
 	pthread_mutex_lock(&st->mu);
 	json_decref(st->tables);

@@ -99,8 +99,8 @@ static json_t *served_entries(void)
 	{
 		json_array_foreach(json_object_get(s, "tables"), j, t)
 		{
-			const char *tier = json_string_value(json_object_get(t, "tier"));
-			if (!tier || !strcmp(tier, "disk"))
+			/* Tables read in place (from the checkpoint's files) hold no memory of a region. */
+			if (!json_is_true(json_object_get(t, "in_memory")))
 				continue;
 			json_array_append_new(out, json_pack("{s:O, s:s, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:O, s:I}", "name",
 							     json_object_get(t, "name"), "state", "served", "tier",
