@@ -26,7 +26,10 @@ done
 [ -e "$p/share/bash-completion/completions/eht" ] || fail "missing the bash completion"
 if find "$p" -name 'libeht_internal*' | grep -q .; then fail "libeht_internal installed"; fi
 "$p/bin/eht" --version >/dev/null || fail "installed eht --version failed"
-export PKG_CONFIG_PATH="$libdir/pkgconfig"
+# The private prefix first; a sysroot (set where jansson was unpacked into a folder) would be
+# prepended to our own prefix too.
+unset PKG_CONFIG_SYSROOT_DIR
+export PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 ver=$(pkg-config --modversion eht) || fail "pkg-config cannot read eht.pc"
 cat >"$tmp/use.c" <<'C'
 #include <eht.h>

@@ -80,6 +80,10 @@ def mapping_file(addr):
                 ino = int(parts[4])
                 if not ino:
                     return 0, 0, 0
+                try:  # the mapped file itself, also once its descriptor is closed
+                    return parts[3], ino, os.stat("/proc/self/map_files/" + parts[0]).st_blocks * 512
+                except OSError:
+                    pass
                 for fd in os.listdir("/proc/self/fd"):
                     try:
                         st = os.stat("/proc/self/fd/" + fd)

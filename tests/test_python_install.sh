@@ -25,7 +25,7 @@ cp -r "$src/python" "$tmp/pysrc" # a copy: the build must not write egg-info int
 	>"$tmp/pip.log" 2>&1 || { cat "$tmp/pip.log" >&2; fail "pip install --no-index --no-build-isolation failed"; }
 libdir=$(dirname "$(find "$tmp/prefix" -name 'libeht.so.0' | head -n 1)")
 cd "$tmp"
-env -u EHT_LIB -u PYTHONPATH PKG_CONFIG_PATH="$libdir/pkgconfig" "$tmp/venv/bin/python" - "$tmp" <<'PY' || fail "the installed module does not work"
+env -u EHT_LIB -u PYTHONPATH -u PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH="$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" "$tmp/venv/bin/python" - "$tmp" <<'PY' || fail "the installed module does not work"
 import array, os, sys
 import eht
 tmp = sys.argv[1]

@@ -13,7 +13,7 @@
  * allocated bytes of each distinct file: copies = that sum / table bytes. The sum of Pss over all
  * ranks is printed too (it can overcount when one rank maps a huge page whole and another in small
  * pages), and MemAvailable before and after on world rank 0, the only measure for host-NUMA cuMem
- * memory, which has no file. Exit: 0 when every expectation holds, 1 otherwise,
+ * memory, which has no file of its own (its mappings show one shared anonymous inode). Exit: 0 when every expectation holds, 1 otherwise,
  * 2 when a group failed (MPI_Abort after a clear message). */
 #include <errno.h>
 #include <inttypes.h>
@@ -253,6 +253,10 @@ int main(int argc, char **argv)
 		int nodes = eht_mpi_node_count(mg), copies_ok = 0, have_pss = 1;
 		for (int i = 0; i < wsize; i++) {
 			struct report *r = &all[i];
+			/* Host-NUMA cuMem memory shows in /proc/self/maps as one anonymous inode that every
+			 * allocation shares and that holds no bytes: not a file that measures a copy. */
+			if (r->tier == EHT_TIER_HOST_NUMA)
+				r->ino = 0, r->dev = 0;
 			printf("rank %d: node %d (%s) rank %d: tier %s, file %" PRIu64 ":%" PRIu64 " holding %" PRIu64
 			       " bytes, Pss %" PRIu64 " kB%s%s\n", i, r->node, r->id, r->node_rank, eht_tier_name(r->tier),
 			       r->dev >> 32, r->ino, r->file_bytes, r->pss_kb, r->rc ? ", error: " : "", r->rc ? r->err : "");
