@@ -12,6 +12,7 @@
  * the memory budget can hold (half the smaller of the cgroup's memory limit and the machine's RAM;
  * EHT_DISK_HINT_PAGES overrides) and by eht_disk_drop_cache. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -359,6 +360,8 @@ int disk_split_init(struct disk *d)
 		s->cap = 1;
 	for (unsigned k = 0; k < d->nparts; k++) {
 		const struct disk_part *p = &d->part[k];
+		/* Reads of uncached rows fetch their pages only: no readahead around random rows. */
+		(void)posix_fadvise(p->fd, 0, 0, POSIX_FADV_RANDOM);
 		uintptr_t a = (uintptr_t)p->data;
 		s->part[k].base = a - a % s->page;
 		uint64_t pages = (a - s->part[k].base + d->local_rows * p->row_bytes + s->page - 1) / s->page;
