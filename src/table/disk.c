@@ -22,7 +22,7 @@
 #define DEFAULT_PREFETCH_SLOTS 2u
 #define MAX_ROW_BYTES (1ull << 30)
 /* Rows handled per block of read_direct (bounded stack use). */
-#define BLOCK 256
+#define BLOCK 1024
 /* Rows per consultation of the prefetch ticket. */
 #define SERVE_BLOCK 1024
 

@@ -27,7 +27,7 @@
 #include "util/log.h"
 
 /* Rows handled per round (bounded stack use; with two parts, up to 2x reads in flight). */
-#define SPLIT_ROWS 256u
+#define SPLIT_ROWS 1024u
 /* Rows spanning more pages are not asked about: they are read (correct, only slower when cached). */
 #define MAX_PROBE_PAGES 8u
 

@@ -191,7 +191,7 @@ struct shape_res {
 	size_t n;
 	double cold_ms, cold_pf_ms, warm_ms, mem_ms;
 	uint64_t distinct;
-	uint64_t cold_resident, cold_uncached; /* the default read's split in the cold step */
+	uint64_t cold_resident, cold_uncached, cold_bytes; /* the default read's split in the cold step */
 	int ok;
 	char err[200];
 };
@@ -443,6 +443,7 @@ int bench_disk(int argc, char **argv)
 		r->distinct = s1.rows_read - s0.rows_read;
 		r->cold_resident = s1.resident_rows - s0.resident_rows;
 		r->cold_uncached = s1.uncached_rows - s0.uncached_rows;
+		r->cold_bytes = s1.uncached_bytes - s0.uncached_bytes;
 		split_mode = s1.split_mode;
 		eht_disk_ticket *tk = NULL;
 		t0 = cli_now_s();
@@ -560,7 +561,7 @@ int bench_disk(int argc, char **argv)
 							 "gpu", gpu, "drive_iops_4k", cli_real_or_null(iops, iops > 0),
 							 "io_threads", (int)io_threads, "reps", reps));
 	} else {
-		printf("%8s %9s %9s %7s %8s %9s %7s %9s %9s %8s\n", "ids", "distinct", "cold ms", "of IOPS", "uncached",
+		printf("%8s %9s %9s %7s %8s %8s %9s %7s %9s %9s %8s\n", "ids", "distinct", "cold ms", "of IOPS", "uncached", "pg/IOPS",
 		       "cold+pf", "of IOPS", "warm ms", "memory", "warm/mem");
 	}
 	for (int k = 0; k < nshapes; k++) {
@@ -569,12 +570,16 @@ int bench_disk(int argc, char **argv)
 		double frac = has_iops && r->cold_ms > 0 ? (double)r->distinct / (r->cold_ms * 1e-3) / iops : 0;
 		double frac_pf = has_iops && r->cold_pf_ms > 0 ? (double)r->distinct / (r->cold_pf_ms * 1e-3) / iops : 0;
 		double ratio = r->mem_ms > 0 ? r->warm_ms / r->mem_ms : 0;
+		/* Pages the split found uncached (a cold row reads a weight page and a scale page) per second. */
+		double pfrac = has_iops && r->cold_ms > 0 ? (double)r->cold_bytes / 4096 / (r->cold_ms * 1e-3) / iops : 0;
 		if (json) {
 			json_t *e = json_pack("{s:I, s:b}", "ids", (json_int_t)r->n, "ok", r->ok);
 			json_object_set_new(e, "distinct_rows", r->ok ? json_integer((json_int_t)r->distinct) : json_null());
 			json_object_set_new(e, "cold_ms", cli_real_or_null(r->cold_ms, r->ok));
 			json_object_set_new(e, "cold_resident_rows", json_integer((json_int_t)r->cold_resident));
 			json_object_set_new(e, "cold_uncached_rows", json_integer((json_int_t)r->cold_uncached));
+			json_object_set_new(e, "cold_uncached_pages", json_integer((json_int_t)(r->cold_bytes / 4096)));
+			json_object_set_new(e, "cold_pages_fraction_of_iops", cli_real_or_null(pfrac, r->ok && has_iops && r->cold_bytes));
 			json_object_set_new(e, "cold_fraction_of_iops", cli_real_or_null(frac, r->ok && has_iops));
 			json_object_set_new(e, "cold_prefetch_ms", cli_real_or_null(r->cold_pf_ms, r->ok));
 			json_object_set_new(e, "cold_prefetch_fraction_of_iops", cli_real_or_null(frac_pf, r->ok && has_iops));
@@ -589,12 +594,14 @@ int bench_disk(int argc, char **argv)
 			char m[16] = "-", q[16] = "-";
 			if (r->mem_ms > 0)
 				snprintf(m, sizeof(m), "%.3f", r->mem_ms), snprintf(q, sizeof(q), "%.2fx", ratio);
-			char u[16] = "-";
+			char u[16] = "-", pg[16] = "-";
 			if (r->cold_resident + r->cold_uncached)
 				snprintf(u, sizeof(u), "%.0f%%", 100.0 * (double)r->cold_uncached /
 									 (double)(r->cold_resident + r->cold_uncached));
-			printf("%8zu %9llu %9.1f %6.0f%% %8s %9.1f %6.0f%% %9.3f %9s %8s\n", r->n, (unsigned long long)r->distinct,
-			       r->cold_ms, 100 * frac, u, r->cold_pf_ms, 100 * frac_pf, r->warm_ms, m, q);
+			if (r->cold_bytes && has_iops)
+				snprintf(pg, sizeof(pg), "%.0f%%", 100 * pfrac);
+			printf("%8zu %9llu %9.1f %6.0f%% %8s %8s %9.1f %6.0f%% %9.3f %9s %8s\n", r->n,
+			       (unsigned long long)r->distinct, r->cold_ms, 100 * frac, u, pg, r->cold_pf_ms, 100 * frac_pf, r->warm_ms, m, q);
 		}
 	}
 	if (json) {
@@ -606,7 +613,7 @@ int bench_disk(int argc, char **argv)
 		printf("reads: %s\n", split_mode == 2 ? "split (resident rows copied from the mapping, uncached rows with io_uring)"
 		       : split_mode == 1 ? "split (resident rows copied from the mapping, uncached rows with pread)"
 					 : "no split (EHT_DISK_SPLIT=0, EHT_DISK_PREAD or EHT_DISK_URING)");
-		printf("(cold: page cache dropped, one step; uncached: rows of the cold step read from the drive; \"of IOPS\": distinct rows per second over the drive's 4 KiB "
+		printf("(cold: page cache dropped, one step; uncached: rows of the cold step read from the drive; pg/IOPS: their uncached pages (weight and scale) per second over the drive's IOPS; \"of IOPS\": distinct rows per second over the drive's 4 KiB "
 		       "IOPS; cold+pf: prefetch ticket with %u readers, then the lookup; warm: median of %d, whole file in "
 		       "the page cache; memory: HOST strategy on an in-memory copy; goal warm/mem <= 1.5x)\n",
 		       io_threads, reps);
