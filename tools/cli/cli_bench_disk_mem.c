@@ -236,17 +236,23 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 	(void)s0, (void)io0;
 	if (a->json) {
 		json_t *r = cli_report_new("disk-mem");
-		json_object_update_new(r, json_pack("{s:s, s:s, s:f, s:f, s:b, s:I, s:i, s:i, s:f, s:f, s:f, s:f, s:f, "
-						      "s:f, s:f, s:f, s:I, s:I, s:i}",
-						      "file", a->path, "workload", bench_workload_name(wl), "table_gib",
-						      (double)table / (1 << 30), "mem_limit_gib", a->mem_limit_gib,
-						      "cgroup", in_cg, "ids", (json_int_t)n, "steps", a->steps,
-						      "steady_steps", ss, "first_step_ms", first, "steady_median_ms", med,
-						      "steady_p90_ms", p90, "hit_rate", s1.split_mode ? hit : -1.0, "distinct_rows_per_step",
-						      rows_step, "uncached_rows_per_step", unc_step,
-						      "uncached_page_bytes_per_step", bytes_step, "storage_read_bytes_per_step",
-						      (json_int_t)io_step, "cache_bytes",
-						      (json_int_t)(a->no_cache ? 0 : cache), "split_mode", (int)s1.split_mode));
+		json_t *v = json_pack("{s:s, s:s, s:f, s:f, s:b, s:I, s:i, s:i, s:f, s:f, s:f}", "file", a->path, "workload",
+				      bench_workload_name(wl), "table_gib", (double)table / (1 << 30), "mem_limit_gib",
+				      a->mem_limit_gib, "cgroup", in_cg, "ids", (json_int_t)n, "steps", a->steps,
+				      "steady_steps", ss, "first_step_ms", first, "steady_median_ms", med, "steady_p90_ms", p90);
+		json_t *w = json_pack("{s:o, s:f, s:f, s:f, s:f, s:I, s:i}", "hit_rate", cli_real_or_null(hit, s1.split_mode != 0),
+				      "rows_per_step", rows_step, "uncached_rows_per_step", unc_step,
+				      "uncached_page_bytes_per_step", bytes_step, "storage_read_bytes_per_step", io_step,
+				      "cache_bytes", (json_int_t)(a->no_cache ? 0 : cache), "split_mode", (int)s1.split_mode);
+		if (!v || !w) {
+			json_decref(v);
+			json_decref(w);
+			json_decref(r);
+			cli_error("bench disk", a->json, "cannot build the JSON report");
+			goto leave;
+		}
+		json_object_update_new(r, v);
+		json_object_update_new(r, w);
 		json_object_set_new(r, "cgroup_usage_bytes", json_integer((json_int_t)(in_cg ? cg_usage(&cg) : 0)));
 		cli_print_json(r);
 	} else {
