@@ -189,12 +189,14 @@ static struct io_uring *ring_get(const struct disk_split *s, int *rc)
 	pthread_once(&ring_once, ring_key_make);
 	if (ring_key_rc)
 		return *rc = -ring_key_rc, NULL;
+	if (s->uring_fail) /* checked first: the thread may hold a ring made for another table */
+		return *rc = -ENOSYS, NULL;
 	struct io_uring *r = pthread_getspecific(ring_key);
 	if (r)
 		return r;
 	if (!(r = calloc(1, sizeof(*r))))
 		return *rc = -ENOMEM, NULL;
-	int e = s->uring_fail ? -ENOSYS : io_uring_queue_init(RING_DEPTH, r, 0);
+	int e = io_uring_queue_init(RING_DEPTH, r, 0);
 	if (e < 0 || pthread_setspecific(ring_key, r) != 0) {
 		if (e >= 0)
 			io_uring_queue_exit(r);
