@@ -822,8 +822,13 @@ EHT_API void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
  * table's lookup: exactly one rank writes each live row, the others write zeros (use the lookups'
  * dead count only per rank; every id is dead on R - 1 ranks).
  *
- * Reads. Rows are copied from the mapping (default) or with pread (EHT_DISK_PREAD), through the page
- * cache. A file truncated, rewritten or replaced while open never kills the process with SIGBUS:
+ * Reads. By default each gather splits its rows: those whose pages are in the page cache (asked with
+ * mincore, then remembered until the hints exceed half the memory budget, i.e. the smaller of the
+ * cgroup's memory limit and RAM) are copied from the mapping; the others are read with io_uring at
+ * depth, weight and scale of a row submitted together (pread where the build lacks liburing or the
+ * kernel refuses a ring). EHT_DISK_URING=0 reads uncached rows with pread, EHT_DISK_SPLIT=0 copies
+ * every row from the mapping (page faults do the reads). EHT_DISK_PREAD / EHT_DISK_URING read every
+ * row with pread / io_uring. All through the page cache. A file truncated, rewritten or replaced while open never kills the process with SIGBUS:
  * each gather first compares the files' size and mtime with those seen at open (at most every
  * millisecond), and copies from the mapping run under a SIGBUS guard (a process-wide handler,
  * installed on first open, that only acts for faults inside an eht disk copy and passes every other
@@ -860,7 +865,8 @@ typedef struct eht_disk_ticket eht_disk_ticket;
 			     * the tier lives on the page cache); -EOPNOTSUPP in a build without
 			     * liburing. EHT_DISK_URING=1 in the environment sets it. For cold data:
 			     * faster than mapped copies, but a read per row makes warm steps several
-			     * times slower (README, measurements). */
+			     * times slower (README, measurements). The default read already uses
+			     * io_uring for uncached rows only. */
 #define EHT_DISK_OPTS_FLAGS (EHT_DISK_PREAD | EHT_DISK_URING)
 
 struct eht_disk_opts {
@@ -919,6 +925,11 @@ struct eht_disk_stats {
 	uint64_t cache_hits;    /* rows served by the hot-row cache */
 	uint64_t prefetch_hits; /* rows served from a prefetch buffer */
 	uint64_t cache_slots;   /* rows the hot-row cache holds at most */
+	/* The default read's split (0 under EHT_DISK_PREAD, EHT_DISK_URING or EHT_DISK_SPLIT=0): */
+	uint64_t resident_rows;  /* rows whose pages were in the page cache: copied from the mapping */
+	uint64_t uncached_rows;  /* rows with a page not in the page cache: read from the drive */
+	uint64_t uncached_bytes; /* bytes of those pages (what the drive reads, at least) */
+	uint32_t split_mode;     /* 0 no split, 1 uncached rows read with pread, 2 with io_uring */
 };
 /* Counters since open. Returns 0 or -EINVAL. */
 EHT_API EHT_MUST_CHECK int eht_disk_stats(const eht_table *table, struct eht_disk_stats *stats);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """test_plot_bench.py: scripts/plot-bench draws lookup (an older report without "bench", and a newer
-one with nulls and fields it does not know), disk and region reports into PNG and SVG files; a
-failed report and non-JSON input exit non-zero with a message. Exits 77 without matplotlib."""
+one with nulls and fields it does not know), disk, disk --mem-limit and region reports into PNG and
+SVG files; a failed report and non-JSON input exit non-zero with a message. Exits 77 without
+matplotlib."""
 import json
 import os
 import subprocess
@@ -43,16 +44,20 @@ def main():
         region = {"bench": "region", "thp": False, "results": [
             {"size_gib": 1, "run": 1, "populate_s": 0.5, "populate_gbs": 2.1, "ceiling_fill_gbs": 9.0,
              "pin_s": None}]}
+        dmem = {"bench": "disk-mem", "workload": "text:/x/text.u32", "ids": 6144, "table_gib": 2.0,
+                "mem_limit_gib": 1.0, "steady_median_ms": 41.0, "hit_rate": 0.62}
+        dmem2 = dict(dmem, mem_limit_gib=0.25, steady_median_ms=127.0, hit_rate=None)
         paths = {}
-        for name, rep in (("old", old), ("new", new), ("disk", disk), ("region", region)):
+        for name, rep in (("old", old), ("new", new), ("disk", disk), ("region", region), ("dmem", dmem),
+                          ("dmem2", dmem2)):
             paths[name] = os.path.join(d, name + ".json")
             with open(paths[name], "w") as f:
                 json.dump(rep, f)
         out = os.path.join(d, "plots")
         for fmt in ("png", "svg"):
-            r = subprocess.run([script, paths["old"], paths["new"], paths["disk"], paths["region"], "-o", out,
-                                "--format", fmt], capture_output=True, text=True)
-            want = ["lookup-latency", "lookup-rows", "disk-cold-warm", "region-populate"]
+            r = subprocess.run([script, paths["old"], paths["new"], paths["disk"], paths["region"], paths["dmem"],
+                                paths["dmem2"], "-o", out, "--format", fmt], capture_output=True, text=True)
+            want = ["lookup-latency", "lookup-rows", "disk-cold-warm", "region-populate", "disk-mem"]
             for w in want:
                 p = os.path.join(out, "%s.%s" % (w, fmt))
                 if r.returncode != 0 or not os.path.exists(p) or os.path.getsize(p) < 1000:

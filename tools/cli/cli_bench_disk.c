@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "cli_bench_disk_mem.h"
 #include "os/numa.h"
 #include "cuda/cu_driver.h"
 #include "eht.h"
@@ -161,10 +162,16 @@ static void usage(FILE *f)
 	fprintf(f, "usage: eht bench disk [--file-gib G] [--dir D] [--ids N,N...] [--reps R] [--threads T]\n"
 		   "                      [--io-threads Q] [--iops-threads Q] [--cache-mib M] [--no-memory] [--cpu]\n"
 		   "                      [--device D] [--keep] [--json]\n"
+		   "       eht bench disk --mem-limit G [--workload uniform|text:FILE] [--steps N] [--ids N]\n"
+		   "                      [--file-gib G] [--dir D] [--threads T] [--cache-mib 0] [--keep] [--json]\n"
 		   "Lookups on a disk-tier table, cold and warm, beside the drive's 4 KiB random-read IOPS and the\n"
 		   "in-memory HOST strategy. The test file (default 32 GiB, less when the disk is short) is written\n"
 		   "to --dir (default $EHT_BENCH_DIR, else /var/tmp/eht-bench-disk) and removed at the end unless\n"
-		   "--keep (a kept file of the same size is reused).\n");
+		   "--keep (a kept file of the same size is reused).\n"
+		   "--mem-limit G runs --steps steps (default 300) of --workload (default uniform) with the first of\n"
+		   "--ids (default 6144) ids each, inside a new memory cgroup of G GiB (v2 memory.max or v1\n"
+		   "memory.limit_in_bytes; unlimited, saying why, where none can be made): steady-state step times,\n"
+		   "page-cache hit rate and bytes read per step. The hot-row cache takes 1/16 of G (--cache-mib 0: none).\n");
 }
 
 static int parse_list(const char *arg, size_t *shapes, int *nshapes)
@@ -184,6 +191,7 @@ struct shape_res {
 	size_t n;
 	double cold_ms, cold_pf_ms, warm_ms, mem_ms;
 	uint64_t distinct;
+	uint64_t cold_resident, cold_uncached, cold_bytes; /* the default read's split in the cold step */
 	int ok;
 	char err[200];
 };
@@ -195,7 +203,9 @@ int bench_disk(int argc, char **argv)
 	size_t shapes[MAX_SHAPES] = {196608, 6144};
 	int nshapes = 2, reps = 10, json = 0, cpu = 0, dev = 0, no_mem = 0;
 	unsigned threads = 0, io_threads = 64, iops_threads = 64;
-	double cache_mib = 0;
+	double cache_mib = 0, mem_limit = 0;
+	const char *workload = "uniform";
+	int steps = 300, cache_set = 0, ids_set = 0;
 	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
 						 {"cpu", no_argument, NULL, 'C'},
 						 {"no-memory", no_argument, NULL, 'M'},
@@ -209,6 +219,9 @@ int bench_disk(int argc, char **argv)
 						 {"cache-mib", required_argument, NULL, 'c'},
 						 {"device", required_argument, NULL, 'd'},
 						 {"ids", required_argument, NULL, 'i'},
+						 {"mem-limit", required_argument, NULL, 'L'},
+						 {"workload", required_argument, NULL, 'W'},
+						 {"steps", required_argument, NULL, 'S'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
 	int c, bad = 0, keep = 0, v = 0;
@@ -255,12 +268,31 @@ int bench_disk(int argc, char **argv)
 			break;
 		case 'c':
 			bad = cli_double("bench disk", "--cache-mib", optarg, &cache_mib);
+			cache_set = 1;
 			break;
 		case 'd':
 			bad = cli_int("bench disk", "--device", optarg, &dev);
 			break;
 		case 'i':
 			bad = parse_list(optarg, shapes, &nshapes);
+			ids_set = 1;
+			break;
+		case 'L':
+			bad = cli_double("bench disk", "--mem-limit", optarg, &mem_limit);
+			if (!bad && !(mem_limit > 0)) {
+				fprintf(stderr, "eht bench disk: --mem-limit %s: give a size above 0 GiB\n", optarg);
+				return 2;
+			}
+			break;
+		case 'W':
+			workload = optarg;
+			break;
+		case 'S':
+			bad = cli_int("bench disk", "--steps", optarg, &steps);
+			if (!bad && (steps < 5 || steps > 100000)) {
+				fprintf(stderr, "eht bench disk: --steps %s: 5..100000\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -332,8 +364,16 @@ int bench_disk(int argc, char **argv)
 		maxn = shapes[i] > maxn ? shapes[i] : maxn;
 
 	int created = 0;
+	uint32_t split_mode = 0;
 	if (ensure_file(path, rows, info, &created)) {
 		cli_error("bench disk", json, NULL);
+		goto out;
+	}
+	if (mem_limit > 0) {
+		struct bench_disk_mem_args ma = {.path = path, .rows = rows, .mem_limit_gib = mem_limit,
+						 .workload = workload, .ids = ids_set ? shapes[0] : 6144, .steps = steps,
+						 .threads = threads, .no_cache = cache_set && cache_mib <= 0, .json = json};
+		rc = bench_disk_mem(&ma);
 		goto out;
 	}
 	struct eht_disk_opts dop = {.size = sizeof(dop), .weight = WNAME, .scale = SNAME, .io_threads = io_threads,
@@ -401,6 +441,10 @@ int bench_disk(int argc, char **argv)
 			continue;
 		}
 		r->distinct = s1.rows_read - s0.rows_read;
+		r->cold_resident = s1.resident_rows - s0.resident_rows;
+		r->cold_uncached = s1.uncached_rows - s0.uncached_rows;
+		r->cold_bytes = s1.uncached_bytes - s0.uncached_bytes;
+		split_mode = s1.split_mode;
 		eht_disk_ticket *tk = NULL;
 		t0 = cli_now_s();
 		if (eht_disk_prefetch(t, b, EHT_ID_INT32, 0, r->n, 0, &tk) || eht_disk_wait(tk) || RUN(lk, b, r->n)) {
@@ -517,8 +561,8 @@ int bench_disk(int argc, char **argv)
 							 "gpu", gpu, "drive_iops_4k", cli_real_or_null(iops, iops > 0),
 							 "io_threads", (int)io_threads, "reps", reps));
 	} else {
-		printf("%8s %9s %9s %7s %9s %7s %9s %9s %8s\n", "ids", "distinct", "cold ms", "of IOPS", "cold+pf", "of IOPS",
-		       "warm ms", "memory", "warm/mem");
+		printf("%8s %9s %9s %7s %8s %8s %9s %7s %9s %9s %8s\n", "ids", "distinct", "cold ms", "of IOPS", "uncached", "pg/IOPS",
+		       "cold+pf", "of IOPS", "warm ms", "memory", "warm/mem");
 	}
 	for (int k = 0; k < nshapes; k++) {
 		struct shape_res *r = &res[k];
@@ -526,10 +570,16 @@ int bench_disk(int argc, char **argv)
 		double frac = has_iops && r->cold_ms > 0 ? (double)r->distinct / (r->cold_ms * 1e-3) / iops : 0;
 		double frac_pf = has_iops && r->cold_pf_ms > 0 ? (double)r->distinct / (r->cold_pf_ms * 1e-3) / iops : 0;
 		double ratio = r->mem_ms > 0 ? r->warm_ms / r->mem_ms : 0;
+		/* Pages the split found uncached (a cold row reads a weight page and a scale page) per second. */
+		double pfrac = has_iops && r->cold_ms > 0 ? (double)r->cold_bytes / 4096 / (r->cold_ms * 1e-3) / iops : 0;
 		if (json) {
 			json_t *e = json_pack("{s:I, s:b}", "ids", (json_int_t)r->n, "ok", r->ok);
 			json_object_set_new(e, "distinct_rows", r->ok ? json_integer((json_int_t)r->distinct) : json_null());
 			json_object_set_new(e, "cold_ms", cli_real_or_null(r->cold_ms, r->ok));
+			json_object_set_new(e, "cold_resident_rows", json_integer((json_int_t)r->cold_resident));
+			json_object_set_new(e, "cold_uncached_rows", json_integer((json_int_t)r->cold_uncached));
+			json_object_set_new(e, "cold_uncached_pages", json_integer((json_int_t)(r->cold_bytes / 4096)));
+			json_object_set_new(e, "cold_pages_fraction_of_iops", cli_real_or_null(pfrac, r->ok && has_iops && r->cold_bytes));
 			json_object_set_new(e, "cold_fraction_of_iops", cli_real_or_null(frac, r->ok && has_iops));
 			json_object_set_new(e, "cold_prefetch_ms", cli_real_or_null(r->cold_pf_ms, r->ok));
 			json_object_set_new(e, "cold_prefetch_fraction_of_iops", cli_real_or_null(frac_pf, r->ok && has_iops));
@@ -544,16 +594,26 @@ int bench_disk(int argc, char **argv)
 			char m[16] = "-", q[16] = "-";
 			if (r->mem_ms > 0)
 				snprintf(m, sizeof(m), "%.3f", r->mem_ms), snprintf(q, sizeof(q), "%.2fx", ratio);
-			printf("%8zu %9llu %9.1f %6.0f%% %9.1f %6.0f%% %9.3f %9s %8s\n", r->n, (unsigned long long)r->distinct,
-			       r->cold_ms, 100 * frac, r->cold_pf_ms, 100 * frac_pf, r->warm_ms, m, q);
+			char u[16] = "-", pg[16] = "-";
+			if (r->cold_resident + r->cold_uncached)
+				snprintf(u, sizeof(u), "%.0f%%", 100.0 * (double)r->cold_uncached /
+									 (double)(r->cold_resident + r->cold_uncached));
+			if (r->cold_bytes && has_iops)
+				snprintf(pg, sizeof(pg), "%.0f%%", 100 * pfrac);
+			printf("%8zu %9llu %9.1f %6.0f%% %8s %8s %9.1f %6.0f%% %9.3f %9s %8s\n", r->n,
+			       (unsigned long long)r->distinct, r->cold_ms, 100 * frac, u, pg, r->cold_pf_ms, 100 * frac_pf, r->warm_ms, m, q);
 		}
 	}
 	if (json) {
 		json_object_set_new(report, "results", arr);
+		json_object_set_new(report, "split_mode", json_string(split_mode == 2 ? "io_uring" : split_mode == 1 ? "pread" : "none"));
 		json_object_set_new(report, "file_kept", json_boolean(keep || !created));
 		cli_print_json(report);
 	} else {
-		printf("(cold: page cache dropped, one step; \"of IOPS\": distinct rows per second over the drive's 4 KiB "
+		printf("reads: %s\n", split_mode == 2 ? "split (resident rows copied from the mapping, uncached rows with io_uring)"
+		       : split_mode == 1 ? "split (resident rows copied from the mapping, uncached rows with pread)"
+					 : "no split (EHT_DISK_SPLIT=0, EHT_DISK_PREAD or EHT_DISK_URING)");
+		printf("(cold: page cache dropped, one step; uncached: rows of the cold step read from the drive; pg/IOPS: their uncached pages (weight and scale) per second over the drive's IOPS; \"of IOPS\": distinct rows per second over the drive's 4 KiB "
 		       "IOPS; cold+pf: prefetch ticket with %u readers, then the lookup; warm: median of %d, whole file in "
 		       "the page cache; memory: HOST strategy on an in-memory copy; goal warm/mem <= 1.5x)\n",
 		       io_threads, reps);

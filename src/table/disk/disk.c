@@ -24,7 +24,7 @@
 #define DEFAULT_PREFETCH_SLOTS 2u
 #define MAX_ROW_BYTES (1ull << 30)
 /* Rows handled per block of read_direct (bounded stack use). */
-#define BLOCK 64
+#define BLOCK 1024
 /* Rows per consultation of the prefetch ticket. */
 #define SERVE_BLOCK 1024
 
@@ -139,6 +139,8 @@ static int read_files(struct disk *d, const uint64_t *miss, const uint32_t *idx,
 {
 	if (d->flags & EHT_DISK_URING)
 		return disk_read_uring(d, miss, idx, m, dst);
+	if (d->split)
+		return disk_read_split(d, miss, idx, m, dst);
 	for (unsigned k = 0; k < d->nparts; k++) {
 		const struct disk_part *p = &d->part[k];
 		if (d->flags & EHT_DISK_PREAD) {
@@ -258,6 +260,7 @@ static int disk_close(eht_table *t)
 			rc = r;
 	}
 	disk_cache_free(&d->cache);
+	disk_split_free(d);
 	free(d);
 	t->impl = NULL;
 	return rc;
@@ -382,6 +385,8 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	}
 	if ((rc = disk_cache_init(&d->cache, o.cache_bytes ? o.cache_bytes : EHT_DISK_DEFAULT_CACHE_BYTES, d->rb)))
 		goto fail;
+	if (!(d->flags & (EHT_DISK_PREAD | EHT_DISK_URING)) && (rc = disk_split_init(d)))
+		goto fail;
 	d->io_threads = o.io_threads ? o.io_threads : DEFAULT_IO_THREADS;
 	d->prefetch_rows = o.prefetch_rows ? o.prefetch_rows : DEFAULT_PREFETCH_ROWS;
 	d->nslots = o.prefetch_slots ? o.prefetch_slots : DEFAULT_PREFETCH_SLOTS;
@@ -407,6 +412,7 @@ fail:
 	eht_ckpt_close(ck);
 	parts_close(d);
 	disk_cache_free(&d->cache);
+	disk_split_free(d);
 	free(d);
 	return rc;
 }
@@ -437,6 +443,7 @@ int eht_disk_drop_cache(eht_table *t)
 		(void)posix_fadvise(p->fd, (off_t)p->file_offset, (off_t)bytes, POSIX_FADV_DONTNEED);
 	}
 	disk_cache_clear(&d->cache);
+	disk_split_forget(d);
 	return 0;
 }
 
@@ -450,6 +457,9 @@ int eht_disk_stats(const eht_table *t, struct eht_disk_stats *s)
 	x.cache_hits = atomic_load(&d->cache_hits);
 	x.prefetch_hits = atomic_load(&d->prefetch_hits);
 	x.cache_slots = d->cache.nslots;
+	int mode;
+	disk_split_stats(d, &x.resident_rows, &x.uncached_rows, &x.uncached_bytes, &mode);
+	x.split_mode = (uint32_t)mode;
 	return eht_opts_out(s, &x, sizeof(x), "eht_disk_stats: stats");
 }
 

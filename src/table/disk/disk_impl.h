@@ -65,6 +65,7 @@ struct disk {
 	unsigned nparts;
 	struct disk_part part[2];
 	struct disk_cache cache;
+	struct disk_split *split; /* resident/uncached split of the default reads (disk_split.c), or NULL */
 	uint64_t check_ns; /* fstat the files at most this often (EHT_DISK_CHECK_US, default 1000) */
 	_Atomic uint64_t last_check_ns;
 	_Atomic uint64_t rows_read, cache_hits, prefetch_hits;
@@ -94,6 +95,17 @@ int disk_read_direct(struct disk *d, const uint64_t *rows, size_t n, uint8_t *ds
 int disk_read_uring(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst);
 /* True when this build has liburing. */
 bool disk_uring_available(void);
+
+/* The default read (disk_split.c): rows whose pages are resident are copied from the mapping, the
+ * others read with io_uring (pread where unavailable). Same contract as disk_read_uring. */
+int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst);
+/* Sets d->split up after the parts are mapped (leaves it NULL under EHT_DISK_SPLIT=0). 0 or -ENOMEM. */
+int disk_split_init(struct disk *d);
+void disk_split_free(struct disk *d);
+/* Forgets the residency hints (after the page cache was dropped). */
+void disk_split_forget(struct disk *d);
+/* Counters; mode 0 no split, 1 pread for uncached rows, 2 io_uring. */
+void disk_split_stats(const struct disk *d, uint64_t *resident, uint64_t *uncached, uint64_t *bytes, int *mode);
 
 /* Checks the files against what open saw (size and mtime by fstat; with check_path also the inode
  * the path names now). Returns 0 or -ESTALE naming the file. */
