@@ -211,7 +211,7 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eh
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
 			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &fmt, &vec, &counters,
-			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace};
+			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->skip};
 	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
 }
 

@@ -76,6 +76,7 @@ struct eht_gpu_stage_in {
 	CUdeviceptr staging, ready, chunk_dead, bell, sync;
 	CUdeviceptr h_dead;      /* host-mapped: counters[0] when the kernel ends (0: none) */
 	CUdeviceptr trace;       /* host-mapped: 5 GPU timestamps of the launch (0: none) */
+	CUdeviceptr skip;        /* u32 per id: rows not UINT32_MAX are zeros, not read (0: none) */
 	uint32_t chunk, nslots, tag;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,

@@ -276,7 +276,10 @@ int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_pie
 	q.ids = (const void *)(uintptr_t)h->d_ids;
 	q.ids_dev = true;
 	q.id64 = 1;
+	lk->hot_skip = h->d_slot;
+	lk->hot_skip_ids = h->d_ids;
 	rc = st->gpu_piece(lk, &q);
+	lk->hot_skip = lk->hot_skip_ids = 0;
 	p->dead_published = q.dead_published;
 	if (!rc)
 		rc = eht_gpu_hot_fill(&lk->g, p->s, &gh, p->n, lk->rb, (CUdeviceptr)(uintptr_t)p->out, lk->fmt);

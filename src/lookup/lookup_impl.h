@@ -141,6 +141,7 @@ struct eht_lookup {
 	struct lk_bell bell;
 	struct lk_hot *hot; /* GPU hot-row cache (lk_hot.c), NULL without a hot set */
 	bool ran;           /* eht_lookup_run was called (the hot set is set before) */
+	CUdeviceptr hot_skip, hot_skip_ids; /* during a hot piece: its slots and id copy (lk_bell.c) */
 };
 
 /* AUTO's class of an n-id batch: 0 decode-sized, 1 prefill-sized. */

@@ -492,12 +492,14 @@ __device__ __forceinline__ unsigned long long gtime(void)
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
  * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
  * between launches (the last block resets them). The grid must fit on the GPU at once beside other
- * work (the caller keeps it at most one block per SM): blocks wait on the CPU. */
+ * work (the caller keeps it at most one block per SM): blocks wait on the CPU. skip (may be NULL): rows
+ * p with skip[p] != DEAD32 are written as zeros without reading staging (hot-set hits). */
 extern "C" __global__ void __launch_bounds__(256)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
 		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
-		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace)
+		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
+		const uint32_t *skip)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
@@ -550,7 +552,9 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 				src[r] = NULL;
 				dst[r] = out;
 				if (r < nrows) {
-					src[r] = base + (f + r - b) * rb;
+					/* skip (a hot set's slots): hits are not read over the link; the
+					 * fill kernel writes them after */
+					src[r] = skip && skip[f + r] != DEAD32 ? NULL : base + (f + r - b) * rb;
 					dst[r] = out + (f + r) * ob;
 				}
 			}
