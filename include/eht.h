@@ -788,6 +788,23 @@ EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int i
 		int64_t id_offset, uint64_t count, void *out, void *stream, unsigned flags,
 		uint64_t *dead_count);
 
+/* Hot rows: copies rows[0..n) (absolute row ids of the engine's table, distinct, each inside the rows
+ * this process holds; most useful most frequent first, e.g. a file of `eht hotset build`) into GPU
+ * memory with a GPU-side open-addressing index. From then on every run with GPU output serves those
+ * ids from GPU memory (a mark kernel before each strategy turns them into dead ids of a private copy,
+ * so the strategy neither reads nor, for DIRECT / SORTED / AUTO's in-place part, sends them; a fill
+ * kernel writes them after) and the others from the table as before: output and dead counts are
+ * bit-identical to a run without it. Runs into host memory do not use it. GPU memory: n x row_bytes
+ * (the rows) + at most 48 x n (the index, at most half full) + 12 x max_batch bytes. Set once, before
+ * the first eht_lookup_run, from the thread that runs the engine; one stream at a time per engine
+ * (the per-piece buffers are the engine's). Captures need ids in GPU memory. n == 0 does nothing.
+ * Returns 0; -EINVAL (NULL engine or rows, a row outside the held rows or repeated (the message names
+ * it and its entry), a CPU-only engine or one without the kernels, n >= 2^31); -EBUSY (set already,
+ * or the engine has run); -ENOMEM; driver errors. */
+EHT_API EHT_MUST_CHECK int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n);
+/* Rows of the engine's hot set (0: none). */
+EHT_API uint64_t eht_lookup_hotset_rows(const eht_lookup *lk);
+
 /* Dead ids of the last run (or of a replay of a graph that captured a run, if that was the last
  * call), complete once the stream has passed it (a pinned word the GPU writes asynchronously). */
 EHT_API uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);

@@ -23,6 +23,7 @@ from ._libfind import candidates as _lib_candidates, find_library as _find_lib
 from ._version import __version__
 
 __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
+           "read_hotset",
            "TIERS", "STRATEGIES", "FORMATS", "__version__"]
 
 TIERS = {0: "none", 1: "host-numa", 2: "region-pinned", 3: "region", 4: "disk", 5: "memory"}
@@ -101,6 +102,8 @@ def _L():
         "eht_client_check": (I, [VP]),
         "eht_detach": (I, [VP]),
         "eht_serve_status": (I, [ctypes.c_char_p, P(ctypes.c_void_p)]),
+        "eht_lookup_set_hotset": (I, [VP, P(ctypes.c_int64), U64]),
+        "eht_lookup_hotset_rows": (U64, [VP]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         try:
@@ -112,6 +115,22 @@ def _L():
         fn.restype, fn.argtypes = res, args
     _lib = lib
     return lib
+
+
+def read_hotset(path):
+    """Row ids of a hot-set file of `eht hotset build` ("EHTHOT1\\n", uint64 count, int64 rows, LE)."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 16 or data[:8] != b"EHTHOT1\n":
+        raise ValueError("%s: not a hot-set file" % path)
+    (n,) = struct.unpack_from("<Q", data, 8)
+    if n == 0 or len(data) != 16 + 8 * n:
+        raise ValueError("%s: header says %d rows, the file has %d bytes" % (path, n, len(data)))
+    rows = list(struct.unpack_from("<%dq" % n, data, 16))
+    if min(rows) < 0:
+        raise ValueError("%s: a negative row" % path)
+    return rows
 
 
 def _check(rc, what):
@@ -344,6 +363,26 @@ class Lookup:
                                    flags, ctypes.byref(dead) if count_dead else None), "eht_lookup_run")
         del keep_i, keep_o
         return dead.value if count_dead else None
+
+    def set_hotset(self, rows):
+        """GPU hot-row cache (eht_lookup_set_hotset): rows (ints, or the path of an `eht hotset build`
+        file) are copied into GPU memory and from then on served from there for GPU output. Once,
+        before the first run; needs a GPU engine."""
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        self.table._live()
+        if isinstance(rows, (str, bytes, os.PathLike)):
+            rows = read_hotset(rows)
+        import array
+        arr = array.array("q", rows)
+        n = len(arr)
+        buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
+        _check(_L().eht_lookup_set_hotset(self._h, buf, n), "eht_lookup_set_hotset")
+
+    @property
+    def hotset_rows(self):
+        """Rows of the engine's hot set (0: none)."""
+        return int(_L().eht_lookup_hotset_rows(self._h))
 
     def last_dead_count(self):
         """Dead ids of the last run (or graph replay), valid once the stream has passed it."""

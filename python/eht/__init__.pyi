@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Type hints of the eht module's public API (the implementation is eht/__init__.py)."""
-from typing import Any, Dict, List, Optional, Union
+import os
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 __version__: str
 TIERS: Dict[int, str]
@@ -37,6 +38,11 @@ class Lookup:
     def run(self, ids: Buffer, out: Buffer, id_offset: int = 0, stream: Optional[int] = None,
             strategy: Optional[str] = None, dead_is_error: bool = False) -> int:
         """Looks ids up into out; returns the number of dead ids (their rows are zeros)."""
+    def set_hotset(self, rows: Union[Sequence[int], str, "os.PathLike[str]"]) -> None:
+        """GPU hot-row cache: these rows (or an `eht hotset build` file) served from GPU memory."""
+    @property
+    def hotset_rows(self) -> int:
+        """Rows of the engine's hot set (0: none)."""
     @property
     def last_strategy(self) -> str:
         """The strategy the last run used ("direct", "sorted", "host")."""
@@ -83,3 +89,6 @@ def wrap(buffer: Buffer, rows: int, row_bytes: int, device: Device = -1, name: s
 
 def attach(key: str, device: Device = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1) -> Client:
     """Attaches to the tables served under `key`; see Client."""
+
+def read_hotset(path: Union[str, "os.PathLike[str]"]) -> List[int]:
+    """Row ids of a hot-set file of `eht hotset build`."""

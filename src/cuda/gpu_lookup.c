@@ -40,6 +40,8 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		{"eht_lk_dedup_count", offsetof(struct eht_gpu_lookup, dedup_count)},
 		{"eht_lk_dedup_assign", offsetof(struct eht_gpu_lookup, dedup_assign)},
 		{"eht_lk_stage_in", offsetof(struct eht_gpu_lookup, stage_in)},
+		{"eht_lk_hot_mark", offsetof(struct eht_gpu_lookup, hot_mark)},
+		{"eht_lk_hot_fill", offsetof(struct eht_gpu_lookup, hot_fill)},
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		CUfunction *f = (CUfunction *)((char *)g + fns[i].off);
@@ -209,6 +211,32 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eh
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
 			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &fmt, &vec, &counters,
-			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace};
+			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->skip};
 	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
+}
+
+int eht_gpu_hot_mark(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
+		     const struct eht_gpu_hot *h, CUdeviceptr counters)
+{
+	if (!n)
+		return 0;
+	unsigned long long nn = n;
+	long long off = ids->off, lo = ids->lo, hi = ids->hi, dead_id = h->dead_id;
+	int id64 = ids->id64, shift = 64 - (int)h->bits;
+	unsigned long long mask = (1ull << h->bits) - 1;
+	uint64_t blocks = (n + THREADS - 1) / THREADS, cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 16;
+	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, (void *)&h->keys, (void *)&h->vals, &mask,
+			&shift, &dead_id, (void *)&h->ids, (void *)&h->slot, &counters};
+	return launch(g->hot_mark, (unsigned)(blocks < cap ? blocks : cap), THREADS, s, args, "eht_lk_hot_mark");
+}
+
+int eht_gpu_hot_fill(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_hot *h, uint64_t n,
+		     uint32_t rb, CUdeviceptr out, int fmt)
+{
+	if (!n)
+		return 0;
+	int vec = eht_gpu_vec(rb, h->rows, out);
+	unsigned long long nn = n;
+	void *args[] = {(void *)&h->slot, &nn, (void *)&h->rows, &rb, &out, &fmt, &vec};
+	return launch(g->hot_fill, row_blocks(g, n), THREADS, s, args, "eht_lk_hot_fill");
 }

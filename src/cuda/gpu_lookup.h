@@ -18,7 +18,7 @@
 struct eht_gpu_lookup {
 	CUmodule mod;
 	CUfunction direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
-		dedup_assign, stage_in;
+		dedup_assign, stage_in, hot_mark, hot_fill;
 	int sms;
 };
 
@@ -76,9 +76,25 @@ struct eht_gpu_stage_in {
 	CUdeviceptr staging, ready, chunk_dead, bell, sync;
 	CUdeviceptr h_dead;      /* host-mapped: counters[0] when the kernel ends (0: none) */
 	CUdeviceptr trace;       /* host-mapped: 5 GPU timestamps of the launch (0: none) */
+	CUdeviceptr skip;        /* u32 per id: rows not UINT32_MAX are zeros, not read (0: none) */
 	uint32_t chunk, nslots, tag;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr counters);
+
+/* Hot-row cache (src/lookup/lk_hot.c): index keys/vals (2^bits entries, src/lookup/lk_hot.h), rows
+ * (raw, slot order), and per-piece buffers ids (int64 x max_batch) and slot (u32 x max_batch). */
+struct eht_gpu_hot {
+	CUdeviceptr keys, vals, rows, ids, slot;
+	uint32_t bits;
+	int64_t dead_id; /* an id that the run's offset makes dead */
+};
+/* Mark: for p < n, slot[p] = cache slot of ids[p] (UINT32_MAX: miss or dead), h->ids[p] = dead_id on a
+ * hit, else ids[p] as int64; counters[0] -= hits (the strategy counts them as dead). */
+int eht_gpu_hot_mark(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
+		     const struct eht_gpu_hot *h, CUdeviceptr counters);
+/* Fill: out[p] = rows[slot[p]] in fmt where slot[p] is a hit; other rows untouched. */
+int eht_gpu_hot_fill(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_hot *h, uint64_t n,
+		     uint32_t rb, CUdeviceptr out, int fmt);
 
 #endif

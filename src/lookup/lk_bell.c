@@ -501,6 +501,9 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 				     .sync = b->d_sync + idx * 2 * sizeof(uint32_t),
 				     .h_dead = publish_dead ? b->d_h_dead : 0,
 				     .trace = b->d_gtrace};
+	/* Under a hot set (lk_hot.c) the ids are its int64 copy: its hits need not cross the link. */
+	if (lk->hot_skip && ids_dev && (uintptr_t)ids >= lk->hot_skip_ids)
+		a.skip = lk->hot_skip + ((uintptr_t)ids - lk->hot_skip_ids) / 8 * 4;
 	eht_lk_bell_geom(lk, n, &a.chunk, &a.nslots);
 	a.tag = (uint32_t)idx << LK_TAG_SHIFT;
 	/* Armed before the kernel can ring: the poller ignores a ring of a request that is not. */

@@ -10,7 +10,7 @@
 
 /* Ids of one piece as a device pointer: in place when already on the GPU, else through pinned h_ids
  * (waiting for the copy that last read it) into d_ids on stream s. */
-static int piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
+int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
 			 CUdeviceptr *dptr)
 {
 	if (ids_dev) {
@@ -35,7 +35,7 @@ int eht_lk_gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev
 		      CUdeviceptr out, CUstream s)
 {
 	CUdeviceptr d;
-	int rc = piece_ids_dev(lk, ids, ids_dev, id64 ? 8 : 4, n, s, &d);
+	int rc = eht_lk_piece_ids_dev(lk, ids, ids_dev, id64 ? 8 : 4, n, s, &d);
 	if (rc)
 		return rc;
 	struct eht_gpu_ids gi = {.ids = d, .id64 = id64, .off = off, .lo = lk->lo, .hi = lk->hi};

@@ -65,6 +65,7 @@ void eht_lookup_destroy(eht_lookup *lk)
 		if (lk->side)
 			eht_cu.cuStreamSynchronize(lk->side);
 		eht_cu.cuCtxSynchronize(); /* copies may still read staging */
+		eht_lk_hot_free(lk);
 		CUevent *evs[] = {&lk->ev_half[0], &lk->ev_half[1], &lk->ev_ids, &lk->ev_stage, &lk->ev_fork, &lk->ev_join,
 				  &lk->ev_t0, &lk->ev_t1};
 		for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
@@ -327,6 +328,12 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	/* The GPU piece where the calling thread does not read ids now (ids in GPU memory, a capture) or
 	 * the strategy has no CPU piece; host-side GPU pieces need the stream-triggered path's buffers. */
 	bool use_gpu = !st->cpu_piece || (out_dev && lk->bell.ready_alloc && (ids_dev || capture));
+	/* A hot set serves GPU output only, through the GPU pieces (lk_hot.c). */
+	bool hot = lk->hot && out_dev;
+	if (hot && !use_gpu && lk->bell.ready_alloc)
+		use_gpu = true;
+	if (hot && capture && !ids_dev)
+		return eht_err(EOPNOTSUPP, "eht_lookup_run: a lookup with a hot set captures only with ids in GPU memory");
 	bool dead_sync = use_gpu && (dead_count || (flags & EHT_LOOKUP_RUN_DEAD_ERROR));
 	if (capture && (!st->capturable || dead_sync || !use_gpu || (!ids_dev && !st->cpu_piece)))
 		return eht_err(EOPNOTSUPP, "eht_lookup_run: strategy %s%s cannot be captured in a CUDA graph", st->name,
@@ -336,6 +343,7 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	if (brc)
 		return brc;
 	lk->last_strategy = strategy;
+	lk->ran = true;
 
 	int rc = 0;
 	const size_t isz = id_type == EHT_ID_INT64 ? 8 : 4;
@@ -350,7 +358,7 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 				     .off = id_offset, .n = m, .out = (uint8_t *)out + b * lk->out_rb, .out_dev = out_dev,
 				     .capture = capture, .s = s, .dead = &dead, .publish_dead = count <= lk->max_batch};
 		if (use_gpu) {
-			rc = st->gpu_piece(lk, &p);
+			rc = hot ? eht_lk_hot_piece(lk, st, &p) : st->gpu_piece(lk, &p);
 			published = p.dead_published;
 			continue;
 		}

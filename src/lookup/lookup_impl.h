@@ -142,6 +142,9 @@ struct eht_lookup {
 	} autos[2][2]; /* [ids in GPU memory][class] */
 	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
 	struct lk_bell bell;
+	struct lk_hot *hot; /* GPU hot-row cache (lk_hot.c), NULL without a hot set */
+	bool ran;           /* eht_lookup_run was called (the hot set is set before) */
+	CUdeviceptr hot_skip, hot_skip_ids; /* during a hot piece: its slots and id copy (lk_bell.c) */
 };
 
 /* AUTO's class of an n-id batch: 0 decode-sized, 1 prefill-sized. */
@@ -245,6 +248,16 @@ int eht_lk_gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev
 /* HOST of one piece with host ids, by the calling thread (into GPU or host out). */
 int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
 		      CUstream s, uint64_t *dead);
+
+/* Ids of one piece as a device pointer: in place when on the GPU, else copied through pinned h_ids
+ * into d_ids on s (not capturable). */
+int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
+			 CUdeviceptr *dptr);
+
+/* lk_hot.c: a GPU piece through the hot-row cache (mark, the strategy's GPU piece on the marked ids,
+ * fill); and freeing the cache. */
+int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_piece *p);
+void eht_lk_hot_free(eht_lookup *lk);
 
 /* lk_auto.c: AUTO's two pieces (the split between the GPU's in-place gather and the CPU pool, as
  * calibrated), its calibration at create, and the defaults before it. */

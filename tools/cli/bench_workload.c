@@ -19,6 +19,8 @@ struct bench_workload {
 	uint64_t rows, x;
 	int32_t *ids; /* text: [tokens][COLS] scaled ids; NULL for uniform */
 	size_t tokens;
+	size_t begin, end; /* tokens the steps are drawn from (bench_workload_set_range) */
+	int layer;         /* layer index hashed */
 };
 
 static uint64_t next(struct bench_workload *w)
@@ -82,6 +84,14 @@ static int load_text(struct bench_workload *w, const char *path)
 	starts[nr] = (uint32_t)w->tokens;
 	if ((rc = eht_engram_layout_preset("v41", &l)))
 		goto out;
+	struct eht_engram_info in = {.size = sizeof(in)};
+	eht_engram_layout_info(l, &in);
+	if (w->layer < 0 || (uint32_t)w->layer >= in.n_layers) {
+		rc = eht_err(EINVAL, "workload %s: layer index %d (the layout has %u)", path, w->layer, in.n_layers);
+		goto out;
+	}
+	if (!w->rows)
+		w->rows = in.rows[w->layer];
 	all = malloc(w->tokens * 48 * sizeof(*all));
 	w->ids = malloc(w->tokens * COLS * sizeof(*w->ids));
 	if (!all || !w->ids) {
@@ -92,12 +102,12 @@ static int load_text(struct bench_workload *w, const char *path)
 				     .n_requests = nr, .starts = starts};
 	if ((rc = eht_engram_hash(l, &b, all)))
 		goto out;
-	struct eht_engram_info in = {.size = sizeof(in)};
-	eht_engram_layout_info(l, &in);
 	for (size_t i = 0; i < w->tokens; i++)
 		for (int c = 0; c < COLS; c++)
-			w->ids[i * COLS + c] =
-			    (int32_t)((unsigned __int128)(uint64_t)all[i * 48 + c] * w->rows / in.rows[0]);
+			w->ids[i * COLS + c] = (int32_t)((unsigned __int128)(uint64_t)all[i * 48 + w->layer * COLS + c] *
+							 w->rows / in.rows[w->layer]);
+	w->begin = 0;
+	w->end = w->tokens;
 out:
 	if (f)
 		fclose(f);
@@ -111,12 +121,21 @@ out:
 
 int bench_workload_open(const char *spec, uint64_t table_rows, uint64_t seed, struct bench_workload **out)
 {
-	if (!spec || !out || !table_rows || table_rows > INT32_MAX)
+	if (!table_rows)
+		return eht_err(EINVAL, "workload: bad argument");
+	return bench_workload_open_layer(spec, table_rows, 0, seed, out);
+}
+
+int bench_workload_open_layer(const char *spec, uint64_t table_rows, int layer, uint64_t seed,
+			      struct bench_workload **out)
+{
+	if (!spec || !out || table_rows > INT32_MAX || (!table_rows && strncmp(spec, "text:", 5)))
 		return eht_err(EINVAL, "workload: bad argument");
 	struct bench_workload *w = calloc(1, sizeof(*w));
 	if (!w)
 		return eht_err(ENOMEM, "out of memory");
 	w->rows = table_rows;
+	w->layer = layer;
 	w->x = seed ? seed : 0x853c49e6748fea9bull;
 	int rc = 0;
 	if (!strcmp(spec, "uniform")) {
@@ -148,15 +167,15 @@ int bench_workload_fill(struct bench_workload *w, size_t n, size_t steps, size_t
 			for (size_t i = 0; i < n; i++)
 				p[i] = (int32_t)(next(w) % w->rows);
 		} else if (n >= PREFILL_MIN_IDS) {
-			size_t toks = (n + COLS - 1) / COLS;
-			if (toks > w->tokens)
-				toks = w->tokens;
-			size_t start = (size_t)(next(w) % (w->tokens - toks + 1));
-			for (size_t i = 0; i < n; i++) /* a window longer than the text wraps around */
-				p[i] = w->ids[(start * COLS + i) % (w->tokens * COLS)];
+			size_t toks = (n + COLS - 1) / COLS, len = w->end - w->begin;
+			if (toks > len)
+				toks = len;
+			size_t start = (size_t)(next(w) % (len - toks + 1));
+			for (size_t i = 0; i < n; i++) /* a window longer than the range wraps around inside it */
+				p[i] = w->ids[w->begin * COLS + (start * COLS + i) % (len * COLS)];
 		} else {
 			for (size_t i = 0; i < n; i += COLS) {
-				size_t q = (size_t)(next(w) % w->tokens);
+				size_t q = w->begin + (size_t)(next(w) % (w->end - w->begin));
 				for (size_t c = 0; c < COLS && i + c < n; c++)
 					p[i + c] = w->ids[q * COLS + c];
 			}
@@ -174,6 +193,86 @@ int bench_workload_fill(struct bench_workload *w, size_t n, size_t steps, size_t
 	if (distinct)
 		*distinct = steps ? sum / (double)steps : 0;
 	return 0;
+}
+
+size_t bench_workload_tokens(const struct bench_workload *w) { return w->ids ? w->tokens : 0; }
+uint64_t bench_workload_rows(const struct bench_workload *w) { return w->rows; }
+
+int bench_workload_set_range(struct bench_workload *w, size_t begin, size_t end)
+{
+	if (!w->ids)
+		return eht_err(EINVAL, "workload %s: a token range needs a text workload", w->name);
+	if (begin >= end || end > w->tokens)
+		return eht_err(EINVAL, "workload %s: token range [%zu, %zu) not inside [0, %zu)", w->name, begin, end,
+			       w->tokens);
+	w->begin = begin;
+	w->end = end;
+	return 0;
+}
+
+struct hot_count {
+	int32_t id;
+	uint32_t n;
+};
+
+static int cmp_count(const void *a, const void *b)
+{
+	const struct hot_count *x = a, *y = b;
+	if (x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+int bench_workload_hotset(const struct bench_workload *w, size_t k, size_t skip_begin, size_t skip_end,
+			  int64_t **rows, size_t *nrows, double *coverage)
+{
+	*rows = NULL;
+	*nrows = 0;
+	if (!w->ids)
+		return eht_err(EINVAL, "workload %s: a hot set is learned from a text workload", w->name);
+	if (skip_end > w->tokens)
+		skip_end = w->tokens;
+	if (skip_begin > skip_end)
+		skip_begin = skip_end;
+	size_t ntok = w->tokens - (skip_end - skip_begin), n = ntok * COLS;
+	if (!n)
+		return eht_err(EINVAL, "workload %s: no tokens left to learn a hot set from", w->name);
+	int32_t *all = malloc(n * sizeof(*all));
+	struct hot_count *c = malloc(n * sizeof(*c));
+	int rc = 0;
+	if (!all || !c) {
+		rc = eht_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(all, w->ids, skip_begin * COLS * sizeof(*all));
+	memcpy(all + skip_begin * COLS, w->ids + skip_end * COLS, (w->tokens - skip_end) * COLS * sizeof(*all));
+	qsort(all, n, sizeof(*all), cmp_i32);
+	size_t nc = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (nc && c[nc - 1].id == all[i])
+			c[nc - 1].n++;
+		else
+			c[nc++] = (struct hot_count){all[i], 1};
+	}
+	qsort(c, nc, sizeof(*c), cmp_count); /* most frequent first; ties by row: deterministic */
+	if (k > nc)
+		k = nc;
+	if (!(*rows = malloc((k ? k : 1) * sizeof(**rows)))) {
+		rc = eht_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	uint64_t hit = 0;
+	for (size_t i = 0; i < k; i++) {
+		(*rows)[i] = c[i].id;
+		hit += c[i].n;
+	}
+	*nrows = k;
+	if (coverage)
+		*coverage = (double)hit / (double)n;
+out:
+	free(all);
+	free(c);
+	return rc;
 }
 
 const char *bench_workload_name(const struct bench_workload *w) { return w->name; }

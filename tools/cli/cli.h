@@ -16,6 +16,7 @@ int cmd_serve(int argc, char **argv);    /* cli_serve.c */
 int cmd_worker(int argc, char **argv);   /* cli_worker.c */
 int cmd_status(int argc, char **argv);   /* cli_status.c */
 int cmd_hash(int argc, char **argv);     /* cli_hash.c */
+int cmd_hotset(int argc, char **argv);   /* cli_hotset.c */
 int cmd_bench(int argc, char **argv);    /* cli_bench.c: dispatches to the bench_* below */
 int bench_lookup(int argc, char **argv); /* cli_bench_lookup.c */
 int bench_region(int argc, char **argv); /* cli_bench_region.c */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench_workload.h"
+#include "lookup/lk_hot.h"
 #include "cli.h"
 #include "os/numa.h"
 #include "cuda/cu_driver.h"
@@ -86,9 +87,29 @@ struct result {
 	size_t n;
 	double med_ms[NMODES], p90_ms[NMODES];
 	double distinct; /* mean fraction of distinct ids per step */
+	double hit;      /* fraction of ids in the hot set (-1: none) */
 	int ok[NMODES];
 	char err[NMODES][160];
 };
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Fraction of the steps' ids (batches steps of n, stride apart) found in the sorted hot set. */
+static double hit_fraction(const int64_t *hot, size_t nhot, const int32_t *ids, size_t n, size_t batches,
+			   size_t stride)
+{
+	uint64_t hits = 0;
+	for (size_t b = 0; b < batches; b++)
+		for (size_t i = 0; i < n; i++) {
+			int64_t key = ids[b * stride + i];
+			hits += nhot && bsearch(&key, hot, nhot, sizeof(*hot), cmp_i64) != NULL;
+		}
+	return n && batches ? (double)hits / ((double)n * (double)batches) : 0;
+}
 
 static void usage(FILE *f)
 {
@@ -102,7 +123,11 @@ static void usage(FILE *f)
 		   "  --workload uniform (default) or text:FILE: a stream of compressed token ids (uint32 LE, documents\n"
 		   "             listed by FILE.starts.json) hashed with the DeepSeek-V4.1 layout into per-step ids\n"
 		   "             (prefill: consecutive-token windows; decode: sequences at random positions);\n"
-		   "             tests/workloads/text_500k.compressed.u32 is one\n");
+		   "             tests/workloads/text_500k.compressed.u32 is one\n"
+		   "  --hotset K|FILE  a GPU hot set per engine (eht_lookup_set_hotset): the K most frequent ids of the\n"
+		   "             text outside the measured tokens, or a file of `eht hotset build` (built for this\n"
+		   "             table: --table-rows); the steps then come from tokens [0, T/2) unless --workload-range\n"
+		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n");
 }
 
 static int parse_strategy(const char *s)
@@ -194,8 +219,12 @@ int bench_lookup(int argc, char **argv)
 	int nshapes = 2, strategies[4] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO};
 	int nstrat = 4, reps = 20, json = 0, fmt = EHT_LOOKUP_RAW, dev = 0, cpu = 0, graph = 0, ids_on = -1;
 	unsigned threads = 0;
-	const char *workload = "uniform";
+	const char *workload = "uniform", *hotset = NULL;
 	struct bench_workload *wl = NULL;
+	long long rbeg = -1, rend = -1;
+	int64_t *hot = NULL, *hot_sorted = NULL;
+	size_t nhot = 0;
+	double t_hot = 0;
 	static const struct option longopts[] = {
 		{"table-gib", required_argument, NULL, 'g'}, {"ids", required_argument, NULL, 'i'},
 		{"sweep", no_argument, NULL, 'w'},           {"strategies", required_argument, NULL, 's'},
@@ -204,6 +233,7 @@ int bench_lookup(int argc, char **argv)
 		{"format", required_argument, NULL, 'f'},    {"device", required_argument, NULL, 'd'},
 		{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
 		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
+		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
 		{NULL, 0, NULL, 0}};
 	optind = 1;
 	opterr = 0;
@@ -231,6 +261,15 @@ int bench_lookup(int argc, char **argv)
 			break;
 		case 'W':
 			workload = optarg;
+			break;
+		case 'H':
+			hotset = optarg;
+			break;
+		case 'R':
+			if (sscanf(optarg, "%lld:%lld", &rbeg, &rend) != 2 || rbeg < 0 || rend <= rbeg) {
+				fprintf(stderr, "eht bench lookup: --workload-range needs A:B tokens with A < B, not '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'w':
 			nshapes = (int)(sizeof(sweep) / sizeof(sweep[0]));
@@ -384,6 +423,35 @@ int bench_lookup(int argc, char **argv)
 		cli_fail("bench lookup", NULL);
 		goto out;
 	}
+	if (hotset || rbeg >= 0) {
+		size_t T = bench_workload_tokens(wl);
+		size_t b = rbeg >= 0 ? (size_t)rbeg : 0, e = rbeg >= 0 ? (size_t)rend : T / 2;
+		if (bench_workload_set_range(wl, b, e)) {
+			cli_fail("bench lookup", NULL);
+			goto out;
+		}
+		if (hotset) {
+			char *hend;
+			unsigned long long k = strtoull(hotset, &hend, 10);
+			double cov = 0;
+			uint64_t nh = 0;
+			int hrc = *hend || !*hotset ? eht_hotset_read(hotset, &hot, &nh)
+						    : bench_workload_hotset(wl, (size_t)k, b, e, &hot, &nhot, &cov);
+			if (*hend || !*hotset)
+				nhot = (size_t)nh;
+			if (hrc || !(hot_sorted = malloc((nhot ? nhot : 1) * sizeof(*hot_sorted)))) {
+				cli_fail("bench lookup", hrc ? NULL : "out of memory");
+				goto out;
+			}
+			memcpy(hot_sorted, hot, nhot * sizeof(*hot));
+			qsort(hot_sorted, nhot, sizeof(*hot_sorted), cmp_i64);
+			fprintf(info, "hot set: %zu rows (%.1f MB of GPU memory per engine), steps from tokens [%zu, %zu)", nhot,
+				(double)nhot * (RB + 48) / 1e6, b, e);
+			if (!*hend && *hotset)
+				fprintf(info, ", learned on the other tokens (%.1f %% of their ids)", 100 * cov);
+			fprintf(info, "\n");
+		}
+	}
 	if (gpu) {
 		if (EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) || EHT_CU_CHECK(cuMemAlloc(&dout, maxn * ob)) ||
 		    EHT_CU_CHECK(cuMemAlloc(&dcap, maxn * sizeof(*ids))) ||
@@ -410,8 +478,15 @@ int bench_lookup(int argc, char **argv)
 		crcs[si] = (!gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
 				   ? -ENODEV
 				   : eht_lookup_create(t, &o, &engines[si]);
+		if (!crcs[si] && hot && gpu) {
+			double th = cli_now_s();
+			crcs[si] = eht_lookup_set_hotset(engines[si], hot, nhot);
+			t_hot += cli_now_s() - th;
+		}
 		snprintf(cerr[si], sizeof(cerr[si]), "%s", crcs[si] == -ENODEV && !gpu ? "needs a GPU" : eht_last_error());
 	}
+	if (hot && gpu)
+		fprintf(info, "hot set loaded into %d engines in %.2f s\n", nstrat, t_hot);
 	nres = nstrat * nshapes;
 	for (int k = 0; k < nshapes; k++) {
 		double distinct = 0;
@@ -427,6 +502,7 @@ int bench_lookup(int argc, char **argv)
 			r->strategy = strat;
 			r->n = shapes[k];
 			r->distinct = distinct;
+			r->hit = hot ? hit_fraction(hot_sorted, nhot, ids, shapes[k], (size_t)batches, maxn) : -1;
 			for (int m = 0; m < NMODES; m++) {
 				if (!want[m])
 					continue;
@@ -461,7 +537,7 @@ int bench_lookup(int argc, char **argv)
 		       bench_workload_name(wl));
 	} else {
 		printf("workload: %s\n", bench_workload_name(wl));
-		printf("%-7s %8s %9s %10s", "strategy", "ids", "distinct", "floor ms");
+		printf("%-7s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
 		for (int m = 0; m < NMODES; m++)
 			if (want[m])
 				printf(" %12s %8s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90");
@@ -476,8 +552,10 @@ int bench_lookup(int argc, char **argv)
 				best = r->med_ms[m];
 		double rps = best > 0 ? (double)r->n / (best * 1e-3) : 0, gbs = rps * RB / 1e9;
 		if (json) {
-			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"distinct_fraction\": %.4f, \"link_floor_ms\": %.4f",
-			       i ? ", " : "", eht_lookup_strategy_name(r->strategy), r->n, r->distinct, floor_ms);
+			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"distinct_fraction\": %.4f, \"hot_rows\": %zu, "
+			       "\"hot_hit_fraction\": %.4f, \"link_floor_ms\": %.4f",
+			       i ? ", " : "", eht_lookup_strategy_name(r->strategy), r->n, r->distinct, nhot,
+			       r->hit < 0 ? 0 : r->hit, floor_ms);
 			for (int m = 0; m < NMODES; m++) {
 				if (!want[m])
 					continue;
@@ -490,7 +568,11 @@ int bench_lookup(int argc, char **argv)
 			printf(", \"best_rows_per_s\": %.0f, \"best_link_fraction\": %.3f}", rps, link > 0 ? gbs / link : 0);
 			continue;
 		}
-		printf("%-7s %8zu %8.1f%% %10.3f", eht_lookup_strategy_name(r->strategy), r->n, 100 * r->distinct, floor_ms);
+		char hf[16] = "-";
+		if (r->hit >= 0)
+			snprintf(hf, sizeof(hf), "%.1f%%", 100 * r->hit);
+		printf("%-7s %8zu %8.1f%% %6s %10.3f", eht_lookup_strategy_name(r->strategy), r->n, 100 * r->distinct, hf,
+		       floor_ms);
 		for (int m = 0; m < NMODES; m++) {
 			if (!want[m])
 				continue;
@@ -523,6 +605,8 @@ out:
 	for (int i = 0; i < 4; i++)
 		eht_lookup_destroy(engines[i]);
 	free(times);
+	free(hot);
+	free(hot_sorted);
 	bench_workload_free(wl);
 	if (dout)
 		eht_cu.cuMemFree(dout);

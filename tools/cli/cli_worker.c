@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cuda/cu_driver.h"
 #include "eht.h"
+#include "lookup/lk_hot.h"
 #include "table/mem_guard.h"
 #include "util/err.h"
 
@@ -21,6 +22,9 @@ struct wopts {
 	int reps, device, id, wait, json;
 	double timeout_s;
 	json_t *results; /* with --json: one object per table and strategy */
+	const char *hotset; /* --hotset FILE: rows put in each engine's GPU hot-row cache */
+	int64_t *hot;
+	uint64_t nhot;
 };
 
 static uint64_t rnd(uint64_t *s)
@@ -104,6 +108,8 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 			ids[i] = (x & 1) ? -1 - (int64_t)(x % 5) : (int64_t)(info.rows + x % 5);
 		else if (i % 7 == 3 && i)
 			ids[i] = ids[x % i];
+		else if (o->nhot && i % 3 == 1) /* hits of the hot set, when there is one */
+			ids[i] = o->hot[x % o->nhot];
 		else
 			ids[i] = (int64_t)(x % info.rows);
 	}
@@ -115,6 +121,20 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 		eht_lookup *lk = NULL;
 		if ((rc = eht_lookup_create(t, &lo, &lk)) != 0)
 			break;
+		double fill_ms = 0;
+		if (o->nhot) {
+			double t0 = cli_now_s();
+			rc = gpu ? eht_lookup_set_hotset(lk, o->hot, o->nhot)
+				 : eht_err(EINVAL, "--hotset: table %s is not readable by a GPU here", info.name);
+			fill_ms = (cli_now_s() - t0) * 1e3;
+			if (rc) {
+				eht_lookup_destroy(lk);
+				break;
+			}
+			if (!o->results)
+				printf("worker %d  %-36s %-7s hot set of %llu rows filled from the table in %.1f ms\n", o->id,
+				       info.name, eht_lookup_strategy_name(strategies[si]), (unsigned long long)o->nhot, fill_ms);
+		}
 		void *out = gpu ? (void *)(uintptr_t)dout : (void *)host;
 		unsigned flags = EHT_LOOKUP_RUN_IDS_HOST | (gpu ? EHT_LOOKUP_RUN_OUT_DEVICE : EHT_LOOKUP_RUN_OUT_HOST);
 		uint64_t dead = 0;
@@ -149,6 +169,11 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 							(json_int_t)n, "best_ms", best * 1e3, "rows_per_s", (double)n / best,
 							"mismatches", (json_int_t)bad, "dead", (json_int_t)dead, "match",
 							bad == 0));
+		if (!rc && o->results && o->nhot) {
+			json_t *last = json_array_get(o->results, json_array_size(o->results) - 1);
+			json_object_set_new(last, "hotset_rows", json_integer((json_int_t)o->nhot));
+			json_object_set_new(last, "hotset_fill_ms", json_real(fill_ms));
+		}
 		else if (!rc)
 			printf("worker %d  %-36s %-7s %9llu ids  %8.3f ms  %8.2f M rows/s  %s (%llu dead)\n", o->id,
 			       info.name, eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), (unsigned long long)n,
@@ -167,7 +192,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: eht worker KEY --check CHECKPOINT [--ids N] [--reps R] [--device D] [--id N]\n"
-		   "                  [--wait] [--timeout S] [--json]\n"
+		   "                  [--wait] [--timeout S] [--hotset F] [--json]\n"
 		   "Attaches to the tables served under KEY like an inference worker, looks random ids up with\n"
 		   "every strategy this machine supports, checks every row against CHECKPOINT's own bytes and\n"
 		   "prints rows/s. Exit 1 when a row differs.\n"
@@ -176,7 +201,9 @@ static void usage(FILE *f)
 		   "  --id N       worker number in the output and the id seed (0)\n"
 		   "  --wait       wait for a server to hold KEY (default: fail at once when none does)\n"
 		   "  --timeout S  how long --wait and a loading server are waited for (60)\n"
-		   "  --json       results as JSON (errors as {\"error\": ...})\n");
+		   "  --json       results as JSON (errors as {\"error\": ...})\n"
+		   "  --hotset F   fill each engine's GPU hot-row cache with the rows of F (`eht hotset build`) from\n"
+		   "               the served table, print the time it took, and look a third of the ids up in it\n");
 }
 
 static int parse_worker(int argc, char **argv, struct wopts *o)
@@ -189,6 +216,7 @@ static int parse_worker(int argc, char **argv, struct wopts *o)
 						 {"timeout", required_argument, NULL, 't'},
 						 {"wait", no_argument, NULL, 'w'},
 						 {"json", no_argument, NULL, 'j'},
+						 {"hotset", required_argument, NULL, 'H'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
 	int c, bad = 0;
@@ -218,6 +246,9 @@ static int parse_worker(int argc, char **argv, struct wopts *o)
 			break;
 		case 'j':
 			o->json = 1;
+			break;
+		case 'H':
+			o->hotset = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -262,9 +293,13 @@ int cmd_worker(int argc, char **argv)
 		fprintf(stderr, "eht worker: waiting up to %.0f s for a server of key '%s'\n", o.timeout_s, o.key);
 	if (o.device == -2)
 		o.device = eht_cu_device_count() > 0 ? 0 : -1;
-	eht_ckpt *ck = NULL;
-	if (eht_ckpt_open(o.check, 0, &ck) != 0)
+	if (o.hotset && eht_hotset_read(o.hotset, &o.hot, &o.nhot) != 0)
 		return cli_error("worker", o.json, NULL);
+	eht_ckpt *ck = NULL;
+	if (eht_ckpt_open(o.check, 0, &ck) != 0) {
+		free(o.hot);
+		return cli_error("worker", o.json, NULL);
+	}
 	if (o.json)
 		o.results = json_array();
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = o.device, .timeout_ms = (uint32_t)(o.timeout_s * 1000)};
@@ -287,5 +322,6 @@ int cmd_worker(int argc, char **argv)
 		rc = cli_print_json(json_pack("{s:s, s:i, s:O, s:i}", "key", o.key, "worker", o.id, "results", o.results,
 					      "mismatches", mismatches));
 	json_decref(o.results);
+	free(o.hot);
 	return rc || mismatches ? 1 : 0;
 }

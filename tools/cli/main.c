@@ -21,6 +21,7 @@ static const struct {
 	{"status", cmd_status, "status [KEY] [--json]       what running servers hold, for whom; readiness"},
 	{"worker", cmd_worker, "worker KEY --check CKPT     attach like a worker; look up, verify, print rows/s"},
 	{"hash", cmd_hash, "hash (--preset v41|--config F) --steps S [--gpu] [--json]  Engram row ids of token steps"},
+	{"hotset", cmd_hotset, "hotset build --workload text:F --rows K -o OUT  the most frequent rows (GPU hot set)"},
 	{"bench", cmd_bench, "bench lookup|region|share|disk [options] [--json]"},
 };
 

@@ -492,12 +492,14 @@ __device__ __forceinline__ unsigned long long gtime(void)
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
  * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
  * between launches (the last block resets them). The grid must fit on the GPU at once beside other
- * work (the caller keeps it at most one block per SM): blocks wait on the CPU. */
+ * work (the caller keeps it at most one block per SM): blocks wait on the CPU. skip (may be NULL): rows
+ * p with skip[p] != DEAD32 are written as zeros without reading staging (hot-set hits). */
 extern "C" __global__ void __launch_bounds__(256)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
 		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
-		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace)
+		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
+		const uint32_t *skip)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
@@ -550,7 +552,9 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 				src[r] = NULL;
 				dst[r] = out;
 				if (r < nrows) {
-					src[r] = base + (f + r - b) * rb;
+					/* skip (a hot set's slots): hits are not read over the link; the
+					 * fill kernel writes them after */
+					src[r] = skip && skip[f + r] != DEAD32 ? NULL : base + (f + r - b) * rb;
 					dst[r] = out + (f + r) * ob;
 				}
 			}
@@ -576,5 +580,76 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 			atomicExch(&sync[0], 0u);
 			atomicExch(&sync[1], 0u);
 		}
+	}
+}
+
+/* ------------------------------------------------------------------------ hot-row cache */
+/* Same index as src/lookup/lk_hot.h: keys (local rows, all ones where free), vals (slots), linear
+ * probing from (key * 0x9E3779B97F4A7C15) >> shift; at most half full. */
+__device__ __forceinline__ uint32_t hot_find(const unsigned long long *keys, const uint32_t *vals,
+					     unsigned long long mask, int shift, unsigned long long loc)
+{
+	unsigned long long h = (loc * 0x9E3779B97F4A7C15ull) >> shift;
+	for (;; h = (h + 1) & mask) {
+		unsigned long long k = keys[h];
+		if (k == loc)
+			return vals[h];
+		if (k == ~0ull)
+			return DEAD32;
+	}
+}
+
+/* Mark pass of a cached run: slot[p] = cache slot of id p (DEAD32: miss or dead); hot_ids[p] = dead_id
+ * on a hit (the strategy then treats it as dead: no read, zero row), the id otherwise; the hits are
+ * taken off counters[0] (the strategy adds them back as dead). */
+extern "C" __global__ void __launch_bounds__(256)
+eht_lk_hot_mark(const void *ids, int id64, long long off, unsigned long long n, long long lo, long long hi,
+		const unsigned long long *keys, const uint32_t *vals, unsigned long long mask, int shift,
+		long long dead_id, long long *hot_ids, uint32_t *slot, unsigned long long *counters)
+{
+	unsigned hits = 0;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (unsigned long long)gridDim.x * blockDim.x) {
+		long long id = load_id(ids, id64, i);
+		unsigned long long loc;
+		uint32_t s = to_local(id, off, lo, hi, &loc) ? hot_find(keys, vals, mask, shift, loc) : DEAD32;
+		slot[i] = s;
+		hot_ids[i] = s == DEAD32 ? id : dead_id;
+		hits += s != DEAD32;
+	}
+	for (int o = WARP / 2; o; o >>= 1)
+		hits += __shfl_down_sync(0xffffffffu, hits, o);
+	if ((threadIdx.x & (WARP - 1)) == 0 && hits)
+		atomicAdd(&counters[0], 0ull - (unsigned long long)hits);
+}
+
+/* Fill pass: out[p] = rows[slot[p]] in the output format for the hits; misses are left as the strategy
+ * wrote them. A warp takes RPW positions and moves only its hits. */
+extern "C" __global__ void eht_lk_hot_fill(const uint32_t *slot, unsigned long long n, const uint8_t *rows,
+					   uint32_t rb, uint8_t *out, int fmt, int vec)
+{
+	const int lane = threadIdx.x & (WARP - 1);
+	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
+	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+	const uint32_t ob = out_bytes(rb, fmt);
+	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
+		const uint8_t *src[RPW];
+		uint8_t *dst[RPW];
+		int nrows = 0;
+#pragma unroll
+		for (int r = 0; r < RPW; r++) {
+			src[r] = NULL;
+			dst[r] = out;
+		}
+		for (int r = 0; r < RPW && first + r < n; r++) {
+			uint32_t s = slot[first + r];
+			if (s != DEAD32) {
+				src[nrows] = rows + (unsigned long long)s * rb;
+				dst[nrows] = out + (first + r) * ob;
+				nrows++;
+			}
+		}
+		if (nrows)
+			warp_rows(src, dst, rb, nrows, fmt, vec, lane);
 	}
 }

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* lk_hot.h: the GPU hot-row cache of a lookup engine (lk_hot.c): its open-addressing index (local row
+ * -> cache slot, built on the host, probed by the kernels in lookup.cu with the same hash), the
+ * hot-set file format, and the run hook. */
+#ifndef EHT_LOOKUP_LK_HOT_H
+#define EHT_LOOKUP_LK_HOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Index: keys[cap] (local rows, EHT_HOT_EMPTY where free) and vals[cap] (slot in the row buffer),
+ * cap = 2^bits >= 2 x rows (at most half full, so a probe always meets a free entry). Linear probing
+ * from (key * EHT_HOT_MUL) >> (64 - bits); the kernels (src/cuda/kernels/lookup.cu) use the same. */
+#define EHT_HOT_EMPTY UINT64_MAX
+#define EHT_HOT_MUL 0x9E3779B97F4A7C15ull
+#define EHT_HOT_NONE UINT32_MAX
+
+struct eht_hot_index {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint32_t bits;
+	uint64_t cap;
+};
+
+/* Builds the index of local rows loc[0..n) (slot i for loc[i]). Returns 0; -EINVAL (a repeated row:
+ * the message names both positions; n >= 2^31); -ENOMEM. */
+int eht_hot_index_build(const uint64_t *loc, size_t n, struct eht_hot_index *ix);
+void eht_hot_index_free(struct eht_hot_index *ix);
+
+static inline uint32_t eht_hot_index_find(const struct eht_hot_index *ix, uint64_t loc)
+{
+	uint64_t mask = ix->cap - 1, h = (loc * EHT_HOT_MUL) >> (64 - ix->bits);
+	for (;; h = (h + 1) & mask) {
+		uint64_t k = ix->keys[h & mask];
+		if (k == loc)
+			return ix->vals[h & mask];
+		if (k == EHT_HOT_EMPTY)
+			return EHT_HOT_NONE;
+	}
+}
+
+/* Absolute rows[0..n) -> local rows (row - lo) into loc; a row outside [lo, hi) is -EINVAL naming the
+ * row, its index and the range (what a hot set built for another table or shard gives). */
+int eht_hot_rows_local(const int64_t *rows, size_t n, int64_t lo, int64_t hi, uint64_t *loc);
+
+/* Hot-set file: "EHTHOT1\n", uint64 count, then count int64 row ids (all little-endian), most
+ * frequent first. read: *rows malloc'd (free it). Returns 0; -EINVAL (bad magic, size not matching the
+ * count, a negative row, empty), -errno of open/read; write: 0 or -errno. */
+#define EHT_HOTSET_MAGIC "EHTHOT1\n"
+int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n);
+int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n);
+
+#endif

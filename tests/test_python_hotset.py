@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: Apache-2.0
+# test_python_hotset.py: eht.read_hotset reads what `eht hotset build`'s format holds and refuses bad
+# files; Lookup.set_hotset on a CPU-only engine is a clear EhtError (the GPU side is in
+# tests/test_gpu_lookup_hot.c).
+import os
+import struct
+import sys
+import tempfile
+
+import eht
+
+
+def main():
+    fails = 0
+    d = tempfile.mkdtemp(prefix="eht-pyhot-")
+    p = os.path.join(d, "h.hot")
+    with open(p, "wb") as f:
+        f.write(b"EHTHOT1\n" + struct.pack("<Q", 3) + struct.pack("<3q", 5, 1, 7))
+    if eht.read_hotset(p) != [5, 1, 7]:
+        print("read_hotset: wrong rows"); fails += 1
+    for bad in (b"EHTHOT1\n" + struct.pack("<Q", 3) + struct.pack("<2q", 5, 1),
+                b"XHTHOT1\n" + struct.pack("<Q", 1) + struct.pack("<q", 5),
+                b"EHTHOT1\n" + struct.pack("<Q", 1) + struct.pack("<q", -5)):
+        with open(p, "wb") as f:
+            f.write(bad)
+        try:
+            eht.read_hotset(p)
+            print("read_hotset accepted a bad file"); fails += 1
+        except ValueError:
+            pass
+    os.remove(p)
+    os.rmdir(d)
+    rows, rb = 64, 16
+    data = bytearray(os.urandom(rows * rb))
+    t = eht.wrap(data, rows, rb, name="pyhot")
+    lk = eht.Lookup(t, strategy="host", cpu_only=True)
+    try:
+        lk.set_hotset([1, 2])
+        print("set_hotset on a CPU-only engine did not fail"); fails += 1
+    except eht.EhtError as e:
+        if "GPU" not in str(e):
+            print("unclear error: %s" % e); fails += 1
+    if lk.hotset_rows != 0:
+        print("hotset_rows != 0"); fails += 1
+    print("PASS" if not fails else "FAIL")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cli_hotset.c: `eht hotset build`: the most frequent row ids of a hashed token stream, written as a
+ * hot-set file for eht_lookup_set_hotset (`eht bench lookup --hotset FILE`). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_workload.h"
+#include "cli.h"
+#include "eht.h"
+#include "lookup/lk_hot.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: eht hotset build --workload text:FILE --rows K [--layer 1|14] [--skip-tokens N]\n"
+		   "                        [--table-rows R] -o OUT\n"
+		   "  the K most frequent row ids of the text's Engram hashes (V4.1 layout, identity token map), most\n"
+		   "  frequent first, learned on tokens [N, end) (--skip-tokens keeps the first N for measuring).\n"
+		   "  --layer      model layer whose table the ids index (default 1)\n"
+		   "  --table-rows scale ids to a table of R rows as `eht bench lookup` does (default: the layer's\n"
+		   "               own rows, 384,006,168 / 384,016,682)\n"
+		   "  OUT: \"EHTHOT1\\n\", uint64 count, count int64 row ids, little-endian. GPU memory of a hot set:\n"
+		   "  K x row bytes (264 for V4.1) + at most 48 x K for its index.\n");
+}
+
+int cmd_hotset(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "build")) {
+		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+			usage(stdout);
+			return 0;
+		}
+		usage(stderr);
+		return 2;
+	}
+	const char *workload = NULL, *outp = NULL;
+	long long k = 0, skip = 0, trows = 0, layer = 1;
+	static const struct option longopts[] = {
+		{"workload", required_argument, NULL, 'W'}, {"rows", required_argument, NULL, 'k'},
+		{"layer", required_argument, NULL, 'l'},    {"skip-tokens", required_argument, NULL, 's'},
+		{"table-rows", required_argument, NULL, 'r'}, {"output", required_argument, NULL, 'o'},
+		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+	optind = 1;
+	opterr = 0;
+	int opt;
+	char *end;
+	argc--, argv++;
+	while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+		long long *dst = opt == 'k' ? &k : opt == 's' ? &skip : opt == 'r' ? &trows : opt == 'l' ? &layer : NULL;
+		switch (opt) {
+		case 'W': workload = optarg; break;
+		case 'o': outp = optarg; break;
+		case 'k': case 's': case 'r': case 'l':
+			*dst = strtoll(optarg, &end, 10);
+			if (*end || *dst < 0) {
+				fprintf(stderr, "eht hotset build: %s needs a count, not '%s'\n", argv[optind - 1], optarg);
+				return 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		case ':':
+			fprintf(stderr, "eht hotset build: %s needs a value\n", argv[optind - 1]);
+			return 2;
+		default:
+			fprintf(stderr, "eht hotset build: unknown option '%s'\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !workload || !outp || k <= 0 || (layer != 1 && layer != 14) || trows > INT32_MAX) {
+		fprintf(stderr, "eht hotset build: needs --workload text:FILE, --rows K > 0, -o OUT%s\n",
+			layer != 1 && layer != 14 ? " and --layer 1 or 14" : "");
+		usage(stderr);
+		return 2;
+	}
+	struct bench_workload *w = NULL;
+	int64_t *rows = NULL;
+	size_t n = 0;
+	double cov = 0, t0 = cli_now_s();
+	int rc = 1;
+	if (bench_workload_open_layer(workload, (uint64_t)trows, layer == 14, 0, &w)) {
+		cli_fail("hotset build", NULL);
+		goto out;
+	}
+	if ((size_t)skip >= bench_workload_tokens(w)) {
+		fprintf(stderr, "eht hotset build: --skip-tokens %lld leaves nothing of the %zu tokens\n", skip,
+			bench_workload_tokens(w));
+		goto out;
+	}
+	if (bench_workload_hotset(w, (size_t)k, 0, (size_t)skip, &rows, &n, &cov) || eht_hotset_write(outp, rows, n)) {
+		cli_fail("hotset build", NULL);
+		goto out;
+	}
+	printf("hot set %s: %zu rows of %llu (layer %lld), learned on tokens [%lld, %zu): %.1f %% of their lookups; "
+	       "%.1f MB of GPU memory at 264 B rows; %.1f s\n",
+	       outp, n, (unsigned long long)bench_workload_rows(w), layer, skip, bench_workload_tokens(w), 100 * cov,
+	       (double)n * (264 + 48) / 1e6, cli_now_s() - t0);
+	rc = 0;
+out:
+	free(rows);
+	bench_workload_free(w);
+	return rc;
+}
