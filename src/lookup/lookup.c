@@ -244,6 +244,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	lk->last_strategy = -1;
 	if (lk->strategy == EHT_LOOKUP_AUTO && lk->table_gpu && lk->kernels && lk->ti.host)
 		eht_lk_auto_calibrate(lk);
+	lk->ran = false; /* calibration's runs are the engine's own: a hot set may still be set */
 	eht_debug("lookup on %s: %u threads, staging %zu rows, max_batch %zu, gpu %d (in place %d)", ti->name,
 		  lk->nthreads, lk->staging_rows, mb, lk->gpu, lk->table_gpu);
 	*out = lk;
