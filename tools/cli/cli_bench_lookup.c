@@ -530,11 +530,19 @@ int bench_lookup(int argc, char **argv)
 	}
 
 	/* Report. */
+	json_t *rep = NULL, *jres = NULL;
 	if (json) {
-		printf("{\"table_gib\": %.3f, \"rows\": %llu, \"row_bytes\": %d, \"format\": \"%s\", \"gpu\": %s, "
-		       "\"link_gbs\": %.2f, \"reps\": %d, \"idle_cpu_cores\": %.3f, \"workload\": \"%s\", \"results\": [",
-		       gib, (unsigned long long)rows, RB, fmt ? "bf16" : "raw", gpu ? "true" : "false", link, reps, idle,
-		       bench_workload_name(wl));
+		/* jansson, with the common header (eht version, host, UTC time); null where a figure does not
+		 * apply (no link measured without a GPU, no idle figure, no hot set). */
+		rep = cli_report_new("lookup");
+		jres = json_array();
+		if (rep && jres)
+			json_object_update_new(rep, json_pack("{s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}", "table_gib", gib,
+							      "rows", (json_int_t)rows, "row_bytes", RB, "format",
+							      fmt ? "bf16" : "raw", "gpu", gpu, "link_gbs",
+							      cli_real_or_null(link, link > 0), "reps", reps, "idle_cpu_cores",
+							      cli_real_or_null(idle, idle >= 0), "workload",
+							      bench_workload_name(wl)));
 	} else {
 		printf("workload: %s\n", bench_workload_name(wl));
 		printf("%-7s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
@@ -552,20 +560,22 @@ int bench_lookup(int argc, char **argv)
 				best = r->med_ms[m];
 		double rps = best > 0 ? (double)r->n / (best * 1e-3) : 0, gbs = rps * RB / 1e9;
 		if (json) {
-			printf("%s{\"strategy\": \"%s\", \"ids\": %zu, \"distinct_fraction\": %.4f, \"hot_rows\": %zu, "
-			       "\"hot_hit_fraction\": %.4f, \"link_floor_ms\": %.4f",
-			       i ? ", " : "", eht_lookup_strategy_name(r->strategy), r->n, r->distinct, nhot,
-			       r->hit < 0 ? 0 : r->hit, floor_ms);
-			for (int m = 0; m < NMODES; m++) {
+			json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:o, s:o}", "strategy", eht_lookup_strategy_name(r->strategy),
+					      "ids", (json_int_t)r->n, "distinct_fraction", r->distinct, "hot_rows",
+					      (json_int_t)nhot, "hot_hit_fraction", cli_real_or_null(r->hit, r->hit >= 0),
+					      "link_floor_ms", cli_real_or_null(floor_ms, link > 0));
+			for (int m = 0; o && m < NMODES; m++) {
 				if (!want[m])
 					continue;
-				if (r->ok[m])
-					printf(", \"%s\": {\"median_ms\": %.4f, \"p90_ms\": %.4f}", mode_names[m], r->med_ms[m],
-					       r->p90_ms[m]);
-				else
-					printf(", \"%s\": {\"error\": \"%s\"}", mode_names[m], r->err[m]); /* no quotes in messages */
+				json_object_set_new(o, mode_names[m],
+						    r->ok[m] ? json_pack("{s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms", r->p90_ms[m])
+							     : json_pack("{s:s}", "error", r->err[m]));
 			}
-			printf(", \"best_rows_per_s\": %.0f, \"best_link_fraction\": %.3f}", rps, link > 0 ? gbs / link : 0);
+			if (o) {
+				json_object_set_new(o, "best_rows_per_s", cli_real_or_null(rps, best > 0));
+				json_object_set_new(o, "best_link_fraction", cli_real_or_null(gbs / link, link > 0 && best > 0));
+			}
+			json_array_append_new(jres, o);
 			continue;
 		}
 		char hf[16] = "-";
@@ -587,7 +597,16 @@ int bench_lookup(int argc, char **argv)
 		printf(" %9.1f %7s\n", rps / 1e6, lf);
 	}
 	if (json) {
-		printf("]}\n");
+		/* json_object_set_new takes jres even when it fails */
+		if (!rep || !jres || json_object_set_new(rep, "results", jres)) {
+			if (!rep)
+				json_decref(jres);
+			json_decref(rep);
+			fprintf(stderr, "eht bench lookup: out of memory for the report\n");
+			goto out;
+		}
+		if (cli_print_json(rep))
+			goto out;
 	} else {
 		for (int i = 0; i < nres; i++)
 			for (int m = 0; m < NMODES; m++)
