@@ -878,7 +878,7 @@ typedef struct eht_disk_ticket eht_disk_ticket;
 
 /* eht_disk_opts.flags */
 #define EHT_DISK_PREAD 0x1u /* gather with pread(2) instead of copies from the mapping */
-#define EHT_DISK_URING 0x2u /* gather with io_uring reads, up to 256 in flight per thread (buffered:
+#define EHT_DISK_URING 0x2u /* gather with io_uring reads, up to 512 in flight per thread (buffered:
 			     * the tier lives on the page cache); -EOPNOTSUPP in a build without
 			     * liburing. EHT_DISK_URING=1 in the environment sets it. For cold data:
 			     * faster than mapped copies, but a read per row makes warm steps several

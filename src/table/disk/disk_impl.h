@@ -89,8 +89,17 @@ struct disk {
  * with a message naming the file and offset. */
 int disk_read_direct(struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst);
 
+#if EHT_HAVE_URING
+#include <liburing.h>
+/* Entries of a thread's ring: the reads one thread keeps in flight. */
+#define DISK_RING_DEPTH 512u
+/* This thread's ring (disk_ring.c: made on first use, freed at thread exit), or NULL with *rc set to
+ * -errno and a message. */
+struct io_uring *disk_ring_get(int *rc);
+#endif
+
 /* Reads rows miss[0..m) of every part into dst slots idx[0..m) with io_uring (this thread's ring,
- * up to 256 reads in flight). Returns 0 or -errno naming the file and offset; -EOPNOTSUPP in a build
+ * up to DISK_RING_DEPTH reads in flight). Returns 0 or -errno naming the file and offset; -EOPNOTSUPP in a build
  * without liburing. */
 int disk_read_uring(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst);
 /* True when this build has liburing. */

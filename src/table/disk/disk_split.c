@@ -167,45 +167,6 @@ static int pread_rows(struct disk *d, const struct rd *r, size_t nr, uint8_t *ds
 }
 
 #if EHT_HAVE_URING
-#include <liburing.h>
-
-#define RING_DEPTH 512u
-
-static pthread_key_t ring_key;
-static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
-static int ring_key_rc;
-
-static void ring_free(void *v)
-{
-	io_uring_queue_exit(v);
-	free(v);
-}
-
-static void ring_key_make(void) { ring_key_rc = pthread_key_create(&ring_key, ring_free); }
-
-/* This thread's ring (made on first use, freed at thread exit), or NULL with -errno in *rc. */
-static struct io_uring *ring_get(const struct disk_split *s, int *rc)
-{
-	pthread_once(&ring_once, ring_key_make);
-	if (ring_key_rc)
-		return *rc = -ring_key_rc, NULL;
-	if (s->uring_fail) /* checked first: the thread may hold a ring made for another table */
-		return *rc = -ENOSYS, NULL;
-	struct io_uring *r = pthread_getspecific(ring_key);
-	if (r)
-		return r;
-	if (!(r = calloc(1, sizeof(*r))))
-		return *rc = -ENOMEM, NULL;
-	int e = io_uring_queue_init(RING_DEPTH, r, 0);
-	if (e < 0 || pthread_setspecific(ring_key, r) != 0) {
-		if (e >= 0)
-			io_uring_queue_exit(r);
-		free(r);
-		return *rc = e < 0 ? e : -ENOMEM, NULL;
-	}
-	return r;
-}
-
 /* The reads r[0..nr) with io_uring; -ENOSYS-style errors of set-up are returned as is (the caller
  * falls back), read errors as disk_read_error. */
 static int uring_rows(struct disk *d, struct io_uring *ring, const struct rd *r, size_t nr, uint8_t *dst)
@@ -265,7 +226,8 @@ static int read_uncached(struct disk *d, const struct rd *r, size_t nr, uint8_t 
 #if EHT_HAVE_URING
 	if (s->uring && !atomic_load_explicit(&s->uring_broken, memory_order_relaxed)) {
 		int rc = 0;
-		struct io_uring *ring = ring_get(s, &rc);
+		/* uring_fail is checked first: the thread may hold a ring made for another table */
+		struct io_uring *ring = s->uring_fail ? (rc = -ENOSYS, NULL) : disk_ring_get(&rc);
 		if (ring)
 			return uring_rows(d, ring, r, nr, dst);
 		if (!atomic_exchange(&s->uring_broken, true))

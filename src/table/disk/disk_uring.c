@@ -13,55 +13,12 @@
 #include "util/err.h"
 
 #if EHT_HAVE_URING
-#include <liburing.h>
-
-#define RING_DEPTH 256u
-
-static pthread_key_t ring_key;
-static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
-static int ring_key_rc;
-
-static void ring_free(void *v)
-{
-	io_uring_queue_exit(v);
-	free(v);
-}
-
-static void ring_key_make(void) { ring_key_rc = pthread_key_create(&ring_key, ring_free); }
-
-/* One ring per thread (pool threads and callers), made on first use, freed when the thread exits. */
-static struct io_uring *ring_get(int *rc)
-{
-	pthread_once(&ring_once, ring_key_make);
-	if (ring_key_rc) {
-		*rc = eht_err(ring_key_rc, "disk: pthread_key_create");
-		return NULL;
-	}
-	struct io_uring *r = pthread_getspecific(ring_key);
-	if (r)
-		return r;
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		*rc = eht_err(ENOMEM, "disk: out of memory");
-		return NULL;
-	}
-	int e = io_uring_queue_init(RING_DEPTH, r, 0);
-	if (e < 0) {
-		free(r);
-		*rc = eht_err(-e, "disk: io_uring_queue_init (%u entries) failed: %s; the kernel may forbid io_uring "
-				  "(sysctl kernel.io_uring_disabled)", RING_DEPTH, strerror(-e));
-		return NULL;
-	}
-	pthread_setspecific(ring_key, r);
-	return r;
-}
-
 bool disk_uring_available(void) { return true; }
 
 int disk_read_uring(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst)
 {
 	int rc = 0;
-	struct io_uring *ring = ring_get(&rc);
+	struct io_uring *ring = disk_ring_get(&rc);
 	if (!ring)
 		return rc;
 	const size_t total = m * d->nparts;
