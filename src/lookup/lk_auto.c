@@ -16,7 +16,7 @@ void eht_lk_auto_init(eht_lookup *lk)
 {
 	/* Until calibrated (or where it cannot be: no in-place GPU reads): the CPU pool alone. */
 	for (int p = 0; p < 2; p++)
-		for (int c = 0; c < 2; c++)
+		for (int c = 0; c < LK_AUTO_NCLASS; c++)
 			lk->autos[p][c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 0.5, .f0 = 0.5};
 }
 
@@ -189,8 +189,8 @@ static double time_runs(eht_lookup *lk, int64_t *ids, CUdeviceptr d_ids, size_t 
  * honest way to choose. */
 void eht_lk_auto_calibrate(eht_lookup *lk)
 {
-	const size_t sizes[2] = {6144, 196608};
-	size_t nmax = lk->max_batch < sizes[1] ? lk->max_batch : sizes[1];
+	const size_t sizes[LK_AUTO_NCLASS] = {1024, 6144, 196608};
+	size_t nmax = lk->max_batch < sizes[LK_AUTO_NCLASS - 1] ? lk->max_batch : sizes[LK_AUTO_NCLASS - 1];
 	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
 	if (rows == 0 || nmax < 256)
 		return;
@@ -205,11 +205,11 @@ void eht_lk_auto_calibrate(eht_lookup *lk)
 	for (int place = 0; place < 2; place++) {
 		if (place == 1 && !lk->bell.ready_alloc)
 			break; /* GPU ids then go through the old synchronous path: CPU */
-		for (int c = 0; c < 2; c++) {
+		for (int c = 0; c < LK_AUTO_NCLASS; c++) {
 			size_t n = sizes[c] < nmax ? sizes[c] : nmax;
 			struct lk_auto *a = &lk->autos[place][c];
 			CUdeviceptr di = place ? d_ids : 0;
-			int reps = c == 0 ? 9 : 5;
+			int reps = c < LK_AUTO_NCLASS - 1 ? 9 : 5;
 			double td = time_runs(lk, ids, di, n, out, EHT_LOOKUP_DIRECT, reps, &seed);
 			double th = time_runs(lk, ids, di, n, out, EHT_LOOKUP_HOST, reps, &seed);
 			if (td < 0 || th < 0) {
@@ -233,8 +233,9 @@ void eht_lk_auto_calibrate(eht_lookup *lk)
 			eht_info("lookup %s, %zu ids in %s memory: DIRECT %.3f ms, HOST %.3f ms, both at once %.3f ms (GPU "
 				 "share %.2f): AUTO uses %s", lk->ti.name, n, place ? "GPU" : "host", td * 1e3, th * 1e3,
 				 ts * 1e3, a->f, a->mode == EHT_LOOKUP_AUTO ? "both" : eht_lookup_strategy_name(a->mode));
-			if (n == nmax && c == 0) { /* batches never reach the prefill class: same choice */
-				lk->autos[place][1] = *a;
+			if (n == nmax) { /* batches never reach the larger classes: the same choice */
+				for (int k = c + 1; k < LK_AUTO_NCLASS; k++)
+					lk->autos[place][k] = *a;
 				break;
 			}
 		}

@@ -354,15 +354,15 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	if (b->registered)
 		poller_remove(lk);
 	trace_take(b);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < LK_AUTO_NCLASS; k++)
 		if (b->g_n[k])
 			fprintf(stderr, "eht: %s (%s): GPU side of %llu stage-in launches (class %s): start to doorbell %.1f us, "
 				"doorbell to first chunk ready %.1f us, first to last chunk ready %.1f us, last chunk to kernel "
 				"end %.1f us\n", lk->ti.name, eht_lookup_strategy_name(lk->strategy),
-				(unsigned long long)b->g_n[k], k ? "prefill" : "decode", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
+				(unsigned long long)b->g_n[k], k == 2 ? "prefill" : k == 1 ? "decode" : "small", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_first_s[k] / (double)b->g_n[k] * 1e6, b->g_span_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_tail_s[k] / (double)b->g_n[k] * 1e6);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < LK_AUTO_NCLASS; k++)
 		if (b->st_reqs[k] && eht_env_u64("EHT_BELL_TRACE", 0))
 			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
 				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s)\n", lk->ti.name,

@@ -21,6 +21,11 @@
 #include "table/table_impl.h"
 #include "util/pool.h"
 
+/* AUTO's class of an n-id batch: 0 small (a few requests: the in-place gather's latency can win),
+ * 1 decode-sized, 2 prefill-sized; each calibrated at its own size (lk_auto.c). */
+#define LK_AUTO_NCLASS 3
+#define LK_AUTO_CLASS(n) ((n) >= 32768 ? 2 : (n) >= 4096 ? 1 : 0)
+
 #define LK_DEAD UINT64_MAX
 #define LK_SLOT_DEAD UINT32_MAX
 /* Rows a CPU thread reads ahead with software prefetch: enough to overlap a few DRAM misses, few
@@ -77,14 +82,14 @@ struct lk_bell {
 	bool registered;
 	/* EHT_BELL_TRACE=1: requests served, seconds waiting for the previous request's slots, seconds
 	 * gathering; printed when the engine is destroyed (where a step's time goes). */
-	uint64_t st_reqs[2], st_rows[2]; /* per batch-size class (LK_AUTO_CLASS) */
-	double st_wait_s[2], st_gather_s[2];
+	uint64_t st_reqs[LK_AUTO_NCLASS], st_rows[LK_AUTO_NCLASS]; /* per batch-size class (LK_AUTO_CLASS) */
+	double st_wait_s[LK_AUTO_NCLASS], st_gather_s[LK_AUTO_NCLASS];
 	bool trace;          /* EHT_BELL_TRACE: the kernel also stamps GPU times into gtrace */
 	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end */
 	CUdeviceptr d_gtrace;
 	int gclass;          /* class of the launch gtrace belongs to */
-	uint64_t g_n[2];
-	double g_ring_s[2], g_first_s[2], g_span_s[2], g_tail_s[2];
+	uint64_t g_n[LK_AUTO_NCLASS];
+	double g_ring_s[LK_AUTO_NCLASS], g_first_s[LK_AUTO_NCLASS], g_span_s[LK_AUTO_NCLASS], g_tail_s[LK_AUTO_NCLASS];
 };
 
 struct eht_lookup {
@@ -139,7 +144,7 @@ struct eht_lookup {
 		double t_cpu;      /* last split: seconds of the CPU part */
 		size_t k, n;       /* last split: GPU ids, all ids (k == 0: nothing to learn from) */
 		bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
-	} autos[2][2]; /* [ids in GPU memory][class] */
+	} autos[2][LK_AUTO_NCLASS]; /* [ids in GPU memory][class] */
 	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
 	struct lk_bell bell;
 	struct lk_hot *hot; /* GPU hot-row cache (lk_hot.c), NULL without a hot set */
@@ -147,8 +152,6 @@ struct eht_lookup {
 	CUdeviceptr hot_skip, hot_skip_ids; /* during a hot piece: its slots and id copy (lk_bell.c) */
 };
 
-/* AUTO's class of an n-id batch: 0 decode-sized, 1 prefill-sized. */
-#define LK_AUTO_CLASS(n) ((n) >= 32768 ? 1 : 0)
 
 /* One id (int32/int64 at index i) + off -> local row, or LK_DEAD. */
 static inline uint64_t eht_lk_local(const void *ids, int id64, size_t i, int64_t off, int64_t lo, int64_t hi)
