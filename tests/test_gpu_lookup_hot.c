@@ -8,64 +8,13 @@
  * GPU. */
 #include <string.h>
 
-#include "cuda/cu_driver.h"
-#include "testutil.h"
+#include "gpu_lookup_ref.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
 #define NMAX 20000
 
-static const uint8_t *g_ref;
-static uint64_t g_rows;
-
-static int cu(int rc)
-{
-	if (rc) {
-		fprintf(stderr, "driver call failed: %s\n", eht_last_error());
-		t_failures++;
-	}
-	return rc;
-}
-
-static void make_ids(int64_t *ids, size_t n, uint64_t *rs)
-{
-	for (size_t i = 0; i < n; i++) {
-		uint64_t x = t_rand(rs);
-		if (x % 13 == 0)
-			ids[i] = -1 - (int64_t)(x % 3);
-		else if (x % 17 == 0)
-			ids[i] = (int64_t)g_rows + (int64_t)(x % 9);
-		else if (x % 5 == 0 && i)
-			ids[i] = ids[i - 1];
-		else
-			ids[i] = (int64_t)(x % g_rows);
-	}
-}
-
-/* Compares out (GPU) with the reference for ids; returns mismatching rows; *dead gets the dead ids. */
-static size_t compare(CUdeviceptr d_out, const int64_t *ids, size_t n, int fmt, uint64_t *dead)
-{
-	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB, bad = 0;
-	uint8_t *got = malloc(n * ob), want[512];
-	*dead = 0;
-	if (cu(EHT_CU_CHECK(cuMemcpyDtoH(got, d_out, n * ob)))) {
-		free(got);
-		return n;
-	}
-	for (size_t i = 0; i < n; i++) {
-		int64_t r = ids[i];
-		if (r < 0 || (uint64_t)r >= g_rows) {
-			memset(want, 0, ob);
-			(*dead)++;
-		} else if (fmt == EHT_LOOKUP_BF16) {
-			eht_engram_dequant_row(g_ref + (uint64_t)r * RB, (uint16_t *)(void *)want);
-		} else {
-			memcpy(want, g_ref + (uint64_t)r * RB, RB);
-		}
-		bad += memcmp(got + i * ob, want, ob) != 0;
-	}
-	free(got);
-	return bad;
-}
+/* The table as the CPU reference sees it (set by main). */
+static struct t_lookup_ref g_lref;
 
 static void check_engine(const char *tier, eht_lookup *lk, int strategy, int fmt, CUstream s, uint64_t *rs)
 {
@@ -73,37 +22,11 @@ static void check_engine(const char *tier, eht_lookup *lk, int strategy, int fmt
 	int64_t *ids = malloc(NMAX * sizeof(int64_t));
 	int64_t *hids = NULL;
 	CUdeviceptr d_ids = 0, d_out = 0;
-	if (cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, NMAX * 8))) || cu(EHT_CU_CHECK(cuMemAlloc(&d_out, NMAX * ob))) ||
-	    cu(EHT_CU_CHECK(cuMemHostAlloc((void **)&hids, NMAX * 8, 0))))
+	if (t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, NMAX * 8))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, NMAX * ob))) ||
+	    t_cu(EHT_CU_CHECK(cuMemHostAlloc((void **)&hids, NMAX * 8, 0))))
 		goto out;
 	/* Eager, ids in GPU memory. */
-	static const size_t ns[] = {1, 777, 6144, NMAX};
-	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
-		size_t n = ns[k];
-		make_ids(ids, n, rs);
-		cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-		cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
-		cu(EHT_CU_CHECK(cuCtxSynchronize()));
-		int rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
-					EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
-		if (rc) {
-			fprintf(stderr, "%s %s fmt %d eager n %zu: %s\n", tier, eht_lookup_strategy_name(strategy), fmt, n,
-				eht_last_error());
-			t_failures++;
-			continue;
-		}
-		/* The ids may change once the stream passed the call; the output must not. */
-		cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
-		cu(EHT_CU_CHECK(cuMemsetD8(d_ids, 0, n * 8)));
-		uint64_t dead = 0;
-		size_t bad = compare(d_out, ids, n, fmt, &dead);
-		if (bad || dead != eht_lookup_last_dead_count(lk))
-			fprintf(stderr, "%s %s fmt %d eager n %zu: %zu rows differ, dead %llu want %llu\n", tier,
-				eht_lookup_strategy_name(strategy), fmt, n, bad,
-				(unsigned long long)eht_lookup_last_dead_count(lk), (unsigned long long)dead);
-		CHECK(bad == 0);
-		CHECK(dead == eht_lookup_last_dead_count(lk));
-	}
+	t_lookup_eager_gpu_ids(&g_lref, tier, lk, strategy, fmt, s, ids, d_ids, d_out, NMAX, rs);
 	/* Captured once, replayed with new ids in the same buffers: GPU ids, then host ids (pinned). */
 	for (int host_ids = 0; host_ids < 2; host_ids++) {
 		if (host_ids && (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED))
@@ -111,11 +34,11 @@ static void check_engine(const char *tier, eht_lookup *lk, int strategy, int fmt
 		const size_t n = 5000;
 		CUgraph g = NULL;
 		CUgraphExec ge = NULL;
-		make_ids(ids, n, rs);
-		cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-		cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		t_lookup_ids(&g_lref, ids, n, rs);
+		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
+		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
 		const void *pid = host_ids ? (const void *)hids : (const void *)(uintptr_t)d_ids;
-		if (cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))))
+		if (t_cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))))
 			break;
 		int rc = eht_lookup_run(lk, pid, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
 					EHT_LOOKUP_RUN_STRATEGY(strategy) |
@@ -136,22 +59,22 @@ static void check_engine(const char *tier, eht_lookup *lk, int strategy, int fmt
 				eht_cu.cuGraphDestroy(g);
 			continue;
 		}
-		if (cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
+		if (t_cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
 			eht_cu.cuGraphDestroy(g);
 			continue;
 		}
 		for (int replay = 0; replay < 4; replay++) {
-			make_ids(ids, n, rs); /* new ids every replay, written into the captured buffer */
+			t_lookup_ids(&g_lref, ids, n, rs); /* new ids every replay, written into the captured buffer */
 			if (host_ids)
 				memcpy(hids, ids, n * 8);
 			else
-				cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-			cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
-			cu(EHT_CU_CHECK(cuCtxSynchronize()));
-			if (cu(EHT_CU_CHECK(cuGraphLaunch(ge, s))) || cu(EHT_CU_CHECK(cuStreamSynchronize(s))))
+				t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
+			t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
+			t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+			if (t_cu(EHT_CU_CHECK(cuGraphLaunch(ge, s))) || t_cu(EHT_CU_CHECK(cuStreamSynchronize(s))))
 				break;
 			uint64_t dead = 0;
-			size_t bad = compare(d_out, ids, n, fmt, &dead);
+			size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, fmt, &dead);
 			if (bad || dead != eht_lookup_last_dead_count(lk))
 				fprintf(stderr, "%s %s fmt %d replay %d (host ids %d): %zu rows differ, dead %llu want %llu\n",
 					tier, eht_lookup_strategy_name(strategy), fmt, replay, host_ids, bad,
@@ -166,10 +89,10 @@ static void check_engine(const char *tier, eht_lookup *lk, int strategy, int fmt
 	{
 		uint64_t dead = 0;
 		CUgraph g = NULL;
-		if (!cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)))) {
+		if (!t_cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)))) {
 			CHECK(eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, 10, (void *)(uintptr_t)d_out, s,
 					     EHT_LOOKUP_RUN_STRATEGY(strategy), &dead) == -EOPNOTSUPP);
-			cu(EHT_CU_CHECK(cuStreamEndCapture(s, &g)));
+			t_cu(EHT_CU_CHECK(cuStreamEndCapture(s, &g)));
 			if (g)
 				eht_cu.cuGraphDestroy(g);
 		}
@@ -194,7 +117,7 @@ static void poison_hot(int on)
 		if (on)
 			memset(g_tab + (uint64_t)g_hot[i] * RB, 0x5a, RB);
 		else
-			memcpy(g_tab + (uint64_t)g_hot[i] * RB, g_ref + (uint64_t)g_hot[i] * RB, RB);
+			memcpy(g_tab + (uint64_t)g_hot[i] * RB, g_lref.rows + (uint64_t)g_hot[i] * RB, RB);
 }
 
 /* Eager runs with host ids and with int32 ids plus an offset. */
@@ -204,12 +127,12 @@ static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, 
 	int64_t *ids = malloc(n * 8);
 	int32_t *ids32 = malloc(n * 4);
 	CUdeviceptr d_out = 0, d_ids = 0;
-	if (!ids || !ids32 || cu(EHT_CU_CHECK(cuMemAlloc(&d_out, n * ob))) || cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, n * 4))))
+	if (!ids || !ids32 || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, n * ob))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, n * 4))))
 		goto out;
 	for (int k = 0; k < 2; k++) {
-		make_ids(ids, n, rs);
-		cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
-		cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		t_lookup_ids(&g_lref, ids, n, rs);
+		t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
+		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
 		int rc;
 		if (k == 0) {
 			rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
@@ -217,7 +140,7 @@ static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, 
 		} else {
 			for (size_t i = 0; i < n; i++)
 				ids32[i] = (int32_t)(ids[i] - 7);
-			cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids32, n * 4)));
+			t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids32, n * 4)));
 			rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT32, 7, n, (void *)(uintptr_t)d_out, s,
 					    EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
 		}
@@ -227,9 +150,9 @@ static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, 
 			t_failures++;
 			continue;
 		}
-		cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+		t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
 		uint64_t dead = 0;
-		size_t bad = compare(d_out, ids, n, fmt, &dead);
+		size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, fmt, &dead);
 		if (bad || dead != eht_lookup_last_dead_count(lk))
 			fprintf(stderr, "%s %s fmt %d %s: %zu rows differ, dead %llu want %llu\n", tier,
 				eht_lookup_strategy_name(strategy), fmt, k ? "int32+offset" : "host ids", bad,
@@ -281,7 +204,7 @@ static void check_errors(eht_table *t, CUstream s)
 	CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
 	if (!lk)
 		return;
-	int64_t bad1[] = {1, 2, (int64_t)g_rows};
+	int64_t bad1[] = {1, 2, (int64_t)g_lref.nrows};
 	CHECK_RC(eht_lookup_set_hotset(lk, bad1, 3), -EINVAL);
 	CHECK(strstr(eht_last_error(), "outside") != NULL);
 	int64_t bad2[] = {1, -1};
@@ -311,15 +234,15 @@ int main(void)
 	CHECK_RC(EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)), 0);
 	uint64_t rs = 3;
 
-	g_rows = 60000;
-	uint8_t *ref = malloc(g_rows * RB), *tab = malloc(g_rows * RB);
-	g_hot = malloc(g_rows * sizeof(*g_hot));
-	for (size_t i = 0; i < g_rows * RB; i++)
+	g_lref.nrows = 60000;
+	uint8_t *ref = malloc(g_lref.nrows * RB), *tab = malloc(g_lref.nrows * RB);
+	g_hot = malloc(g_lref.nrows * sizeof(*g_hot));
+	for (size_t i = 0; i < g_lref.nrows * RB; i++)
 		ref[i] = (uint8_t)t_rand(&rs);
-	memcpy(tab, ref, g_rows * RB);
-	g_ref = ref;
+	memcpy(tab, ref, g_lref.nrows * RB);
+	g_lref.rows = ref;
 	/* A third of the rows, in a scrambled order. */
-	for (uint64_t i = 0; i < g_rows; i++)
+	for (uint64_t i = 0; i < g_lref.nrows; i++)
 		if ((i * 7919) % 3 == 0)
 			g_hot[g_nhot++] = (int64_t)i;
 	for (size_t i = g_nhot - 1; i > 0; i--) {
@@ -329,7 +252,7 @@ int main(void)
 		g_hot[j] = x;
 	}
 	eht_table *t = NULL;
-	CHECK_RC(eht_table_wrap(tab, g_rows, RB, 0, "hot-mem", &t), 0);
+	CHECK_RC(eht_table_wrap(tab, g_lref.nrows, RB, 0, "hot-mem", &t), 0);
 	if (t) {
 		check_errors(t, s);
 		check_table("memory", t, s, &rs);
@@ -344,14 +267,14 @@ int main(void)
 		struct eht_share_opts so = {.size = sizeof(so), .tier = tiers[k], .device = 0, .row_bytes = RB,
 					    .name = "eht-test-hot", .flags = EHT_SHARE_NO_RESERVE};
 		t = NULL;
-		int rc = eht_table_share(g_rows * RB, grp, &so, &t);
+		int rc = eht_table_share(g_lref.nrows * RB, grp, &so, &t);
 		if (rc) {
 			fprintf(stderr, "tier %s not available here (%s): skipped\n", names[k], eht_last_error());
 			continue;
 		}
 		struct eht_table_info ti = {.size = sizeof(ti)};
 		CHECK_RC(eht_table_get_info(t, &ti), 0);
-		memcpy(ti.host, ref, g_rows * RB);
+		memcpy(ti.host, ref, g_lref.nrows * RB);
 		check_table(names[k], t, s, &rs);
 		eht_table_close(t);
 	}

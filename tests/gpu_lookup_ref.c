@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpu_lookup_ref.c: what the GPU lookup tests share (see gpu_lookup_ref.h). */
+#include <string.h>
+
+#include "gpu_lookup_ref.h"
+
+#define RB EHT_ENGRAM_ROW_BYTES
+
+int t_cu(int rc)
+{
+	if (rc) {
+		fprintf(stderr, "driver call failed: %s\n", eht_last_error());
+		t_failures++;
+	}
+	return rc;
+}
+
+void t_lookup_ids(const struct t_lookup_ref *ref, int64_t *ids, size_t n, uint64_t *rs)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = t_rand(rs);
+		if (x % 13 == 0)
+			ids[i] = -1 - (int64_t)(x % 3);
+		else if (x % 17 == 0)
+			ids[i] = (int64_t)ref->nrows + (int64_t)(x % 9);
+		else if (x % 5 == 0 && i)
+			ids[i] = ids[i - 1];
+		else
+			ids[i] = (int64_t)(x % ref->nrows);
+	}
+}
+
+size_t t_lookup_compare(const struct t_lookup_ref *ref, CUdeviceptr d_out, const int64_t *ids, size_t n, int fmt,
+			uint64_t *dead)
+{
+	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB, bad = 0;
+	uint8_t *got = malloc(n * ob), want[512];
+	*dead = 0;
+	if (!got || t_cu(EHT_CU_CHECK(cuMemcpyDtoH(got, d_out, n * ob)))) {
+		free(got);
+		return n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int64_t r = ids[i];
+		if (r < 0 || (uint64_t)r >= ref->nrows) {
+			memset(want, 0, ob);
+			(*dead)++;
+		} else if (fmt == EHT_LOOKUP_BF16) {
+			eht_engram_dequant_row(ref->rows + (uint64_t)r * RB, (uint16_t *)(void *)want);
+		} else {
+			memcpy(want, ref->rows + (uint64_t)r * RB, RB);
+		}
+		bad += memcmp(got + i * ob, want, ob) != 0;
+	}
+	free(got);
+	return bad;
+}
+
+void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy,
+			    int fmt, CUstream s, int64_t *ids, CUdeviceptr d_ids, CUdeviceptr d_out, size_t nmax,
+			    uint64_t *rs)
+{
+	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
+	const size_t ns[] = {1, 777, 6144, nmax};
+	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+		size_t n = ns[k];
+		t_lookup_ids(ref, ids, n, rs);
+		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
+		t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
+		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		int rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
+					EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
+		if (rc) {
+			fprintf(stderr, "%s %s fmt %d eager n %zu: %s\n", tier, eht_lookup_strategy_name(strategy), fmt, n,
+				eht_last_error());
+			t_failures++;
+			continue;
+		}
+		/* The ids may change once the stream passed the call; the output must not. */
+		t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+		t_cu(EHT_CU_CHECK(cuMemsetD8(d_ids, 0, n * 8)));
+		uint64_t dead = 0;
+		size_t bad = t_lookup_compare(ref, d_out, ids, n, fmt, &dead);
+		if (bad || dead != eht_lookup_last_dead_count(lk))
+			fprintf(stderr, "%s %s fmt %d eager n %zu: %zu rows differ, dead %llu want %llu\n", tier,
+				eht_lookup_strategy_name(strategy), fmt, n, bad,
+				(unsigned long long)eht_lookup_last_dead_count(lk), (unsigned long long)dead);
+		CHECK(bad == 0);
+		CHECK(dead == eht_lookup_last_dead_count(lk));
+	}
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpu_lookup_ref.h: what the GPU lookup tests share: ids with misses, repeats and dead ids, the CPU
+ * reference compare of a GPU output, and the eager ids-in-GPU-memory check of one engine. */
+#ifndef EHT_TESTS_GPU_LOOKUP_REF_H
+#define EHT_TESTS_GPU_LOOKUP_REF_H
+
+#include "cuda/cu_driver.h"
+#include "testutil.h"
+
+/* The table the engines read, as the CPU reference sees it: rows of EHT_ENGRAM_ROW_BYTES. */
+struct t_lookup_ref {
+	const uint8_t *rows;
+	uint64_t nrows;
+};
+
+/* rc; a failed driver call also counts as a test failure (the message names the call). */
+int t_cu(int rc);
+/* n ids over the reference: live, repeated, negative (dead) and past the end (dead). */
+void t_lookup_ids(const struct t_lookup_ref *ref, int64_t *ids, size_t n, uint64_t *rs);
+/* Rows of the GPU output d_out that differ from the reference for ids; *dead gets the dead ids. */
+size_t t_lookup_compare(const struct t_lookup_ref *ref, CUdeviceptr d_out, const int64_t *ids, size_t n, int fmt,
+			uint64_t *dead);
+/* Eager runs with ids in GPU memory (d_ids, int64) at several sizes up to nmax, output poisoned before
+ * and compared after, the ids cleared once the stream passed each call, dead counts checked. ids:
+ * host scratch of nmax. */
+void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy,
+			    int fmt, CUstream s, int64_t *ids, CUdeviceptr d_ids, CUdeviceptr d_out, size_t nmax,
+			    uint64_t *rs);
+
+#endif
