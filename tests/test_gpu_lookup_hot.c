@@ -4,8 +4,10 @@
  * table's copies of those rows are poisoned, so a hit served from anywhere but the cache differs from
  * the reference. Runs with hits, misses, repeats and dead ids (GPU ids, host ids, int32 ids with an
  * offset), eager and captured once then replayed with new ids; outputs poisoned before each run must
- * equal the CPU reference bit for bit, dead counts too. Also the hot set's errors. Exit 77 without a
- * GPU. */
+ * equal the CPU reference bit for bit, dead counts too. The same for GPU dedup without a hot set
+ * (EHT_LOOKUP_GPU_DEDUP), and with AUTO's split of the distinct rows. Also the hot set's errors. Exit 77
+ * without a GPU. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_lookup_ref.h"
@@ -169,30 +171,44 @@ out:
 	free(ids32);
 }
 
+/* mode 0: the hot set (its table copies poisoned); 1: EHT_LOOKUP_GPU_DEDUP alone; 2: the same, AUTO
+ * forced to split the distinct rows between the GPU and the CPU (EHT_LOOKUP_DEDUP_SHARE). */
 static void check_table(const char *tier, eht_table *t, CUstream s, uint64_t *rs)
 {
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	CHECK_RC(eht_table_get_info(t, &ti), 0);
 	g_tab = ti.host;
-	for (int fmt = 0; fmt < 2; fmt++)
-		for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++) {
-			if ((strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) && !ti.device_ptr)
-				continue;
-			struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .format = fmt, .device = 0,
-						    .numa_node = -1, .threads = 4, .max_batch = 8192};
-			eht_lookup *lk = NULL;
-			CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
-			if (!lk)
-				continue;
-			CHECK_RC(eht_lookup_set_hotset(lk, g_hot, g_nhot), 0);
-			CHECK(eht_lookup_hotset_rows(lk) == g_nhot);
-			CHECK_RC(eht_lookup_set_hotset(lk, g_hot, g_nhot), -EBUSY);
-			poison_hot(1);
-			check_engine(tier, lk, strategy, fmt, s, rs);
-			check_more(tier, lk, strategy, fmt, s, rs);
-			poison_hot(0);
-			eht_lookup_destroy(lk);
-		}
+	for (int mode = 0; mode < 3; mode++)
+		for (int fmt = 0; fmt < 2; fmt++)
+			for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++) {
+				if ((strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) && !ti.device_ptr)
+					continue;
+				if (mode == 2 && (strategy != EHT_LOOKUP_AUTO || !ti.device_ptr))
+					continue;
+				if (mode == 2)
+					setenv("EHT_LOOKUP_DEDUP_SHARE", "0.4", 1);
+				struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .format = fmt, .device = 0,
+							    .numa_node = -1, .threads = 4, .max_batch = 8192,
+							    .flags = mode ? EHT_LOOKUP_GPU_DEDUP : 0};
+				eht_lookup *lk = NULL;
+				CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+				unsetenv("EHT_LOOKUP_DEDUP_SHARE");
+				if (!lk)
+					continue;
+				if (mode == 0) {
+					CHECK_RC(eht_lookup_set_hotset(lk, g_hot, g_nhot), 0);
+					CHECK(eht_lookup_hotset_rows(lk) == g_nhot);
+					CHECK_RC(eht_lookup_set_hotset(lk, g_hot, g_nhot), -EBUSY);
+					poison_hot(1);
+				}
+				char name[64];
+				snprintf(name, sizeof(name), "%s/%s", tier, mode == 0 ? "hot" : mode == 1 ? "dedup" : "dedup-split");
+				check_engine(name, lk, strategy, fmt, s, rs);
+				check_more(name, lk, strategy, fmt, s, rs);
+				if (mode == 0)
+					poison_hot(0);
+				eht_lookup_destroy(lk);
+			}
 	fprintf(stderr, "tier %s done\n", tier);
 }
 

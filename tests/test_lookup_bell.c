@@ -2,8 +2,10 @@
 /* test_lookup_bell.c: the doorbell / pool hand-off of stream-triggered lookups on the CPU alone (run
  * under TSan by `make tsan`): threads play the stage-in kernel's blocks (ring, wait for each chunk's
  * ready value, copy the staging slot, free it), the process's poller and pool do the rest. Eager-style
- * requests, a "captured" request replayed with new ids in the same buffer, dead ids, slot reuse; two
- * engines share the process's one pool. */
+ * requests, a "captured" request replayed with new ids in the same buffer, dead ids, slot reuse;
+ * compact requests (the distinct rows of a GPU dedup pass, their number known only to the "kernel",
+ * which writes it before ringing; the geometry is the bound's); two engines share the process's one
+ * pool. */
 #include <pthread.h>
 #include <string.h>
 
@@ -19,7 +21,8 @@ static uint64_t g_rows = 5000;
 struct emu {
 	eht_lookup *lk;
 	unsigned idx, blocks, block;
-	size_t n;
+	size_t n, count; /* bound (the geometry's), rows really sent (<= n for a compact request) */
+	bool compact;
 	uint8_t *out;
 	_Atomic uint64_t *dead;
 };
@@ -31,15 +34,18 @@ static void *emu_block(void *arg)
 	struct lk_bell *b = &e->lk->bell;
 	uint32_t chunk, nslots;
 	eht_lk_bell_geom(e->lk, e->n, &chunk, &nslots);
-	if (e->block == 0)
+	if (e->block == 0) {
+		if (e->compact)
+			b->h_count[e->idx] = e->count;
 		atomic_store_explicit(&b->words[e->idx], 1, memory_order_release);
-	size_t nchunks = (e->n + chunk - 1) / chunk;
+	}
+	size_t nchunks = (e->count + chunk - 1) / chunk;
 	for (size_t c = e->block; c < nchunks; c += e->blocks) {
 		uint32_t slot = (uint32_t)(c % nslots);
 		while (atomic_load_explicit(&b->words[LK_REQS + slot], memory_order_acquire) != LK_READY(e->idx, c))
 			eht_cpu_relax();
 		atomic_fetch_add(e->dead, b->cdead[c]);
-		size_t r0 = c * chunk, r1 = r0 + chunk < e->n ? r0 + chunk : e->n;
+		size_t r0 = c * chunk, r1 = r0 + chunk < e->count ? r0 + chunk : e->count;
 		memcpy(e->out + r0 * RB, b->staging + (size_t)slot * chunk * RB, (r1 - r0) * RB);
 		atomic_store_explicit(&b->words[LK_REQS + slot], 0, memory_order_release);
 	}
@@ -49,7 +55,7 @@ static void *emu_block(void *arg)
 static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured, unsigned blocks)
 {
 	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, captured, &idx), 0);
+	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, captured, &idx), 0);
 	if (!captured)
 		eht_lk_bell_arm(lk, idx);
 	uint8_t *out = malloc(n * RB + 1);
@@ -57,7 +63,8 @@ static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured,
 	pthread_t th[8];
 	struct emu e[8];
 	for (unsigned k = 0; k < blocks; k++) {
-		e[k] = (struct emu){.lk = lk, .idx = idx, .blocks = blocks, .block = k, .n = n, .out = out, .dead = &dead};
+		e[k] = (struct emu){.lk = lk, .idx = idx, .blocks = blocks, .block = k, .n = n, .count = n, .out = out,
+				    .dead = &dead};
 		CHECK(pthread_create(&th[k], NULL, emu_block, &e[k]) == 0);
 	}
 	for (unsigned k = 0; k < blocks; k++)
@@ -75,6 +82,37 @@ static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured,
 	}
 	CHECK(bad == 0);
 	CHECK(atomic_load(&dead) == want_dead);
+	CHECK_RC(eht_lk_bell_take_error(lk), 0);
+	free(out);
+}
+
+/* A compact request: u32 local rows, of which only `count` (<= bound n) exist; the CPU learns that
+ * count from h_count, written by the "kernel" before it rings. */
+static void run_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_t count, bool captured, unsigned blocks)
+{
+	unsigned idx = 0;
+	CHECK_RC(eht_lk_bell_prepare(lk, rows, false, 0, 0, n, true, captured, &idx), 0);
+	if (!captured)
+		eht_lk_bell_arm(lk, idx);
+	uint8_t *out = malloc(n * RB + 1);
+	memset(out, 0xee, n * RB + 1);
+	_Atomic uint64_t dead = 0;
+	pthread_t th[8];
+	struct emu e[8];
+	for (unsigned k = 0; k < blocks; k++) {
+		e[k] = (struct emu){.lk = lk, .idx = idx, .blocks = blocks, .block = k, .n = n, .count = count, .out = out,
+				    .dead = &dead, .compact = true};
+		CHECK(pthread_create(&th[k], NULL, emu_block, &e[k]) == 0);
+	}
+	for (unsigned k = 0; k < blocks; k++)
+		pthread_join(th[k], NULL);
+	uint64_t bad = 0;
+	for (size_t i = 0; i < count; i++)
+		bad += memcmp(out + i * RB, g_table + (size_t)rows[i] * RB, RB) != 0;
+	for (size_t i = count * RB; i < n * RB + 1; i++) /* nothing past the count is written */
+		bad += out[i] != 0xee;
+	CHECK(bad == 0);
+	CHECK(atomic_load(&dead) == 0);
 	CHECK_RC(eht_lk_bell_take_error(lk), 0);
 	free(out);
 }
@@ -120,6 +158,19 @@ int main(void)
 			ids[i] = (int64_t)((t_rand(&rs) + (uint64_t)replay) % (g_rows + 10)) - 5;
 		run_one(lk, ids, 3000, true, 4);
 	}
+	/* Compact requests: counts from none to the bound, eager and "captured", interleaved with the
+	 * others so slots are handed between request kinds. */
+	static uint32_t rows[4096];
+	static const size_t cs[][2] = {{4096, 0}, {4096, 1}, {4096, 2500}, {1000, 999}, {64, 64}, {4096, 4096}};
+	for (int rep = 0; rep < 2; rep++)
+		for (size_t k = 0; k < sizeof(cs) / sizeof(cs[0]); k++) {
+			for (size_t i = 0; i < cs[k][1]; i++)
+				rows[i] = (uint32_t)(t_rand(&rs) % g_rows);
+			run_compact(lk, rows, cs[k][0], cs[k][1], rep == 1 && k == 2, 1 + (unsigned)(k % 4));
+			for (size_t i = 0; i < 100; i++)
+				ids[i] = (int64_t)(t_rand(&rs) % g_rows);
+			run_one(lk, ids, 100, false, 2);
+		}
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(g_table);

@@ -40,8 +40,8 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		{"eht_lk_dedup_count", offsetof(struct eht_gpu_lookup, dedup_count)},
 		{"eht_lk_dedup_assign", offsetof(struct eht_gpu_lookup, dedup_assign)},
 		{"eht_lk_stage_in", offsetof(struct eht_gpu_lookup, stage_in)},
-		{"eht_lk_hot_mark", offsetof(struct eht_gpu_lookup, hot_mark)},
-		{"eht_lk_hot_fill", offsetof(struct eht_gpu_lookup, hot_fill)},
+		{"eht_lk_dedup_mark", offsetof(struct eht_gpu_lookup, dedup_mark)},
+		{"eht_lk_expand_codes", offsetof(struct eht_gpu_lookup, expand_codes)},
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		CUfunction *f = (CUfunction *)((char *)g + fns[i].off);
@@ -115,12 +115,12 @@ int eht_gpu_expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot,
 }
 
 int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr uniq, CUdeviceptr counters,
-			uint64_t max_n, CUdeviceptr table, uint32_t rb, CUdeviceptr compact)
+			float share, uint64_t max_n, CUdeviceptr table, uint32_t rb, CUdeviceptr compact)
 {
 	if (!max_n)
 		return 0;
 	int vec = eht_gpu_vec(rb, table, compact);
-	void *args[] = {&uniq, &counters, &table, &rb, &compact, &vec};
+	void *args[] = {&uniq, &counters, &share, &table, &rb, &compact, &vec};
 	return launch(g->gather_uniq, row_blocks(g, max_n), THREADS, s, args, "eht_lk_gather_uniq");
 }
 
@@ -211,32 +211,37 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eh
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
 			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &fmt, &vec, &counters,
-			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->skip};
+			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->ucount,
+			(void *)&a->share, (void *)&a->h_count};
 	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
 }
 
-int eht_gpu_hot_mark(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
-		     const struct eht_gpu_hot *h, CUdeviceptr counters)
+int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
+		       const struct eht_gpu_hot *h, CUdeviceptr counters)
 {
 	if (!n)
 		return 0;
 	unsigned long long nn = n;
-	long long off = ids->off, lo = ids->lo, hi = ids->hi, dead_id = h->dead_id;
-	int id64 = ids->id64, shift = 64 - (int)h->bits;
-	unsigned long long mask = (1ull << h->bits) - 1;
+	long long off = ids->off, lo = ids->lo, hi = ids->hi;
+	int id64 = ids->id64, hshift = h->keys ? 64 - (int)h->bits : 0, dshift = 64 - (int)h->dbits;
+	unsigned long long hmask = h->keys ? (1ull << h->bits) - 1 : 0, dmask = (1ull << h->dbits) - 1;
 	uint64_t blocks = (n + THREADS - 1) / THREADS, cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 16;
-	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, (void *)&h->keys, (void *)&h->vals, &mask,
-			&shift, &dead_id, (void *)&h->ids, (void *)&h->slot, &counters};
-	return launch(g->hot_mark, (unsigned)(blocks < cap ? blocks : cap), THREADS, s, args, "eht_lk_hot_mark");
+	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, (void *)&h->keys, (void *)&h->vals, &hmask,
+			&hshift, (void *)&h->dkeys, (void *)&h->dvals, &dmask, &dshift, (void *)&h->uniq,
+			(void *)&h->code, &counters};
+	return launch(g->dedup_mark, (unsigned)(blocks < cap ? blocks : cap), THREADS, s, args, "eht_lk_dedup_mark");
 }
 
-int eht_gpu_hot_fill(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_hot *h, uint64_t n,
-		     uint32_t rb, CUdeviceptr out, int fmt)
+int eht_gpu_expand_codes(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_hot *h, uint64_t n,
+			 CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt)
 {
 	if (!n)
 		return 0;
-	int vec = eht_gpu_vec(rb, h->rows, out);
+	/* One vector width for both sources: the hot rows and the compact rows. */
+	int vec = eht_gpu_vec(rb, compact, out), vh = h->rows ? eht_gpu_vec(rb, h->rows, out) : vec;
+	vec = vh < vec ? vh : vec;
 	unsigned long long nn = n;
-	void *args[] = {(void *)&h->slot, &nn, (void *)&h->rows, &rb, &out, &fmt, &vec};
-	return launch(g->hot_fill, row_blocks(g, n), THREADS, s, args, "eht_lk_hot_fill");
+	void *args[] = {(void *)&h->code, &nn, (void *)&h->rows, (void *)&h->dkeys, (void *)&h->dvals, &compact, &rb,
+			&out, &fmt, &vec};
+	return launch(g->expand_codes, row_blocks(g, n), THREADS, s, args, "eht_lk_expand_codes");
 }

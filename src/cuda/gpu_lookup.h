@@ -18,7 +18,7 @@
 struct eht_gpu_lookup {
 	CUmodule mod;
 	CUfunction direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
-		dedup_assign, stage_in, hot_mark, hot_fill;
+		dedup_assign, stage_in, dedup_mark, expand_codes;
 	int sms;
 };
 
@@ -62,9 +62,10 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, CUstream s, const struct 
 		       const struct eht_gpu_sort_bufs *b, CUdeviceptr uniq, CUdeviceptr slot,
 		       CUdeviceptr counters);
 
-/* compact[u] = table row uniq[u] for u < counters[1] (read on the GPU); max_n bounds the grid. */
+/* compact[u] = table row uniq[u] for u < counters[1] (read on the GPU), or only for the GPU's share of
+ * a split (the first counters[1] x share; share >= 1: all); max_n bounds the grid. */
 int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr uniq, CUdeviceptr counters,
-			uint64_t max_n, CUdeviceptr table, uint32_t rb, CUdeviceptr compact);
+			float share, uint64_t max_n, CUdeviceptr table, uint32_t rb, CUdeviceptr compact);
 
 /* The GPU half of a stream-triggered CPU gather (kernel eht_lk_stage_in): rings *bell (host-mapped),
  * then for each chunk c of n rows waits for ready[c % nslots] == c + 1, copies that staging slot into
@@ -76,25 +77,33 @@ struct eht_gpu_stage_in {
 	CUdeviceptr staging, ready, chunk_dead, bell, sync;
 	CUdeviceptr h_dead;      /* host-mapped: counters[0] when the kernel ends (0: none) */
 	CUdeviceptr trace;       /* host-mapped: 5 GPU timestamps of the launch (0: none) */
-	CUdeviceptr skip;        /* u32 per id: rows not UINT32_MAX are zeros, not read (0: none) */
+	/* A compact request (ucount not 0): ids are the u32 distinct rows of eht_gpu_dedup_mark, this
+	 * launch takes those after the GPU's share (see eht_gpu_gather_uniq) of *ucount, n bounds it;
+	 * out is the compact buffer (raw); their number goes to h_count (host-mapped) for the CPU. */
+	CUdeviceptr ucount, h_count;
+	float share;
 	uint32_t chunk, nslots, tag;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr counters);
 
-/* Hot-row cache (src/lookup/lk_hot.c): index keys/vals (2^bits entries, src/lookup/lk_hot.h), rows
- * (raw, slot order), and per-piece buffers ids (int64 x max_batch) and slot (u32 x max_batch). */
+/* A deduplicating run (src/lookup/lk_hot.c): the hot set's index keys/vals (2^bits entries,
+ * src/lookup/lk_hot.h; keys 0: no hot set) and rows (raw, slot order); the step's dedup table
+ * dkeys/dvals (2^dbits entries, keys all ones between steps); per-id codes and the distinct rows uniq
+ * (u32 x max_batch each). */
 struct eht_gpu_hot {
-	CUdeviceptr keys, vals, rows, ids, slot;
+	CUdeviceptr keys, vals, rows;
 	uint32_t bits;
-	int64_t dead_id; /* an id that the run's offset makes dead */
+	CUdeviceptr dkeys, dvals, uniq, code;
+	uint32_t dbits;
 };
-/* Mark: for p < n, slot[p] = cache slot of ids[p] (UINT32_MAX: miss or dead), h->ids[p] = dead_id on a
- * hit, else ids[p] as int64; counters[0] -= hits (the strategy counts them as dead). */
-int eht_gpu_hot_mark(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
-		     const struct eht_gpu_hot *h, CUdeviceptr counters);
-/* Fill: out[p] = rows[slot[p]] in fmt where slot[p] is a hit; other rows untouched. */
-int eht_gpu_hot_fill(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_hot *h, uint64_t n,
-		     uint32_t rb, CUdeviceptr out, int fmt);
+/* Mark: ids that are hot-set hits, dead, or misses; the distinct misses into uniq[0..counters[1])
+ * (counters[1] zero before), counters[0] += dead. Local rows must fit 31 bits. */
+int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
+		       const struct eht_gpu_hot *h, CUdeviceptr counters);
+/* Expand: out[p] in fmt from the hot rows, the compact rows (distinct misses in uniq order) or zeros,
+ * emptying the dedup table for the next run. */
+int eht_gpu_expand_codes(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_hot *h, uint64_t n,
+			 CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt);
 
 #endif

@@ -66,6 +66,7 @@ void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t 
 struct bell_job {
 	eht_lookup *lk;
 	const struct lk_req *r;
+	size_t n; /* rows of this request (of a compact one: what its kernel found) */
 	unsigned idx;
 	uint32_t chunk, nslots;
 	double t0;
@@ -98,7 +99,7 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 			eht_cpu_relax();
 		}
 	}
-	size_t begin = c * j->chunk, end = begin + j->chunk < r->n ? begin + j->chunk : r->n;
+	size_t begin = c * j->chunk, end = begin + j->chunk < j->n ? begin + j->chunk : j->n;
 	uint64_t dead = 0;
 	uint8_t *dst = b->staging + (size_t)slot * j->chunk * lk->rb;
 	int rc = eht_lk_gather_ids(lk, r->ids, r->id64, r->off, begin, end, dst, lk->rb, EHT_LOOKUP_RAW, &dead);
@@ -151,11 +152,16 @@ static void serve(eht_lookup *lk, unsigned i)
 		atomic_store_explicit(&r->armed, false, memory_order_relaxed);
 		atomic_fetch_sub(&P.pending, 1);
 	}
-	if (r->n == 0)
+	size_t n = r->n;
+	if (r->compact) { /* its kernel wrote the count before it rang */
+		uint64_t c = *(volatile uint64_t *)&b->h_count[i];
+		n = c < n ? (size_t)c : n;
+	}
+	if (n == 0)
 		return;
 	trace_take(b);
-	struct bell_job j = {.lk = lk, .r = r, .idx = i, .t0 = eht_now_s()};
-	eht_lk_bell_geom(lk, r->n, &j.chunk, &j.nslots);
+	struct bell_job j = {.lk = lk, .r = r, .n = n, .idx = i, .t0 = eht_now_s()};
+	eht_lk_bell_geom(lk, r->n, &j.chunk, &j.nslots); /* the kernel's: it knows only the bound */
 	/* The previous request's slots must all have been read by its kernel before they are reused. */
 	for (unsigned s = 0; s < b->prev_slots; s++)
 		while (atomic_load_explicit(&ready(b)[s], memory_order_acquire) != 0) {
@@ -170,13 +176,15 @@ static void serve(eht_lookup *lk, unsigned i)
 	for (unsigned s = 0; s < j.nslots; s++)
 		atomic_store_explicit(&b->slot_pub[s], 0, memory_order_relaxed);
 	b->prev_slots = j.nslots;
-	size_t nchunks = (r->n + j.chunk - 1) / j.chunk;
+	size_t nchunks = (n + j.chunk - 1) / j.chunk;
+	if (nchunks < j.nslots)
+		j.nslots = (uint32_t)nchunks; /* as the kernel's geometry for n rows: slots wrap at the same place */
 	double t1 = eht_now_s();
 	eht_pool_run(lk->pool, nchunks, bell_task, &j);
 	int k = LK_AUTO_CLASS(r->n);
 	b->gclass = k;
 	b->st_reqs[k]++;
-	b->st_rows[k] += r->n;
+	b->st_rows[k] += n;
 	b->st_wait_s[k] += t1 - j.t0;
 	b->st_gather_s[k] += eht_now_s() - t1;
 }
@@ -323,6 +331,7 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->arena_cap = 2 * lk->max_batch * 8;
 	b->arena = bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
 	b->h_dead = bell_alloc(lk, sizeof(uint64_t), &b->d_h_dead, &rc);
+	b->h_count = bell_alloc(lk, LK_REQS * sizeof(uint64_t), &b->d_h_count, &rc);
 	b->trace = eht_env_u64("EHT_BELL_TRACE", 0) != 0;
 	if (b->trace)
 		b->gtrace = bell_alloc(lk, 5 * sizeof(uint64_t), &b->d_gtrace, &rc);
@@ -383,6 +392,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		eht_cu.cuMemFree(b->d_sync);
 	bell_free(lk, b->arena);
 	bell_free(lk, b->h_dead);
+	bell_free(lk, b->h_count);
 	bell_free(lk, b->gtrace);
 	bell_free(lk, b->staging);
 	bell_free(lk, (void *)b->words);
@@ -402,7 +412,7 @@ int eht_lk_bell_take_error(eht_lookup *lk)
 
 /* ------------------------------------------------------------------- the call's side */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool capturing, unsigned *idx)
+			bool compact, bool capturing, unsigned *idx)
 {
 	struct lk_bell *b = &lk->bell;
 	size_t bytes = n * (id64 ? 8 : 4);
@@ -425,7 +435,8 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 		unsigned scan = atomic_load(&b->scan);
 		for (unsigned i = LK_EAGER_REQS; i < scan; i++) {
 			struct lk_req *q = &b->reqs[i];
-			if (q->key == ids && q->n == n && q->id64 == id64 && q->off == off && (q->h_ids != NULL) == ids_dev) {
+			if (q->key == ids && q->n == n && q->id64 == id64 && q->off == off && (q->h_ids != NULL) == ids_dev &&
+			    q->compact == compact) {
 				*idx = i;
 				return 0;
 			}
@@ -457,6 +468,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 	r->n = n;
 	r->id64 = id64;
 	r->off = off;
+	r->compact = compact;
 	if (capturing) {
 		atomic_store_explicit(&r->armed, true, memory_order_release);
 		atomic_store_explicit(&b->scan, *idx + 1, memory_order_release);
@@ -479,38 +491,55 @@ static void bell_disarm(unsigned idx, struct lk_req *r)
 		atomic_fetch_sub(&P.pending, 1);
 }
 
-int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead)
+/* Enqueues request idx's stage-in kernel (a: everything but the request's own fields). */
+static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, CUdeviceptr out, int fmt, CUstream s,
+		       bool capturing, bool publish_dead, unsigned idx)
 {
 	struct lk_bell *b = &lk->bell;
-	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, capturing, &idx);
-	if (rc)
-		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
-	 * microseconds of extra latency per step). */
-	size_t id_bytes = n * (id64 ? 8 : 4);
-	struct eht_gpu_stage_in a = {.ids = ids_dev ? (CUdeviceptr)(uintptr_t)ids : 0,
-				     .h_ids = r->d_h_ids,
-				     .id_bytes = id_bytes,
-				     .staging = b->d_staging,
-				     .ready = b->d_words + LK_REQS * sizeof(uint32_t),
-				     .chunk_dead = b->d_cdead,
-				     .bell = b->d_words + idx * sizeof(uint32_t),
-				     .sync = b->d_sync + idx * 2 * sizeof(uint32_t),
-				     .h_dead = publish_dead ? b->d_h_dead : 0,
-				     .trace = b->d_gtrace};
-	/* Under a hot set (lk_hot.c) the ids are its int64 copy: its hits need not cross the link. */
-	if (lk->hot_skip && ids_dev && (uintptr_t)ids >= lk->hot_skip_ids)
-		a.skip = lk->hot_skip + ((uintptr_t)ids - lk->hot_skip_ids) / 8 * 4;
-	eht_lk_bell_geom(lk, n, &a.chunk, &a.nslots);
-	a.tag = (uint32_t)idx << LK_TAG_SHIFT;
+	a->h_ids = r->d_h_ids;
+	a->staging = b->d_staging;
+	a->ready = b->d_words + LK_REQS * sizeof(uint32_t);
+	a->chunk_dead = b->d_cdead;
+	a->bell = b->d_words + idx * sizeof(uint32_t);
+	a->sync = b->d_sync + idx * 2 * sizeof(uint32_t);
+	a->h_dead = publish_dead ? b->d_h_dead : 0;
+	a->trace = b->d_gtrace;
+	eht_lk_bell_geom(lk, n, &a->chunk, &a->nslots);
+	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
 	/* Armed before the kernel can ring: the poller ignores a ring of a request that is not. */
 	eht_lk_bell_arm(lk, idx);
-	if ((rc = eht_gpu_stage_in(&lk->g, s, &a, n, lk->rb, out, lk->fmt, lk->d_counters)))
+	int rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, fmt, lk->d_counters);
+	if (rc)
 		bell_disarm(idx, r);
 	if (!rc && !capturing && !(rc = EHT_CU_CHECK(cuEventRecord(r->done, s))))
 		r->done_used = true;
 	return rc;
+}
+
+int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead)
+{
+	unsigned idx;
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, capturing, &idx);
+	if (rc)
+		return rc;
+	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
+	 * microseconds of extra latency per step). */
+	struct eht_gpu_stage_in a = {.ids = ids_dev ? (CUdeviceptr)(uintptr_t)ids : 0,
+				     .id_bytes = n * (id64 ? 8 : 4)};
+	return bell_launch(lk, &a, n, out, lk->fmt, s, capturing, publish_dead, idx);
+}
+
+int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, float share, size_t n,
+			CUdeviceptr compact, CUstream s, bool capturing, bool publish_dead)
+{
+	unsigned idx;
+	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, capturing, &idx);
+	if (rc)
+		return rc;
+	struct eht_gpu_stage_in a = {.ids = uniq, .id_bytes = n * 4, .ucount = ucount, .share = share,
+				     .h_count = lk->bell.d_h_count + idx * sizeof(uint64_t)};
+	return bell_launch(lk, &a, n, compact, EHT_LOOKUP_RAW, s, capturing, publish_dead, idx);
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk_hot.c: the GPU hot-row cache: eht_lookup_set_hotset copies a fixed set of rows into GPU memory
- * with an open-addressing index, and each GPU piece of a run is wrapped: a mark kernel looks every id
- * up (hits become dead ids in a private int64 copy, so the strategy neither reads nor sends them), the
- * strategy runs unchanged on that copy (zero rows where the hits are), then a fill kernel writes the
- * hit rows over those zeros. The dead count stays right: the mark kernel subtracts the hits it turned
- * dead from counters[0] before the strategy adds them back. */
+/* lk_hot.c: deduplicating runs and the GPU hot-row cache. eht_lookup_set_hotset copies a fixed set of
+ * rows into GPU memory with an open-addressing index. A run through here (a hot set, or
+ * EHT_LOOKUP_GPU_DEDUP) is three steps on the stream: a mark kernel sorts every id into dead, hot hit
+ * or miss, and gives the misses' distinct rows a place in a compact list (a hash table on the GPU, one
+ * atomic per warp); the strategy then reads only those distinct misses (in place on the GPU, by the
+ * CPU pool through the stream-triggered path, or both at once), into the compact buffer; an expand
+ * kernel writes every position from the hot rows, the compact rows or zeros. Hits and repeats never
+ * cross the link, and the CPU gathers each distinct row once. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +17,13 @@
 #include "util/err.h"
 
 struct lk_hot {
-	uint64_t n;
+	uint64_t n; /* hot rows (0: dedup only) */
 	struct eht_hot_index ix;
-	CUdeviceptr d_keys, d_vals, d_rows, d_ids, d_slot;
+	CUdeviceptr d_keys, d_vals, d_rows;
+	uint32_t dbits;
+	CUdeviceptr d_dkeys, d_dvals, d_uniq, d_code;
+	bool dirty; /* the dedup table may hold entries of a run that failed half way */
+	float force_share; /* EHT_LOOKUP_DEDUP_SHARE (tests, diagnosis): AUTO's GPU share; < 0: calibrated */
 };
 
 /* ------------------------------------------------------------------- index (host) */
@@ -167,7 +173,7 @@ void eht_lk_hot_free(eht_lookup *lk)
 	struct lk_hot *h = lk->hot;
 	if (!h)
 		return;
-	CUdeviceptr ds[] = {h->d_keys, h->d_vals, h->d_rows, h->d_ids, h->d_slot};
+	CUdeviceptr ds[] = {h->d_keys, h->d_vals, h->d_rows, h->d_dkeys, h->d_dvals, h->d_uniq, h->d_code};
 	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
 		if (ds[i])
 			eht_cu.cuMemFree(ds[i]);
@@ -203,16 +209,50 @@ static int fill_rows(eht_lookup *lk, struct lk_hot *h, const int64_t *rows)
 	return 0;
 }
 
+/* The dedup state every deduplicating run needs, hot set or not: the step's table (2 x max_batch
+ * entries or more, empty), codes and distinct rows. */
+static int dedup_alloc(eht_lookup *lk, struct lk_hot *h)
+{
+	if (lk->hi - lk->lo > INT32_MAX)
+		return eht_err(EINVAL, "lookup on %s: %lld local rows; GPU dedup and the hot set index at most 2^31 - 1",
+			       lk->ti.name, (long long)(lk->hi - lk->lo));
+	h->dbits = 1;
+	while ((1ull << h->dbits) < 2 * lk->max_batch)
+		h->dbits++;
+	int rc = eht_cu_use_device(lk->device);
+	rc = dalloc(&h->d_dkeys, (8ull << h->dbits), rc);
+	rc = dalloc(&h->d_dvals, (4ull << h->dbits), rc);
+	rc = dalloc(&h->d_uniq, lk->max_batch * 4, rc);
+	rc = dalloc(&h->d_code, lk->max_batch * 4, rc);
+	if (!rc)
+		rc = EHT_CU_CHECK(cuMemsetD8(h->d_dkeys, 0xff, 8ull << h->dbits));
+	const char *fs = getenv("EHT_LOOKUP_DEDUP_SHARE");
+	h->force_share = fs && *fs ? strtof(fs, NULL) : -1.0f;
+	return rc;
+}
+
+int eht_lk_dedup_init(eht_lookup *lk)
+{
+	struct lk_hot *h = calloc(1, sizeof(*h));
+	if (!h)
+		return eht_err(ENOMEM, "lookup: out of memory");
+	lk->hot = h;
+	int rc = dedup_alloc(lk, h);
+	if (rc)
+		eht_lk_hot_free(lk);
+	return rc;
+}
+
 int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 {
 	if (!lk)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: NULL engine");
 	if (!rows && n)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: NULL rows");
-	if (lk->hot || lk->ran)
+	if ((lk->hot && lk->hot->n) || lk->ran)
 		return eht_err(EBUSY, "eht_lookup_set_hotset: table %s: the hot set is set once, before the first run",
 			       lk->ti.name);
-	if (!lk->gpu || !lk->kernels)
+	if (!lk->gpu || !lk->kernels || !lk->bell.ready_alloc)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: table %s: a hot set needs a GPU engine with the kernels",
 			       lk->ti.name);
 	if (n == 0)
@@ -220,68 +260,94 @@ int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 	if (n > UINT32_MAX / 2)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: %llu rows (at most 2^31 - 1)", (unsigned long long)n);
 	uint64_t *loc = malloc(n * sizeof(*loc));
-	struct lk_hot *h = calloc(1, sizeof(*h));
 	int rc = 0;
-	if (!loc || !h) {
-		rc = eht_err(ENOMEM, "eht_lookup_set_hotset: out of memory for %llu rows", (unsigned long long)n);
-		goto fail;
-	}
-	lk->hot = h;
-	h->n = n;
+	if (!loc)
+		return eht_err(ENOMEM, "eht_lookup_set_hotset: out of memory for %llu rows", (unsigned long long)n);
+	if (!lk->hot && (rc = eht_lk_dedup_init(lk)))
+		goto out;
+	struct lk_hot *h = lk->hot;
 	if ((rc = eht_hot_rows_local(rows, n, lk->lo, lk->hi, loc)) || (rc = eht_hot_index_build(loc, n, &h->ix)))
-		goto fail;
-	if ((rc = eht_cu_use_device(lk->device)))
-		goto fail;
+		goto out;
+	h->n = n;
+	rc = eht_cu_use_device(lk->device);
 	rc = dalloc(&h->d_keys, h->ix.cap * 8, rc);
 	rc = dalloc(&h->d_vals, h->ix.cap * 4, rc);
 	rc = dalloc(&h->d_rows, n * lk->rb, rc);
-	rc = dalloc(&h->d_ids, lk->max_batch * 8, rc);
-	rc = dalloc(&h->d_slot, lk->max_batch * 4, rc);
 	if (!rc)
 		rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_keys, h->ix.keys, h->ix.cap * 8));
 	if (!rc)
 		rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_vals, h->ix.vals, h->ix.cap * 4));
 	if (!rc)
 		rc = fill_rows(lk, h, rows);
-	if (rc)
-		goto fail;
+out:
 	free(loc);
-	return 0;
-fail:
-	free(loc);
-	if (lk->hot)
+	if (rc && lk->hot && lk->hot->n) { /* back to what it was: dedup alone, or nothing */
+		bool dedup = lk->flags & EHT_LOOKUP_GPU_DEDUP;
 		eht_lk_hot_free(lk);
-	else
-		free(h);
+		if (dedup)
+			eht_lk_dedup_init(lk);
+	}
 	return rc;
 }
 
 uint64_t eht_lookup_hotset_rows(const eht_lookup *lk) { return lk && lk->hot ? lk->hot->n : 0; }
 
+/* The GPU's share of the distinct misses under strategy st: 1 in place on the GPU (DIRECT, SORTED, and
+ * AUTO where calibrated so), 0 the CPU pool, between: both at once. */
+static float gpu_share(const eht_lookup *lk, const struct lk_strategy *st, size_t n)
+{
+	if (st->id == EHT_LOOKUP_DIRECT || st->id == EHT_LOOKUP_SORTED)
+		return 1.0f;
+	if (st->id != EHT_LOOKUP_AUTO || !lk->table_gpu)
+		return 0.0f;
+	if (lk->hot->force_share >= 0.0f)
+		return lk->hot->force_share > 1.0f ? 1.0f : lk->hot->force_share;
+	const struct lk_auto *a = &lk->autos[1][LK_AUTO_CLASS(n)];
+	return a->mode == EHT_LOOKUP_DIRECT ? 1.0f : a->mode == EHT_LOOKUP_AUTO ? (float)a->f : 0.0f;
+}
+
 int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_piece *p)
 {
 	struct lk_hot *h = lk->hot;
-	CUdeviceptr d;
-	int rc = eht_lk_piece_ids_dev(lk, p->ids, p->ids_dev, p->id64 ? 8 : 4, p->n, p->s, &d);
+	CUstream s = p->s;
+	CUdeviceptr d, ucount = lk->d_counters + sizeof(uint64_t), compact = lk->d_compact;
+	int rc = eht_lk_piece_ids_dev(lk, p->ids, p->ids_dev, p->id64 ? 8 : 4, p->n, s, &d);
+	/* A run that failed between mark and expand left entries in the dedup table. */
+	if (!rc && h->dirty && !(rc = EHT_CU_CHECK(cuMemsetD8Async(h->d_dkeys, 0xff, 8ull << h->dbits, s))))
+		h->dirty = false;
+	if (!rc)
+		rc = EHT_CU_CHECK(cuMemsetD32Async(ucount, 0, 2, s));
 	if (rc)
 		return rc;
 	struct eht_gpu_ids gi = {.ids = d, .id64 = p->id64, .off = p->off, .lo = lk->lo, .hi = lk->hi};
-	struct eht_gpu_hot gh = {.keys = h->d_keys, .vals = h->d_vals, .bits = h->ix.bits, .rows = h->d_rows,
-				 .ids = h->d_ids, .slot = h->d_slot,
-				 /* id + off == -1 (mod 2^64): below lo (>= 0), dead for every strategy */
-				 .dead_id = (int64_t)(UINT64_MAX - (uint64_t)p->off)};
-	if ((rc = eht_gpu_hot_mark(&lk->g, p->s, &gi, p->n, &gh, lk->d_counters)))
+	struct eht_gpu_hot gh = {.keys = h->n ? h->d_keys : 0, .vals = h->d_vals, .rows = h->d_rows, .bits = h->ix.bits,
+				 .dkeys = h->d_dkeys, .dvals = h->d_dvals, .uniq = h->d_uniq, .code = h->d_code,
+				 .dbits = h->dbits};
+	if ((rc = eht_gpu_dedup_mark(&lk->g, s, &gi, p->n, &gh, lk->d_counters)))
 		return rc;
-	struct lk_piece q = *p;
-	q.ids = (const void *)(uintptr_t)h->d_ids;
-	q.ids_dev = true;
-	q.id64 = 1;
-	lk->hot_skip = h->d_slot;
-	lk->hot_skip_ids = h->d_ids;
-	rc = st->gpu_piece(lk, &q);
-	lk->hot_skip = lk->hot_skip_ids = 0;
-	p->dead_published = q.dead_published;
+	h->dirty = true;
+	float share = gpu_share(lk, st, p->n);
+	bool split = share > 0.0f && share < 1.0f;
+	CUstream gs = split ? lk->side : s;
+	if (split) {
+		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
+	}
+	if (!rc && share > 0.0f)
+		rc = eht_gpu_gather_uniq(&lk->g, gs, h->d_uniq, lk->d_counters, share, p->n, lk->ti.device_ptr, lk->rb,
+					 compact);
+	if (!rc && split)
+		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
+	if (!rc && share < 1.0f) {
+		p->dead_published = p->publish_dead;
+		rc = eht_lk_bell_compact(lk, h->d_uniq, ucount, share, p->n, compact, s, p->capture, p->publish_dead);
+	}
+	if (!rc && split)
+		rc = EHT_CU_CHECK(cuStreamWaitEvent(s, lk->ev_join, 0));
 	if (!rc)
-		rc = eht_gpu_hot_fill(&lk->g, p->s, &gh, p->n, lk->rb, (CUdeviceptr)(uintptr_t)p->out, lk->fmt);
+		rc = eht_gpu_expand_codes(&lk->g, s, &gh, p->n, compact, lk->rb, (CUdeviceptr)(uintptr_t)p->out, lk->fmt);
+	if (!rc)
+		h->dirty = false;
 	return rc;
 }

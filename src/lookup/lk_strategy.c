@@ -43,7 +43,7 @@ int eht_lk_gpu_piece(eht_lookup *lk, int strategy, const void *ids, bool ids_dev
 		return eht_gpu_direct(&lk->g, s, &gi, n, lk->ti.device_ptr, lk->rb, out, lk->fmt, lk->d_counters);
 	rc = eht_gpu_sort_dedup(&lk->g, s, &gi, (uint32_t)n, &lk->sb, lk->d_uniq, lk->d_slot, lk->d_counters);
 	if (!rc)
-		rc = eht_gpu_gather_uniq(&lk->g, s, lk->d_uniq, lk->d_counters, n, lk->ti.device_ptr, lk->rb,
+		rc = eht_gpu_gather_uniq(&lk->g, s, lk->d_uniq, lk->d_counters, 1.0f, n, lk->ti.device_ptr, lk->rb,
 					 lk->d_compact);
 	if (!rc)
 		rc = eht_gpu_expand(&lk->g, s, lk->d_slot, n, lk->d_compact, lk->rb, out, lk->fmt);

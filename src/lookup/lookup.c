@@ -156,6 +156,8 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		else if (o.strategy == EHT_LOOKUP_SORTED && !lk->sortable)
 			rc = eht_err(EINVAL, "lookup: SORTED needs fewer than 2^32-1 local rows");
 	}
+	if (!rc && (o.flags & EHT_LOOKUP_GPU_DEDUP) && (o.flags & EHT_LOOKUP_CPU_ONLY))
+		rc = eht_err(EINVAL, "lookup: GPU_DEDUP and CPU_ONLY together (dedup runs on the GPU)");
 	if (!rc && (o.flags & EHT_LOOKUP_HOST_SORT) && !lk->sortable)
 		rc = eht_err(EINVAL, "lookup: HOST_SORT needs fewer than 2^32-1 local rows");
 	if (!rc && !ti->host && !lk->sortable)
@@ -245,6 +247,12 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	if (lk->strategy == EHT_LOOKUP_AUTO && lk->table_gpu && lk->kernels && lk->ti.host)
 		eht_lk_auto_calibrate(lk);
 	lk->ran = false; /* calibration's runs are the engine's own: a hot set may still be set */
+	if ((o.flags & EHT_LOOKUP_GPU_DEDUP) && lk->gpu) {
+		if (!lk->bell.ready_alloc)
+			eht_warn_once("lookup: GPU dedup needs the GPU kernels; table %s runs without it", ti->name);
+		else if ((rc = eht_lk_dedup_init(lk)))
+			goto fail;
+	}
 	eht_debug("lookup on %s: %u threads, staging %zu rows, max_batch %zu, gpu %d (in place %d)", ti->name,
 		  lk->nthreads, lk->staging_rows, mb, lk->gpu, lk->table_gpu);
 	*out = lk;

@@ -50,6 +50,7 @@ struct lk_req {
 	size_t h_cap, n;  /* bytes of h_ids; ids */
 	int id64;
 	int64_t off;
+	bool compact;     /* the distinct rows of a dedup pass: n bounds them, h_count has their number */
 	atomic_bool armed; /* fields above published (release) for the poller */
 	bool taken;       /* captured slot in use */
 	bool done_used;
@@ -67,6 +68,8 @@ struct lk_bell {
 	uint8_t *arena;          /* pinned: ids copies of captured requests, bump-allocated */
 	CUdeviceptr d_arena;
 	uint64_t *h_dead;        /* pinned, mapped: dead ids of the last run, written by its kernel */
+	uint64_t *h_count;       /* pinned, mapped: rows of each compact request, written by its kernel */
+	CUdeviceptr d_h_count;
 	CUdeviceptr d_h_dead;
 	size_t arena_cap, arena_used;
 	CUdeviceptr d_words;
@@ -149,7 +152,6 @@ struct eht_lookup {
 	struct lk_bell bell;
 	struct lk_hot *hot; /* GPU hot-row cache (lk_hot.c), NULL without a hot set */
 	bool ran;           /* eht_lookup_run was called (the hot set is set before) */
-	CUdeviceptr hot_skip, hot_skip_ids; /* during a hot piece: its slots and id copy (lk_bell.c) */
 };
 
 
@@ -204,13 +206,17 @@ void eht_lk_pool_put(eht_pool *pool);
  * (the run's only GPU work) from there to bell.h_dead when the kernel ends. */
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
 		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead);
+/* The same for the distinct rows of a dedup pass (lk_hot.c): uniq (u32 local rows) after the GPU's
+ * share of the *ucount there are (both on the GPU; n bounds them) into compact (raw, same places). */
+int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, float share, size_t n,
+			CUdeviceptr compact, CUstream s, bool capturing, bool publish_dead);
 /* Allocates the path's buffers (host memory without a GPU: the CPU emulation the tests drive) and
  * joins the poller. */
 int eht_lk_bell_init(eht_lookup *lk);
 /* The call's CPU part: picks request idx (an eager ring slot, or the captured request of this key)
  * and records what the CPU will read; then arm (before the kernel can ring). */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool capturing, unsigned *idx);
+			bool compact, bool capturing, unsigned *idx);
 void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);
 /* Chunk rows and staging slots of an n-row request (the kernel's launch arguments). */
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots);
@@ -257,10 +263,12 @@ int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
 			 CUdeviceptr *dptr);
 
-/* lk_hot.c: a GPU piece through the hot-row cache (mark, the strategy's GPU piece on the marked ids,
- * fill); and freeing the cache. */
+/* lk_hot.c: a GPU piece through GPU dedup and the hot-row cache (mark, the strategy's gather of the
+ * distinct misses, expand); and freeing that state. */
 int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_piece *p);
 void eht_lk_hot_free(eht_lookup *lk);
+/* The dedup state alone (EHT_LOOKUP_GPU_DEDUP without a hot set). */
+int eht_lk_dedup_init(eht_lookup *lk);
 
 /* lk_auto.c: AUTO's two pieces (the split between the GPU's in-place gather and the CPU pool, as
  * calibrated), its calibration at create, and the defaults before it. */

@@ -115,7 +115,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--sweep] [--strategies direct,sorted,host,auto]\n"
 		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
-		   "                        [--device D] [--cpu] [--json] [--help]\n"
+		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
+		   "                        [--json] [--help]\n"
 		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
 		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
 		   "             its id buffer (ids in GPU memory)\n"
@@ -127,7 +128,8 @@ static void usage(FILE *f)
 		   "  --hotset K|FILE  a GPU hot set per engine (eht_lookup_set_hotset): the K most frequent ids of the\n"
 		   "             text outside the measured tokens, or a file of `eht hotset build` (built for this\n"
 		   "             table: --table-rows); the steps then come from tokens [0, T/2) unless --workload-range\n"
-		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n");
+		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n"
+		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
 }
 
 static int parse_strategy(const char *s)
@@ -217,7 +219,7 @@ int bench_lookup(int argc, char **argv)
 	size_t shapes[MAX_SHAPES] = {196608, 6144};
 	static const size_t sweep[] = {256, 1024, 4096, 6144, 16384, 49152, 98304, 196608};
 	int nshapes = 2, strategies[4] = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO};
-	int nstrat = 4, reps = 20, json = 0, fmt = EHT_LOOKUP_RAW, dev = 0, cpu = 0, graph = 0, ids_on = -1;
+	int nstrat = 4, reps = 20, json = 0, fmt = EHT_LOOKUP_RAW, dev = 0, cpu = 0, graph = 0, ids_on = -1, dedup = 0;
 	unsigned threads = 0;
 	const char *workload = "uniform", *hotset = NULL;
 	struct bench_workload *wl = NULL;
@@ -234,7 +236,7 @@ int bench_lookup(int argc, char **argv)
 		{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
 		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
 		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
-		{NULL, 0, NULL, 0}};
+		{"dedup", no_argument, NULL, 'D'},           {NULL, 0, NULL, 0}};
 	optind = 1;
 	opterr = 0;
 	int opt;
@@ -297,6 +299,7 @@ int bench_lookup(int argc, char **argv)
 			}
 			break;
 		case 'G': graph = 1; break;
+		case 'D': dedup = 1; break;
 		case 'r': reps = (int)strtol(optarg, &end, 10); if (*end) reps = 0; break;
 		case 't': threads = (unsigned)strtoul(optarg, &end, 10); break;
 		case 'f':
@@ -474,7 +477,7 @@ int bench_lookup(int argc, char **argv)
 		int strat = strategies[si];
 		struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strat, .format = fmt, .device = gpu ? dev : -1,
 					    .numa_node = -1, .threads = threads, .max_batch = maxn,
-					    .flags = gpu ? 0 : EHT_LOOKUP_CPU_ONLY};
+					    .flags = gpu ? (dedup ? EHT_LOOKUP_GPU_DEDUP : 0) : EHT_LOOKUP_CPU_ONLY};
 		crcs[si] = (!gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
 				   ? -ENODEV
 				   : eht_lookup_create(t, &o, &engines[si]);
@@ -564,6 +567,8 @@ int bench_lookup(int argc, char **argv)
 					      "ids", (json_int_t)r->n, "distinct_fraction", r->distinct, "hot_rows",
 					      (json_int_t)nhot, "hot_hit_fraction", cli_real_or_null(r->hit, r->hit >= 0),
 					      "link_floor_ms", cli_real_or_null(floor_ms, link > 0));
+			if (o)
+				json_object_set_new(o, "gpu_dedup", json_boolean(gpu && (dedup || nhot)));
 			for (int m = 0; o && m < NMODES; m++) {
 				if (!want[m])
 					continue;

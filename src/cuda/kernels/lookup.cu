@@ -211,13 +211,25 @@ extern "C" __global__ void eht_lk_expand(const uint32_t *slot, unsigned long lon
 	}
 }
 
-/* Distinct rows uniq[0..counters[1]) (ascending local rows) into compact, raw. Launched for the
+/* The first split_at(u, share) of u distinct rows are gathered in place on the GPU (eht_lk_gather_uniq),
+ * the rest by the CPU (eht_lk_stage_in): both kernels compute it with the same float steps. */
+__device__ __forceinline__ unsigned long long split_at(unsigned long long u, float share)
+{
+	if (share >= 1.0f)
+		return u;
+	if (share <= 0.0f)
+		return 0;
+	unsigned long long k = (unsigned long long)((float)u * share);
+	return k < u ? k : u;
+}
+
+/* Distinct rows uniq[0..split_at(counters[1], share)) (local rows) into compact, raw. Launched for the
  * largest possible count; warps past the real count (read on the GPU: no host sync) return. */
 extern "C" __global__ void eht_lk_gather_uniq(const uint32_t *uniq, const unsigned long long *counters,
-					      const uint8_t *table, uint32_t rb, uint8_t *compact, int vec)
+					      float share, const uint8_t *table, uint32_t rb, uint8_t *compact, int vec)
 {
 	const int lane = threadIdx.x & (WARP - 1);
-	const unsigned long long n = counters[1];
+	const unsigned long long n = split_at(counters[1], share);
 	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
 	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
 	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
@@ -492,19 +504,29 @@ __device__ __forceinline__ unsigned long long gtime(void)
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
  * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
  * between launches (the last block resets them). The grid must fit on the GPU at once beside other
- * work (the caller keeps it at most one block per SM): blocks wait on the CPU. skip (may be NULL): rows
- * p with skip[p] != DEAD32 are written as zeros without reading staging (hot-set hits). */
+ * work (the caller keeps it at most one block per SM): blocks wait on the CPU. A compact request (ucount
+ * not NULL) gathers the distinct rows of a dedup pass (eht_lk_dedup_mark): ids are its u32 local rows,
+ * of which this launch takes [split_at(*ucount, share), *ucount) into out (the compact rows) at the
+ * same positions; that count exists only on the GPU, so the ringing block writes it to *h_count (host-
+ * mapped) for the CPU first. */
 extern "C" __global__ void __launch_bounds__(256)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
 		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
 		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
-		const uint32_t *skip)
+		const unsigned long long *ucount, float share, unsigned long long *h_count)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
 	if (trace && blockIdx.x == 0 && threadIdx.x == 0)
 		trace[0] = gtime();
+	if (ucount) {
+		const unsigned long long u = *ucount, first = split_at(u, share);
+		n = min(n, u - first);
+		id_words = n;
+		ids += first;
+		out += first * out_bytes(rb, fmt);
+	}
 	if (ids) {
 		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < id_words;
 		     i += (unsigned long long)gridDim.x * blockDim.x)
@@ -513,6 +535,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 	}
 	__syncthreads();
 	if (threadIdx.x == 0 && atomicAdd(&sync[0], 1u) == gridDim.x - 1) {
+		if (h_count)
+			*(volatile unsigned long long *)h_count = n;
 		__threadfence_system();
 		*(volatile unsigned *)bell = 1u;
 		__threadfence_system();
@@ -552,9 +576,7 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 				src[r] = NULL;
 				dst[r] = out;
 				if (r < nrows) {
-					/* skip (a hot set's slots): hits are not read over the link; the
-					 * fill kernel writes them after */
-					src[r] = skip && skip[f + r] != DEAD32 ? NULL : base + (f + r - b) * rb;
+					src[r] = base + (f + r - b) * rb;
 					dst[r] = out + (f + r) * ob;
 				}
 			}
@@ -599,34 +621,77 @@ __device__ __forceinline__ uint32_t hot_find(const unsigned long long *keys, con
 	}
 }
 
-/* Mark pass of a cached run: slot[p] = cache slot of id p (DEAD32: miss or dead); hot_ids[p] = dead_id
- * on a hit (the strategy then treats it as dead: no read, zero row), the id otherwise; the hits are
- * taken off counters[0] (the strategy adds them back as dead). */
+/* A step's codes (eht_lk_dedup_mark -> eht_lk_expand_codes): DEAD32 for a dead id, HOT | slot for a
+ * hot-set hit, else the entry of the step's dedup table whose value is the row's place in the compact
+ * rows. Entries are below 2^31 (the table has at most 2^31 entries), hot slots below 2^31 - 1. */
+#define HOT 0x80000000u
+
+/* Mark pass of a deduplicating run (src/lookup/lk_hot.c): each live id is looked up in the hot set
+ * (hkeys NULL: none), and a miss is inserted into the dedup table dkeys/dvals (local row -> index;
+ * empty entries all ones, left empty again by eht_lk_expand_codes). The first inserter of a row takes
+ * the next index (counters[1], zero before; one atomic per warp) and writes the row there in uniq;
+ * code[p] gets what eht_lk_expand_codes needs. counters[0] += dead ids. Lanes of a warp walk the ids
+ * together so the index can be taken by warp. */
 extern "C" __global__ void __launch_bounds__(256)
-eht_lk_hot_mark(const void *ids, int id64, long long off, unsigned long long n, long long lo, long long hi,
-		const unsigned long long *keys, const uint32_t *vals, unsigned long long mask, int shift,
-		long long dead_id, long long *hot_ids, uint32_t *slot, unsigned long long *counters)
+eht_lk_dedup_mark(const void *ids, int id64, long long off, unsigned long long n, long long lo, long long hi,
+		  const unsigned long long *hkeys, const uint32_t *hvals, unsigned long long hmask, int hshift,
+		  unsigned long long *dkeys, uint32_t *dvals, unsigned long long dmask, int dshift, uint32_t *uniq,
+		  uint32_t *code, unsigned long long *counters)
 {
-	unsigned hits = 0;
-	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-	     i += (unsigned long long)gridDim.x * blockDim.x) {
-		long long id = load_id(ids, id64, i);
-		unsigned long long loc;
-		uint32_t s = to_local(id, off, lo, hi, &loc) ? hot_find(keys, vals, mask, shift, loc) : DEAD32;
-		slot[i] = s;
-		hot_ids[i] = s == DEAD32 ? id : dead_id;
-		hits += s != DEAD32;
+	const int lane = threadIdx.x & (WARP - 1);
+	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	unsigned dead = 0;
+	for (unsigned long long base = (unsigned long long)blockIdx.x * blockDim.x + (threadIdx.x & ~(WARP - 1));
+	     base < n; base += stride) {
+		const unsigned long long i = base + lane;
+		bool won = false;
+		unsigned long long loc = 0, h = 0;
+		if (i < n) {
+			uint32_t c;
+			if (!to_local(load_id(ids, id64, i), off, lo, hi, &loc)) {
+				c = DEAD32;
+				dead++;
+			} else if (hkeys && (c = hot_find(hkeys, hvals, hmask, hshift, loc)) != DEAD32) {
+				c |= HOT;
+			} else {
+				for (h = (loc * 0x9E3779B97F4A7C15ull) >> dshift;; h = (h + 1) & dmask) {
+					unsigned long long old = atomicCAS(&dkeys[h], ~0ull, loc);
+					if (old == ~0ull) {
+						won = true;
+						break;
+					}
+					if (old == loc)
+						break;
+				}
+				c = (uint32_t)h;
+			}
+			code[i] = c;
+		}
+		const unsigned mask = __ballot_sync(0xffffffffu, won);
+		if (mask) {
+			unsigned long long first = 0;
+			if (lane == __ffs(mask) - 1)
+				first = atomicAdd(&counters[1], (unsigned long long)__popc(mask));
+			first = __shfl_sync(0xffffffffu, first, __ffs(mask) - 1);
+			if (won) {
+				const uint32_t idx = (uint32_t)(first + __popc(mask & ((1u << lane) - 1)));
+				dvals[h] = idx;
+				uniq[idx] = (uint32_t)loc;
+			}
+		}
 	}
 	for (int o = WARP / 2; o; o >>= 1)
-		hits += __shfl_down_sync(0xffffffffu, hits, o);
-	if ((threadIdx.x & (WARP - 1)) == 0 && hits)
-		atomicAdd(&counters[0], 0ull - (unsigned long long)hits);
+		dead += __shfl_down_sync(0xffffffffu, dead, o);
+	if (lane == 0 && dead)
+		atomicAdd(&counters[0], (unsigned long long)dead);
 }
 
-/* Fill pass: out[p] = rows[slot[p]] in the output format for the hits; misses are left as the strategy
- * wrote them. A warp takes RPW positions and moves only its hits. */
-extern "C" __global__ void eht_lk_hot_fill(const uint32_t *slot, unsigned long long n, const uint8_t *rows,
-					   uint32_t rb, uint8_t *out, int fmt, int vec)
+/* out[p] in fmt from code[p] (eht_lk_dedup_mark): zeros, the hot row, or the compact row of its dedup
+ * entry, whose key is then emptied for the next step (every entry used has a position here; values
+ * are only read, so a later reader of the same entry still finds its index). */
+extern "C" __global__ void eht_lk_expand_codes(const uint32_t *code, unsigned long long n, const uint8_t *hot_rows,
+					       unsigned long long *dkeys, const uint32_t *dvals,
+					       const uint8_t *compact, uint32_t rb, uint8_t *out, int fmt, int vec)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
@@ -635,21 +700,27 @@ extern "C" __global__ void eht_lk_hot_fill(const uint32_t *slot, unsigned long l
 	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
 		const uint8_t *src[RPW];
 		uint8_t *dst[RPW];
-		int nrows = 0;
+		int nrows = (int)min((unsigned long long)RPW, n - first);
 #pragma unroll
 		for (int r = 0; r < RPW; r++) {
 			src[r] = NULL;
 			dst[r] = out;
-		}
-		for (int r = 0; r < RPW && first + r < n; r++) {
-			uint32_t s = slot[first + r];
-			if (s != DEAD32) {
-				src[nrows] = rows + (unsigned long long)s * rb;
-				dst[nrows] = out + (first + r) * ob;
-				nrows++;
+			if (r < nrows) {
+				const uint32_t c = code[first + r];
+				if (c == DEAD32)
+					src[r] = NULL;
+				else if (c & HOT)
+					src[r] = hot_rows + (unsigned long long)(c & ~HOT) * rb;
+				else
+					src[r] = compact + (unsigned long long)dvals[c] * rb;
+				dst[r] = out + (first + r) * ob;
 			}
 		}
-		if (nrows)
-			warp_rows(src, dst, rb, nrows, fmt, vec, lane);
+		warp_rows(src, dst, rb, nrows, fmt, vec, lane);
+		if (lane < nrows) {
+			const uint32_t c = code[first + lane];
+			if (c != DEAD32 && !(c & HOT))
+				dkeys[c] = ~0ull;
+		}
 	}
 }
