@@ -117,7 +117,7 @@ static void worker_reports(const char *key, const char *ckpt, const char *extra,
 		n++;
 		const char *h = json_string_value(json_object_get(r, "hotset"));
 		double ms = json_real_value(json_object_get(r, "hotset_fill_ms"));
-		fprintf(stderr, "eht worker %s: %s hot set %s, %lld rows, filled in %.2f ms, %lld mismatches\n", extra,
+		fprintf(stderr, "eht worker%s%s: %s hot set %s, %lld rows, filled in %.2f ms, %lld mismatches\n", *extra ? " " : "", extra,
 			json_string_value(json_object_get(r, "strategy")), h ? h : "(none)",
 			(long long)json_integer_value(json_object_get(r, "hotset_rows")), ms,
 			(long long)json_integer_value(json_object_get(r, "mismatches")));
