@@ -332,6 +332,14 @@ EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t ro
  * or the first error of the teardown steps, all of which are attempted. */
 EHT_API int eht_table_close(eht_table *table);
 
+/* The hot set a served table came with (`eht serve --hotset`, eht_serve_opts.hotsets): *rows
+ * (absolute row ids, most useful first, distinct, each inside [0, info.rows); owned by the table,
+ * valid until it is closed) and *n. The attach checked them against the descriptor they arrived in.
+ * A worker on a GPU passes them to eht_lookup_set_hotset (a disk table split over ranks: only the
+ * rows inside [first_row, first_row + local_rows)). Returns 0; -ENOENT (the table has none: not
+ * served, or served without one; *rows NULL, *n 0); -EINVAL (NULL argument). */
+EHT_API EHT_MUST_CHECK int eht_table_hotset(const eht_table *table, const int64_t **rows, uint64_t *n);
+
 /* ===================================================================================== region == */
 /* Shared host regions in /dev/shm (src/os). */
 /* A region is a named file in a tmpfs (default /dev/shm) or hugetlbfs directory, created once per
@@ -998,12 +1006,23 @@ struct eht_serve_opts {
 				     * non-zero (read with __atomic_load_n: set it with __atomic_store_n
 				     * from another thread, or plainly from a signal handler). Added
 				     * later: a size without it is accepted. */
+	const char *const *hotsets; /* NULL, or nhotsets hot-set files (`eht hotset build`), each "FILE"
+				     * or "NAME=FILE": see eht_serve_start. Added later, as cancel. */
+	size_t nhotsets;
 };
 
 /* Loads the tables of the checkpoint at path (file or directory, see eht_ckpt_open) and starts
- * serving attaches on a background thread. Returns 0; -ENOENT (no tensor matches; names the
- * pattern), -EINVAL (bad key, options, a weight and scale of different rows, a tensor that is not
- * 2-D), -EADDRINUSE (the key is being served already, or bound by another user: names its uid),
+ * serving attaches on a background thread.
+ * Hot sets (opts->hotsets): each entry is "NAME=FILE" when it holds a '=' with no '/' before it (NAME:
+ * a served table's name, as `eht serve` lists it), else a FILE for the only table served (with
+ * several tables, name it; write ./a=b.hot for a file whose name holds '='). Each file is read and
+ * checked once, before any table is loaded: every row inside the table's [0, rows), no row twice,
+ * at most one file per table. Its rows travel to every worker at attach in a sealed read-only memfd
+ * beside the table's descriptors (nothing in /dev/shm); the worker checks size, count and rows again
+ * and finds them with eht_table_hotset.
+ * Returns 0; -ENOENT (no tensor matches; names the pattern; a hot set naming a table not served),
+ * -EINVAL (bad key, options, a weight and scale of different rows, a tensor that is not 2-D, a bad
+ * hot-set file: names the file, the entry and the table's range), -EADDRINUSE (the key is being served already, or bound by another user: names its uid),
  * -ENOSPC / -ENOMEM (no tier could hold a table), -EINTR (opts->cancel), -EIO (the checkpoint
  * shrank or failed while loading), or the errors of eht_ckpt_open. */
 EHT_API EHT_MUST_CHECK int eht_serve_start(const char *path, const struct eht_serve_opts *opts,

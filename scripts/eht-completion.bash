@@ -13,7 +13,7 @@ _eht()
 		return
 	fi
 	case "$prev" in
-	--dir|--check|--ready-file)
+	--dir|--check|--ready-file|--hotset)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--tier)
@@ -38,9 +38,9 @@ _eht()
 		fi
 		opts="--dir --json --help"
 		[ "$sub" = gc ] && opts="$opts --dry-run" ;;
-	serve) opts="--key --tensors --tier --device --threads --ready-file --json --help" ;;
+	serve) opts="--key --tensors --tier --device --threads --hotset --ready-file --json --help" ;;
 	status) opts="--json --help" ;;
-	worker) opts="--check --ids --reps --device --id --wait --timeout --json --help" ;;
+	worker) opts="--check --ids --reps --device --id --wait --timeout --hotset --no-hotset --json --help" ;;
 	bench)
 		if [ "$COMP_CWORD" -eq 2 ]; then
 			COMPREPLY=($(compgen -W "lookup region share disk --help" -- "$cur"))

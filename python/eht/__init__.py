@@ -104,6 +104,7 @@ def _L():
         "eht_serve_status": (I, [ctypes.c_char_p, P(ctypes.c_void_p)]),
         "eht_lookup_set_hotset": (I, [VP, P(ctypes.c_int64), U64]),
         "eht_lookup_hotset_rows": (U64, [VP]),
+        "eht_table_hotset": (I, [VP, P(P(ctypes.c_int64)), P(U64)]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         try:
@@ -454,6 +455,25 @@ class Table:
             holder.owner = self._n
             return torch.as_tensor(holder, device=torch.device("cuda", self.device))
         return torch.frombuffer(self.host_view(), dtype=torch.uint8).view(*shape)
+
+    def hotset(self):
+        """The hot set its server handed over with this table (eht_table_hotset: `eht serve --hotset`),
+        as an array.array("q") of absolute row ids, most useful first; None when it has none. A GPU
+        engine takes it as is: table.lookup_engine(device=0).set_hotset(table.hotset())."""
+        h = self._live()
+        lib = _L()
+        if not hasattr(lib, "eht_table_hotset"):
+            return None
+        rows = ctypes.POINTER(ctypes.c_int64)()
+        n = ctypes.c_uint64(0)
+        rc = lib.eht_table_hotset(h, ctypes.byref(rows), ctypes.byref(n))
+        if rc == -_errno.ENOENT:
+            return None
+        _check(rc, "eht_table_hotset(%s)" % self.name)
+        import array
+        out = array.array("q")
+        out.frombytes(ctypes.string_at(rows, 8 * n.value))
+        return out
 
     def lookup_engine(self, **kw):
         """A Lookup bound to this table (keyword arguments as Lookup)."""

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Type hints of the eht module's public API (the implementation is eht/__init__.py)."""
+import array
 import os
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -66,6 +67,8 @@ class Table:
         """A read-only memoryview of the table's bytes (tiers with a host pointer)."""
     def as_tensor(self, device: Device = None) -> Any:
         """The table as a zero-copy torch uint8 tensor [rows, row_bytes]."""
+    def hotset(self) -> Optional["array.array[int]"]:
+        """The hot set its server handed over with the table (`eht serve --hotset`), or None."""
     def lookup_engine(self, **kw: Any) -> Lookup:
         """A Lookup bound to this table (keyword arguments as Lookup)."""
     def lookup(self, ids: Buffer, out: Buffer, strategy: str = "auto", format: str = "raw", **kw: Any) -> int:

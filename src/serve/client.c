@@ -14,6 +14,7 @@
 
 #include "os/sock_io.h"
 #include "serve/serve_client.h"
+#include "serve/serve_hot.h"
 #include "serve/serve_proto.h"
 #include "table/table_impl.h"
 #include "util/err.h"
@@ -176,6 +177,26 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 	return rc ? rc : serve_attach_fd(fd, key, &o, out);
 }
 
+/* A table's "hotset": {"rows": n, "fd": index} (absent: none): the descriptor is checked and read
+ * (serve_hot_receive), the rows given to the table. */
+static int receive_hotset(const char *key, json_t *hj, int *fds, size_t nfds, eht_table *t)
+{
+	if (!hj)
+		return 0;
+	json_t *jr = json_object_get(hj, "rows"), *jf = json_object_get(hj, "fd");
+	json_int_t n = json_integer_value(jr), at = json_integer_value(jf);
+	if (!json_is_integer(jr) || !json_is_integer(jf) || n <= 0 || at < 0 || (uint64_t)at >= nfds || fds[at] < 0)
+		return eht_err(EPROTO, "attach %s: table %s: malformed hot set (rows %lld, descriptor %lld of %zu)", key,
+			       t->name, (long long)n, (long long)at, nfds);
+	int64_t *rows = NULL;
+	int rc = serve_hot_receive(fds[at], (uint64_t)n, t->info.rows, key, t->name, &rows);
+	/* Used once: a second table naming the same descriptor is malformed. */
+	eht_sock_close_fds(fds + at, 1);
+	if (!rc)
+		eht_table_set_hotset(t, rows, (uint64_t)n);
+	return rc;
+}
+
 int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts, eht_client **out)
 {
 	*out = NULL;
@@ -221,6 +242,7 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 			c->tables[i]->alive = client_alive;
 			c->tables[i]->alive_arg = c;
 			c->ntables = i + 1;
+			rc = receive_hotset(key, json_object_get(tj, "hotset"), fds, nfds, c->tables[i]);
 		}
 	}
 	if (fds)

@@ -16,6 +16,12 @@ struct served {
 	char scale[256];  /* "" when the table has no scale tensor */
 	uint64_t rows, row_bytes, wbytes, sbytes;
 	eht_table *table; /* whatever tier it was loaded in */
+	/* Its hot set (serve_hot.c): rows checked at load, nhot of them, the sealed memfd every worker
+	 * gets a duplicate of, and the file they came from. hot_fd means something only when hot is set. */
+	int64_t *hot;
+	uint64_t nhot;
+	int hot_fd;
+	char hot_file[512];
 };
 
 /* The tables of the checkpoint whose weight tensor matches pattern (see eht_serve_opts). *out is
@@ -27,5 +33,8 @@ int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, si
  * device failed; names the file) or the checkpoint's error. */
 int serve_fill(eht_ckpt *ck, const struct served *t, void *dst, eht_pool *pool, uint64_t base_done,
 	       uint64_t total, eht_serve_progress_fn progress, void *arg, const volatile int *cancel);
+
+/* Table i of a server (NULL past the end), for serve_status.c. */
+const struct served *serve_table_at(const eht_server *s, size_t i);
 
 #endif

@@ -8,9 +8,13 @@
  *   {"key": K, "tables": [{"name", "tier", "rows", "row_bytes", "fds": [first, count], and the
  *     fields the tier's export adds (eht_table_export; each tier's folder under src/table says which:
  *     host-numa the layout and FABRIC handles, region the data offset and file size, disk the
- *     checkpoint and tensor names)}]}
+ *     checkpoint and tensor names), and for a table served with a hot set "hotset": {"rows": n,
+ *     "fd": index} (one descriptor after the table's span: a sealed read-only memfd of the hot-set
+ *     format, serve_hot.c)}]}
  * The worker imports each table by its "tier" (eht_table_import), which checks the description
- * against the descriptors before mapping anything.
+ * against the descriptors before mapping anything; a hot set is checked (regular file of 16 + 8 n
+ * bytes, sealed, header count n, rows distinct and inside the table) before the table keeps it. A
+ * worker of an older eht ignores "hotset" and closes its descriptor with the rest.
  * The worker keeps the connection open: its end of the socket is how it learns that the server is
  * gone. It sends nothing; closing is detaching.
  * Trust: the worker reads nothing before SO_PEERCRED says the server is its own uid, root, or of

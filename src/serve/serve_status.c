@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "os/sock_io.h"
+#include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -206,6 +207,12 @@ void serve_status_ready(struct serve_status *st, const eht_server *s)
 						     (json_int_t)info.row_bytes, "bytes", (json_int_t)bytes, "numa_node",
 						     info.numa_node, "page_size", (json_int_t)info.page_size, "in_memory",
 						     info.host != NULL));
+		const struct served *sv = serve_table_at(s, i);
+		if (sv && sv->hot) { /* what every worker receives at attach */
+			json_t *tj = json_array_get(arr, json_array_size(arr) - 1);
+			json_object_set_new(tj, "hotset_rows", json_integer((json_int_t)sv->nhot));
+			json_object_set_new(tj, "hotset", json_string(sv->hot_file));
+		}
 	}
 	pthread_mutex_lock(&st->mu);
 	json_decref(st->tables);

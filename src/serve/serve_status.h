@@ -5,7 +5,8 @@
  * "eht.status.<uid>.<key>". A client (same uid, or root) connects and receives a uint32 length then
  * that many bytes of JSON: {"key", "checkpoint", "pid", "uid", "device", "state": "loading" | "ready", "ready": bool, "uptime_s", "bytes" (in memory, once ready), "loaded_bytes" and "load_bytes" (loading
  * progress), "tables": [{"name", "tier",
- * "rows", "row_bytes", "bytes", "numa_node", "page_size"}], "workers": [{"pid", "uid", "gid",
+ * "rows", "row_bytes", "bytes", "numa_node", "page_size", and with a hot set "hotset_rows" and
+ * "hotset" (its file)}], "workers": [{"pid", "uid", "gid",
  * "device", "attached_s"}]}. A worker's device is null: the attach protocol does not carry it. */
 #ifndef EHT_SERVE_SERVE_STATUS_H
 #define EHT_SERVE_SERVE_STATUS_H

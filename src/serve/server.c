@@ -18,6 +18,7 @@
 #include "cuda/cu_driver.h"
 #include "os/region_impl.h"
 #include "os/sock_io.h"
+#include "serve/serve_hot.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
 #include "serve/serve_status.h"
@@ -93,12 +94,20 @@ static int send_tables(eht_server *s, int cfd)
 		size_t n = 0;
 		json_array_append_new(arr, tj);
 		rc = eht_table_export(s->tables[i].table, tj, &tf, &n);
-		int *grown = rc ? NULL : realloc(fds, (total + n + 1) * sizeof(int));
+		/* The hot set's memfd rides after the table's span: a worker of an older eht ignores the
+		 * "hotset" field and closes the extra descriptor with the rest. */
+		const struct served *sv = &s->tables[i];
+		int hfd = -1;
+		if (!rc && sv->hot && (hfd = fcntl(sv->hot_fd, F_DUPFD_CLOEXEC, 0)) < 0)
+			rc = eht_err_sys(errno, "serve %s: table %s: duplicating the hot set's memfd", s->key, sv->name);
+		int *grown = rc ? NULL : realloc(fds, (total + n + 2) * sizeof(int));
 		if (!rc && !grown)
 			rc = eht_err(ENOMEM, "serve: out of memory");
 		if (rc) {
 			eht_sock_close_fds(tf, n);
 			free(tf);
+			if (hfd >= 0)
+				close(hfd);
 			break;
 		}
 		fds = grown;
@@ -110,6 +119,12 @@ static int send_tables(eht_server *s, int cfd)
 		json_array_append_new(span, json_integer((json_int_t)n));
 		json_object_set_new(tj, "fds", span);
 		total += n;
+		if (hfd >= 0) {
+			fds[total] = hfd;
+			json_object_set_new(tj, "hotset", json_pack("{s:I, s:I}", "rows", (json_int_t)sv->nhot, "fd",
+								    (json_int_t)total));
+			total++;
+		}
 	}
 	char *text = rc ? NULL : json_dumps(root, JSON_COMPACT);
 	if (!rc && !text)
@@ -433,6 +448,9 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		rc = eht_ckpt_open(path, 0, &ck);
 	if (!rc)
 		rc = serve_pick_tables(ck, o.pattern ? o.pattern : EHT_SERVE_DEFAULT_PATTERN, &s->tables, &s->ntables);
+	/* Hot sets are checked before the (long) load: a bad file fails in a moment, not after it. */
+	if (!rc)
+		rc = serve_hot_load(s->tables, s->ntables, o.hotsets, o.nhotsets, key);
 	if (!rc)
 		rc = load_tables(s, ck, &o);
 	eht_ckpt_close(ck);
@@ -462,6 +480,11 @@ int eht_serve_table_info(const eht_server *s, size_t i, struct eht_table_info *i
 	if (!s || i >= s->ntables || !info)
 		return eht_err(EINVAL, "eht_serve_table_info: bad server, index %zu or info", i);
 	return eht_table_get_info(s->tables[i].table, info);
+}
+
+const struct served *serve_table_at(const eht_server *s, size_t i)
+{
+	return s && i < s->ntables ? &s->tables[i] : NULL;
 }
 
 uint64_t eht_serve_attaches(const eht_server *s) { return s ? atomic_load(&s->attaches) : 0; }
@@ -504,6 +527,7 @@ int eht_serve_stop(eht_server *s)
 			first = first ? first : rc;
 		}
 	}
+	serve_hot_free(s->tables, s->ntables);
 	free(s->tables);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->idle);

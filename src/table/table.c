@@ -55,6 +55,7 @@ int eht_table_close(eht_table *t)
 	if (!t)
 		return 0;
 	int rc = (t->ops && t->ops->close) ? t->ops->close(t) : 0;
+	free(t->hot_rows);
 	free(t);
 	return rc;
 }
@@ -90,4 +91,25 @@ int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_impor
 	if (!tier || !tier->import)
 		return eht_err(EPROTO, "table %s: unknown tier '%s'", name, id ? id : "(none)");
 	return tier->import(desc, fds, nfds, a, out);
+}
+
+void eht_table_set_hotset(eht_table *t, int64_t *rows, uint64_t n)
+{
+	free(t->hot_rows);
+	t->hot_rows = rows;
+	t->hot_n = rows ? n : 0;
+}
+
+int eht_table_hotset(const eht_table *t, const int64_t **rows, uint64_t *n)
+{
+	if (!t || !rows || !n)
+		return eht_err(EINVAL, "eht_table_hotset: NULL %s", !t ? "table" : !rows ? "rows" : "n");
+	*rows = NULL;
+	*n = 0;
+	if (!t->hot_rows)
+		return eht_err(ENOENT, "table %s has no hot set (its server was started without one for it: "
+				       "eht serve --hotset %s=FILE)", t->name, t->name);
+	*rows = t->hot_rows;
+	*n = t->hot_n;
+	return 0;
 }

@@ -46,7 +46,15 @@ struct eht_table {
 	int (*alive)(void *arg);
 	void *alive_arg;
 	char name[256];
+	/* The hot set its server chose for it (absolute rows, checked distinct and inside [0, rows)),
+	 * malloc'ed and freed with the table; NULL when none (eht_table_hotset). */
+	int64_t *hot_rows;
+	uint64_t hot_n;
 };
+
+/* Gives t the hot set rows[0..n) (malloc'ed; t frees it), replacing any it had. The caller has checked
+ * the rows (src/serve/serve_hot.c). */
+void eht_table_set_hotset(eht_table *t, int64_t *rows, uint64_t n);
 
 /* 0, or the alive hook's error (with its message). */
 int eht_table_check(eht_table *t);

@@ -79,7 +79,7 @@ static int parse_tier(const char *s)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: eht serve CHECKPOINT [--key KEY] [--tensors PATTERN] [--tier T] [--device N]\n"
-		   "                 [--threads N] [--ready-file PATH] [--json]\n"
+		   "                 [--threads N] [--hotset [NAME=]FILE]... [--ready-file PATH] [--json]\n"
 		   "Loads the checkpoint's tables once and serves them to this node's workers under KEY until\n"
 		   "SIGINT or SIGTERM.\n"
 		   "  --key KEY          attach key (default \"default\")\n"
@@ -87,6 +87,9 @@ static void usage(FILE *f)
 		   "  --tier T           auto (default), host-numa, region-pinned, region or disk\n"
 		   "  --device N         GPU whose host NUMA node gets the tables (default 0 when there is a GPU)\n"
 		   "  --threads N        loading threads (default one per CPU)\n"
+		   "  --hotset [NAME=]FILE  hot set (`eht hotset build`) of table NAME, handed to every worker at\n"
+		   "                     attach for its GPU hot-row cache; read and checked once, before loading.\n"
+		   "                     FILE alone: for the only table served. Repeat for several tables\n"
 		   "  --ready-file PATH  written (JSON status) once serving, removed on exit\n"
 		   "  --json             the ready report and the stop report as JSON lines on stdout\n"
 		   "Readiness: READY=1 to $NOTIFY_SOCKET (systemd Type=notify, see examples/eht-serve.service),\n"
@@ -94,8 +97,28 @@ static void usage(FILE *f)
 		EHT_SERVE_DEFAULT_PATTERN);
 }
 
+#define MAX_HOTSETS 256
+
+/* One line per served hot set, from the status (the server's own word on what workers receive). */
+static void print_hotsets(const char *status)
+{
+	json_t *st = status ? json_loads(status, 0, NULL) : NULL, *tj;
+	size_t i;
+	json_array_foreach(json_object_get(st, "tables"), i, tj)
+	{
+		uint64_t n = (uint64_t)json_integer_value(json_object_get(tj, "hotset_rows"));
+		uint64_t rb = (uint64_t)json_integer_value(json_object_get(tj, "row_bytes"));
+		if (n)
+			printf("hot set %s: %llu rows of table %s, handed to every worker (GPU memory per worker and "
+			       "engine: %.1f MB of rows + at most %.1f MB of index)\n",
+			       json_string_value(json_object_get(tj, "hotset")), (unsigned long long)n,
+			       json_string_value(json_object_get(tj, "name")), (double)(n * rb) / 1e6, (double)(48 * n) / 1e6);
+	}
+	json_decref(st);
+}
+
 static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const char **path, const char **ready_file,
-		       int *json)
+		       int *json, const char **hotsets)
 {
 	static const struct option longopts[] = {{"tensors", required_argument, NULL, 'p'},
 						 {"key", required_argument, NULL, 'k'},
@@ -104,6 +127,7 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 						 {"threads", required_argument, NULL, 'T'},
 						 {"ready-file", required_argument, NULL, 'r'},
 						 {"json", no_argument, NULL, 'j'},
+						 {"hotset", required_argument, NULL, 'H'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
 	int c, v = 0;
@@ -136,6 +160,11 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 		case 'j':
 			*json = 1;
 			break;
+		case 'H':
+			if (o->nhotsets == MAX_HOTSETS)
+				return cli_usage_error("serve", "at most 256 --hotset");
+			hotsets[o->nhotsets++] = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -156,9 +185,11 @@ int cmd_serve(int argc, char **argv)
 	struct eht_serve_opts o = {.size = sizeof(o), .device = -1};
 	const char *path = NULL, *ready_file = NULL;
 	int json = 0;
-	int prc = parse_serve(argc, argv, &o, &path, &ready_file, &json);
+	static const char *hotsets[MAX_HOTSETS];
+	int prc = parse_serve(argc, argv, &o, &path, &ready_file, &json, hotsets);
 	if (prc >= 0)
 		return prc;
+	o.hotsets = hotsets;
 	const char *key = o.key ? o.key : "default";
 
 	/* Signals are taken with sigwait: block them before any thread starts. */
@@ -211,6 +242,7 @@ int cmd_serve(int argc, char **argv)
 		cli_print_json(json_pack("{s:s, s:s, s:f, s:o}", "event", "ready", "key", key, "load_s", secs, "status",
 					 st ? st : json_null()));
 	} else {
+		print_hotsets(status);
 		printf("eht serve: %zu table(s), %.2f GiB loaded in %.1f s; serving under key '%s' "
 		       "(workers: eht_attach(\"%s\") or eht.attach(\"%s\")); SIGINT or SIGTERM stops\n",
 		       eht_serve_table_count(s), (double)total / (1 << 30), secs, key, key, key);

@@ -23,9 +23,36 @@ struct wopts {
 	double timeout_s;
 	json_t *results; /* with --json: one object per table and strategy */
 	const char *hotset; /* --hotset FILE: rows put in each engine's GPU hot-row cache */
+	int no_hotset;      /* --no-hotset: not even the served one */
 	int64_t *hot;
 	uint64_t nhot;
 };
+
+/* The hot set of table t's GPU engines: --hotset FILE's, else (on a GPU, without --no-hotset) the
+ * one its server handed over at attach, else none. *src says which ("file", "served", "none"). */
+static int pick_hotset(const struct wopts *o, const eht_table *t, int gpu, const int64_t **hot, uint64_t *n,
+		       const char **src)
+{
+	*hot = NULL;
+	*n = 0;
+	*src = "none";
+	if (o->nhot) {
+		*hot = o->hot;
+		*n = o->nhot;
+		*src = "file";
+		return 0;
+	}
+	if (o->no_hotset || !gpu)
+		return 0;
+	int rc = eht_table_hotset(t, hot, n);
+	if (rc == -ENOENT) {
+		eht_err_clear();
+		return 0;
+	}
+	if (!rc)
+		*src = "served";
+	return rc;
+}
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -95,6 +122,12 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 	strategies[ns++] = EHT_LOOKUP_HOST;
 	if (gpu)
 		strategies[ns++] = EHT_LOOKUP_AUTO;
+	const int64_t *hot = NULL;
+	uint64_t nhot = 0;
+	const char *hsrc = "none";
+	int hrc = pick_hotset(o, t, gpu, &hot, &nhot, &hsrc);
+	if (hrc)
+		return hrc;
 	uint64_t n = o->ids, seed = 0x5eed0000ull + (uint64_t)o->id;
 	int64_t *ids = malloc(n * sizeof(*ids));
 	size_t out_bytes = n * info.row_bytes;
@@ -108,8 +141,8 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 			ids[i] = (x & 1) ? -1 - (int64_t)(x % 5) : (int64_t)(info.rows + x % 5);
 		else if (i % 7 == 3 && i)
 			ids[i] = ids[x % i];
-		else if (o->nhot && i % 3 == 1) /* hits of the hot set, when there is one */
-			ids[i] = o->hot[x % o->nhot];
+		else if (nhot && i % 3 == 1) /* hits of the hot set, when there is one */
+			ids[i] = hot[x % nhot];
 		else
 			ids[i] = (int64_t)(x % info.rows);
 	}
@@ -122,18 +155,25 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 		if ((rc = eht_lookup_create(t, &lo, &lk)) != 0)
 			break;
 		double fill_ms = 0;
-		if (o->nhot) {
+		if (nhot) {
+			/* Filling the GPU cache reads the hot rows from the shared table: the cost a worker
+			 * pays once per engine at attach. */
 			double t0 = cli_now_s();
-			rc = gpu ? eht_lookup_set_hotset(lk, o->hot, o->nhot)
+			rc = gpu ? eht_lookup_set_hotset(lk, hot, nhot)
 				 : eht_err(EINVAL, "--hotset: table %s is not readable by a GPU here", info.name);
+			if (!rc && gpu)
+				rc = EHT_CU_CHECK(cuCtxSynchronize());
 			fill_ms = (cli_now_s() - t0) * 1e3;
 			if (rc) {
+				eht_err_prefix(rc, "worker %d: table %s: the %s hot set of %llu rows", o->id, info.name, hsrc,
+					       (unsigned long long)nhot);
 				eht_lookup_destroy(lk);
 				break;
 			}
 			if (!o->results)
-				printf("worker %d  %-36s %-7s hot set of %llu rows filled from the table in %.1f ms\n", o->id,
-				       info.name, eht_lookup_strategy_name(strategies[si]), (unsigned long long)o->nhot, fill_ms);
+				printf("worker %d  %-36s %-7s hot set (%s) of %llu rows filled from the table in %.1f ms\n",
+				       o->id, info.name, eht_lookup_strategy_name(strategies[si]), hsrc, (unsigned long long)nhot,
+				       fill_ms);
 		}
 		void *out = gpu ? (void *)(uintptr_t)dout : (void *)host;
 		unsigned flags = EHT_LOOKUP_RUN_IDS_HOST | (gpu ? EHT_LOOKUP_RUN_OUT_DEVICE : EHT_LOOKUP_RUN_OUT_HOST);
@@ -169,12 +209,13 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 							(json_int_t)n, "best_ms", best * 1e3, "rows_per_s", (double)n / best,
 							"mismatches", (json_int_t)bad, "dead", (json_int_t)dead, "match",
 							bad == 0));
-		if (!rc && o->results && o->nhot) {
+		if (!rc && o->results) {
 			json_t *last = json_array_get(o->results, json_array_size(o->results) - 1);
-			json_object_set_new(last, "hotset_rows", json_integer((json_int_t)o->nhot));
-			json_object_set_new(last, "hotset_fill_ms", json_real(fill_ms));
-		}
-		else if (!rc)
+			json_object_set_new(last, "hotset", json_string(hsrc));
+			json_object_set_new(last, "hotset_rows", json_integer((json_int_t)nhot));
+			if (nhot)
+				json_object_set_new(last, "hotset_fill_ms", json_real(fill_ms));
+		} else if (!rc)
 			printf("worker %d  %-36s %-7s %9llu ids  %8.3f ms  %8.2f M rows/s  %s (%llu dead)\n", o->id,
 			       info.name, eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), (unsigned long long)n,
 			       best * 1e3, (double)n / best / 1e6, bad ? "MISMATCH" : "rows match the checkpoint",
@@ -192,7 +233,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: eht worker KEY --check CHECKPOINT [--ids N] [--reps R] [--device D] [--id N]\n"
-		   "                  [--wait] [--timeout S] [--hotset F] [--json]\n"
+		   "                  [--wait] [--timeout S] [--hotset F | --no-hotset] [--json]\n"
 		   "Attaches to the tables served under KEY like an inference worker, looks random ids up with\n"
 		   "every strategy this machine supports, checks every row against CHECKPOINT's own bytes and\n"
 		   "prints rows/s. Exit 1 when a row differs.\n"
@@ -202,8 +243,10 @@ static void usage(FILE *f)
 		   "  --wait       wait for a server to hold KEY (default: fail at once when none does)\n"
 		   "  --timeout S  how long --wait and a loading server are waited for (60)\n"
 		   "  --json       results as JSON (errors as {\"error\": ...})\n"
-		   "  --hotset F   fill each engine's GPU hot-row cache with the rows of F (`eht hotset build`) from\n"
-		   "               the served table, print the time it took, and look a third of the ids up in it\n");
+		   "  GPU engines fill their hot-row cache with the hot set the server hands over (`eht serve\n"
+		   "  --hotset`), print the time it took, and look a third of the ids up in it.\n"
+		   "  --hotset F   use the rows of F (`eht hotset build`) instead, for every table\n"
+		   "  --no-hotset  no hot set, not even the served one\n");
 }
 
 static int parse_worker(int argc, char **argv, struct wopts *o)
@@ -217,6 +260,7 @@ static int parse_worker(int argc, char **argv, struct wopts *o)
 						 {"wait", no_argument, NULL, 'w'},
 						 {"json", no_argument, NULL, 'j'},
 						 {"hotset", required_argument, NULL, 'H'},
+						 {"no-hotset", no_argument, NULL, 'N'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
 	int c, bad = 0;
@@ -250,6 +294,9 @@ static int parse_worker(int argc, char **argv, struct wopts *o)
 		case 'H':
 			o->hotset = optarg;
 			break;
+		case 'N':
+			o->no_hotset = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -268,6 +315,8 @@ static int parse_worker(int argc, char **argv, struct wopts *o)
 		return cli_usage_error("worker", "--check CHECKPOINT is required (rows are verified against it)");
 	if (o->ids == 0 || o->reps <= 0)
 		return cli_usage_error("worker", "--ids and --reps must be positive");
+	if (o->hotset && o->no_hotset)
+		return cli_usage_error("worker", "--hotset and --no-hotset together");
 	if (!(o->timeout_s > 0 && o->timeout_s <= 86400))
 		return cli_usage_error("worker", "--timeout takes seconds in (0, 86400]");
 	return -1;

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve_hot.c: served hot sets: the server reads each hot-set file once, checks it against its
+ * table and keeps it in a sealed memfd; every worker receives a duplicate of that descriptor and
+ * checks it again before trusting a row of it. */
+#include "serve/serve_hot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lookup/lk_hot.h"
+#include "util/err.h"
+
+#define HOT_HDR 16u
+
+/* ------------------------------------------------------------------- checks (both sides) */
+int serve_hot_check(const int64_t *rows, uint64_t n, uint64_t table_rows, const char *what)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (rows[i] < 0 || (uint64_t)rows[i] >= table_rows)
+			return eht_err(EINVAL, "%s: entry %llu is row %lld, outside the table's rows [0, %llu)", what,
+				       (unsigned long long)i, (long long)rows[i], (unsigned long long)table_rows);
+	/* Distinct rows: an open-addressing set at most half full (rows are non-negative now, so
+	 * UINT64_MAX marks a free slot). A repeat is rare and an error: its first entry is searched for. */
+	unsigned bits = 1;
+	while ((1ull << bits) < 2 * n)
+		bits++;
+	uint64_t cap = 1ull << bits, mask = cap - 1;
+	uint64_t *set = malloc(cap * sizeof(*set));
+	if (!set)
+		return eht_err(ENOMEM, "%s: out of memory checking %llu rows for repeats", what, (unsigned long long)n);
+	memset(set, 0xff, cap * sizeof(*set));
+	int rc = 0;
+	for (uint64_t i = 0; !rc && i < n; i++) {
+		uint64_t r = (uint64_t)rows[i], h = (r * 0x9E3779B97F4A7C15ull) >> (64 - bits);
+		for (;; h = (h + 1) & mask) {
+			if (set[h] == UINT64_MAX) {
+				set[h] = r;
+				break;
+			}
+			if (set[h] == r) {
+				uint64_t first = 0;
+				while (rows[first] != rows[i])
+					first++;
+				rc = eht_err(EINVAL, "%s: row %lld appears twice (entries %llu and %llu); a hot set names each row once",
+					     what, (long long)rows[i], (unsigned long long)first, (unsigned long long)i);
+				break;
+			}
+		}
+	}
+	free(set);
+	return rc;
+}
+
+/* ------------------------------------------------------------------- server */
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* The rows in the hot-set format in a memfd that nobody can change any more: the server's own
+ * descriptor is as read-only as the workers' once sealed. */
+static int make_memfd(const struct served *t, int *out)
+{
+	*out = -1;
+	char name[64];
+	snprintf(name, sizeof(name), "eht.hotset.%.40s", t->name);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return eht_err_sys(errno, "hot set %s for table %s: memfd_create", t->hot_file, t->name);
+	size_t len = HOT_HDR + t->nhot * 8;
+	unsigned char *buf = malloc(len);
+	int rc = 0;
+	if (!buf) {
+		rc = eht_err(ENOMEM, "hot set %s: out of memory", t->hot_file);
+		goto out;
+	}
+	memcpy(buf, EHT_HOTSET_MAGIC, 8);
+	put_le64(buf + 8, t->nhot);
+	for (uint64_t i = 0; i < t->nhot; i++)
+		put_le64(buf + HOT_HDR + 8 * i, (uint64_t)t->hot[i]);
+	for (size_t at = 0; at < len;) {
+		ssize_t w = write(fd, buf + at, len - at);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = eht_err_sys(w < 0 ? errno : EIO, "hot set %s for table %s: writing its memfd", t->hot_file,
+					 t->name);
+			goto out;
+		}
+		at += (size_t)w;
+	}
+	if (fcntl(fd, F_ADD_SEALS, SERVE_HOT_SEALS) != 0)
+		rc = eht_err_sys(errno, "hot set %s for table %s: sealing its memfd", t->hot_file, t->name);
+out:
+	free(buf);
+	if (rc)
+		close(fd);
+	else
+		*out = fd;
+	return rc;
+}
+
+/* "served: a, b, c" for messages. */
+static void served_names(const struct served *tables, size_t n, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && at + 1 < len; i++) {
+		int k = snprintf(buf + at, len - at, "%s%s", i ? ", " : "", tables[i].name);
+		if (k < 0)
+			break;
+		at += (size_t)k;
+	}
+	if (at >= len && len > 4)
+		memcpy(buf + len - 4, "...", 4);
+}
+
+static int load_one(struct served *tables, size_t ntables, const char *spec, size_t index, const char *key)
+{
+	if (!spec || !*spec)
+		return eht_err(EINVAL, "serve %s: hot set %zu is %s", key, index, spec ? "empty" : "NULL");
+	/* NAME=FILE when the '=' comes before any '/': table names hold no '/', paths may hold '='. */
+	const char *eq = strchr(spec, '='), *slash = strchr(spec, '/');
+	const char *file = spec;
+	size_t nlen = 0;
+	if (eq && (!slash || slash > eq)) {
+		file = eq + 1;
+		nlen = (size_t)(eq - spec);
+		if (!nlen || !*file)
+			return eht_err(EINVAL, "serve %s: hot set '%s': want NAME=FILE or FILE", key, spec);
+	}
+	char names[1024];
+	served_names(tables, ntables, names, sizeof(names));
+	struct served *t = NULL;
+	for (size_t i = 0; nlen && i < ntables; i++)
+		if (strlen(tables[i].name) == nlen && !strncmp(tables[i].name, spec, nlen))
+			t = &tables[i];
+	if (nlen && !t)
+		return eht_err(ENOENT, "serve %s: hot set '%s': no served table is named '%.*s' (served: %s)", key, spec,
+			       (int)nlen, spec, names);
+	if (!nlen && ntables != 1)
+		return eht_err(EINVAL,
+			       "serve %s: hot set %s: %zu tables are served (%s); say which one it is for: --hotset NAME=%s",
+			       key, file, ntables, names, file);
+	if (!t)
+		t = &tables[0];
+	if (t->hot)
+		return eht_err(EINVAL, "serve %s: table %s has two hot sets: %s and %s", key, t->name, t->hot_file, file);
+	int rc = eht_hotset_read(file, &t->hot, &t->nhot);
+	if (rc)
+		return eht_err_prefix(rc, "serve %s: table %s", key, t->name);
+	snprintf(t->hot_file, sizeof(t->hot_file), "%s", file);
+	char what[1024];
+	snprintf(what, sizeof(what), "serve %s: hot set %s for table %s", key, file, t->name);
+	rc = serve_hot_check(t->hot, t->nhot, t->rows, what);
+	if (!rc)
+		rc = make_memfd(t, &t->hot_fd);
+	if (rc) {
+		free(t->hot);
+		t->hot = NULL;
+		t->nhot = 0;
+	}
+	return rc;
+}
+
+int serve_hot_load(struct served *tables, size_t ntables, const char *const *specs, size_t nspecs, const char *key)
+{
+	for (size_t i = 0; i < ntables; i++) {
+		tables[i].hot = NULL;
+		tables[i].nhot = 0;
+		tables[i].hot_fd = -1;
+		tables[i].hot_file[0] = '\0';
+	}
+	if (nspecs && !specs)
+		return eht_err(EINVAL, "eht_serve_start: %zu hot sets but hotsets is NULL", nspecs);
+	int rc = 0;
+	for (size_t i = 0; !rc && i < nspecs; i++)
+		rc = load_one(tables, ntables, specs[i], i, key);
+	if (rc)
+		serve_hot_free(tables, ntables);
+	return rc;
+}
+
+void serve_hot_free(struct served *tables, size_t ntables)
+{
+	for (size_t i = 0; tables && i < ntables; i++) {
+		if (tables[i].hot && tables[i].hot_fd >= 0)
+			close(tables[i].hot_fd);
+		free(tables[i].hot);
+		tables[i].hot = NULL;
+		tables[i].nhot = 0;
+		tables[i].hot_fd = -1;
+	}
+}
+
+/* ------------------------------------------------------------------- worker */
+int serve_hot_receive(int fd, uint64_t n, uint64_t table_rows, const char *key, const char *table, int64_t **rows)
+{
+	*rows = NULL;
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return eht_err_sys(errno, "attach %s: table %s: the hot set's descriptor", key, table);
+	/* n distinct rows of a table_rows-row table: more is a lie, whatever the descriptor holds. */
+	if (n == 0 || n > table_rows || n > (UINT64_MAX - HOT_HDR) / 8)
+		return eht_err(EPROTO, "attach %s: table %s: a hot set of %llu rows for a table of %llu rows", key, table,
+			       (unsigned long long)n, (unsigned long long)table_rows);
+	uint64_t want = HOT_HDR + 8 * n;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != want)
+		return eht_err(EPROTO, "attach %s: table %s: the hot set's descriptor is %s of %lld bytes, want %llu "
+				       "(16 + 8 x %llu rows)",
+			       key, table, S_ISREG(st.st_mode) ? "a file" : "not a regular file", (long long)st.st_size,
+			       (unsigned long long)want, (unsigned long long)n);
+	/* Sealed: the server (or anyone holding it) can no longer change what was checked. */
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || (seals & SERVE_HOT_SEALS) != SERVE_HOT_SEALS)
+		return eht_err(EPROTO, "attach %s: table %s: the hot set's descriptor is not a sealed memfd (seals 0x%x)",
+			       key, table, seals < 0 ? 0 : (unsigned)seals);
+	unsigned char *buf = malloc((size_t)want);
+	int64_t *r = malloc((size_t)n * sizeof(*r));
+	int rc = 0;
+	if (!buf || !r) {
+		rc = eht_err(ENOMEM, "attach %s: table %s: out of memory for a hot set of %llu rows", key, table,
+			     (unsigned long long)n);
+		goto out;
+	}
+	for (uint64_t at = 0; at < want;) {
+		ssize_t k = pread(fd, buf + at, (size_t)(want - at), (off_t)at);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			rc = k < 0 ? eht_err_sys(errno, "attach %s: table %s: reading the hot set", key, table)
+				   : eht_err(EPROTO, "attach %s: table %s: the hot set ends at byte %llu of %llu", key, table,
+					     (unsigned long long)at, (unsigned long long)want);
+			goto out;
+		}
+		at += (uint64_t)k;
+	}
+	if (memcmp(buf, EHT_HOTSET_MAGIC, 8) || get_le64(buf + 8) != n) {
+		rc = eht_err(EPROTO, "attach %s: table %s: the hot set's descriptor %s", key, table,
+			     memcmp(buf, EHT_HOTSET_MAGIC, 8) ? "is not in the hot-set format" : "holds another row count");
+		goto out;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		r[i] = (int64_t)get_le64(buf + HOT_HDR + 8 * i);
+	char what[512];
+	snprintf(what, sizeof(what), "attach %s: the served hot set of table %s", key, table);
+	rc = serve_hot_check(r, n, table_rows, what);
+	if (rc == -EINVAL)
+		rc = -EPROTO; /* the server checked them: rows that fail here were not what it sent */
+out:
+	free(buf);
+	if (rc)
+		free(r);
+	else
+		*rows = r;
+	return rc;
+}
