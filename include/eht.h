@@ -816,8 +816,25 @@ EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int i
  * it and its entry), a CPU-only engine or one without the kernels, n >= 2^31); -EBUSY (set already,
  * or the engine has run); -ENOMEM; driver errors. */
 EHT_API EHT_MUST_CHECK int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n);
-/* Rows of the engine's hot set (0: none). */
+/* Rows of the engine's hot set (0: none; after a refresh, the rows of the set applied). */
 EHT_API uint64_t eht_lookup_hotset_rows(const eht_lookup *lk);
+
+/* Refreshing the hot set while the engine serves (e.g. from hit counts of recent traffic): prepares
+ * rows[0..n) (as eht_lookup_set_hotset; n at most the n it was set with, which fixed the GPU memory)
+ * as the next set: rows already cached keep their slots, the others are read from the table into
+ * pinned memory now (on the calling thread, any thread, also while another thread runs the engine;
+ * one refresh of the full size needs n x row_bytes + 24 x n bytes of pinned memory, allocated at the
+ * first). The set goes in at a step boundary: the next eht_lookup_run outside a capture, or
+ * eht_lookup_hotset_apply; both only enqueue copies on their stream (the index, then the new rows),
+ * and no GPU address changes, so CUDA graphs captured before keep replaying and see the new set from
+ * their next replay after it. A newer call replaces a refresh not applied yet. Returns 0; -EINVAL (no
+ * hot set, NULL rows, a row out of range or repeated, n too large: the message names it; a pending
+ * refresh is kept); the table's read error (a pending refresh is dropped); -ENOMEM. */
+EHT_API EHT_MUST_CHECK int eht_lookup_update_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n);
+/* Applies a pending refresh on stream (between graph replays, which run no eht_lookup_run): 1
+ * applied, 0 nothing pending (or a refresh is being prepared right now: try at the next boundary);
+ * -EOPNOTSUPP on a capturing stream; driver errors. The run thread's call, like eht_lookup_run. */
+EHT_API EHT_MUST_CHECK int eht_lookup_hotset_apply(eht_lookup *lk, void *stream);
 
 /* Dead ids of the last run (or of a replay of a graph that captured a run, if that was the last
  * call), complete once the stream has passed it (a pinned word the GPU writes asynchronously). */

@@ -5,8 +5,11 @@
  * the reference. Runs with hits, misses, repeats and dead ids (GPU ids, host ids, int32 ids with an
  * offset), eager and captured once then replayed with new ids; outputs poisoned before each run must
  * equal the CPU reference bit for bit, dead counts too. The same for GPU dedup without a hot set
- * (EHT_LOOKUP_GPU_DEDUP), and with AUTO's split of the distinct rows. Also the hot set's errors. Exit 77
- * without a GPU. */
+ * (EHT_LOOKUP_GPU_DEDUP), and with AUTO's split of the distinct rows. Refreshes of the hot set (graph
+ * replays across one, eager runs applying one, refreshes racing runs). Also the hot set's errors.
+ * Exit 77 without a GPU. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,14 +116,16 @@ static uint8_t *g_tab; /* the table's bytes (poisoned at hot rows while an engin
 static int64_t *g_hot;
 static size_t g_nhot;
 
-static void poison_hot(int on)
+static void poison_rows(const int64_t *rows, size_t n, int on)
 {
-	for (size_t i = 0; i < g_nhot; i++)
+	for (size_t i = 0; i < n; i++)
 		if (on)
-			memset(g_tab + (uint64_t)g_hot[i] * RB, 0x5a, RB);
+			memset(g_tab + (uint64_t)rows[i] * RB, 0x5a, RB);
 		else
-			memcpy(g_tab + (uint64_t)g_hot[i] * RB, g_lref.rows + (uint64_t)g_hot[i] * RB, RB);
+			memcpy(g_tab + (uint64_t)rows[i] * RB, g_lref.rows + (uint64_t)rows[i] * RB, RB);
 }
+
+static void poison_hot(int on) { poison_rows(g_hot, g_nhot, on); }
 
 /* Eager runs with host ids and with int32 ids plus an offset. */
 static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, CUstream s, uint64_t *rs)
@@ -212,6 +217,137 @@ static void check_table(const char *tier, eht_table *t, CUstream s, uint64_t *rs
 	fprintf(stderr, "tier %s done\n", tier);
 }
 
+/* One graph replay (or eager run) of n fresh ids into d_out, compared with the reference. */
+static void run_compare(const char *what, eht_lookup *lk, CUgraphExec ge, CUstream s, int64_t *ids, CUdeviceptr d_ids,
+			CUdeviceptr d_out, size_t n, uint64_t *rs)
+{
+	t_lookup_ids(&g_lref, ids, n, rs);
+	t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
+	t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * RB)));
+	t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+	int rc = ge ? t_cu(EHT_CU_CHECK(cuGraphLaunch(ge, s)))
+		    : eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s, 0, NULL);
+	CHECK_RC(rc, 0);
+	t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+	uint64_t dead = 0;
+	size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, EHT_LOOKUP_RAW, &dead);
+	if (bad)
+		fprintf(stderr, "refresh %s: %zu rows differ\n", what, bad);
+	CHECK(bad == 0);
+}
+
+struct updater {
+	eht_lookup *lk;
+	int64_t *rows;
+	size_t n;
+	atomic_bool stop;
+	unsigned updates;
+};
+
+static void *updater_main(void *arg)
+{
+	struct updater *u = arg;
+	uint64_t rs = 77;
+	while (!atomic_load(&u->stop)) {
+		size_t m = 1 + (size_t)(t_rand(&rs) % u->n);
+		size_t at = (size_t)(t_rand(&rs) % (u->n - m + 1));
+		if (eht_lookup_update_hotset(u->lk, u->rows + at, m) == 0)
+			u->updates++;
+	}
+	return NULL;
+}
+
+/* A refresh (eht_lookup_update_hotset): a graph captured with the first set replays with the second
+ * once it is applied between replays (the second set's table copies poisoned, the first's restored);
+ * an eager run applies a pending refresh by itself; errors; and refreshes from another thread racing
+ * eager runs, every output checked. */
+static void check_refresh(eht_table *t, CUstream s, uint64_t *rs)
+{
+	struct eht_table_info ti = {.size = sizeof(ti)};
+	CHECK_RC(eht_table_get_info(t, &ti), 0);
+	g_tab = ti.host;
+	const size_t n = 5000;
+	int64_t *ids = malloc(NMAX * 8), *h2 = malloc(g_lref.nrows * 8);
+	size_t n2 = 0;
+	for (uint64_t i = 0; i < g_lref.nrows; i++)
+		if ((i * 7919) % 3 == 1 && n2 < g_nhot - 100)
+			h2[n2++] = (int64_t)i;
+	CUdeviceptr d_ids = 0, d_out = 0;
+	if (t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, NMAX * 8))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, NMAX * RB))))
+		goto out;
+	static const int strategies[] = {EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO, EHT_LOOKUP_DIRECT};
+	for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
+		struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategies[k], .device = 0, .numa_node = -1,
+					    .threads = 4, .max_batch = 8192};
+		eht_lookup *lk = NULL;
+		CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+		if (!lk)
+			continue;
+		CHECK_RC(eht_lookup_update_hotset(lk, h2, 10), -EINVAL); /* no hot set yet */
+		CHECK_RC(eht_lookup_set_hotset(lk, g_hot, g_nhot), 0);
+		poison_hot(1);
+		CUgraph g = NULL;
+		CUgraphExec ge = NULL;
+		t_lookup_ids(&g_lref, ids, n, rs);
+		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
+		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		CHECK_RC(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)), 0);
+		int rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s, 0, NULL);
+		CHECK_RC(eht_lookup_hotset_apply(lk, s), -EOPNOTSUPP);
+		CHECK_RC(EHT_CU_CHECK(cuStreamEndCapture(s, &g)), 0);
+		CHECK_RC(rc, 0);
+		if (rc || !g || t_cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
+			poison_hot(0);
+			eht_lookup_destroy(lk);
+			continue;
+		}
+		run_compare("before", lk, ge, s, ids, d_ids, d_out, n, rs);
+		/* Too many rows, a row out of range: refused. */
+		CHECK_RC(eht_lookup_update_hotset(lk, h2, g_nhot + 1), -EINVAL);
+		int64_t far = (int64_t)g_lref.nrows;
+		CHECK_RC(eht_lookup_update_hotset(lk, &far, 1), -EINVAL);
+		CHECK_RC(eht_lookup_update_hotset(lk, h2, n2), 0); /* reads h2's rows now, before they are poisoned */
+		CHECK(eht_lookup_hotset_rows(lk) == g_nhot);        /* not applied yet */
+		poison_hot(0);
+		poison_rows(h2, n2, 1);
+		CHECK_RC(eht_lookup_hotset_apply(lk, s), 1);
+		CHECK_RC(eht_lookup_hotset_apply(lk, s), 0);
+		CHECK(eht_lookup_hotset_rows(lk) == n2);
+		for (int r = 0; r < 3; r++)
+			run_compare("replay after", lk, ge, s, ids, d_ids, d_out, n, rs);
+		/* Back to the first set, applied by the next eager run itself. */
+		CHECK_RC(eht_lookup_update_hotset(lk, g_hot, g_nhot), 0);
+		poison_rows(h2, n2, 0);
+		poison_hot(1);
+		run_compare("eager after", lk, NULL, s, ids, d_ids, d_out, NMAX, rs);
+		CHECK(eht_lookup_hotset_rows(lk) == g_nhot);
+		run_compare("replay back", lk, ge, s, ids, d_ids, d_out, n, rs);
+		poison_hot(0);
+		eht_cu.cuGraphExecDestroy(ge);
+		eht_cu.cuGraphDestroy(g);
+		/* Refreshes from another thread while this one runs (no poison: outputs must match). */
+		if (strategies[k] == EHT_LOOKUP_HOST) {
+			struct updater u = {.lk = lk, .rows = h2, .n = n2};
+			pthread_t th;
+			CHECK(pthread_create(&th, NULL, updater_main, &u) == 0);
+			for (int r = 0; r < 40; r++)
+				run_compare("racing", lk, NULL, s, ids, d_ids, d_out, (size_t)(1000 + t_rand(rs) % 8000), rs);
+			atomic_store(&u.stop, true);
+			pthread_join(th, NULL);
+			fprintf(stderr, "refresh: %u updates raced 40 runs\n", u.updates);
+			CHECK(u.updates > 0);
+		}
+		eht_lookup_destroy(lk);
+	}
+out:
+	if (d_ids)
+		eht_cu.cuMemFree(d_ids);
+	if (d_out)
+		eht_cu.cuMemFree(d_out);
+	free(ids);
+	free(h2);
+}
+
 static void check_errors(eht_table *t, CUstream s)
 {
 	struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_HOST, .device = 0, .numa_node = -1,
@@ -244,6 +380,8 @@ int main(void)
 {
 	if (!t_have_gpu())
 		t_skip("no GPU");
+	/* Every batch through the hot set and dedup (the default keeps small ones off it). */
+	setenv("EHT_LOOKUP_DEDUP_MIN", "1", 1);
 	if (eht_cu_use_device(0))
 		t_skip("cannot use GPU 0");
 	CUstream s = NULL;
@@ -271,6 +409,7 @@ int main(void)
 	CHECK_RC(eht_table_wrap(tab, g_lref.nrows, RB, 0, "hot-mem", &t), 0);
 	if (t) {
 		check_errors(t, s);
+		check_refresh(t, s, &rs);
 		check_table("memory", t, s, &rs);
 	}
 	eht_table_close(t);

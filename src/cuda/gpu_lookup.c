@@ -103,15 +103,27 @@ int eht_gpu_direct(const struct eht_gpu_lookup *g, CUstream s, const struct eht_
 	return launch(g->direct, row_blocks(g, n), THREADS, s, args, "eht_lk_direct");
 }
 
-int eht_gpu_expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, uint64_t n,
-		   CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt)
+static int expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, uint64_t n, CUdeviceptr compact,
+		  uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr dslot)
 {
 	if (!n)
 		return 0;
 	int vec = eht_gpu_vec(rb, compact, out);
 	unsigned long long nn = n;
-	void *args[] = {&slot, &nn, &compact, &rb, &out, &fmt, &vec};
+	void *args[] = {&slot, &nn, &compact, &rb, &out, &fmt, &vec, &dslot};
 	return launch(g->expand, row_blocks(g, n), THREADS, s, args, "eht_lk_expand");
+}
+
+int eht_gpu_expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, uint64_t n,
+		   CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt)
+{
+	return expand(g, s, slot, n, compact, rb, out, fmt, 0);
+}
+
+int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr dslot, uint64_t n, CUdeviceptr src,
+			 uint32_t rb, CUdeviceptr rows)
+{
+	return expand(g, s, 0, n, src, rb, rows, 0, dslot);
 }
 
 int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr uniq, CUdeviceptr counters,

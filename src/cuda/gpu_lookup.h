@@ -46,6 +46,10 @@ int eht_gpu_direct(const struct eht_gpu_lookup *g, CUstream s, const struct eht_
 int eht_gpu_expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, uint64_t n,
 		   CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt);
 
+/* Scatter: rows[dslot[i]] = src[i] for i < n, raw (a hot-set refresh's new rows into their slots). */
+int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr dslot, uint64_t n, CUdeviceptr src,
+			 uint32_t rb, CUdeviceptr rows);
+
 /* Device buffers of the sort; sizes for max_n ids from eht_gpu_sort_sizes. */
 struct eht_gpu_sort_bufs {
 	CUdeviceptr keys[2], vals[2]; /* u32 x max_n each */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lookup/hot_refresh.h"
 #include "lookup/lk_hot.h"
 #include "lookup/lookup_impl.h"
 #include "util/err.h"
@@ -24,7 +25,16 @@ struct lk_hot {
 	CUdeviceptr d_dkeys, d_dvals, d_uniq, d_code;
 	bool dirty; /* the dedup table may hold entries of a run that failed half way */
 	float force_share; /* EHT_LOOKUP_DEDUP_SHARE (tests, diagnosis): AUTO's GPU share; < 0: calibrated */
+	/* Refresh (eht_lookup_update_hotset): plans from any thread, applied on a run's stream. */
+	struct eht_hot_refresh rf;
+	_Atomic uint64_t live_rows; /* rows of the set the GPU has (n: the capacity) */
+	CUdeviceptr d_lslot, d_lrows; /* a refresh's new rows pass through these, LOAD_CHUNK at a time */
+	CUevent ev_applied;   /* after the last applied plan's copies (its pinned buffers free again) */
+	bool applied_used;    /* both only under rf.mu */
+	eht_lookup *lk;
 };
+
+#define LOAD_CHUNK 65536
 
 /* ------------------------------------------------------------------- index (host) */
 int eht_hot_index_build(const uint64_t *loc, size_t n, struct eht_hot_index *ix)
@@ -45,21 +55,14 @@ int eht_hot_index_build(const uint64_t *loc, size_t n, struct eht_hot_index *ix)
 	}
 	memset(ix->keys, 0xff, ix->cap * sizeof(*ix->keys));
 	memset(ix->vals, 0xff, ix->cap * sizeof(*ix->vals));
-	const uint64_t mask = ix->cap - 1;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t h = (loc[i] * EHT_HOT_MUL) >> (64 - bits);
-		for (;; h = (h + 1) & mask) {
-			if (ix->keys[h] == EHT_HOT_EMPTY)
-				break;
-			if (ix->keys[h] == loc[i]) {
-				int rc = eht_err(EINVAL, "hot set: local row %llu appears twice (entries %u and %zu)",
-						 (unsigned long long)loc[i], ix->vals[h], i);
-				eht_hot_index_free(ix);
-				return rc;
-			}
+		uint32_t old;
+		if (eht_hot_insert(ix->keys, ix->vals, bits, loc[i], (uint32_t)i, &old)) {
+			int rc = eht_err(EINVAL, "hot set: local row %llu appears twice (entries %u and %zu)",
+					 (unsigned long long)loc[i], old, i);
+			eht_hot_index_free(ix);
+			return rc;
 		}
-		ix->keys[h] = loc[i];
-		ix->vals[h] = (uint32_t)i;
 	}
 	return 0;
 }
@@ -173,7 +176,11 @@ void eht_lk_hot_free(eht_lookup *lk)
 	struct lk_hot *h = lk->hot;
 	if (!h)
 		return;
-	CUdeviceptr ds[] = {h->d_keys, h->d_vals, h->d_rows, h->d_dkeys, h->d_dvals, h->d_uniq, h->d_code};
+	eht_hot_refresh_fini(&h->rf);
+	if (h->ev_applied)
+		eht_cu.cuEventDestroy(h->ev_applied);
+	CUdeviceptr ds[] = {h->d_keys, h->d_vals, h->d_rows, h->d_dkeys, h->d_dvals, h->d_uniq, h->d_code, h->d_lslot,
+			    h->d_lrows};
 	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
 		if (ds[i])
 			eht_cu.cuMemFree(ds[i]);
@@ -236,11 +243,127 @@ int eht_lk_dedup_init(eht_lookup *lk)
 	struct lk_hot *h = calloc(1, sizeof(*h));
 	if (!h)
 		return eht_err(ENOMEM, "lookup: out of memory");
+	h->lk = lk;
 	lk->hot = h;
 	int rc = dedup_alloc(lk, h);
 	if (rc)
 		eht_lk_hot_free(lk);
 	return rc;
+}
+
+/* ------------------------------------------------------------------- refresh */
+static void *pinned_alloc(void *ctx, size_t bytes)
+{
+	struct lk_hot *h = ctx;
+	void *p = NULL;
+	if (eht_cu_use_device(h->lk->device) || EHT_CU_CHECK(cuMemHostAlloc(&p, bytes ? bytes : 8, CU_MEMHOSTALLOC_PORTABLE)))
+		return NULL;
+	return p;
+}
+
+static void pinned_free(void *ctx, void *p)
+{
+	(void)ctx;
+	eht_cu.cuMemFreeHost(p);
+}
+
+/* The last applied plan's copies must have read the pinned buffers before they are rewritten. */
+static int applied_wait(void *ctx)
+{
+	struct lk_hot *h = ctx;
+	if (!h->applied_used)
+		return 0;
+	int rc = eht_cu_use_device(h->lk->device);
+	if (!rc && !(rc = EHT_CU_CHECK(cuEventSynchronize(h->ev_applied))))
+		h->applied_used = false;
+	return rc;
+}
+
+static int refresh_gather(void *ctx, const int64_t *rows, size_t n, uint8_t *dst)
+{
+	eht_lookup *lk = ctx;
+	uint64_t dead = 0;
+	int rc = eht_lk_gather_ids(lk, rows, 1, 0, 0, n, dst, lk->rb, EHT_LOOKUP_RAW, &dead);
+	return !rc && dead ? eht_err(EINVAL, "hot set refresh: %llu rows are dead", (unsigned long long)dead) : rc;
+}
+
+struct apply_ctx {
+	struct lk_hot *h;
+	CUstream s;
+};
+
+/* Enqueues a plan on the run's stream: the whole index (same size and hash: captured kernels keep
+ * their arguments), then the new rows into their slots through a fixed GPU buffer. */
+static int refresh_apply(void *ctx, const struct eht_hot_plan *p)
+{
+	struct apply_ctx *a = ctx;
+	struct lk_hot *h = a->h;
+	eht_lookup *lk = h->lk;
+	int rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_keys, p->keys, h->ix.cap * 8, a->s));
+	if (!rc)
+		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_vals, p->vals, h->ix.cap * 4, a->s));
+	for (uint64_t b = 0; !rc && b < p->nload; b += LOAD_CHUNK) {
+		uint64_t m = p->nload - b < LOAD_CHUNK ? p->nload - b : LOAD_CHUNK;
+		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_lrows, p->load_bytes + b * lk->rb, m * lk->rb, a->s));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_lslot, p->load_slot + b, m * 4, a->s));
+		if (!rc)
+			rc = eht_gpu_scatter_rows(&lk->g, a->s, h->d_lslot, m, h->d_lrows, lk->rb, h->d_rows);
+	}
+	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(h->ev_applied, a->s)))) {
+		h->applied_used = true;
+		h->live_rows = p->rows;
+	}
+	return rc;
+}
+
+static int refresh_init(eht_lookup *lk, struct lk_hot *h, const int64_t *rows)
+{
+	uint64_t lrows = h->n < LOAD_CHUNK ? h->n : LOAD_CHUNK;
+	int rc = EHT_CU_CHECK(cuEventCreate(&h->ev_applied, CU_EVENT_DISABLE_TIMING));
+	rc = dalloc(&h->d_lslot, lrows * 4, rc);
+	rc = dalloc(&h->d_lrows, lrows * lk->rb, rc);
+	struct eht_hot_mem mem = {.alloc = pinned_alloc, .free = pinned_free, .wait = applied_wait, .ctx = h};
+	if (!rc)
+		rc = eht_hot_refresh_init(&h->rf, rows, h->n, h->ix.bits, lk->lo, lk->hi, lk->rb, &mem);
+	return rc;
+}
+
+int eht_lookup_update_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
+{
+	if (!lk)
+		return eht_err(EINVAL, "eht_lookup_update_hotset: NULL engine");
+	if (!lk->hot || !lk->hot->n)
+		return eht_err(EINVAL, "eht_lookup_update_hotset: table %s has no hot set (eht_lookup_set_hotset sets its size)",
+			       lk->ti.name);
+	return eht_hot_refresh_prepare(&lk->hot->rf, rows, n, refresh_gather, lk);
+}
+
+int eht_lk_hot_boundary(eht_lookup *lk, CUstream s)
+{
+	struct lk_hot *h = lk->hot;
+	if (!h || !h->n)
+		return 0;
+	struct apply_ctx a = {.h = h, .s = s};
+	int rc = eht_hot_refresh_take(&h->rf, refresh_apply, &a);
+	return rc < 0 ? rc : 0;
+}
+
+int eht_lookup_hotset_apply(eht_lookup *lk, void *stream)
+{
+	if (!lk)
+		return eht_err(EINVAL, "eht_lookup_hotset_apply: NULL engine");
+	if (!lk->hot || !lk->hot->n)
+		return 0;
+	CUstream s = (CUstream)stream;
+	int capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+	int rc = eht_cu_use_device(lk->device);
+	if (!rc && (rc = EHT_CU_CHECK(cuStreamIsCapturing(s, &capturing))))
+		return eht_err_prefix(rc, "eht_lookup_hotset_apply: bad stream");
+	if (!rc && capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+		return eht_err(EOPNOTSUPP, "eht_lookup_hotset_apply: the stream is capturing (apply between replays)");
+	struct apply_ctx a = {.h = lk->hot, .s = s};
+	return rc ? rc : eht_hot_refresh_take(&lk->hot->rf, refresh_apply, &a);
 }
 
 int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
@@ -279,6 +402,9 @@ int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 		rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_vals, h->ix.vals, h->ix.cap * 4));
 	if (!rc)
 		rc = fill_rows(lk, h, rows);
+	if (!rc)
+		rc = refresh_init(lk, h, rows);
+	h->live_rows = n;
 out:
 	free(loc);
 	if (rc && lk->hot && lk->hot->n) { /* back to what it was: dedup alone, or nothing */
@@ -290,7 +416,10 @@ out:
 	return rc;
 }
 
-uint64_t eht_lookup_hotset_rows(const eht_lookup *lk) { return lk && lk->hot ? lk->hot->n : 0; }
+uint64_t eht_lookup_hotset_rows(const eht_lookup *lk)
+{
+	return lk && lk->hot && lk->hot->n ? atomic_load(&lk->hot->live_rows) : 0;
+}
 
 /* The GPU's share of the distinct misses under strategy st: 1 in place on the GPU (DIRECT, SORTED, and
  * AUTO where calibrated so), 0 the CPU pool, between: both at once. */

@@ -27,16 +27,39 @@ struct eht_hot_index {
 int eht_hot_index_build(const uint64_t *loc, size_t n, struct eht_hot_index *ix);
 void eht_hot_index_free(struct eht_hot_index *ix);
 
-static inline uint32_t eht_hot_index_find(const struct eht_hot_index *ix, uint64_t loc)
+/* Probe and insert on bare arrays of 2^bits entries (at most half full). insert: 0, or 1 when loc is
+ * there already (*old gets its value; nothing changed). */
+static inline uint32_t eht_hot_probe(const uint64_t *keys, const uint32_t *vals, uint32_t bits, uint64_t loc)
 {
-	uint64_t mask = ix->cap - 1, h = (loc * EHT_HOT_MUL) >> (64 - ix->bits);
+	uint64_t mask = (1ull << bits) - 1, h = (loc * EHT_HOT_MUL) >> (64 - bits);
 	for (;; h = (h + 1) & mask) {
-		uint64_t k = ix->keys[h & mask];
-		if (k == loc)
-			return ix->vals[h & mask];
-		if (k == EHT_HOT_EMPTY)
+		if (keys[h] == loc)
+			return vals[h];
+		if (keys[h] == EHT_HOT_EMPTY)
 			return EHT_HOT_NONE;
 	}
+}
+
+static inline int eht_hot_insert(uint64_t *keys, uint32_t *vals, uint32_t bits, uint64_t loc, uint32_t val,
+				 uint32_t *old)
+{
+	uint64_t mask = (1ull << bits) - 1, h = (loc * EHT_HOT_MUL) >> (64 - bits);
+	for (;; h = (h + 1) & mask) {
+		if (keys[h] == loc) {
+			*old = vals[h];
+			return 1;
+		}
+		if (keys[h] == EHT_HOT_EMPTY) {
+			keys[h] = loc;
+			vals[h] = val;
+			return 0;
+		}
+	}
+}
+
+static inline uint32_t eht_hot_index_find(const struct eht_hot_index *ix, uint64_t loc)
+{
+	return eht_hot_probe(ix->keys, ix->vals, ix->bits, loc);
 }
 
 /* Absolute rows[0..n) -> local rows (row - lo) into loc; a row outside [lo, hi) is -EINVAL naming the

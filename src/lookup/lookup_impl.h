@@ -26,6 +26,9 @@
 #define LK_AUTO_NCLASS 3
 #define LK_AUTO_CLASS(n) ((n) >= 32768 ? 2 : (n) >= 4096 ? 1 : 0)
 
+/* Smallest batch that goes through GPU dedup and the hot set (lk_hot.c); EHT_LOOKUP_DEDUP_MIN. */
+#define LK_DEDUP_MIN 32768
+
 #define LK_DEAD UINT64_MAX
 #define LK_SLOT_DEAD UINT32_MAX
 /* Rows a CPU thread reads ahead with software prefetch: enough to overlap a few DRAM misses, few
@@ -152,6 +155,7 @@ struct eht_lookup {
 	struct lk_bell bell;
 	struct lk_hot *hot; /* GPU hot-row cache (lk_hot.c), NULL without a hot set */
 	bool ran;           /* eht_lookup_run was called (the hot set is set before) */
+	uint64_t dedup_min; /* batches this large or larger use the hot set and GPU dedup */
 };
 
 
@@ -269,6 +273,8 @@ int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_pie
 void eht_lk_hot_free(eht_lookup *lk);
 /* The dedup state alone (EHT_LOOKUP_GPU_DEDUP without a hot set). */
 int eht_lk_dedup_init(eht_lookup *lk);
+/* A step boundary of an eager run on s: a pending hot-set refresh is applied there. */
+int eht_lk_hot_boundary(eht_lookup *lk, CUstream s);
 
 /* lk_auto.c: AUTO's two pieces (the split between the GPU's in-place gather and the CPU pool, as
  * calibrated), its calibration at create, and the defaults before it. */

@@ -184,9 +184,10 @@ extern "C" __global__ void eht_lk_direct(const void *ids, int id64, long long of
 }
 
 /* ------------------------------------------------------------------------------ expand */
-/* out[p] = compact[slot[p]] (slot NULL: compact[p]; slot DEAD32: zeros), in the output format. */
+/* out[p] = compact[slot[p]] (slot NULL: compact[p]; slot DEAD32: zeros), in the output format; with
+ * dslot, out[dslot[p]] instead (a hot-set refresh scattering its new rows into their slots). */
 extern "C" __global__ void eht_lk_expand(const uint32_t *slot, unsigned long long n, const uint8_t *compact,
-					 uint32_t rb, uint8_t *out, int fmt, int vec)
+					 uint32_t rb, uint8_t *out, int fmt, int vec, const uint32_t *dslot)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
@@ -204,7 +205,7 @@ extern "C" __global__ void eht_lk_expand(const uint32_t *slot, unsigned long lon
 				unsigned long long p = first + r;
 				uint32_t s = slot ? slot[p] : (uint32_t)p;
 				src[r] = s == DEAD32 ? NULL : compact + (unsigned long long)s * rb;
-				dst[r] = out + p * ob;
+				dst[r] = out + (dslot ? (unsigned long long)dslot[p] : p) * ob;
 			}
 		}
 		warp_rows(src, dst, rb, nrows, fmt, vec, lane);
