@@ -42,6 +42,21 @@ def main():
             print("unclear error: %s" % e); fails += 1
     if lk.hotset_rows != 0:
         print("hotset_rows != 0"); fails += 1
+    # A refresh needs a hot set; apply without one does nothing.
+    try:
+        lk.update_hotset([1, 2])
+        print("update_hotset without a hot set did not fail"); fails += 1
+    except eht.EhtError as e:
+        if "no hot set" not in str(e):
+            print("unclear error: %s" % e); fails += 1
+    if lk.apply_hotset(stream=0) is not False:
+        print("apply_hotset without a hot set applied something"); fails += 1
+    try:
+        eht.Lookup(t, strategy="host", cpu_only=True, gpu_dedup=True)
+        print("gpu_dedup with cpu_only did not fail"); fails += 1
+    except eht.EhtError as e:
+        if "GPU_DEDUP" not in str(e):
+            print("unclear error: %s" % e); fails += 1
     print("PASS" if not fails else "FAIL")
     return 1 if fails else 0
 

@@ -34,6 +34,7 @@ ENGRAM_ROW_BYTES = 264
 _RUN_IDS_HOST, _RUN_IDS_DEVICE, _RUN_OUT_HOST, _RUN_OUT_DEVICE = 0x2, 0x4, 0x8, 0x10
 _RUN_DEAD_ERROR = 0x1
 _LOOKUP_CPU_ONLY = 0x1
+_LOOKUP_GPU_DEDUP = 0x4
 
 
 class EhtError(OSError):
@@ -104,6 +105,8 @@ def _L():
         "eht_serve_status": (I, [ctypes.c_char_p, P(ctypes.c_void_p)]),
         "eht_lookup_set_hotset": (I, [VP, P(ctypes.c_int64), U64]),
         "eht_lookup_hotset_rows": (U64, [VP]),
+        "eht_lookup_update_hotset": (I, [VP, P(ctypes.c_int64), U64]),
+        "eht_lookup_hotset_apply": (I, [VP, VP]),
         "eht_table_hotset": (I, [VP, P(P(ctypes.c_int64)), P(U64)]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
@@ -303,7 +306,7 @@ class Lookup:
     this engine kept alive while the graph may replay."""
 
     def __init__(self, table, strategy="auto", format="raw", device=None, threads=0,
-                 max_batch=0, cpu_only=False):
+                 max_batch=0, cpu_only=False, gpu_dedup=False):
         self.table = table
         self.format = format
         if not isinstance(table, Table):
@@ -317,7 +320,7 @@ class Lookup:
         opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=_choice("strategy", strategy, STRATEGIES),
                            format=_choice("format", format, FORMATS), device=dev,
                            threads=threads, max_batch=max_batch, numa_node=-1,
-                           flags=_LOOKUP_CPU_ONLY if cpu_only else 0)
+                           flags=(_LOOKUP_CPU_ONLY if cpu_only else 0) | (_LOOKUP_GPU_DEDUP if gpu_dedup else 0))
         h = ctypes.c_void_p()
         _check(_L().eht_lookup_create(table._live(), ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
         self._n = _Native(h, _L().eht_lookup_destroy, table._n)
@@ -379,6 +382,33 @@ class Lookup:
         n = len(arr)
         buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
         _check(_L().eht_lookup_set_hotset(self._h, buf, n), "eht_lookup_set_hotset")
+
+    def update_hotset(self, rows):
+        """Refreshes the hot set while serving (eht_lookup_update_hotset): rows (at most as many as
+        set_hotset gave) are read now, on this thread or any other; the set goes in at the next run
+        outside a CUDA graph, or at apply_hotset() between graph replays."""
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        self.table._live()
+        if isinstance(rows, (str, bytes, os.PathLike)):
+            rows = read_hotset(rows)
+        import array
+        arr = array.array("q", rows)
+        n = len(arr)
+        buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
+        _check(_L().eht_lookup_update_hotset(self._h, buf, n), "eht_lookup_update_hotset")
+
+    def apply_hotset(self, stream=None):
+        """Applies a pending refresh on the stream (default: torch's current one); True if one was."""
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        handle = _stream_handle(stream)
+        torch = _torch()
+        if stream is None and torch is not None and torch.cuda.is_available():
+            handle = torch.cuda.current_stream().cuda_stream
+        rc = _L().eht_lookup_hotset_apply(self._h, handle or None)
+        _check(rc, "eht_lookup_hotset_apply")
+        return rc == 1
 
     @property
     def hotset_rows(self):
