@@ -221,6 +221,12 @@ static int disk_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *ds
 		size_t served = disk_prefetch_serve(d, rows + b, m, out + b * d->rb, done);
 		if (served == m)
 			continue;
+		if (!served) { /* no ticket (the usual case): the block as it is */
+			int rc = disk_read_direct(d, rows + b, m, out + b * d->rb);
+			if (rc)
+				return rc;
+			continue;
+		}
 		/* Runs of rows the ticket did not have. */
 		for (size_t i = 0; i < m;) {
 			if (done[i]) {
