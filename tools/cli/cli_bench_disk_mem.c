@@ -128,10 +128,6 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 		cli_error("bench disk", a->json, "out of memory");
 		goto leave;
 	}
-	if (a->gpu && EHT_CU_CHECK(cuMemAlloc(&dout, n * EHT_ENGRAM_ROW_BYTES))) {
-		cli_error("bench disk", a->json, NULL);
-		goto leave;
-	}
 	/* The disk tier's hot-row cache from the same budget: 1/16 of it (16 MiB at least). */
 	uint64_t cache = budget / 16 > (16ull << 20) ? budget / 16 : (16ull << 20);
 	struct eht_disk_opts dop = {.size = sizeof(dop), .weight = "bench.engram.weight", .scale = "bench.engram.scale",
@@ -140,6 +136,11 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 				     .numa_node = -1, .threads = a->threads, .max_batch = n,
 				     .flags = a->gpu ? 0 : EHT_LOOKUP_CPU_ONLY};
 	if (eht_disk_open(a->path, &dop, &t) || eht_disk_drop_cache(t) || eht_lookup_create(t, &lo, &lk)) {
+		cli_error("bench disk", a->json, NULL);
+		goto leave;
+	}
+	/* After the engine: it made the device's context current on this thread. */
+	if (a->gpu && EHT_CU_CHECK(cuMemAlloc(&dout, n * EHT_ENGRAM_ROW_BYTES))) {
 		cli_error("bench disk", a->json, NULL);
 		goto leave;
 	}
