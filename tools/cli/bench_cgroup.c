@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_cgroup.c: a memory limit for `eht bench disk --mem-limit`: a cgroup v2 child or sibling, a
  * cgroup v1 child, or a transient systemd scope (bench_cgroup.h). */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -113,6 +115,29 @@ static void locate(char *own2, char *own1, size_t len)
 		fclose(f);
 }
 
+/* Removes cgroups an earlier bench left under parent when it was killed (the OOM killer, inside its
+ * own limit): eht-bench-disk-PID where PID is gone. rmdir refuses one that still holds a process. */
+static void sweep_stale(const struct bench_cg *c, const char *parent)
+{
+	if (c->fake)
+		return;
+	DIR *dir = opendir(parent);
+	struct dirent *e;
+	while (dir && (e = readdir(dir))) {
+		char *end = NULL;
+		if (strncmp(e->d_name, "eht-bench-disk-", 15))
+			continue;
+		long pid = strtol(e->d_name + 15, &end, 10);
+		if (*end || pid <= 0 || pid == (long)getpid() || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+			continue;
+		char p[PATH_MAX + 300];
+		snprintf(p, sizeof(p), "%s/%s", parent, e->d_name);
+		(void)rmdir(p);
+	}
+	if (dir)
+		closedir(dir);
+}
+
 static void pid_str(char *buf, size_t len) { snprintf(buf, len, "%d", (int)getpid()); }
 
 /* Joins this process to the cgroup folder dir. */
@@ -129,6 +154,7 @@ static int make_limited(struct bench_cg *c, const char *parent, const char *limi
 			const char *what, char *why, size_t wl)
 {
 	char p[1800], val[32];
+	sweep_stale(c, parent);
 	snprintf(c->dir, sizeof(c->dir), "%.1500s/eht-bench-disk-%d", parent, (int)getpid());
 	if (mkdir(c->dir, 0755) != 0) {
 		int e = errno;
@@ -166,6 +192,7 @@ static int v2_child(struct bench_cg *c, const char *own, uint64_t limit, char *w
 		snprintf(why, wl, "cgroup v2 child of %s: the memory controller is not available there (%s)", own, p);
 		return -EOPNOTSUPP;
 	}
+	sweep_stale(c, own);
 	snprintf(c->dir, sizeof(c->dir), "%.1500s/eht-bench-disk-%d", own, (int)getpid());
 	if (mkdir(c->dir, 0755) != 0) {
 		int e = errno;
