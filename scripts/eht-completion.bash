@@ -50,7 +50,7 @@ _eht()
 		lookup) opts="--table-gib --ids --strategies --format --reps --threads --device --cpu --json --help" ;;
 		region) opts="--sizes --runs --threads --thp --device --dir --json --help" ;;
 		share) opts="--sizes --chunk --json --help" ;;
-		disk) opts="--file-gib --dir --ids --reps --threads --io-threads --iops-threads --cache-mib --no-memory --cpu --device --keep --json --mem-limit --workload --steps --help" ;;
+		disk) opts="--file-gib --dir --ids --reps --threads --io-threads --iops-threads --cache-mib --no-memory --cpu --device --keep --json --mem-limit --workload --steps --hotset --help" ;;
 		esac ;;
 	esac
 	if [[ "$cur" == -* ]]; then

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # gpu-check.sh: build, run every test (GPU ones included) and the benchmarks on a GPU machine, with
-# logs under $OUT (default ./gpu-out). Where jansson's headers are missing and no package manager can
-# reach a mirror, Debian packages placed in .debs/ (apt-get download libjansson-dev libjansson4) are
-# unpacked into a private prefix.
+# logs under $OUT (default ./gpu-out). Where jansson's or liburing's headers are missing and no package
+# manager can reach a mirror, Debian packages placed in .debs/ (apt-get download libjansson-dev
+# libjansson4 liburing-dev liburing2) are unpacked into a private prefix (pkg-config finds them through
+# PKG_CONFIG_SYSROOT_DIR; the programs load them through LD_LIBRARY_PATH).
 #   scripts/gpu-check.sh [tests|bench|all]   (default all; EHT_BENCH_JSON=1: JSON reports and
 #                                            SVG plots under $OUT/plots, see scripts/plot-bench)
 set -u
@@ -11,11 +12,12 @@ what=${1:-all}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 jobs=$(nproc)
-if ! pkg-config --exists jansson 2>/dev/null && ls .debs/*.deb >/dev/null 2>&1; then
+if { ! pkg-config --exists jansson 2>/dev/null || ! pkg-config --exists liburing 2>/dev/null; } &&
+  ls .debs/*.deb >/dev/null 2>&1; then
   mkdir -p /tmp/eht-deps
   for f in .debs/*.deb; do dpkg -x "$f" /tmp/eht-deps; done
   export PKG_CONFIG_SYSROOT_DIR=/tmp/eht-deps
-  export PKG_CONFIG_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu/pkgconfig
+  export PKG_CONFIG_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
   export LD_LIBRARY_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 fi
 {

@@ -163,15 +163,19 @@ static void usage(FILE *f)
 		   "                      [--io-threads Q] [--iops-threads Q] [--cache-mib M] [--no-memory] [--cpu]\n"
 		   "                      [--device D] [--keep] [--json]\n"
 		   "       eht bench disk --mem-limit G [--workload uniform|text:FILE] [--steps N] [--ids N]\n"
-		   "                      [--file-gib G] [--dir D] [--threads T] [--cache-mib 0] [--keep] [--json]\n"
+		   "                      [--hotset K] [--file-gib G] [--dir D] [--threads T] [--cache-mib 0] [--cpu]\n"
+		   "                      [--device D] [--keep] [--json]\n"
 		   "Lookups on a disk-tier table, cold and warm, beside the drive's 4 KiB random-read IOPS and the\n"
 		   "in-memory HOST strategy. The test file (default 32 GiB, less when the disk is short) is written\n"
 		   "to --dir (default $EHT_BENCH_DIR, else /var/tmp/eht-bench-disk) and removed at the end unless\n"
 		   "--keep (a kept file of the same size is reused).\n"
 		   "--mem-limit G runs --steps steps (default 300) of --workload (default uniform) with the first of\n"
-		   "--ids (default 6144) ids each, inside a new memory cgroup of G GiB (v2 memory.max or v1\n"
-		   "memory.limit_in_bytes; unlimited, saying why, where none can be made): steady-state step times,\n"
-		   "page-cache hit rate and bytes read per step. The hot-row cache takes 1/16 of G (--cache-mib 0: none).\n");
+		   "--ids (default 6144) ids each under a memory limit of G GiB: a new cgroup (v2 memory.max, else v1\n"
+		   "memory.limit_in_bytes), else a transient systemd scope; where none can be made, a table larger\n"
+		   "than free memory is the limit, else the run says it is unlimited. Rows go to GPU memory (HOST\n"
+		   "strategy) where there is a GPU; --hotset K gives the engine a GPU hot set of the K most frequent\n"
+		   "rows of the text's second half (steps come from the first). Reports steady-state step times,\n"
+		   "hit rates and bytes read per step. The hot-row cache takes 1/16 of G (--cache-mib 0: none).\n");
 }
 
 static int parse_list(const char *arg, size_t *shapes, int *nshapes)
@@ -206,6 +210,7 @@ int bench_disk(int argc, char **argv)
 	double cache_mib = 0, mem_limit = 0;
 	const char *workload = "uniform";
 	int steps = 300, cache_set = 0, ids_set = 0;
+	long long hotset = 0;
 	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
 						 {"cpu", no_argument, NULL, 'C'},
 						 {"no-memory", no_argument, NULL, 'M'},
@@ -222,6 +227,7 @@ int bench_disk(int argc, char **argv)
 						 {"mem-limit", required_argument, NULL, 'L'},
 						 {"workload", required_argument, NULL, 'W'},
 						 {"steps", required_argument, NULL, 'S'},
+						 {"hotset", required_argument, NULL, 'H'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
 	int c, bad = 0, keep = 0, v = 0;
@@ -294,6 +300,15 @@ int bench_disk(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'H': {
+			char *end = NULL;
+			hotset = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || hotset < 1 || hotset >= (1ll << 31)) {
+				fprintf(stderr, "eht bench disk: --hotset %s: a row count 1..2^31-1\n", optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -372,7 +387,8 @@ int bench_disk(int argc, char **argv)
 	if (mem_limit > 0) {
 		struct bench_disk_mem_args ma = {.path = path, .rows = rows, .mem_limit_gib = mem_limit,
 						 .workload = workload, .ids = ids_set ? shapes[0] : 6144, .steps = steps,
-						 .threads = threads, .no_cache = cache_set && cache_mib <= 0, .json = json};
+						 .threads = threads, .no_cache = cache_set && cache_mib <= 0, .json = json,
+						 .gpu = gpu, .device = dev, .hotset = (size_t)hotset};
 		rc = bench_disk_mem(&ma);
 		goto out;
 	}

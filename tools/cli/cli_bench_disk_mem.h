@@ -15,10 +15,13 @@ struct bench_disk_mem_args {
 	int steps;
 	unsigned threads;
 	int no_cache, json;
+	int gpu, device;      /* gather into this GPU's memory (HOST strategy) when gpu */
+	size_t hotset;        /* GPU hot rows learned from the workload's other half (0: none) */
 };
 
-/* Runs the steps inside a new memory cgroup (or unlimited, saying why) and prints the steady state.
- * Returns 0 or 1 (message printed). */
+/* Runs the steps under a memory limit (a cgroup, a transient scope, or none, saying why) and prints
+ * the steady state. Returns 0 or 1 (message printed), or the exit status of the run re-made inside a
+ * transient scope. */
 int bench_disk_mem(const struct bench_disk_mem_args *a);
 
 #endif

@@ -197,8 +197,8 @@ int disk_read_direct(struct disk *d, const uint64_t *rows, size_t n, uint8_t *ds
 			disk_cache_put(&d->cache, miss[i], dst + (b + idx[i]) * d->rb);
 		nread += m;
 	}
-	atomic_fetch_add_explicit(&d->cache_hits, hits, memory_order_relaxed);
-	atomic_fetch_add_explicit(&d->rows_read, nread, memory_order_relaxed);
+	disk_count(d->ctr, DC_CACHE_HITS, hits);
+	disk_count(d->ctr, DC_ROWS_READ, nread);
 	return rc;
 }
 
@@ -221,6 +221,12 @@ static int disk_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *ds
 		size_t served = disk_prefetch_serve(d, rows + b, m, out + b * d->rb, done);
 		if (served == m)
 			continue;
+		if (!served) { /* no ticket (the usual case): the block as it is */
+			int rc = disk_read_direct(d, rows + b, m, out + b * d->rb);
+			if (rc)
+				return rc;
+			continue;
+		}
 		/* Runs of rows the ticket did not have. */
 		for (size_t i = 0; i < m;) {
 			if (done[i]) {
@@ -349,11 +355,13 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	if (!(o.flags & (EHT_DISK_PREAD | EHT_DISK_URING)) && (rc = disk_guard_install()))
 		return rc;
 
-	struct disk *d = calloc(1, sizeof(*d));
+	/* Aligned: the counter shards are a cache line each (sizeof is a multiple of the alignment). */
+	struct disk *d = aligned_alloc(_Alignof(struct disk), sizeof(*d));
 	eht_ckpt *ck = NULL;
 	eht_table *t = NULL;
 	if (!d)
 		return eht_err(ENOMEM, "disk: out of memory");
+	memset(d, 0, sizeof(*d));
 	d->flags = o.flags;
 	if (!realpath(path, d->ckpt))
 		snprintf(d->ckpt, sizeof(d->ckpt), "%s", path);
@@ -453,14 +461,35 @@ int eht_disk_stats(const eht_table *t, struct eht_disk_stats *s)
 	if (!d || !s)
 		return eht_err(EINVAL, "eht_disk_stats: %s", d ? "NULL stats" : "not a disk table");
 	struct eht_disk_stats x = {.size = sizeof(x)};
-	x.rows_read = atomic_load(&d->rows_read);
-	x.cache_hits = atomic_load(&d->cache_hits);
-	x.prefetch_hits = atomic_load(&d->prefetch_hits);
+	x.rows_read = disk_counter(d->ctr, DC_ROWS_READ);
+	x.cache_hits = disk_counter(d->ctr, DC_CACHE_HITS);
+	x.prefetch_hits = disk_counter(d->ctr, DC_PREFETCH_HITS);
 	x.cache_slots = d->cache.nslots;
-	int mode;
-	disk_split_stats(d, &x.resident_rows, &x.uncached_rows, &x.uncached_bytes, &mode);
-	x.split_mode = (uint32_t)mode;
+	x.resident_rows = disk_counter(d->ctr, DC_RESIDENT);
+	x.uncached_rows = disk_counter(d->ctr, DC_UNCACHED);
+	x.uncached_bytes = disk_counter(d->ctr, DC_UNCACHED_BYTES);
+	x.split_mode = (uint32_t)disk_split_mode(d);
 	return eht_opts_out(s, &x, sizeof(x), "eht_disk_stats: stats");
 }
 
 struct disk *disk_from_table(eht_table *t) { return disk_of(t); }
+
+static _Atomic unsigned next_shard;
+static _Thread_local unsigned tl_shard; /* 1 + this thread's shard, 0 before its first count */
+
+void disk_count(struct disk_ctr_shard *ctr, unsigned c, uint64_t v)
+{
+	if (!v)
+		return;
+	if (!tl_shard)
+		tl_shard = 1 + atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % DISK_SHARDS;
+	atomic_fetch_add_explicit(&ctr[tl_shard - 1].v[c], v, memory_order_relaxed);
+}
+
+uint64_t disk_counter(const struct disk_ctr_shard *ctr, unsigned c)
+{
+	uint64_t sum = 0;
+	for (unsigned i = 0; i < DISK_SHARDS; i++)
+		sum += atomic_load_explicit(&ctr[i].v[c], memory_order_relaxed);
+	return sum;
+}

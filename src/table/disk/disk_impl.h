@@ -40,6 +40,18 @@ struct disk_cache {
 };
 #define DISK_CACHE_LOCKED UINT64_MAX
 
+/* Read counters, in shards a cache line each: every gather thread adds to them on every call, and
+ * one shared line bounced between the lookup pool's threads cost more than a warm decode step's
+ * copies of a chunk. eht_disk_stats sums the shards. */
+enum { DC_ROWS_READ, DC_CACHE_HITS, DC_PREFETCH_HITS, DC_RESIDENT, DC_UNCACHED, DC_UNCACHED_BYTES, DC_N };
+#define DISK_SHARDS 16u
+struct disk_ctr_shard {
+	_Alignas(64) _Atomic uint64_t v[DC_N];
+};
+/* Adds v to counter c in this thread's shard (no-op for 0). */
+void disk_count(struct disk_ctr_shard *ctr, unsigned c, uint64_t v);
+uint64_t disk_counter(const struct disk_ctr_shard *ctr, unsigned c);
+
 enum { TK_FREE = 0, TK_FILLING, TK_QUEUED, TK_READING, TK_READY };
 
 struct eht_disk_ticket {
@@ -68,7 +80,7 @@ struct disk {
 	struct disk_split *split; /* resident/uncached split of the default reads (disk_split.c), or NULL */
 	uint64_t check_ns; /* fstat the files at most this often (EHT_DISK_CHECK_US, default 1000) */
 	_Atomic uint64_t last_check_ns;
-	_Atomic uint64_t rows_read, cache_hits, prefetch_hits;
+	struct disk_ctr_shard ctr[DISK_SHARDS];
 
 	/* Prefetch: slots, a dispatcher thread and the reader pool. */
 	uint64_t prefetch_rows;
@@ -114,7 +126,7 @@ void disk_split_free(struct disk *d);
 /* Forgets the residency hints (after the page cache was dropped). */
 void disk_split_forget(struct disk *d);
 /* Counters; mode 0 no split, 1 pread for uncached rows, 2 io_uring. */
-void disk_split_stats(const struct disk *d, uint64_t *resident, uint64_t *uncached, uint64_t *bytes, int *mode);
+int disk_split_mode(const struct disk *d);
 
 /* Checks the files against what open saw (size and mtime by fstat; with check_path also the inode
  * the path names now). Returns 0 or -ESTALE naming the file. */
@@ -127,6 +139,10 @@ int disk_read_error(struct disk *d, const struct disk_part *p, uint64_t row, uin
 /* Copies len bytes from a mapping at src to dst, turning a SIGBUS into -EIO. Returns 0 or -EIO. */
 int disk_guarded_copy_rows(const uint8_t *base, const uint64_t *rows, size_t n, uint64_t first_row,
 			   uint64_t row_bytes, uint8_t *dst, uint64_t dst_stride, size_t *fault_index);
+/* Copies rows[0..n) of every part into consecutive packed rows at dst (stride d->rb) in one pass,
+ * turning a SIGBUS into -EIO with the row's index and part. Returns 0 or -EIO. */
+int disk_guarded_copy_packed(const struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst,
+			     size_t *fault_index, unsigned *fault_part);
 /* Installs the process-wide SIGBUS guard once. Returns 0 or -errno of sigaction. */
 int disk_guard_install(void);
 

@@ -311,7 +311,7 @@ size_t disk_prefetch_serve(struct disk *d, const uint64_t *rows, size_t n, uint8
 			served++;
 		}
 	}
-	atomic_fetch_add_explicit(&d->prefetch_hits, served, memory_order_relaxed);
+	disk_count(d->ctr, DC_PREFETCH_HITS, served);
 	pthread_mutex_lock(&d->mu);
 	if (--tk->users == 0)
 		pthread_cond_broadcast(&d->cv);

@@ -35,6 +35,7 @@ struct disk_split {
 	bool uring;       /* uncached rows with io_uring (else pread) */
 	bool uring_fail;  /* EHT_DISK_URING_FAIL: ring set-up fails, as on a kernel forbidding io_uring */
 	uint64_t page;
+	unsigned shift;   /* log2(page) */
 	uint64_t cap;     /* hints kept at most before the bitmap is cleared */
 	_Atomic uint64_t nset;
 	_Atomic bool uring_broken; /* a ring failed to start: pread from then on */
@@ -43,7 +44,6 @@ struct disk_split {
 		uint64_t nwords;
 		uintptr_t base; /* page-aligned address of the part's first row */
 	} part[2];
-	_Atomic uint64_t resident_rows, uncached_rows, uncached_bytes;
 };
 
 /* ------------------------------------------------------------------- memory budget */
@@ -87,7 +87,7 @@ static inline void page_range(const struct disk_split *s, const struct disk *d, 
 {
 	const struct disk_part *p = &d->part[k];
 	uintptr_t a = (uintptr_t)(p->data + (row - d->first_row) * p->row_bytes);
-	uint64_t f = (a - s->part[k].base) / s->page, l = (a + p->row_bytes - 1 - s->part[k].base) / s->page;
+	uint64_t f = (a - s->part[k].base) >> s->shift, l = (a + p->row_bytes - 1 - s->part[k].base) >> s->shift;
 	*first = f;
 	*count = l - f + 1;
 }
@@ -251,7 +251,8 @@ int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, s
 	int rc = 0;
 	for (size_t b = 0; b < m && !rc; b += SPLIT_ROWS) {
 		size_t e = m - b < SPLIT_ROWS ? m : b + SPLIT_ROWS, nr = 0;
-		uint8_t cached[SPLIT_ROWS][2];
+		uint8_t cached[SPLIT_ROWS][2], full[SPLIT_ROWS];
+		size_t nfull = 0;
 		for (size_t i = b; i < e; i++) {
 			bool all = true;
 			for (unsigned k = 0; k < d->nparts; k++) {
@@ -264,6 +265,8 @@ int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, s
 					all = false;
 				}
 			}
+			full[i - b] = all;
+			nfull += full[i - b];
 			resident += all;
 			uncached += !all;
 		}
@@ -276,11 +279,31 @@ int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, s
 			if (c <= MAX_PROBE_PAGES)
 				hint_set(d, rd[j].k, f, c);
 		}
-		for (unsigned k = 0; k < d->nparts && !rc; k++) {
+		/* Rows resident in every part (all of them, warm): one pass over both parts, in runs of
+		 * consecutive destination slots. */
+		for (size_t i = b; i < e && !rc;) {
+			if (!full[i - b]) {
+				i++;
+				continue;
+			}
+			size_t j = i + 1, fault = 0;
+			unsigned fk = 0;
+			while (j < e && full[j - b] && idx[j] == idx[j - 1] + 1)
+				j++;
+			if (disk_guarded_copy_packed(d, miss + i, j - i, dst + (size_t)idx[i] * d->rb, &fault, &fk)) {
+				const struct disk_part *p = &d->part[fk];
+				uint64_t row = miss[i + fault];
+				rc = disk_read_error(d, p, row, p->file_offset + (row - d->first_row) * p->row_bytes, EIO,
+						     "bus error (SIGBUS, caught) reading");
+			}
+			i = j;
+		}
+		/* Rows with one part resident and the other read: the resident part alone. */
+		for (unsigned k = 0; k < d->nparts && !rc && nfull < e - b; k++) {
 			const struct disk_part *p = &d->part[k];
 			size_t n = 0;
 			for (size_t i = b; i < e; i++)
-				if (cached[i - b][k])
+				if (cached[i - b][k] && !full[i - b])
 					rrow[n] = miss[i], ridx[n++] = idx[i];
 			for (size_t i = 0; i < n;) { /* runs of consecutive destination slots */
 				size_t j = i + 1, fault = 0;
@@ -297,9 +320,9 @@ int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, s
 			}
 		}
 	}
-	atomic_fetch_add_explicit(&s->resident_rows, resident, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->uncached_rows, uncached, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->uncached_bytes, ubytes, memory_order_relaxed);
+	disk_count(d->ctr, DC_RESIDENT, resident);
+	disk_count(d->ctr, DC_UNCACHED, uncached);
+	disk_count(d->ctr, DC_UNCACHED_BYTES, ubytes);
 	return rc;
 }
 
@@ -317,6 +340,8 @@ int disk_split_init(struct disk *d)
 	s->uring_fail = eht_env_u64("EHT_DISK_URING_FAIL", 0) != 0;
 	atomic_init(&s->uring_broken, !EHT_HAVE_URING);
 	s->page = (uint64_t)sysconf(_SC_PAGESIZE);
+	while ((1ull << s->shift) < s->page)
+		s->shift++;
 	uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * s->page, lim = cgroup_limit();
 	uint64_t budget = lim && lim < ram ? lim : ram;
 	s->cap = eht_env_u64("EHT_DISK_HINT_PAGES", budget / 2 / s->page);
@@ -354,11 +379,8 @@ void disk_split_free(struct disk *d)
 	d->split = NULL;
 }
 
-void disk_split_stats(const struct disk *d, uint64_t *resident, uint64_t *uncached, uint64_t *bytes, int *mode)
+int disk_split_mode(const struct disk *d)
 {
 	const struct disk_split *s = d->split;
-	*resident = s ? atomic_load(&s->resident_rows) : 0;
-	*uncached = s ? atomic_load(&s->uncached_rows) : 0;
-	*bytes = s ? atomic_load(&s->uncached_bytes) : 0;
-	*mode = !s ? 0 : (s->uring && !atomic_load(&s->uring_broken)) ? 2 : 1;
+	return !s ? 0 : (s->uring && !atomic_load(&s->uring_broken)) ? 2 : 1;
 }
