@@ -835,6 +835,19 @@ EHT_API EHT_MUST_CHECK int eht_lookup_update_hotset(eht_lookup *lk, const int64_
  * applied, 0 nothing pending (or a refresh is being prepared right now: try at the next boundary);
  * -EOPNOTSUPP on a capturing stream; driver errors. The run thread's call, like eht_lookup_run. */
 EHT_API EHT_MUST_CHECK int eht_lookup_hotset_apply(eht_lookup *lk, void *stream);
+/* Lets the traffic choose the hot set: from now on the mark kernel samples every 16th id of a run (a
+ * hit counts into its slot, a miss's row goes into a 64 Ki-entry ring; a few atomics per thousand
+ * ids), and a thread of the engine reads the samples every period_ms, decays them into scores
+ * (frequency with memory: a row must keep coming back) and, when a missed row scores twice the coldest
+ * hot row, prepares a refresh that swaps them (eht_lookup_update_hotset; applied at the next step
+ * boundary). Needs a hot set (its size is the cache's); start it before capturing graphs (a graph
+ * captured earlier does not sample). period_ms 0 stops it. From the thread that runs the engine,
+ * between runs. Returns 0; -EINVAL (no hot set); -ENOMEM, driver errors. */
+EHT_API EHT_MUST_CHECK int eht_lookup_hotset_adapt(eht_lookup *lk, unsigned period_ms);
+/* While adapting: the sampled hit fraction of the last period (-1 when not adapting); and the number
+ * of refreshes applied so far (adapting or eht_lookup_update_hotset). */
+EHT_API double eht_lookup_hotset_hit_rate(const eht_lookup *lk);
+EHT_API uint64_t eht_lookup_hotset_refreshes(const eht_lookup *lk);
 
 /* Dead ids of the last run (or of a replay of a graph that captured a run, if that was the last
  * call), complete once the stream has passed it (a pinned word the GPU writes asynchronously). */

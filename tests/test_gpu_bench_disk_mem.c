@@ -34,6 +34,8 @@ int main(void)
 	CHECK(!strcmp(rs(r, "output"), "gpu"));
 	CHECK(rn(r, "hotset_rows") == 2000);
 	CHECK(rn(r, "rows_per_step") == 2048);
+	/* The tier sees each step's distinct misses only: fewer than its ids, less the hot ones. */
+	CHECK(rn(r, "tier_rows_per_step") > 0 && rn(r, "tier_rows_per_step") <= 2048 - rn(r, "gpu_hot_ids_per_step"));
 	/* Real text repeats its frequent ids: the hot set serves some of every step. */
 	CHECK(rn(r, "gpu_hot_ids_per_step") > 0 && rn(r, "gpu_hot_ids_per_step") < 2048);
 	CHECK(rn(r, "hit_rate") > 0);

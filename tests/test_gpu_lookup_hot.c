@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu_lookup_ref.h"
 
@@ -348,6 +349,67 @@ out:
 	free(h2);
 }
 
+/* Adapting (eht_lookup_hotset_adapt): the cache starts with rows the stream never asks for; a skewed
+ * stream of eager runs (85 % of ids from 1,500 rows) must move it to those rows within a few periods
+ * (refreshes applied, the sampled hit rate up), every output still bit-identical. */
+static void check_adapt(eht_table *t, CUstream s, uint64_t *rs)
+{
+	const size_t cap = 2000, n = 6000;
+	int64_t *cold = malloc(cap * 8), *ids = malloc(n * 8);
+	CUdeviceptr d_ids = 0, d_out = 0;
+	struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_HOST, .device = 0, .numa_node = -1,
+				    .threads = 4, .max_batch = 8192};
+	eht_lookup *lk = NULL;
+	if (t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, n * 8))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, n * RB))))
+		goto out;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+	if (!lk)
+		goto out;
+	for (size_t i = 0; i < cap; i++)
+		cold[i] = (int64_t)(g_lref.nrows - 1 - i);
+	CHECK_RC(eht_lookup_hotset_adapt(lk, 20), -EINVAL); /* no hot set yet */
+	CHECK_RC(eht_lookup_set_hotset(lk, cold, cap), 0);
+	CHECK(eht_lookup_hotset_hit_rate(lk) < 0);
+	CHECK_RC(eht_lookup_hotset_adapt(lk, 20), 0);
+	double first = -1, last = -1;
+	for (int step = 0; step < 150; step++) {
+		for (size_t i = 0; i < n; i++) {
+			uint64_t x = t_rand(rs);
+			ids[i] = x % 100 < 85 ? 1000 + (int64_t)(t_rand(rs) % 1500) : (int64_t)(t_rand(rs) % g_lref.nrows);
+		}
+		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
+		t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * RB)));
+		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		CHECK_RC(eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s, 0, NULL), 0);
+		t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+		uint64_t dead = 0;
+		size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, EHT_LOOKUP_RAW, &dead);
+		if (bad)
+			fprintf(stderr, "adapt step %d: %zu rows differ\n", step, bad);
+		CHECK(bad == 0);
+		double hr = eht_lookup_hotset_hit_rate(lk);
+		if (first < 0 && hr >= 0 && step > 3)
+			first = hr;
+		last = hr;
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "adapt: sampled hit rate %.2f early, %.2f after 150 steps, %llu refreshes\n", first, last,
+		(unsigned long long)eht_lookup_hotset_refreshes(lk));
+	CHECK(eht_lookup_hotset_refreshes(lk) > 0);
+	CHECK(last > 0.6);
+	CHECK_RC(eht_lookup_hotset_adapt(lk, 0), 0);
+	CHECK(eht_lookup_hotset_hit_rate(lk) < 0);
+out:
+	eht_lookup_destroy(lk);
+	if (d_ids)
+		eht_cu.cuMemFree(d_ids);
+	if (d_out)
+		eht_cu.cuMemFree(d_out);
+	free(cold);
+	free(ids);
+}
+
 static void check_errors(eht_table *t, CUstream s)
 {
 	struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_HOST, .device = 0, .numa_node = -1,
@@ -410,6 +472,7 @@ int main(void)
 	if (t) {
 		check_errors(t, s);
 		check_refresh(t, s, &rs);
+		check_adapt(t, s, &rs);
 		check_table("memory", t, s, &rs);
 	}
 	eht_table_close(t);

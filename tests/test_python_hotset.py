@@ -49,6 +49,14 @@ def main():
     except eht.EhtError as e:
         if "no hot set" not in str(e):
             print("unclear error: %s" % e); fails += 1
+    try:
+        lk.adapt_hotset(100)
+        print("adapt_hotset without a hot set did not fail"); fails += 1
+    except eht.EhtError as e:
+        if "no hot set" not in str(e):
+            print("unclear error: %s" % e); fails += 1
+    if lk.hotset_hit_rate is not None or lk.hotset_refreshes != 0:
+        print("hit rate / refreshes of an engine that does not adapt"); fails += 1
     if lk.apply_hotset(stream=0) is not False:
         print("apply_hotset without a hot set applied something"); fails += 1
     try:

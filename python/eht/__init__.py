@@ -107,6 +107,9 @@ def _L():
         "eht_lookup_hotset_rows": (U64, [VP]),
         "eht_lookup_update_hotset": (I, [VP, P(ctypes.c_int64), U64]),
         "eht_lookup_hotset_apply": (I, [VP, VP]),
+        "eht_lookup_hotset_adapt": (I, [VP, ctypes.c_uint]),
+        "eht_lookup_hotset_hit_rate": (ctypes.c_double, [VP]),
+        "eht_lookup_hotset_refreshes": (U64, [VP]),
         "eht_table_hotset": (I, [VP, P(P(ctypes.c_int64)), P(U64)]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
@@ -409,6 +412,26 @@ class Lookup:
         rc = _L().eht_lookup_hotset_apply(self._h, handle or None)
         _check(rc, "eht_lookup_hotset_apply")
         return rc == 1
+
+    def adapt_hotset(self, period_ms=1000):
+        """Lets the traffic choose the hot set (eht_lookup_hotset_adapt): sampled hits and misses are
+        scored every period_ms and clearly hotter missed rows swapped in at a step boundary; 0 stops."""
+        if not getattr(self, "_h", None):
+            raise _closed("this lookup engine")
+        if not isinstance(period_ms, int) or isinstance(period_ms, bool) or period_ms < 0:
+            raise ValueError("period_ms must be an int >= 0")
+        _check(_L().eht_lookup_hotset_adapt(self._h, period_ms), "eht_lookup_hotset_adapt")
+
+    @property
+    def hotset_hit_rate(self):
+        """Sampled hit fraction of the last adapting period (None when not adapting)."""
+        r = _L().eht_lookup_hotset_hit_rate(self._h)
+        return None if r < 0 else r
+
+    @property
+    def hotset_refreshes(self):
+        """Hot-set refreshes applied so far."""
+        return int(_L().eht_lookup_hotset_refreshes(self._h))
 
     @property
     def hotset_rows(self):

@@ -240,7 +240,8 @@ int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, CUstream s, const struct 
 	uint64_t blocks = (n + THREADS - 1) / THREADS, cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 16;
 	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, (void *)&h->keys, (void *)&h->vals, &hmask,
 			&hshift, (void *)&h->dkeys, (void *)&h->dvals, &dmask, &dshift, (void *)&h->uniq,
-			(void *)&h->code, &counters};
+			(void *)&h->code, &counters, (void *)&h->hits, (void *)&h->ring, (void *)&h->ring_head,
+			(void *)&h->ring_mask};
 	return launch(g->dedup_mark, (unsigned)(blocks < cap ? blocks : cap), THREADS, s, args, "eht_lk_dedup_mark");
 }
 

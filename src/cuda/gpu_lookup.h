@@ -100,6 +100,10 @@ struct eht_gpu_hot {
 	uint32_t bits;
 	CUdeviceptr dkeys, dvals, uniq, code;
 	uint32_t dbits;
+	/* Sampling for an adapting hot set (hits 0: off): u32 hit count per slot, a ring of 2^k sampled
+	 * missed local rows and its u64 head. */
+	CUdeviceptr hits, ring, ring_head;
+	uint64_t ring_mask;
 };
 /* Mark: ids that are hot-set hits, dead, or misses; the distinct misses into uniq[0..counters[1])
  * (counters[1] zero before), counters[0] += dead. Local rows must fit 31 bits. */

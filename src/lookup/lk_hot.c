@@ -8,14 +8,18 @@
  * kernel writes every position from the hot rows, the compact rows or zeros. Hits and repeats never
  * cross the link, and the CPU gathers each distinct row once. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lookup/hot_adapt.h"
 #include "lookup/hot_refresh.h"
 #include "lookup/lk_hot.h"
 #include "lookup/lookup_impl.h"
 #include "util/err.h"
+#include "util/log.h"
 
 struct lk_hot {
 	uint64_t n; /* hot rows (0: dedup only) */
@@ -32,7 +36,18 @@ struct lk_hot {
 	CUevent ev_applied;   /* after the last applied plan's copies (its pinned buffers free again) */
 	bool applied_used;    /* both only under rf.mu */
 	eht_lookup *lk;
+	/* Adapting (eht_lookup_hotset_adapt): the mark kernel's samples, read by a thread each period. */
+	CUdeviceptr d_hits, d_ring, d_ring_head; /* u32 per slot; ADAPT_RING u64 rows; u64 head */
+	pthread_t adapt_th;
+	bool adapt_running;
+	unsigned adapt_ms;
+	pthread_mutex_t adapt_mu; /* with adapt_cv: the thread's sleep, and stop */
+	pthread_cond_t adapt_cv;
+	bool adapt_stop;
+	_Atomic uint64_t adapt_hits, adapt_samples, refreshes; /* last period's sampled hits of all samples */
 };
+
+#define ADAPT_RING (1u << 16)
 
 #define LOAD_CHUNK 65536
 
@@ -171,16 +186,19 @@ int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n)
 }
 
 /* ------------------------------------------------------------------- the engine's cache */
+static void eht_lk_hot_adapt_stop(struct lk_hot *h);
+
 void eht_lk_hot_free(eht_lookup *lk)
 {
 	struct lk_hot *h = lk->hot;
 	if (!h)
 		return;
+	eht_lk_hot_adapt_stop(h);
 	eht_hot_refresh_fini(&h->rf);
 	if (h->ev_applied)
 		eht_cu.cuEventDestroy(h->ev_applied);
 	CUdeviceptr ds[] = {h->d_keys, h->d_vals, h->d_rows, h->d_dkeys, h->d_dvals, h->d_uniq, h->d_code, h->d_lslot,
-			    h->d_lrows};
+			    h->d_lrows, h->d_hits, h->d_ring, h->d_ring_head};
 	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
 		if (ds[i])
 			eht_cu.cuMemFree(ds[i]);
@@ -313,6 +331,7 @@ static int refresh_apply(void *ctx, const struct eht_hot_plan *p)
 	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(h->ev_applied, a->s)))) {
 		h->applied_used = true;
 		h->live_rows = p->rows;
+		atomic_fetch_add(&h->refreshes, 1);
 	}
 	return rc;
 }
@@ -364,6 +383,154 @@ int eht_lookup_hotset_apply(eht_lookup *lk, void *stream)
 		return eht_err(EOPNOTSUPP, "eht_lookup_hotset_apply: the stream is capturing (apply between replays)");
 	struct apply_ctx a = {.h = lk->hot, .s = s};
 	return rc ? rc : eht_hot_refresh_take(&lk->hot->rf, refresh_apply, &a);
+}
+
+/* ------------------------------------------------------------------- adapting */
+/* Each period: the samples since the last (hit counts per slot by difference, missed rows from the
+ * ring), a choice, and a refresh prepared when it changes anything (applied by the run thread at its
+ * next step boundary; a period with one still pending only observes). */
+static void *adapt_main(void *arg)
+{
+	struct lk_hot *h = arg;
+	eht_lookup *lk = h->lk;
+	const uint64_t S = h->n, local_rows = (uint64_t)(lk->hi - lk->lo);
+	uint32_t *hits = malloc(S * 4), *prev = calloc(S, 4), *delta = malloc(S * 4);
+	uint64_t *ring = malloc(ADAPT_RING * 8), *miss = malloc(ADAPT_RING * 8), head = 0, last_head = 0;
+	int64_t *live = malloc(S * 8), *next = malloc(S * 8);
+	struct eht_hot_adapt a = {0};
+	CUstream st = NULL;
+	int rc = eht_cu_use_device(lk->device);
+	if (!rc && (!hits || !prev || !delta || !ring || !miss || !live || !next))
+		rc = eht_err(ENOMEM, "hot set %s: out of memory for adapting", lk->ti.name);
+	if (!rc)
+		rc = eht_hot_adapt_init(&a, S, 0.7f, 2.0f);
+	if (!rc)
+		rc = EHT_CU_CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+	if (rc)
+		eht_warn("hot set %s: adapting stopped (%s)", lk->ti.name, eht_last_error());
+	pthread_mutex_lock(&h->adapt_mu);
+	while (!rc && !h->adapt_stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)(h->adapt_ms % 1000) * 1000000L;
+		ts.tv_sec += h->adapt_ms / 1000 + ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&h->adapt_cv, &h->adapt_mu, &ts);
+		if (h->adapt_stop)
+			break;
+		pthread_mutex_unlock(&h->adapt_mu);
+		/* Read while kernels may be writing: counts are monotonic (differences), ring slots
+		 * torn or overwritten only misplace a sample or two. */
+		int crc = EHT_CU_CHECK(cuMemcpyDtoHAsync(hits, h->d_hits, S * 4, st));
+		if (!crc)
+			crc = EHT_CU_CHECK(cuMemcpyDtoHAsync(ring, h->d_ring, ADAPT_RING * 8, st));
+		if (!crc)
+			crc = EHT_CU_CHECK(cuMemcpyDtoHAsync(&head, h->d_ring_head, 8, st));
+		if (!crc)
+			crc = EHT_CU_CHECK(cuStreamSynchronize(st));
+		if (crc) {
+			eht_warn("hot set %s: adapting stopped (%s)", lk->ti.name, eht_last_error());
+			pthread_mutex_lock(&h->adapt_mu);
+			break;
+		}
+		uint64_t got = head - last_head < ADAPT_RING ? head - last_head : ADAPT_RING, nm = 0;
+		for (uint64_t i = head - got; i < head; i++)
+			miss[nm++] = ring[i & (ADAPT_RING - 1)];
+		last_head = head;
+		for (uint64_t s = 0; s < S; s++) {
+			delta[s] = hits[s] - prev[s];
+			prev[s] = hits[s];
+		}
+		eht_hot_adapt_observe(&a, delta, miss, nm, local_rows);
+		uint64_t all = a.period_hits + a.period_misses;
+		atomic_store(&h->adapt_hits, a.period_hits);
+		atomic_store(&h->adapt_samples, all);
+		if (!atomic_load(&h->rf.pending)) {
+			pthread_mutex_lock(&h->rf.mu);
+			memcpy(live, h->rf.live, S * 8);
+			pthread_mutex_unlock(&h->rf.mu);
+			uint64_t changed = 0, n = eht_hot_adapt_choose(&a, live, lk->lo, next, &changed);
+			if (changed && eht_hot_refresh_prepare(&h->rf, next, n, refresh_gather, lk))
+				eht_warn("hot set %s: a refresh failed (%s)", lk->ti.name, eht_last_error());
+		}
+		pthread_mutex_lock(&h->adapt_mu);
+	}
+	pthread_mutex_unlock(&h->adapt_mu);
+	if (st)
+		eht_cu.cuStreamDestroy(st);
+	eht_hot_adapt_fini(&a);
+	free(hits);
+	free(prev);
+	free(delta);
+	free(ring);
+	free(miss);
+	free(live);
+	free(next);
+	return NULL;
+}
+
+static void eht_lk_hot_adapt_stop(struct lk_hot *h)
+{
+	if (!h->adapt_running)
+		return;
+	pthread_mutex_lock(&h->adapt_mu);
+	h->adapt_stop = true;
+	pthread_cond_signal(&h->adapt_cv);
+	pthread_mutex_unlock(&h->adapt_mu);
+	pthread_join(h->adapt_th, NULL);
+	pthread_mutex_destroy(&h->adapt_mu);
+	pthread_cond_destroy(&h->adapt_cv);
+	h->adapt_running = false;
+}
+
+int eht_lookup_hotset_adapt(eht_lookup *lk, unsigned period_ms)
+{
+	if (!lk)
+		return eht_err(EINVAL, "eht_lookup_hotset_adapt: NULL engine");
+	struct lk_hot *h = lk->hot;
+	if (!h || !h->n)
+		return eht_err(EINVAL, "eht_lookup_hotset_adapt: table %s has no hot set (eht_lookup_set_hotset sets its size)",
+			       lk->ti.name);
+	eht_lk_hot_adapt_stop(h);
+	if (period_ms == 0)
+		return 0;
+	int rc = eht_cu_use_device(lk->device);
+	if (!h->d_hits) {
+		rc = dalloc(&h->d_hits, h->n * 4, rc);
+		rc = dalloc(&h->d_ring, ADAPT_RING * 8, rc);
+		rc = dalloc(&h->d_ring_head, 8, rc);
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemsetD8(h->d_hits, 0, h->n * 4));
+		if (!rc)
+			rc = EHT_CU_CHECK(cuMemsetD8(h->d_ring_head, 0, 8));
+		if (rc)
+			return rc;
+	}
+	h->adapt_ms = period_ms;
+	h->adapt_stop = false;
+	pthread_mutex_init(&h->adapt_mu, NULL);
+	pthread_cond_init(&h->adapt_cv, NULL);
+	int prc = pthread_create(&h->adapt_th, NULL, adapt_main, h);
+	if (prc) {
+		pthread_mutex_destroy(&h->adapt_mu);
+		pthread_cond_destroy(&h->adapt_cv);
+		return eht_err(prc, "eht_lookup_hotset_adapt: cannot start its thread");
+	}
+	h->adapt_running = true;
+	return 0;
+}
+
+double eht_lookup_hotset_hit_rate(const eht_lookup *lk)
+{
+	if (!lk || !lk->hot || !lk->hot->adapt_running)
+		return -1.0;
+	uint64_t all = atomic_load(&lk->hot->adapt_samples);
+	return all ? (double)atomic_load(&lk->hot->adapt_hits) / (double)all : 0.0;
+}
+
+uint64_t eht_lookup_hotset_refreshes(const eht_lookup *lk)
+{
+	return lk && lk->hot ? atomic_load(&lk->hot->refreshes) : 0;
 }
 
 int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
@@ -451,7 +618,8 @@ int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_pie
 	struct eht_gpu_ids gi = {.ids = d, .id64 = p->id64, .off = p->off, .lo = lk->lo, .hi = lk->hi};
 	struct eht_gpu_hot gh = {.keys = h->n ? h->d_keys : 0, .vals = h->d_vals, .rows = h->d_rows, .bits = h->ix.bits,
 				 .dkeys = h->d_dkeys, .dvals = h->d_dvals, .uniq = h->d_uniq, .code = h->d_code,
-				 .dbits = h->dbits};
+				 .dbits = h->dbits, .hits = h->adapt_running ? h->d_hits : 0, .ring = h->d_ring,
+				 .ring_head = h->d_ring_head, .ring_mask = ADAPT_RING - 1};
 	if ((rc = eht_gpu_dedup_mark(&lk->g, s, &gi, p->n, &gh, lk->d_counters)))
 		return rc;
 	h->dirty = true;

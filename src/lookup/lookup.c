@@ -143,7 +143,9 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		lk->hi = lk->lo;
 	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
 	eht_lk_auto_init(lk);
-	lk->dedup_min = eht_env_u64("EHT_LOOKUP_DEDUP_MIN", LK_DEDUP_MIN);
+	/* A miss on a tier without a host pointer (disk) can cost a storage read: there every batch
+	 * deduplicates and consults the hot set. */
+	lk->dedup_min = eht_env_u64("EHT_LOOKUP_DEDUP_MIN", ti->host ? LK_DEDUP_MIN : 1);
 	lk->device = o.device >= 0 ? o.device : ti->device;
 	lk->gpu = !(o.flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
 	int rc = 0;

@@ -194,10 +194,16 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 	for (int s = warm; s < a->steps; s++)
 		mean += ms[s] / ss;
 	uint64_t res = s1.resident_rows - sw.resident_rows, unc = s1.uncached_rows - sw.uncached_rows;
-	uint64_t hits = s1.cache_hits - sw.cache_hits, all = res + unc + hits + hot_ids;
-	double hit = all ? (double)(res + hits + hot_ids) / (double)all : 0;
+	/* Hit rate over ids: with GPU output the engine deduplicates each step and serves hot-set ids from
+	 * GPU memory, so the tier sees only the step's distinct misses; an id is a hit unless it cost a
+	 * storage read (one read serves every repeat of its row in the step). */
+	uint64_t hits = s1.cache_hits - sw.cache_hits, tier = res + unc + hits, all = (uint64_t)n * (uint64_t)ss;
+	if (all < tier + hot_ids) /* no dedup (host output): every id reached the tier or the hot set */
+		all = tier + hot_ids;
+	double hit = all ? (double)(all - unc) / (double)all : 0;
 	double pc_hit = res + unc ? (double)res / (double)(res + unc) : 0;
 	double rows_step = (double)all / ss, unc_step = (double)unc / ss, hot_step = (double)hot_ids / ss;
+	double tier_step = (double)tier / ss;
 	double bytes_step = (double)(s1.uncached_bytes - sw.uncached_bytes) / ss;
 	double io_step = iow && io1 >= iow ? (double)(io1 - iow) / ss : 0;
 	int split = s1.split_mode != 0;
@@ -227,6 +233,7 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 		json_object_update_new(r, v);
 		json_object_update_new(r, w);
 		json_object_set_new(r, "cgroup_usage_bytes", json_integer((json_int_t)bench_cg_usage(&cg)));
+		json_object_set_new(r, "tier_rows_per_step", json_real(tier_step));
 		cli_print_json(r);
 	} else {
 		printf("workload %s, %zu ids a step into %s memory, %d steps (%d steady), table %.2f GiB, limit %.2f GiB "

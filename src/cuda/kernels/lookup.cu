@@ -632,12 +632,14 @@ __device__ __forceinline__ uint32_t hot_find(const unsigned long long *keys, con
  * empty entries all ones, left empty again by eht_lk_expand_codes). The first inserter of a row takes
  * the next index (counters[1], zero before; one atomic per warp) and writes the row there in uniq;
  * code[p] gets what eht_lk_expand_codes needs. counters[0] += dead ids. Lanes of a warp walk the ids
- * together so the index can be taken by warp. */
+ * together so the index can be taken by warp. With hits (an adapting hot set): every 16th position is a
+ * sample: a hit counts into hits[slot], a miss's local row goes into the ring (ring_head counts). */
 extern "C" __global__ void __launch_bounds__(256)
 eht_lk_dedup_mark(const void *ids, int id64, long long off, unsigned long long n, long long lo, long long hi,
 		  const unsigned long long *hkeys, const uint32_t *hvals, unsigned long long hmask, int hshift,
 		  unsigned long long *dkeys, uint32_t *dvals, unsigned long long dmask, int dshift, uint32_t *uniq,
-		  uint32_t *code, unsigned long long *counters)
+		  uint32_t *code, unsigned long long *counters, uint32_t *hits, unsigned long long *ring,
+		  unsigned long long *ring_head, unsigned long long ring_mask)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
@@ -653,8 +655,12 @@ eht_lk_dedup_mark(const void *ids, int id64, long long off, unsigned long long n
 				c = DEAD32;
 				dead++;
 			} else if (hkeys && (c = hot_find(hkeys, hvals, hmask, hshift, loc)) != DEAD32) {
+				if (hits && (i & 15) == 0)
+					atomicAdd(&hits[c], 1u);
 				c |= HOT;
 			} else {
+				if (hits && (i & 15) == 0)
+					ring[atomicAdd(ring_head, 1ull) & ring_mask] = loc;
 				for (h = (loc * 0x9E3779B97F4A7C15ull) >> dshift;; h = (h + 1) & dmask) {
 					unsigned long long old = atomicCAS(&dkeys[h], ~0ull, loc);
 					if (old == ~0ull) {
