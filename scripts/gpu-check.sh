@@ -12,14 +12,7 @@ what=${1:-all}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 jobs=$(nproc)
-if { ! pkg-config --exists jansson 2>/dev/null || ! pkg-config --exists liburing 2>/dev/null; } &&
-  ls .debs/*.deb >/dev/null 2>&1; then
-  mkdir -p /tmp/eht-deps
-  for f in .debs/*.deb; do dpkg -x "$f" /tmp/eht-deps; done
-  export PKG_CONFIG_SYSROOT_DIR=/tmp/eht-deps
-  export PKG_CONFIG_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-  export LD_LIBRARY_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-fi
+. "$(dirname "$0")/debs-env.sh"
 {
   nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
   nproc; free -g | head -2

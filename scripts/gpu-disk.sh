@@ -12,14 +12,7 @@ gib=${EHT_BENCH_DISK_GIB:-16}
 steps=${EHT_DISK_MEM_STEPS:-300}
 hot=${EHT_DISK_HOTSET:-65536}
 text=tests/workloads/text_500k.compressed.u32
-if { ! pkg-config --exists jansson 2>/dev/null || ! pkg-config --exists liburing 2>/dev/null; } &&
-  ls .debs/*.deb >/dev/null 2>&1; then
-  mkdir -p /tmp/eht-deps
-  for f in .debs/*.deb; do dpkg -x "$f" /tmp/eht-deps; done
-  export PKG_CONFIG_SYSROOT_DIR=/tmp/eht-deps
-  export PKG_CONFIG_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-  export LD_LIBRARY_PATH=/tmp/eht-deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-fi
+. "$(dirname "$0")/debs-env.sh"
 {
   nvidia-smi --query-gpu=name,driver_version --format=csv 2>&1
   nproc; free -g | head -2; uname -r; cat /proc/self/cgroup; grep cgroup /proc/self/mountinfo

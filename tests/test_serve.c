@@ -2,7 +2,6 @@
 /* test_serve.c: `eht serve` + eht_attach + lookups (CPU), a duplicate key, an absent key, SIGTERM and
  * SIGKILL of the server while a worker is attached (its next call fails, nothing hangs), and nothing
  * left in the shm directory after `eht regions gc`. */
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,16 +42,6 @@ static pid_t start_server(const char *k, const char *tier, int *status_fd)
 	return -1;
 }
 
-static int dir_entries(const char *path)
-{
-	DIR *d = opendir(path);
-	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
 
 /* Looks 1000 ids up through the client's first table (CPU) and compares with the checkpoint. */
 static int lookup_and_check(eht_client *c, eht_ckpt *ck)
@@ -140,7 +129,7 @@ int main(void)
 	CHECK_RC(lookup_and_check(c2, ck), 0);
 	CHECK_RC(eht_client_check(c), 0);
 	/* The region files are unlinked once ready: nothing to leak while serving. */
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 
 	/* A second server of the same key refuses to start. */
 	char cmd[1200];
@@ -161,7 +150,7 @@ int main(void)
 	close(sfd);
 	snprintf(cmd, sizeof(cmd), "'%s' regions gc --dir '%s' >/dev/null", getenv("EHT_CLI"), shm);
 	CHECK(system(cmd) == 0);
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 
 	/* SIGTERM: a clean stop (exit 0); an attached worker learns it on its next call. */
 	srv = start_server(key, "auto", &sfd);
@@ -176,7 +165,7 @@ int main(void)
 		CHECK_RC(eht_detach(c), 0);
 		close(sfd);
 	}
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 
 	/* The disk tier: the server only opens the files (no rows copied, no cache); each worker reads its
 	 * rank's rows from the files. */

@@ -5,7 +5,6 @@
  * and `eht serve` fail naming the file and the entry, leaving nothing in the shm directory; and a
  * worker refuses a tampered hot-set descriptor (short, unsealed, rows out of range or repeated, a
  * count that lies, an index past the descriptors), relayed by a man in the middle of a real attach. */
-#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -30,16 +29,6 @@
 
 static char ckpt[512], shm[512], dir[512];
 
-static int dir_entries(const char *path)
-{
-	DIR *d = opendir(path);
-	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
 
 /* Writes a file of the hot-set format whose header says count rows (a lie makes it truncated). */
 static void write_hot(const char *path, const int64_t *rows, uint64_t n, uint64_t count)
@@ -54,10 +43,8 @@ static void write_hot(const char *path, const int64_t *rows, uint64_t n, uint64_
 	CHECK_RC(t_write_file(path, buf, 16 + 8 * n), 0);
 }
 
-/* ------------------------------------------------------------------ good: rows arrive bit-exact */
-static int64_t good[40];
-
-static void served_rows_arrive(const char *key, const char *goodp)
+/* A server of the fixture with table T14's hot set from goodp (NULL when it did not start). */
+static eht_server *start_with_hotset(const char *key, const char *goodp)
 {
 	char spec[700];
 	snprintf(spec, sizeof(spec), "%s=%s", T14, goodp);
@@ -65,6 +52,15 @@ static void served_rows_arrive(const char *key, const char *goodp)
 	struct eht_serve_opts so = {.size = sizeof(so), .key = key, .device = -1, .hotsets = specs, .nhotsets = 1};
 	eht_server *s = NULL;
 	CHECK_RC(eht_serve_start(ckpt, &so, &s), 0);
+	return s;
+}
+
+/* ------------------------------------------------------------------ good: rows arrive bit-exact */
+static int64_t good[40];
+
+static void served_rows_arrive(const char *key, const char *goodp)
+{
+	eht_server *s = start_with_hotset(key, goodp);
 	if (!s)
 		return;
 	char *st = NULL;
@@ -89,7 +85,7 @@ static void served_rows_arrive(const char *key, const char *goodp)
 		CHECK_RC(eht_detach(c), 0);
 	}
 	CHECK_RC(eht_serve_stop(s), 0);
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 }
 
 /* ------------------------------------------------------------------ bad files */
@@ -106,7 +102,7 @@ static void refused(const char *key, const char *spec, int rc, const char *want,
 			eht_last_error());
 		t_failures++;
 	}
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 }
 
 /* `eht serve ckpt --hotset spec` exits non-zero, its stderr holding want and want2, nothing left. */
@@ -137,7 +133,7 @@ static void cli_refuses(const char *key, const char *spec, const char *want, con
 		fprintf(stderr, "eht serve --hotset %s: stderr lacks '%s' / '%s': %s\n", spec, want, want2 ? want2 : "", msg);
 		t_failures++;
 	}
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 	unlink(errp);
 }
 
@@ -180,7 +176,7 @@ static void bad_files(const char *key)
 	CHECK_RC(eht_serve_start(ckpt, &so, &s), -EINVAL);
 	so.hotsets = NULL;
 	CHECK_RC(eht_serve_start(ckpt, &so, &s), -EINVAL);
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 }
 
 /* ------------------------------------------------------------------ tampered descriptors */
@@ -269,7 +265,7 @@ static int relay(const struct answer *a, int hot_fd, long long rows, long long f
 	free(text);
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 5000};
 	eht_client *c = NULL;
-	int fd0 = dir_entries("/proc/self/fd"); /* sv[1] and whatever else is open */
+	int fd0 = t_dir_entries("/proc/self/fd"); /* sv[1] and whatever else is open */
 	int rc = serve_attach_fd(sv[1], "mitm", &ao, &c);
 	if (!rc && want_rows) {
 		eht_table *t = NULL;
@@ -286,7 +282,7 @@ static int relay(const struct answer *a, int hot_fd, long long rows, long long f
 	eht_detach(c);
 	close(sv[0]);
 	/* Refused or not, the worker keeps no descriptor of what it was sent: only the pair's two are gone. */
-	int fd1 = dir_entries("/proc/self/fd");
+	int fd1 = t_dir_entries("/proc/self/fd");
 	if (fd1 != fd0 - 2) {
 		fprintf(stderr, "relay: %d descriptors open before the attach, %d after detaching (rc %d)\n", fd0, fd1, rc);
 		t_failures++;
@@ -296,12 +292,7 @@ static int relay(const struct answer *a, int hot_fd, long long rows, long long f
 
 static void tampered(const char *key, const char *goodp)
 {
-	char spec[700];
-	snprintf(spec, sizeof(spec), "%s=%s", T14, goodp);
-	const char *specs[] = {spec};
-	struct eht_serve_opts so = {.size = sizeof(so), .key = key, .device = -1, .hotsets = specs, .nhotsets = 1};
-	eht_server *s = NULL;
-	CHECK_RC(eht_serve_start(ckpt, &so, &s), 0);
+	eht_server *s = start_with_hotset(key, goodp);
 	if (!s)
 		return;
 	struct answer a = {0};
@@ -343,7 +334,7 @@ static void tampered(const char *key, const char *goodp)
 	eht_sock_close_fds(a.fds, a.nfds);
 	free(a.json);
 	CHECK_RC(eht_serve_stop(s), 0);
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 }
 
 int main(void)

@@ -2,6 +2,7 @@
 /* testutil.c: helpers shared by the test programs. */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -54,6 +55,17 @@ char *t_tmpdir(const char *tag)
 		exit(1);
 	}
 	return path;
+}
+
+int t_dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
 }
 
 void t_rmtree(const char *path)

@@ -124,6 +124,18 @@ def _L():
     return lib
 
 
+def _hot_rows(rows):
+    """Hot-set rows (ints, or the path of an `eht hotset build` file) as (keep-alive array, int64
+    C array, count)."""
+    if isinstance(rows, (str, bytes, os.PathLike)):
+        rows = read_hotset(rows)
+    import array
+    arr = array.array("q", rows)
+    n = len(arr)
+    buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
+    return arr, buf, n
+
+
 def read_hotset(path):
     """Row ids of a hot-set file of `eht hotset build` ("EHTHOT1\\n", uint64 count, int64 rows, LE)."""
     import struct
@@ -378,12 +390,7 @@ class Lookup:
         if not getattr(self, "_h", None):
             raise _closed("this lookup engine")
         self.table._live()
-        if isinstance(rows, (str, bytes, os.PathLike)):
-            rows = read_hotset(rows)
-        import array
-        arr = array.array("q", rows)
-        n = len(arr)
-        buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
+        arr, buf, n = _hot_rows(rows)
         _check(_L().eht_lookup_set_hotset(self._h, buf, n), "eht_lookup_set_hotset")
 
     def update_hotset(self, rows):
@@ -393,12 +400,7 @@ class Lookup:
         if not getattr(self, "_h", None):
             raise _closed("this lookup engine")
         self.table._live()
-        if isinstance(rows, (str, bytes, os.PathLike)):
-            rows = read_hotset(rows)
-        import array
-        arr = array.array("q", rows)
-        n = len(arr)
-        buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
+        arr, buf, n = _hot_rows(rows)
         _check(_L().eht_lookup_update_hotset(self._h, buf, n), "eht_lookup_update_hotset")
 
     def apply_hotset(self, stream=None):
