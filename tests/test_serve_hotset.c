@@ -67,6 +67,15 @@ static void served_rows_arrive(const char *key, const char *goodp)
 	CHECK_RC(eht_serve_status(key, &st), 0);
 	CHECK(st && strstr(st, "\"hotset_rows\"") && strstr(st, goodp));
 	free(st);
+	/* `eht status KEY` prints it too. */
+	char cmd[1400], line[1024];
+	snprintf(cmd, sizeof(cmd), "'%s' status '%s'", getenv("EHT_CLI"), key);
+	FILE *p = popen(cmd, "r");
+	int seen = 0;
+	while (p && fgets(line, sizeof(line), p))
+		seen += strstr(line, "hot set 40 rows from") != NULL && strstr(line, goodp) != NULL;
+	CHECK(p && pclose(p) == 0);
+	CHECK(seen == 1);
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 10000};
 	for (int w = 0; w < 2; w++) { /* every worker gets it */
 		eht_client *c = NULL;

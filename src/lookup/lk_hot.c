@@ -551,9 +551,10 @@ int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: %llu rows (at most 2^31 - 1)", (unsigned long long)n);
 	uint64_t *loc = malloc(n * sizeof(*loc));
 	int rc = 0;
+	const bool had_dedup = lk->hot != NULL; /* EHT_LOOKUP_GPU_DEDUP made it at create */
 	if (!loc)
 		return eht_err(ENOMEM, "eht_lookup_set_hotset: out of memory for %llu rows", (unsigned long long)n);
-	if (!lk->hot && (rc = eht_lk_dedup_init(lk)))
+	if (!had_dedup && (rc = eht_lk_dedup_init(lk)))
 		goto out;
 	struct lk_hot *h = lk->hot;
 	if ((rc = eht_hot_rows_local(rows, n, lk->lo, lk->hi, loc)) || (rc = eht_hot_index_build(loc, n, &h->ix)))
@@ -574,11 +575,10 @@ int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 	h->live_rows = n;
 out:
 	free(loc);
-	if (rc && lk->hot && lk->hot->n) { /* back to what it was: dedup alone, or nothing */
-		bool dedup = lk->flags & EHT_LOOKUP_GPU_DEDUP;
+	if (rc && lk->hot) { /* back to what it was: dedup alone, or nothing */
 		eht_lk_hot_free(lk);
-		if (dedup)
-			eht_lk_dedup_init(lk);
+		if (had_dedup && eht_lk_dedup_init(lk))
+			eht_warn("lookup on %s: GPU dedup lost after a failed hot set (%s)", lk->ti.name, eht_last_error());
 	}
 	return rc;
 }

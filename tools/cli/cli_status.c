@@ -51,6 +51,10 @@ static void print_server(json_t *s)
 		       json_string_value(json_object_get(t, "name")), json_string_value(json_object_get(t, "tier")),
 		       json_integer_value(json_object_get(t, "numa_node")), json_integer_value(json_object_get(t, "rows")),
 		       json_integer_value(json_object_get(t, "row_bytes")), b);
+		json_t *hr = json_object_get(t, "hotset_rows"), *hf = json_object_get(t, "hotset");
+		if (json_integer_value(hr) > 0)
+			printf("    hot set %lld rows%s%s\n", json_integer_value(hr), json_is_string(hf) ? " from " : "",
+			       json_is_string(hf) ? json_string_value(hf) : "");
 	}
 	json_array_foreach(workers, i, t)
 	{
