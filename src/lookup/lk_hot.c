@@ -396,6 +396,7 @@ static void *adapt_main(void *arg)
 	const uint64_t S = h->n, local_rows = (uint64_t)(lk->hi - lk->lo);
 	uint32_t *hits = malloc(S * 4), *prev = calloc(S, 4), *delta = malloc(S * 4);
 	uint64_t *ring = malloc(ADAPT_RING * 8), *miss = malloc(ADAPT_RING * 8), head = 0, last_head = 0;
+	bool first = true; /* the counters may hold an earlier run of adapting: the first read is the base */
 	int64_t *live = malloc(S * 8), *next = malloc(S * 8);
 	struct eht_hot_adapt a = {0};
 	CUstream st = NULL;
@@ -432,6 +433,11 @@ static void *adapt_main(void *arg)
 			eht_warn("hot set %s: adapting stopped (%s)", lk->ti.name, eht_last_error());
 			pthread_mutex_lock(&h->adapt_mu);
 			break;
+		}
+		if (first) {
+			memcpy(prev, hits, S * 4);
+			last_head = head;
+			first = false;
 		}
 		uint64_t got = head - last_head < ADAPT_RING ? head - last_head : ADAPT_RING, nm = 0;
 		for (uint64_t i = head - got; i < head; i++)
@@ -495,10 +501,10 @@ int eht_lookup_hotset_adapt(eht_lookup *lk, unsigned period_ms)
 	if (period_ms == 0)
 		return 0;
 	int rc = eht_cu_use_device(lk->device);
-	if (!h->d_hits) {
-		rc = dalloc(&h->d_hits, h->n * 4, rc);
-		rc = dalloc(&h->d_ring, ADAPT_RING * 8, rc);
-		rc = dalloc(&h->d_ring_head, 8, rc);
+	if (!h->d_hits || !h->d_ring || !h->d_ring_head) {
+		rc = h->d_hits ? rc : dalloc(&h->d_hits, h->n * 4, rc);
+		rc = h->d_ring ? rc : dalloc(&h->d_ring, ADAPT_RING * 8, rc);
+		rc = h->d_ring_head ? rc : dalloc(&h->d_ring_head, 8, rc);
 		if (!rc)
 			rc = EHT_CU_CHECK(cuMemsetD8(h->d_hits, 0, h->n * 4));
 		if (!rc)
