@@ -341,9 +341,8 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	 * the strategy has no CPU piece; host-side GPU pieces need the stream-triggered path's buffers. */
 	bool use_gpu = !st->cpu_piece || (out_dev && lk->bell.ready_alloc && (ids_dev || capture));
 	/* A hot set (and GPU dedup) serves GPU output only, through the GPU pieces (lk_hot.c), and only
-	 * batches of dedup_min ids or more: below that its two passes cost more than they save (decode:
-	 * 6,144 ids on real text went from 112 to 120 us as a graph, 78 to 150 us with host ids, on the
-	 * H200). The table still holds every row, so either way the output is the same. */
+	 * batches of dedup_min ids or more (LK_DEDUP_MIN: below, its two passes cost more than they save).
+	 * The table still holds every row, so either way the output is the same. */
 	bool hot = lk->hot && out_dev && count >= lk->dedup_min;
 	if (hot && !use_gpu && lk->bell.ready_alloc)
 		use_gpu = true;
