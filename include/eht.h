@@ -768,12 +768,20 @@ struct eht_lookup_opts {
 	uint64_t staging_bytes;/* pinned staging for HOST (0: max_batch rows, at most 256 MiB) */
 	int numa_node;         /* node for the CPU threads; -1: the table's node (or unbound) */
 	unsigned spin_us;      /* how long idle CPU threads spin before sleeping (0: 2000 us) */
+	/* A GPU hot set loaded at create (as eht_lookup_set_hotset after the calibration; NULL: none):
+	 * hotset[0..hotset_rows), most frequent first (e.g. eht_table_hotset of a served table, or a
+	 * file of `eht hotset build`), of which only the first rows that fit hotset_max_bytes of GPU
+	 * memory (row_bytes + 48 a row, see eht_lookup_set_hotset; 0: no cap) are taken. */
+	const int64_t *hotset;
+	uint64_t hotset_rows;
+	uint64_t hotset_max_bytes;
 };
 
 /* Creates a lookup engine for `table` (which must outlive it): CPU thread pool, pinned staging, GPU
  * buffers and kernels. opts NULL = defaults. Returns 0; -EINVAL (bad options, unknown flags, BF16 on
- * rows that are not 264 bytes, a GPU strategy on a table the GPU cannot read); -ENODEV (GPU strategy
- * without a GPU); -ENOTSUP (GPU strategy in a build without kernels); -ENOMEM; driver errors. */
+ * rows that are not 264 bytes, a GPU strategy on a table the GPU cannot read, a hot set that
+ * eht_lookup_set_hotset refuses or one given to a CPU-only engine); -ENODEV (GPU strategy without a
+ * GPU); -ENOTSUP (GPU strategy in a build without kernels); -ENOMEM; driver errors. */
 EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts,
 		eht_lookup **out);
 

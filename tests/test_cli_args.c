@@ -53,6 +53,12 @@ int main(void)
 	rc = run("worker somekey --check /nonexistent --timeout -1", err, sizeof(err));
 	CHECK(rc != 0 && strstr(err, "--timeout") != NULL);
 	CHECK(strstr(err, "CUDA") == NULL);
+	static const char *bad_sizes[] = {"0", "12Q", "1.5G", "G", "-3", "5MiB"};
+	for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+		snprintf(args, sizeof(args), "worker somekey --check /nonexistent --hotset-size %s", bad_sizes[i]);
+		rc = run(args, err, sizeof(err));
+		CHECK(rc == 2 && strstr(err, "--hotset-size") != NULL);
+	}
 
 	t_rmtree(tmp);
 	return t_done();

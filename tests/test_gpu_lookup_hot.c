@@ -436,6 +436,21 @@ static void check_errors(eht_table *t, CUstream s)
 	int64_t good[] = {3};
 	CHECK_RC(eht_lookup_set_hotset(lk, good, 1), -EBUSY);
 	eht_lookup_destroy(lk);
+	/* The hot set in the create options, capped by bytes: the first rows that fit are taken. */
+	o.hotset = g_hot;
+	o.hotset_rows = g_nhot;
+	o.hotset_max_bytes = 100 * (RB + 48) + 7;
+	lk = NULL;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+	CHECK(lk && eht_lookup_hotset_rows(lk) == 100);
+	eht_lookup_destroy(lk);
+	int64_t bad4[] = {5, 5};
+	o.hotset = bad4;
+	o.hotset_rows = 2;
+	o.hotset_max_bytes = 0;
+	lk = NULL;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), -EINVAL);
+	CHECK(lk == NULL && strstr(eht_last_error(), "opts hotset") && strstr(eht_last_error(), "twice"));
 }
 
 int main(void)

@@ -124,7 +124,8 @@ static void worker_reports(const char *key, const char *ckpt, const char *extra,
 		CHECK(h && !strcmp(h, want));
 		CHECK(json_integer_value(json_object_get(r, "mismatches")) == 0);
 		if (!strcmp(want, "served"))
-			CHECK(json_integer_value(json_object_get(r, "hotset_rows")) == NHOT &&
+			CHECK(json_integer_value(json_object_get(r, "hotset_rows")) ==
+				      (strstr(extra, "31K") ? 101 : strstr(extra, "--hotset-size") ? 100 : NHOT) &&
 			      json_is_real(json_object_get(r, "hotset_fill_ms")));
 	}
 	CHECK(n > 0);
@@ -183,6 +184,8 @@ int main(void)
 	if (srv) {
 		worker_reports(key, ckpt, "", "served");
 		worker_reports(key, ckpt, "--no-hotset", "none");
+		worker_reports(key, ckpt, "--hotset-size 100", "served"); /* the first 100 rows */
+		worker_reports(key, ckpt, "--hotset-size 31K", "served"); /* 31 KiB / (264 + 48) B: 101 rows */
 	}
 	CHECK_RC(eht_serve_stop(srv), 0);
 	eht_cu.cuStreamDestroy(s);

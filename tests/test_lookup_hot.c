@@ -3,7 +3,8 @@
  * (built on the host, probed here with the same hash: every member found at its slot, non-members
  * missed, repeats rejected), hot rows outside the held range rejected with a message naming them, the
  * hot-set file (round trip; bad magic, truncation, a count not matching the size, negative rows, empty
- * files rejected), and eht_lookup_set_hotset's errors on a CPU-only engine. */
+ * files rejected), and eht_lookup_set_hotset's errors on a CPU-only engine, also through the create
+ * options. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,6 +148,21 @@ int main(void)
 		CHECK(eht_lookup_hotset_rows(lk) == 0);
 	}
 	CHECK(eht_lookup_hotset_rows(NULL) == 0);
+	/* A hot set in the create options: refused on a CPU-only engine, and rows without the array. */
+	eht_lookup *lk2 = NULL;
+	struct eht_lookup_opts o2 = o;
+	o2.hotset = hot;
+	o2.hotset_rows = 1;
+	if (t) {
+		CHECK_RC(eht_lookup_create(t, &o2, &lk2), -EINVAL);
+		CHECK(lk2 == NULL && strstr(eht_last_error(), "opts hotset") && strstr(eht_last_error(), "GPU"));
+		o2.hotset = NULL;
+		CHECK_RC(eht_lookup_create(t, &o2, &lk2), -EINVAL);
+		CHECK(lk2 == NULL && strstr(eht_last_error(), "without hotset"));
+		o2.hotset_rows = 0; /* none: fine */
+		CHECK_RC(eht_lookup_create(t, &o2, &lk2), 0);
+		eht_lookup_destroy(lk2);
+	}
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	return t_done();

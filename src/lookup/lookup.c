@@ -256,6 +256,20 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		else if ((rc = eht_lk_dedup_init(lk)))
 			goto fail;
 	}
+	if (!o.hotset && o.hotset_rows) {
+		rc = eht_err(EINVAL, "lookup on %s: opts hotset_rows %llu without hotset", ti->name,
+			     (unsigned long long)o.hotset_rows);
+		goto fail;
+	}
+	if (o.hotset && o.hotset_rows) {
+		uint64_t n = o.hotset_rows, per = (uint64_t)lk->rb + 48;
+		if (o.hotset_max_bytes && n > o.hotset_max_bytes / per)
+			n = o.hotset_max_bytes / per;
+		if (n && (rc = eht_lookup_set_hotset(lk, o.hotset, n))) {
+			eht_err_prefix(rc, "lookup on %s: opts hotset", ti->name);
+			goto fail;
+		}
+	}
 	eht_debug("lookup on %s: %u threads, staging %zu rows, max_batch %zu, gpu %d (in place %d)", ti->name,
 		  lk->nthreads, lk->staging_rows, mb, lk->gpu, lk->table_gpu);
 	*out = lk;

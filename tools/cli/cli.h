@@ -44,6 +44,9 @@ int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, co
 int cli_usage_error(const char *cmd, const char *msg);
 /* Strict numbers: the whole string, in range; else a message naming the option and 2. */
 int cli_u64(const char *cmd, const char *name, const char *s, uint64_t *out);
+/* A size given as rows ("1048576") or bytes with a binary suffix ("256M", "1G", "64KiB" not: K/M/G
+ * with an optional B): *rows or *bytes is set, the other 0. 0 or 2 (a message printed). */
+int cli_rows_or_bytes(const char *cmd, const char *name, const char *s, uint64_t *rows, uint64_t *bytes);
 int cli_int(const char *cmd, const char *name, const char *s, int *out);
 int cli_double(const char *cmd, const char *name, const char *s, double *out);
 /* Prints o (indented) on stdout and drops the reference. Returns 0, or 1 when it could not. */

@@ -59,6 +59,31 @@ int cli_u64(const char *cmd, const char *name, const char *s, uint64_t *out)
 	return 0;
 }
 
+int cli_rows_or_bytes(const char *cmd, const char *name, const char *s, uint64_t *rows, uint64_t *bytes)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = s && *s >= '0' && *s <= '9' ? strtoull(s, &end, 10) : 0;
+	unsigned shift = 0;
+	if (end && (*end == 'K' || *end == 'k'))
+		shift = 10;
+	else if (end && (*end == 'M' || *end == 'm'))
+		shift = 20;
+	else if (end && (*end == 'G' || *end == 'g'))
+		shift = 30;
+	const char *rest = end ? end + (shift ? 1 : 0) : NULL;
+	if (rest && shift && (*rest == 'B' || *rest == 'b'))
+		rest++;
+	if (!s || !end || end == s || errno || *rest || v == 0 || (shift && v > (UINT64_MAX >> shift))) {
+		fprintf(stderr, "eht %s: %s takes rows (a count) or GPU memory (e.g. 256M, 1G), not '%s'\n", cmd, name,
+			s ? s : "");
+		return 2;
+	}
+	*rows = shift ? 0 : v;
+	*bytes = shift ? (uint64_t)v << shift : 0;
+	return 0;
+}
+
 int cli_int(const char *cmd, const char *name, const char *s, int *out)
 {
 	char *end = NULL;

@@ -24,6 +24,7 @@ struct wopts {
 	json_t *results; /* with --json: one object per table and strategy */
 	const char *hotset; /* --hotset FILE: rows put in each engine's GPU hot-row cache */
 	int no_hotset;      /* --no-hotset: not even the served one */
+	uint64_t hot_max_rows, hot_max_bytes; /* --hotset-size: the first rows that fit, per engine */
 	int64_t *hot;
 	uint64_t nhot;
 };
@@ -128,6 +129,11 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 	int hrc = pick_hotset(o, t, gpu, &hot, &nhot, &hsrc);
 	if (hrc)
 		return hrc;
+	/* --hotset-size: the set is most frequent first, so its head is the best set of that size. */
+	if (o->hot_max_rows && nhot > o->hot_max_rows)
+		nhot = o->hot_max_rows;
+	if (o->hot_max_bytes && nhot > o->hot_max_bytes / (info.row_bytes + 48))
+		nhot = o->hot_max_bytes / (info.row_bytes + 48);
 	uint64_t n = o->ids, seed = 0x5eed0000ull + (uint64_t)o->id;
 	int64_t *ids = malloc(n * sizeof(*ids));
 	size_t out_bytes = n * info.row_bytes;
@@ -233,7 +239,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: eht worker KEY --check CHECKPOINT [--ids N] [--reps R] [--device D] [--id N]\n"
-		   "                  [--wait] [--timeout S] [--hotset F | --no-hotset] [--json]\n"
+		   "                  [--wait] [--timeout S] [--hotset F | --no-hotset] [--hotset-size N|BYTES] [--json]\n"
 		   "Attaches to the tables served under KEY like an inference worker, looks random ids up with\n"
 		   "every strategy this machine supports, checks every row against CHECKPOINT's own bytes and\n"
 		   "prints rows/s. Exit 1 when a row differs.\n"
@@ -246,7 +252,9 @@ static void usage(FILE *f)
 		   "  GPU engines fill their hot-row cache with the hot set the server hands over (`eht serve\n"
 		   "  --hotset`), print the time it took, and look a third of the ids up in it.\n"
 		   "  --hotset F   use the rows of F (`eht hotset build`) instead, for every table\n"
-		   "  --no-hotset  no hot set, not even the served one\n");
+		   "  --no-hotset  no hot set, not even the served one\n"
+		   "  --hotset-size N|BYTES  only the hot set's first (most frequent) N rows, or those that fit\n"
+		   "               BYTES of GPU memory per engine (row bytes + 48 a row; e.g. 256M, 1G)\n");
 }
 
 static int parse_worker(int argc, char **argv, struct wopts *o)
@@ -261,6 +269,7 @@ static int parse_worker(int argc, char **argv, struct wopts *o)
 						 {"json", no_argument, NULL, 'j'},
 						 {"hotset", required_argument, NULL, 'H'},
 						 {"no-hotset", no_argument, NULL, 'N'},
+						 {"hotset-size", required_argument, NULL, 'S'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
 	int c, bad = 0;
@@ -296,6 +305,9 @@ static int parse_worker(int argc, char **argv, struct wopts *o)
 			break;
 		case 'N':
 			o->no_hotset = 1;
+			break;
+		case 'S':
+			bad = cli_rows_or_bytes("worker", "--hotset-size", optarg, &o->hot_max_rows, &o->hot_max_bytes);
 			break;
 		case 'h':
 			usage(stdout);
