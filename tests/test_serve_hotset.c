@@ -159,8 +159,8 @@ static void bad_files(const char *key)
 	write_hot(trunc, r_tr, 3, 4);
 
 	snprintf(spec, sizeof(spec), "%s=%s", T1, oor);
-	refused(key, spec, -EINVAL, oor, "entry 2 is row 3000, outside the table's rows [0, 3000)");
-	cli_refuses(key, spec, oor, "entry 2 is row 3000");
+	refused(key, spec, -EINVAL, oor, "row 3000 (entry 2) is dead here: outside the rows [0, 3000)");
+	cli_refuses(key, spec, oor, "row 3000 (entry 2)");
 	snprintf(spec, sizeof(spec), "%s=%s", T1, dup);
 	refused(key, spec, -EINVAL, dup, "row 7 appears twice (entries 1 and 3)");
 	cli_refuses(key, spec, dup, "appears twice");
@@ -329,7 +329,7 @@ static void tampered(const char *key, const char *goodp)
 	memcpy(bad, good, sizeof(bad));
 	bad[17] = ROWS;
 	CHECK_RC(relay(&a, craft_memfd(bad, 40, 40, 1), 0, -1, NULL, 0), -EPROTO);
-	CHECK(strstr(eht_last_error(), "entry 17 is row 3000") != NULL);
+	CHECK(strstr(eht_last_error(), "row 3000 (entry 17)") != NULL);
 	bad[17] = -2;
 	CHECK_RC(relay(&a, craft_memfd(bad, 40, 40, 1), 0, -1, NULL, 0), -EPROTO);
 	bad[17] = good[3];

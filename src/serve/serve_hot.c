@@ -21,40 +21,16 @@
 /* ------------------------------------------------------------------- checks (both sides) */
 int serve_hot_check(const int64_t *rows, uint64_t n, uint64_t table_rows, const char *what)
 {
-	for (uint64_t i = 0; i < n; i++)
-		if (rows[i] < 0 || (uint64_t)rows[i] >= table_rows)
-			return eht_err(EINVAL, "%s: entry %llu is row %lld, outside the table's rows [0, %llu)", what,
-				       (unsigned long long)i, (long long)rows[i], (unsigned long long)table_rows);
-	/* Distinct rows: an open-addressing set at most half full (rows are non-negative now, so
-	 * UINT64_MAX marks a free slot). A repeat is rare and an error: its first entry is searched for. */
-	unsigned bits = 1;
-	while ((1ull << bits) < 2 * n)
-		bits++;
-	uint64_t cap = 1ull << bits, mask = cap - 1;
-	uint64_t *set = malloc(cap * sizeof(*set));
-	if (!set)
-		return eht_err(ENOMEM, "%s: out of memory checking %llu rows for repeats", what, (unsigned long long)n);
-	memset(set, 0xff, cap * sizeof(*set));
-	int rc = 0;
-	for (uint64_t i = 0; !rc && i < n; i++) {
-		uint64_t r = (uint64_t)rows[i], h = (r * 0x9E3779B97F4A7C15ull) >> (64 - bits);
-		for (;; h = (h + 1) & mask) {
-			if (set[h] == UINT64_MAX) {
-				set[h] = r;
-				break;
-			}
-			if (set[h] == r) {
-				uint64_t first = 0;
-				while (rows[first] != rows[i])
-					first++;
-				rc = eht_err(EINVAL, "%s: row %lld appears twice (entries %llu and %llu); a hot set names each row once",
-					     what, (long long)rows[i], (unsigned long long)first, (unsigned long long)i);
-				break;
-			}
-		}
-	}
-	free(set);
-	return rc;
+	/* The lookup engine's own checks (range, then repeats through the index it would build). */
+	uint64_t *loc = malloc((n ? n : 1) * sizeof(*loc));
+	if (!loc)
+		return eht_err(ENOMEM, "%s: out of memory checking %llu rows", what, (unsigned long long)n);
+	struct eht_hot_index ix;
+	int rc = eht_hot_rows_local(rows, n, 0, (int64_t)table_rows, loc);
+	if (!rc && !(rc = eht_hot_index_build(loc, n, &ix)))
+		eht_hot_index_free(&ix);
+	free(loc);
+	return rc ? eht_err_prefix(rc, "%s", what) : 0;
 }
 
 /* ------------------------------------------------------------------- server */
