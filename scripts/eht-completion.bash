@@ -13,7 +13,7 @@ _eht()
 		return
 	fi
 	case "$prev" in
-	--dir|--check|--ready-file|--hotset)
+	--dir|--check|--ready-file|--hotset|--workload)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--tier)
@@ -40,14 +40,14 @@ _eht()
 		[ "$sub" = gc ] && opts="$opts --dry-run" ;;
 	serve) opts="--key --tensors --tier --device --threads --hotset --ready-file --json --help" ;;
 	status) opts="--json --help" ;;
-	worker) opts="--check --ids --reps --device --id --wait --timeout --hotset --no-hotset --json --help" ;;
+	worker) opts="--check --ids --reps --device --id --wait --timeout --hotset --no-hotset --hotset-size --json --help" ;;
 	bench)
 		if [ "$COMP_CWORD" -eq 2 ]; then
 			COMPREPLY=($(compgen -W "lookup region share disk --help" -- "$cur"))
 			return
 		fi
 		case "$sub" in
-		lookup) opts="--table-gib --ids --strategies --format --reps --threads --device --cpu --json --help" ;;
+		lookup) opts="--table-gib --ids --sweep --strategies --ids-on --graph --format --reps --threads --device --cpu --workload --workload-range --hotset --dedup --json --help" ;;
 		region) opts="--sizes --runs --threads --thp --device --dir --json --help" ;;
 		share) opts="--sizes --chunk --json --help" ;;
 		disk) opts="--file-gib --dir --ids --reps --threads --io-threads --iops-threads --cache-mib --no-memory --cpu --device --keep --json --mem-limit --workload --steps --hotset --help" ;;
