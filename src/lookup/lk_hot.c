@@ -617,7 +617,9 @@ int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_pie
 	/* A run that failed between mark and expand left entries in the dedup table. */
 	if (!rc && h->dirty && !(rc = EHT_CU_CHECK(cuMemsetD8Async(h->d_dkeys, 0xff, 8ull << h->dbits, s))))
 		h->dirty = false;
-	if (!rc)
+	/* The distinct count starts at zero: eht_lookup_run zeroed it for the run's first piece (a run of
+	 * one piece, the common case, needs no second memset node in its graph). */
+	if (!rc && !p->publish_dead)
 		rc = EHT_CU_CHECK(cuMemsetD32Async(ucount, 0, 2, s));
 	if (rc)
 		return rc;

@@ -146,6 +146,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	/* A miss on a tier without a host pointer (disk) can cost a storage read: there every batch
 	 * deduplicates and consults the hot set. */
 	lk->dedup_min = eht_env_u64("EHT_LOOKUP_DEDUP_MIN", ti->host ? LK_DEDUP_MIN : 1);
+	lk->dedup_min_host = eht_env_u64("EHT_LOOKUP_DEDUP_MIN", ti->host ? LK_DEDUP_MIN_HOST_IDS : 1);
 	lk->device = o.device >= 0 ? o.device : ti->device;
 	lk->gpu = !(o.flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
 	int rc = 0;
@@ -357,7 +358,7 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	/* A hot set (and GPU dedup) serves GPU output only, through the GPU pieces (lk_hot.c), and only
 	 * batches of dedup_min ids or more (LK_DEDUP_MIN: below, its two passes cost more than they save).
 	 * The table still holds every row, so either way the output is the same. */
-	bool hot = lk->hot && out_dev && count >= lk->dedup_min;
+	bool hot = lk->hot && out_dev && count >= (ids_dev || capture ? lk->dedup_min : lk->dedup_min_host);
 	if (hot && !use_gpu && lk->bell.ready_alloc)
 		use_gpu = true;
 	if (hot && capture && !ids_dev)
