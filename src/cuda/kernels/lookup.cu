@@ -149,17 +149,15 @@ __device__ __forceinline__ bool to_local(long long id, long long off, long long 
 	return true;
 }
 
-/* ------------------------------------------------------------------------------ DIRECT */
-/* In-place gather in request order: one warp per RPW ids, grid-stride. counters[0] += dead ids. */
-extern "C" __global__ void eht_lk_direct(const void *ids, int id64, long long off, unsigned long long n,
-					 long long lo, long long hi, const uint8_t *table, uint32_t rb,
-					 uint8_t *out, int fmt, int vec, unsigned long long *counters)
+/* The row movers' grid-stride loop: each warp takes RPW positions of [0, n) at a time; row(p, &src,
+ * &dst) names position p's source (NULL: a zero row) and destination, warp_rows moves them, then
+ * after(first, nrows) runs (per-group bookkeeping; may do nothing). */
+template <bool CV = false, typename Row, typename After>
+__device__ __forceinline__ void for_rows(unsigned long long n, uint32_t rb, int fmt, int vec, Row row, After after)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
 	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
-	const uint32_t ob = out_bytes(rb, fmt);
-	unsigned dead = 0;
 	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
 		const uint8_t *src[RPW];
 		uint8_t *dst[RPW];
@@ -167,18 +165,36 @@ extern "C" __global__ void eht_lk_direct(const void *ids, int id64, long long of
 #pragma unroll
 		for (int r = 0; r < RPW; r++) {
 			src[r] = NULL;
-			dst[r] = out;
-			if (r < nrows) {
-				unsigned long long loc;
-				if (to_local(load_id(ids, id64, first + r), off, lo, hi, &loc))
-					src[r] = table + loc * rb;
-				else if (lane == 0)
-					dead++;
-				dst[r] = out + (first + r) * ob;
-			}
+			dst[r] = NULL;
+			if (r < nrows)
+				row(first + r, &src[r], &dst[r]);
 		}
-		warp_rows(src, dst, rb, nrows, fmt, vec, lane);
+		warp_rows<CV>(src, dst, rb, nrows, fmt, vec, lane);
+		after(first, nrows);
 	}
+}
+
+__device__ __forceinline__ void no_after(unsigned long long, int) {}
+
+/* ------------------------------------------------------------------------------ DIRECT */
+/* In-place gather in request order: one warp per RPW ids, grid-stride. counters[0] += dead ids. */
+extern "C" __global__ void eht_lk_direct(const void *ids, int id64, long long off, unsigned long long n,
+					 long long lo, long long hi, const uint8_t *table, uint32_t rb,
+					 uint8_t *out, int fmt, int vec, unsigned long long *counters)
+{
+	const bool lane0 = (threadIdx.x & (WARP - 1)) == 0;
+	const uint32_t ob = out_bytes(rb, fmt);
+	unsigned dead = 0;
+	for_rows(n, rb, fmt, vec,
+		 [&](unsigned long long p, const uint8_t **src, uint8_t **dst) {
+			 unsigned long long loc;
+			 if (to_local(load_id(ids, id64, p), off, lo, hi, &loc))
+				 *src = table + loc * rb;
+			 else if (lane0)
+				 dead++;
+			 *dst = out + p * ob;
+		 },
+		 no_after);
 	if (dead)
 		atomicAdd(&counters[0], (unsigned long long)dead);
 }
@@ -189,27 +205,14 @@ extern "C" __global__ void eht_lk_direct(const void *ids, int id64, long long of
 extern "C" __global__ void eht_lk_expand(const uint32_t *slot, unsigned long long n, const uint8_t *compact,
 					 uint32_t rb, uint8_t *out, int fmt, int vec, const uint32_t *dslot)
 {
-	const int lane = threadIdx.x & (WARP - 1);
-	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
-	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
 	const uint32_t ob = out_bytes(rb, fmt);
-	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
-		const uint8_t *src[RPW];
-		uint8_t *dst[RPW];
-		int nrows = (int)min((unsigned long long)RPW, n - first);
-#pragma unroll
-		for (int r = 0; r < RPW; r++) {
-			src[r] = NULL;
-			dst[r] = out;
-			if (r < nrows) {
-				unsigned long long p = first + r;
-				uint32_t s = slot ? slot[p] : (uint32_t)p;
-				src[r] = s == DEAD32 ? NULL : compact + (unsigned long long)s * rb;
-				dst[r] = out + (dslot ? (unsigned long long)dslot[p] : p) * ob;
-			}
-		}
-		warp_rows(src, dst, rb, nrows, fmt, vec, lane);
-	}
+	for_rows(n, rb, fmt, vec,
+		 [&](unsigned long long p, const uint8_t **src, uint8_t **dst) {
+			 uint32_t s = slot ? slot[p] : (uint32_t)p;
+			 *src = s == DEAD32 ? NULL : compact + (unsigned long long)s * rb;
+			 *dst = out + (dslot ? (unsigned long long)dslot[p] : p) * ob;
+		 },
+		 no_after);
 }
 
 /* The first split_at(u, share) of u distinct rows are gathered in place on the GPU (eht_lk_gather_uniq),
@@ -229,22 +232,12 @@ __device__ __forceinline__ unsigned long long split_at(unsigned long long u, flo
 extern "C" __global__ void eht_lk_gather_uniq(const uint32_t *uniq, const unsigned long long *counters,
 					      float share, const uint8_t *table, uint32_t rb, uint8_t *compact, int vec)
 {
-	const int lane = threadIdx.x & (WARP - 1);
-	const unsigned long long n = split_at(counters[1], share);
-	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
-	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
-	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
-		const uint8_t *src[RPW];
-		uint8_t *dst[RPW];
-		int nrows = (int)min((unsigned long long)RPW, n - first);
-#pragma unroll
-		for (int r = 0; r < RPW; r++) {
-			unsigned long long u = first + (r < nrows ? r : 0);
-			src[r] = table + (unsigned long long)uniq[u] * rb;
-			dst[r] = compact + u * rb;
-		}
-		warp_rows(src, dst, rb, nrows, FMT_RAW, vec, lane);
-	}
+	for_rows(split_at(counters[1], share), rb, FMT_RAW, vec,
+		 [&](unsigned long long u, const uint8_t **src, uint8_t **dst) {
+			 *src = table + (unsigned long long)uniq[u] * rb;
+			 *dst = compact + u * rb;
+		 },
+		 no_after);
 }
 
 /* ------------------------------------------------------------------------ sort + dedup */
@@ -701,33 +694,23 @@ extern "C" __global__ void eht_lk_expand_codes(const uint32_t *code, unsigned lo
 					       const uint8_t *compact, uint32_t rb, uint8_t *out, int fmt, int vec)
 {
 	const int lane = threadIdx.x & (WARP - 1);
-	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
-	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
 	const uint32_t ob = out_bytes(rb, fmt);
-	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
-		const uint8_t *src[RPW];
-		uint8_t *dst[RPW];
-		int nrows = (int)min((unsigned long long)RPW, n - first);
-#pragma unroll
-		for (int r = 0; r < RPW; r++) {
-			src[r] = NULL;
-			dst[r] = out;
-			if (r < nrows) {
-				const uint32_t c = code[first + r];
-				if (c == DEAD32)
-					src[r] = NULL;
-				else if (c & HOT)
-					src[r] = hot_rows + (unsigned long long)(c & ~HOT) * rb;
-				else
-					src[r] = compact + (unsigned long long)dvals[c] * rb;
-				dst[r] = out + (first + r) * ob;
-			}
-		}
-		warp_rows(src, dst, rb, nrows, fmt, vec, lane);
-		if (lane < nrows) {
-			const uint32_t c = code[first + lane];
-			if (c != DEAD32 && !(c & HOT))
-				dkeys[c] = ~0ull;
-		}
-	}
+	for_rows(n, rb, fmt, vec,
+		 [&](unsigned long long p, const uint8_t **src, uint8_t **dst) {
+			 const uint32_t c = code[p];
+			 if (c == DEAD32)
+				 *src = NULL;
+			 else if (c & HOT)
+				 *src = hot_rows + (unsigned long long)(c & ~HOT) * rb;
+			 else
+				 *src = compact + (unsigned long long)dvals[c] * rb;
+			 *dst = out + p * ob;
+		 },
+		 [&](unsigned long long first, int nrows) {
+			 if (lane < nrows) {
+				 const uint32_t c = code[first + lane];
+				 if (c != DEAD32 && !(c & HOT))
+					 dkeys[c] = ~0ull;
+			 }
+		 });
 }
