@@ -4,6 +4,8 @@
 #ifndef EHT_TESTS_GPU_LOOKUP_REF_H
 #define EHT_TESTS_GPU_LOOKUP_REF_H
 
+#include <stdbool.h>
+
 #include "cuda/cu_driver.h"
 #include "testutil.h"
 
@@ -26,5 +28,12 @@ size_t t_lookup_compare(const struct t_lookup_ref *ref, CUdeviceptr d_out, const
 void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy,
 			    int fmt, CUstream s, int64_t *ids, CUdeviceptr d_ids, CUdeviceptr d_out, size_t nmax,
 			    uint64_t *rs);
+
+/* One engine the way engines call it: t_lookup_eager_gpu_ids, then captured once in a CUDA graph and
+ * replayed with new ids in the same buffers (GPU ids, then pinned host ids for the strategies that
+ * read ids on the CPU; with host_capture_refused such a capture must fail with -EOPNOTSUPP instead),
+ * outputs and dead counts compared each replay; and a dead-count pointer refused under capture. */
+void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy, int fmt,
+			   CUstream s, size_t nmax, bool host_capture_refused, uint64_t *rs);
 
 #endif

@@ -16,90 +16,6 @@
 /* The table as the CPU reference sees it (set by main). */
 static struct t_lookup_ref g_lref;
 
-static void check_engine(const char *tier, eht_lookup *lk, int strategy, int fmt, CUstream s, uint64_t *rs)
-{
-	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
-	int64_t *ids = malloc(NMAX * sizeof(int64_t));
-	int64_t *hids = NULL;
-	CUdeviceptr d_ids = 0, d_out = 0;
-	if (t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, NMAX * 8))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, NMAX * ob))) ||
-	    t_cu(EHT_CU_CHECK(cuMemHostAlloc((void **)&hids, NMAX * 8, 0))))
-		goto out;
-	/* Eager, ids in GPU memory. */
-	t_lookup_eager_gpu_ids(&g_lref, tier, lk, strategy, fmt, s, ids, d_ids, d_out, NMAX, rs);
-	/* Captured once, replayed with new ids in the same buffers: GPU ids, then host ids (pinned). */
-	for (int host_ids = 0; host_ids < 2; host_ids++) {
-		if (host_ids && (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED))
-			break; /* GPU strategies read ids on the GPU only */
-		const size_t n = 5000;
-		CUgraph g = NULL;
-		CUgraphExec ge = NULL;
-		t_lookup_ids(&g_lref, ids, n, rs);
-		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
-		const void *pid = host_ids ? (const void *)hids : (const void *)(uintptr_t)d_ids;
-		if (t_cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))))
-			break;
-		int rc = eht_lookup_run(lk, pid, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
-					EHT_LOOKUP_RUN_STRATEGY(strategy) |
-						(host_ids ? EHT_LOOKUP_RUN_IDS_HOST : EHT_LOOKUP_RUN_IDS_DEVICE),
-					NULL);
-		int erc = EHT_CU_CHECK(cuStreamEndCapture(s, &g));
-		if (rc || erc) {
-			fprintf(stderr, "%s %s fmt %d capture (host ids %d): %s\n", tier, eht_lookup_strategy_name(strategy),
-				fmt, host_ids, eht_last_error());
-			t_failures++;
-			if (g)
-				eht_cu.cuGraphDestroy(g);
-			continue;
-		}
-		if (t_cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
-			eht_cu.cuGraphDestroy(g);
-			continue;
-		}
-		for (int replay = 0; replay < 4; replay++) {
-			t_lookup_ids(&g_lref, ids, n, rs); /* new ids every replay, written into the captured buffer */
-			if (host_ids)
-				memcpy(hids, ids, n * 8);
-			else
-				t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-			t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
-			t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
-			if (t_cu(EHT_CU_CHECK(cuGraphLaunch(ge, s))) || t_cu(EHT_CU_CHECK(cuStreamSynchronize(s))))
-				break;
-			uint64_t dead = 0;
-			size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, fmt, &dead);
-			if (bad || dead != eht_lookup_last_dead_count(lk))
-				fprintf(stderr, "%s %s fmt %d replay %d (host ids %d): %zu rows differ, dead %llu want %llu\n",
-					tier, eht_lookup_strategy_name(strategy), fmt, replay, host_ids, bad,
-					(unsigned long long)eht_lookup_last_dead_count(lk), (unsigned long long)dead);
-			CHECK(bad == 0);
-			CHECK(dead == eht_lookup_last_dead_count(lk));
-		}
-		eht_cu.cuGraphExecDestroy(ge);
-		eht_cu.cuGraphDestroy(g);
-	}
-	/* A dead-count pointer cannot be captured: a clear error, and the capture is still usable. */
-	{
-		uint64_t dead = 0;
-		CUgraph g = NULL;
-		if (!t_cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)))) {
-			CHECK(eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, 10, (void *)(uintptr_t)d_out, s,
-					     EHT_LOOKUP_RUN_STRATEGY(strategy), &dead) == -EOPNOTSUPP);
-			t_cu(EHT_CU_CHECK(cuStreamEndCapture(s, &g)));
-			if (g)
-				eht_cu.cuGraphDestroy(g);
-		}
-	}
-out:
-	if (hids)
-		eht_cu.cuMemFreeHost(hids);
-	if (d_ids)
-		eht_cu.cuMemFree(d_ids);
-	if (d_out)
-		eht_cu.cuMemFree(d_out);
-	free(ids);
-}
 
 static void check_table(const char *tier, eht_table *t, CUstream s, uint64_t *rs)
 {
@@ -115,7 +31,7 @@ static void check_table(const char *tier, eht_table *t, CUstream s, uint64_t *rs
 			CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
 			if (!lk)
 				continue;
-			check_engine(tier, lk, strategy, fmt, s, rs);
+			t_lookup_check_engine(&g_lref, tier, lk, strategy, fmt, s, NMAX, false, rs);
 			eht_lookup_destroy(lk);
 		}
 	fprintf(stderr, "tier %s done\n", tier);
