@@ -7,28 +7,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+
+#include "testutil.h"
 
 /* Runs `eht ARGS` with stdout into *report (parsed JSON, NULL when not JSON) and stderr into err.
  * Returns the exit status. */
-static int bench_run(const char *tmp, const char *args, json_t **report, char *err, size_t elen)
+static int bench_run(const char *args, json_t **report, char *err, size_t elen)
 {
-	char cmd[8192], o[1200], e[1200];
-	snprintf(o, sizeof(o), "%s/out.json", tmp);
-	snprintf(e, sizeof(e), "%s/err.txt", tmp);
-	snprintf(cmd, sizeof(cmd), "timeout 300 '%s' %s >'%s' 2>'%s'", getenv("EHT_CLI"), args, o, e);
-	int st = system(cmd);
-	*report = json_load_file(o, 0, NULL);
-	FILE *f = fopen(e, "r");
-	size_t n = f ? fread(err, 1, elen - 1, f) : 0;
-	err[n] = '\0';
-	if (f)
-		fclose(f);
-	remove(o);
-	remove(e);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		fprintf(stderr, "eht %s: exit %d\n%s\n", args, WIFEXITED(st) ? WEXITSTATUS(st) : -1, err);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	size_t olen = 1 << 20;
+	char *out = malloc(olen);
+	if (!out) {
+		*report = NULL;
+		return 128;
+	}
+	int rc = t_cli_run(args, 300, out, olen, err, elen);
+	*report = json_loads(out, 0, NULL);
+	free(out);
+	if (rc)
+		fprintf(stderr, "eht %s: exit %d\n%s\n", args, rc, err);
+	return rc;
 }
 
 static const char *rs(json_t *r, const char *k)

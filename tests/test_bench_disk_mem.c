@@ -46,7 +46,7 @@ int main(void)
 	/* cgroup v2: a child of the process's own cgroup, limit 0.5 GiB. */
 	setenv("EHT_BENCH_CGROUP_ROOT", cg, 1);
 	snprintf(args, sizeof(args), "%s --dir %s/b --mem-limit 0.5", common, tmp);
-	CHECK_RC(bench_run(tmp, args, &r, err, sizeof(err)), 0);
+	CHECK_RC(bench_run(args, &r, err, sizeof(err)), 0);
 	CHECK(r != NULL);
 	CHECK(!strcmp(rs(r, "limit_mechanism"), "cgroup-v2"));
 	CHECK(rn(r, "limit_applied_gib") == 0.5);
@@ -78,12 +78,12 @@ int main(void)
 
 	/* No memory controller: the reason, then the fallbacks. */
 	put(cg, "cgroup.controllers", "cpu pids\n");
-	CHECK_RC(bench_run(tmp, args, &r, err, sizeof(err)), 0);
+	CHECK_RC(bench_run(args, &r, err, sizeof(err)), 0);
 	CHECK(r && !strcmp(rs(r, "limit_mechanism"), "none"));
 	CHECK(strstr(err, "NOT APPLIED") && strstr(err, "memory controller is not available"));
 	json_decref(r);
 	setenv("EHT_BENCH_MEM_AVAILABLE", "1000000", 1); /* 1 MB free: the 10 MiB table is larger */
-	CHECK_RC(bench_run(tmp, args, &r, err, sizeof(err)), 0);
+	CHECK_RC(bench_run(args, &r, err, sizeof(err)), 0);
 	CHECK(r && !strcmp(rs(r, "limit_mechanism"), "file-larger-than-memory"));
 	CHECK(r && fabs(rn(r, "limit_applied_gib") * (1 << 30) - 1e6) < 1);
 	CHECK(strstr(err, "larger than the") != NULL);
@@ -92,15 +92,15 @@ int main(void)
 
 	/* --hotset: a count, learned from a text; without a GPU, said and not used. */
 	snprintf(args, sizeof(args), "%s --dir %s/b --mem-limit 0.5 --hotset 0", common, tmp);
-	CHECK_RC(bench_run(tmp, args, &r, err, sizeof(err)), 2);
+	CHECK_RC(bench_run(args, &r, err, sizeof(err)), 2);
 	json_decref(r);
 	snprintf(args, sizeof(args), "%s --dir %s/b --mem-limit 0.5 --hotset 100", common, tmp);
-	CHECK_RC(bench_run(tmp, args, &r, err, sizeof(err)), 1);
+	CHECK_RC(bench_run(args, &r, err, sizeof(err)), 1);
 	CHECK(strstr(err, "--hotset needs --workload text") != NULL);
 	json_decref(r);
 	if (access(wl, R_OK) == 0) {
 		snprintf(args, sizeof(args), "%s --dir %s/b --mem-limit 0.5 --hotset 100 --workload text:%s", common, tmp, wl);
-		CHECK_RC(bench_run(tmp, args, &r, err, sizeof(err)), 0);
+		CHECK_RC(bench_run(args, &r, err, sizeof(err)), 0);
 		CHECK(r && rn(r, "hotset_rows") == 0 && !strcmp(rs(r, "output"), "host"));
 		CHECK(strstr(err, "no GPU hot set") != NULL);
 		json_decref(r);

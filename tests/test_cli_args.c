@@ -6,27 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "cuda/cu_driver.h"
 #include "util/err.h"
 #include "testutil.h"
 
 /* Runs the CLI with args; returns its exit status and its stderr in err. */
-static int run(const char *args, char *err, size_t len)
-{
-	char cmd[2048], path[600];
-	snprintf(path, sizeof(path), "%s/cli-args-%d.err", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "timeout 20 '%s' %s >/dev/null 2>'%s'", getenv("EHT_CLI"), args, path);
-	int st = system(cmd);
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(err, 1, len - 1, f) : 0;
-	err[n] = '\0';
-	if (f)
-		fclose(f);
-	remove(path);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+static int run(const char *args, char *err, size_t len) { return t_cli_run(args, 20, NULL, 0, err, len); }
 
 int main(void)
 {

@@ -29,7 +29,7 @@ int main(void)
 	snprintf(args, sizeof(args),
 		 "bench disk --file-gib 0.05 --steps 10 --ids 2048 --json --dir %s/b --mem-limit 0.5 --hotset 2000 "
 		 "--workload text:%s", tmp, wl);
-	CHECK_RC(bench_run(tmp, args, &r, err, sizeof(err)), 0);
+	CHECK_RC(bench_run(args, &r, err, sizeof(err)), 0);
 	CHECK(r != NULL);
 	CHECK(!strcmp(rs(r, "output"), "gpu"));
 	CHECK(rn(r, "hotset_rows") == 2000);

@@ -5,26 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lookup/lk_hot.h"
 #include "testutil.h"
 
-static int run(const char *args, char *out, size_t len)
-{
-	char cmd[4096], path[600];
-	snprintf(path, sizeof(path), "%s/hotset-cli-%d.out", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-	snprintf(cmd, sizeof(cmd), "timeout 120 '%s' %s >'%s' 2>&1", getenv("EHT_CLI"), args, path);
-	int st = system(cmd);
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(out, 1, len - 1, f) : 0;
-	out[n] = '\0';
-	if (f)
-		fclose(f);
-	remove(path);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
+/* Runs the CLI with args; returns its exit status and its stdout and stderr together in out. */
+static int run(const char *args, char *out, size_t len) { return t_cli_run(args, 120, out, len, out, len); }
 
 static int cmp64(const void *a, const void *b)
 {

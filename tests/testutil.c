@@ -3,11 +3,13 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cuda/cu_driver.h"
@@ -55,6 +57,36 @@ char *t_tmpdir(const char *tag)
 		exit(1);
 	}
 	return path;
+}
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *err, size_t err_len)
+{
+	static unsigned seq;
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char op[600], ep[600], redir[620], cmd[8192];
+	unsigned k = seq++;
+	snprintf(op, sizeof(op), "%s/eht-cli-%d-%u.out", tmp, (int)getpid(), k);
+	snprintf(ep, sizeof(ep), "%s/eht-cli-%d-%u.err", tmp, (int)getpid(), k);
+	const bool merged = out && err == out;
+	snprintf(redir, sizeof(redir), merged ? "&1" : "'%s'", ep);
+	snprintf(cmd, sizeof(cmd), "timeout %d '%s' %s >'%s' 2>%s", timeout_s, getenv("EHT_CLI"), args, op, redir);
+	int st = system(cmd);
+	if (out)
+		slurp(op, out, out_len);
+	if (err && !merged)
+		slurp(ep, err, err_len);
+	remove(op);
+	remove(ep);
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 int t_dir_entries(const char *path)

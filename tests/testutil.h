@@ -48,6 +48,10 @@ void t_rmtree(const char *path);
 int t_dir_entries(const char *path);
 /* Sends this process's stderr to a new file at path (a forked rank's log). Returns 0 or -errno. */
 int t_stderr_to(const char *path);
+/* Runs the built CLI ($EHT_CLI) with args (shell words), under `timeout timeout_s`; its stdout goes
+ * into out and its stderr into err (out_len / err_len bytes at most, NUL-terminated; NULL: dropped;
+ * err == out: both streams into out). Returns its exit status, 128 when it did not exit normally. */
+int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *err, size_t err_len);
 /* Writes bytes to a file; returns 0 or -errno. */
 int t_write_file(const char *path, const void *data, size_t len);
 /* Deterministic pseudo-random numbers (splitmix64). */
