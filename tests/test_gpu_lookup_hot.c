@@ -59,6 +59,9 @@ static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, 
 			for (size_t i = 0; i < n; i++)
 				ids32[i] = (int32_t)(ids[i] - 7);
 			t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids32, n * 4)));
+			/* From pageable memory the copy may still be in flight when cuMemcpyHtoD returns, and
+			 * s does not wait for the legacy stream: the ids must have landed first. */
+			t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
 			rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT32, 7, n, (void *)(uintptr_t)d_out, s,
 					    EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
 		}
