@@ -473,9 +473,9 @@ EHT_API EHT_MUST_CHECK int eht_region_gc(const char *dir, unsigned flags,
 		  void (*report)(const struct eht_region_entry *entry, void *arg), void *arg);
 
 /* ============================================================================== probe + group == */
-/* Machine probes, node-local groups and host-NUMA sharing (src/cuda, src/group). */
+/* Machine probes, node-local groups and host-NUMA sharing (src/gpu, src/group). */
 
-/* ---- probe: what this machine offers (src/cuda/probe*.c) ---- */
+/* ---- probe: what this machine offers (src/gpu/probe*.c) ---- */
 
 /* Result of a real one-granule cuMemCreate + cuMemExportToShareableHandle for one handle kind. */
 enum eht_probe_export {

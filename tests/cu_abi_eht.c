@@ -2,7 +2,7 @@
 /* cu_abi_eht.c: layout facts of eht's own CUDA declarations, compared with cuda.h by test_cu_abi. */
 #include <stddef.h>
 
-#include "cuda/cu_types.h"
+#include "gpu/cuda/cu_types.h"
 
 #include "cu_abi_list.h"
 

@@ -30,13 +30,13 @@ void t_lookup_ids(const struct t_lookup_ref *ref, int64_t *ids, size_t n, uint64
 	}
 }
 
-size_t t_lookup_compare(const struct t_lookup_ref *ref, CUdeviceptr d_out, const int64_t *ids, size_t n, int fmt,
+size_t t_lookup_compare(const struct t_lookup_ref *ref, eht_dptr d_out, const int64_t *ids, size_t n, int fmt,
 			uint64_t *dead)
 {
 	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB, bad = 0;
 	uint8_t *got = malloc(n * ob), want[512];
 	*dead = 0;
-	if (!got || t_cu(EHT_CU_CHECK(cuMemcpyDtoH(got, d_out, n * ob)))) {
+	if (!got || t_cu(eht_dev_d2h(got, d_out, n * ob))) {
 		free(got);
 		return n;
 	}
@@ -57,7 +57,7 @@ size_t t_lookup_compare(const struct t_lookup_ref *ref, CUdeviceptr d_out, const
 }
 
 void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy,
-			    int fmt, CUstream s, int64_t *ids, CUdeviceptr d_ids, CUdeviceptr d_out, size_t nmax,
+			    int fmt, eht_stream s, int64_t *ids, eht_dptr d_ids, eht_dptr d_out, size_t nmax,
 			    uint64_t *rs)
 {
 	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
@@ -65,9 +65,9 @@ void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eh
 	for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 		size_t n = ns[k];
 		t_lookup_ids(ref, ids, n, rs);
-		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-		t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
-		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		t_cu(eht_dev_h2d(d_ids, ids, n * 8));
+		t_cu(eht_dev_memset8(d_out, 0xab, n * ob));
+		t_cu(eht_dev_sync());
 		int rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
 					EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
 		if (rc) {
@@ -77,8 +77,8 @@ void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eh
 			continue;
 		}
 		/* The ids may change once the stream passed the call; the output must not. */
-		t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
-		t_cu(EHT_CU_CHECK(cuMemsetD8(d_ids, 0, n * 8)));
+		t_cu(eht_dev_stream_sync(s));
+		t_cu(eht_dev_memset8(d_ids, 0, n * 8));
 		uint64_t dead = 0;
 		size_t bad = t_lookup_compare(ref, d_out, ids, n, fmt, &dead);
 		if (bad || dead != eht_lookup_last_dead_count(lk))
@@ -92,14 +92,14 @@ void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eh
 
 /* See gpu_lookup_ref.h. */
 void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy, int fmt,
-			   CUstream s, size_t nmax, bool host_capture_refused, uint64_t *rs)
+			   eht_stream s, size_t nmax, bool host_capture_refused, uint64_t *rs)
 {
 	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB;
 	int64_t *ids = malloc(nmax * sizeof(int64_t));
 	int64_t *hids = NULL;
-	CUdeviceptr d_ids = 0, d_out = 0;
-	if (t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, nmax * 8))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, nmax * ob))) ||
-	    t_cu(EHT_CU_CHECK(cuMemHostAlloc((void **)&hids, nmax * 8, 0))))
+	eht_dptr d_ids = 0, d_out = 0;
+	if (t_cu(eht_dev_alloc(&d_ids, nmax * 8)) || t_cu(eht_dev_alloc(&d_out, nmax * ob)) ||
+	    t_cu(eht_dev_host_alloc((void **)&hids, nmax * 8, 0)))
 		goto out;
 	/* Eager, ids in GPU memory. */
 	t_lookup_eager_gpu_ids(ref, tier, lk, strategy, fmt, s, ids, d_ids, d_out, nmax, rs);
@@ -108,23 +108,23 @@ void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht
 		if (host_ids && (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED))
 			break; /* GPU strategies read ids on the GPU only */
 		const size_t n = 5000;
-		CUgraph g = NULL;
-		CUgraphExec ge = NULL;
+		eht_graph g = NULL;
+		eht_graph_exec ge = NULL;
 		t_lookup_ids(ref, ids, n, rs);
-		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		t_cu(eht_dev_h2d(d_ids, ids, n * 8));
+		t_cu(eht_dev_sync());
 		const void *pid = host_ids ? (const void *)hids : (const void *)(uintptr_t)d_ids;
-		if (t_cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))))
+		if (t_cu(eht_dev_capture_begin(s, EHT_CAPTURE_GLOBAL)))
 			break;
 		int rc = eht_lookup_run(lk, pid, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
 					EHT_LOOKUP_RUN_STRATEGY(strategy) |
 						(host_ids ? EHT_LOOKUP_RUN_IDS_HOST : EHT_LOOKUP_RUN_IDS_DEVICE),
 					NULL);
-		int erc = EHT_CU_CHECK(cuStreamEndCapture(s, &g));
+		int erc = eht_dev_capture_end(s, &g);
 		if (host_ids && host_capture_refused) { /* a hot set captures only GPU ids */
 			CHECK_RC(rc, -EOPNOTSUPP);
 			if (g)
-				eht_cu.cuGraphDestroy(g);
+				eht_dev_graph_destroy(g);
 			continue;
 		}
 		if (rc || erc) {
@@ -132,11 +132,11 @@ void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht
 				fmt, host_ids, eht_last_error());
 			t_failures++;
 			if (g)
-				eht_cu.cuGraphDestroy(g);
+				eht_dev_graph_destroy(g);
 			continue;
 		}
-		if (t_cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
-			eht_cu.cuGraphDestroy(g);
+		if (t_cu(eht_dev_graph_instantiate(&ge, g))) {
+			eht_dev_graph_destroy(g);
 			continue;
 		}
 		for (int replay = 0; replay < 4; replay++) {
@@ -144,10 +144,10 @@ void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht
 			if (host_ids)
 				memcpy(hids, ids, n * 8);
 			else
-				t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-			t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
-			t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
-			if (t_cu(EHT_CU_CHECK(cuGraphLaunch(ge, s))) || t_cu(EHT_CU_CHECK(cuStreamSynchronize(s))))
+				t_cu(eht_dev_h2d(d_ids, ids, n * 8));
+			t_cu(eht_dev_memset8(d_out, 0xab, n * ob));
+			t_cu(eht_dev_sync());
+			if (t_cu(eht_dev_graph_launch(ge, s)) || t_cu(eht_dev_stream_sync(s)))
 				break;
 			uint64_t dead = 0;
 			size_t bad = t_lookup_compare(ref, d_out, ids, n, fmt, &dead);
@@ -158,27 +158,27 @@ void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht
 			CHECK(bad == 0);
 			CHECK(dead == eht_lookup_last_dead_count(lk));
 		}
-		eht_cu.cuGraphExecDestroy(ge);
-		eht_cu.cuGraphDestroy(g);
+		eht_dev_graph_exec_destroy(ge);
+		eht_dev_graph_destroy(g);
 	}
 	/* A dead-count pointer cannot be captured: a clear error, and the capture is still usable. */
 	{
 		uint64_t dead = 0;
-		CUgraph g = NULL;
-		if (!t_cu(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)))) {
+		eht_graph g = NULL;
+		if (!t_cu(eht_dev_capture_begin(s, EHT_CAPTURE_GLOBAL))) {
 			CHECK(eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, 10, (void *)(uintptr_t)d_out, s,
 					     EHT_LOOKUP_RUN_STRATEGY(strategy), &dead) == -EOPNOTSUPP);
-			t_cu(EHT_CU_CHECK(cuStreamEndCapture(s, &g)));
+			t_cu(eht_dev_capture_end(s, &g));
 			if (g)
-				eht_cu.cuGraphDestroy(g);
+				eht_dev_graph_destroy(g);
 		}
 	}
 out:
 	if (hids)
-		eht_cu.cuMemFreeHost(hids);
+		eht_dev_host_free(hids);
 	if (d_ids)
-		eht_cu.cuMemFree(d_ids);
+		eht_dev_free(d_ids);
 	if (d_out)
-		eht_cu.cuMemFree(d_out);
+		eht_dev_free(d_out);
 	free(ids);
 }

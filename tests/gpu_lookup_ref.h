@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "testutil.h"
 
 /* The table the engines read, as the CPU reference sees it: rows of EHT_ENGRAM_ROW_BYTES. */
@@ -20,13 +20,13 @@ int t_cu(int rc);
 /* n ids over the reference: live, repeated, negative (dead) and past the end (dead). */
 void t_lookup_ids(const struct t_lookup_ref *ref, int64_t *ids, size_t n, uint64_t *rs);
 /* Rows of the GPU output d_out that differ from the reference for ids; *dead gets the dead ids. */
-size_t t_lookup_compare(const struct t_lookup_ref *ref, CUdeviceptr d_out, const int64_t *ids, size_t n, int fmt,
+size_t t_lookup_compare(const struct t_lookup_ref *ref, eht_dptr d_out, const int64_t *ids, size_t n, int fmt,
 			uint64_t *dead);
 /* Eager runs with ids in GPU memory (d_ids, int64) at several sizes up to nmax, output poisoned before
  * and compared after, the ids cleared once the stream passed each call, dead counts checked. ids:
  * host scratch of nmax. */
 void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy,
-			    int fmt, CUstream s, int64_t *ids, CUdeviceptr d_ids, CUdeviceptr d_out, size_t nmax,
+			    int fmt, eht_stream s, int64_t *ids, eht_dptr d_ids, eht_dptr d_out, size_t nmax,
 			    uint64_t *rs);
 
 /* One engine the way engines call it: t_lookup_eager_gpu_ids, then captured once in a CUDA graph and
@@ -34,6 +34,6 @@ void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eh
  * read ids on the CPU; with host_capture_refused such a capture must fail with -EOPNOTSUPP instead),
  * outputs and dead counts compared each replay; and a dead-count pointer refused under capture. */
 void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy, int fmt,
-			   CUstream s, size_t nmax, bool host_capture_refused, uint64_t *rs);
+			   eht_stream s, size_t nmax, bool host_capture_refused, uint64_t *rs);
 
 #endif

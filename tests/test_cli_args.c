@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "util/err.h"
 #include "testutil.h"
 
@@ -18,7 +18,7 @@ int main(void)
 {
 	setenv("EHT_NO_CUDA", "1", 1);
 	eht_err_clear();
-	CHECK(eht_cu_device_count() == 0);
+	CHECK(eht_dev_count() == 0);
 	CHECK(eht_last_error()[0] == '\0');
 	if (!getenv("EHT_CLI"))
 		t_skip("EHT_CLI not set");

@@ -20,7 +20,7 @@ int main(void)
 	int bad = 0;
 	for (int i = 0; cuda_h_values[i] != -1 || eht_abi_values[i] != -1; i++) {
 		if (cuda_h_values[i] != eht_abi_values[i]) {
-			fprintf(stderr, "entry %d: cuda.h says %ld, src/cuda/cu_types.h says %ld\n", i,
+			fprintf(stderr, "entry %d: cuda.h says %ld, src/gpu/cuda/cu_types.h says %ld\n", i,
 				cuda_h_values[i], eht_abi_values[i]);
 			bad++;
 		}

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "disk_ref.h"
 #include "testutil.h"
 
@@ -47,11 +47,11 @@ static int compare(const uint8_t *got, const int64_t *ids, size_t n, const uint8
 }
 
 static void check_tp(const char *path, const uint8_t *ref, uint64_t rows, uint32_t nranks, const int64_t *ids,
-		     size_t n, CUdeviceptr d_ids, CUstream s)
+		     size_t n, eht_dptr d_ids, eht_stream s)
 {
 	uint8_t *got = malloc(n * 512);
-	CUdeviceptr d_out = 0;
-	if (EHT_CU_CHECK(cuMemAlloc(&d_out, n * 512))) {
+	eht_dptr d_out = 0;
+	if (eht_dev_alloc(&d_out, n * 512)) {
 		CHECK(0);
 		free(got);
 		return;
@@ -73,14 +73,14 @@ static void check_tp(const char *path, const uint8_t *ref, uint64_t rows, uint32
 				eht_disk_ticket *tk = NULL;
 				if (mode == 2)
 					CHECK_RC(eht_disk_prefetch(t, ids, EHT_ID_INT64, 0, n, 0, &tk), 0);
-				EHT_CU_CHECK(cuMemsetD8Async(d_out, 0xab, n * ob, s));
+				eht_dev_memset8_async(d_out, 0xab, n * ob, s);
 				uint64_t dead = 0, want_dead = 0;
 				const void *pid = mode == 1 ? (const void *)(uintptr_t)d_ids : (const void *)ids;
 				unsigned fl = EHT_LOOKUP_RUN_OUT_DEVICE |
 					      (mode == 1 ? EHT_LOOKUP_RUN_IDS_DEVICE : EHT_LOOKUP_RUN_IDS_HOST);
 				CHECK_RC(eht_lookup_run(lk, pid, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s, fl, &dead), 0);
-				CHECK_RC(EHT_CU_CHECK(cuMemcpyDtoHAsync(got, d_out, n * ob, s)), 0);
-				CHECK_RC(EHT_CU_CHECK(cuStreamSynchronize(s)), 0);
+				CHECK_RC(eht_dev_d2h_async(got, d_out, n * ob, s), 0);
+				CHECK_RC(eht_dev_stream_sync(s), 0);
 				for (size_t i = 0; i < n; i++)
 					want_dead += !(ids[i] >= (int64_t)first && ids[i] < (int64_t)(first + count));
 				CHECK(dead == want_dead);
@@ -96,11 +96,11 @@ static void check_tp(const char *path, const uint8_t *ref, uint64_t rows, uint32
 		}
 		CHECK_RC(eht_table_close(t), 0);
 	}
-	eht_cu.cuMemFree(d_out);
+	eht_dev_free(d_out);
 	free(got);
 }
 
-static void check_truncated(CUstream s)
+static void check_truncated(eht_stream s)
 {
 	char *dir = t_tmpdir("gpu_disk_trunc"), file[600];
 	snprintf(file, sizeof(file), "%s/model.safetensors", dir);
@@ -111,8 +111,8 @@ static void check_truncated(CUstream s)
 	eht_table *t = NULL;
 	CHECK_RC(eht_disk_open(dir, &o, &t), 0);
 	eht_lookup *lk = t ? engine(t, EHT_LOOKUP_RAW) : NULL;
-	CUdeviceptr d_out = 0;
-	if (lk && !EHT_CU_CHECK(cuMemAlloc(&d_out, 500 * RB))) {
+	eht_dptr d_out = 0;
+	if (lk && !eht_dev_alloc(&d_out, 500 * RB)) {
 		int64_t ids[500];
 		for (int i = 0; i < 500; i++)
 			ids[i] = 4999 - i;
@@ -123,10 +123,10 @@ static void check_truncated(CUstream s)
 					EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE, NULL);
 		CHECK(rc == -ESTALE || rc == -EIO);
 		CHECK(strstr(eht_last_error(), file) != NULL && strstr(eht_last_error(), "offset") != NULL);
-		eht_cu.cuStreamSynchronize(s);
+		eht_dev_stream_sync(s);
 	}
 	if (d_out)
-		eht_cu.cuMemFree(d_out);
+		eht_dev_free(d_out);
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	t_rmtree(dir);
@@ -137,14 +137,14 @@ int main(void)
 	if (!t_have_gpu())
 		t_skip("no GPU");
 	const char *fx = t_fixtures();
-	if (eht_cu_use_device(0))
+	if (eht_dev_use(0))
 		t_skip("cannot use GPU 0");
 	char single[1024], sharded[1024];
 	snprintf(single, sizeof(single), "%s/safetensors/engram_single.safetensors", fx);
 	snprintf(sharded, sizeof(sharded), "%s/safetensors/engram_sharded", fx);
 	const char *paths[2] = {single, sharded};
-	CUstream s = NULL;
-	CHECK_RC(EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)), 0);
+	eht_stream s = NULL;
+	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
 	uint64_t rs = 11;
 	for (int p = 0; p < 2; p++) {
 		uint64_t rows = 0, rb = 0;
@@ -153,19 +153,19 @@ int main(void)
 			continue;
 		int64_t *ids = malloc(N_IDS * sizeof(int64_t));
 		ref_ids(ids, N_IDS, rows, &rs);
-		CUdeviceptr d_ids = 0;
-		CHECK_RC(EHT_CU_CHECK(cuMemAlloc(&d_ids, N_IDS * sizeof(int64_t))), 0);
-		CHECK_RC(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, N_IDS * sizeof(int64_t))), 0);
+		eht_dptr d_ids = 0;
+		CHECK_RC(eht_dev_alloc(&d_ids, N_IDS * sizeof(int64_t)), 0);
+		CHECK_RC(eht_dev_h2d(d_ids, ids, N_IDS * sizeof(int64_t)), 0);
 		/* From pageable memory the copy can return before its DMA lands; s does not wait for it. */
-		CHECK_RC(EHT_CU_CHECK(cuCtxSynchronize()), 0);
+		CHECK_RC(eht_dev_sync(), 0);
 		static const uint32_t tps[] = {1, 2, 4, 8};
 		for (int k = 0; k < 4; k++)
 			check_tp(paths[p], ref, rows, tps[k], ids, N_IDS, d_ids, s);
-		eht_cu.cuMemFree(d_ids);
+		eht_dev_free(d_ids);
 		free(ids);
 		free(ref);
 	}
 	check_truncated(s);
-	eht_cu.cuStreamDestroy(s);
+	eht_dev_stream_destroy(s);
 	return t_done();
 }

@@ -5,7 +5,7 @@
  * without a GPU. */
 #include <string.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "testutil.h"
 
 static void random_batch(uint64_t seed, size_t nt, size_t nr, uint32_t vocab, int32_t *tok, uint8_t *dead,
@@ -98,17 +98,17 @@ static void check_fused(void)
 	struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_DIRECT, .format = EHT_LOOKUP_BF16,
 				    .device = 0};
 	CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
-	CHECK_RC(eht_cu_use_device(0), 0);
-	CUdeviceptr d_tok = 0, d_dead = 0, d_st = 0, d_hist = 0, d_out = 0;
-	CHECK_RC(EHT_CU_CHECK(cuMemAlloc(&d_tok, sizeof(tok))), 0);
-	CHECK_RC(EHT_CU_CHECK(cuMemAlloc(&d_dead, sizeof(dead))), 0);
-	CHECK_RC(EHT_CU_CHECK(cuMemAlloc(&d_st, sizeof(st))), 0);
-	CHECK_RC(EHT_CU_CHECK(cuMemAlloc(&d_hist, sizeof(hist))), 0);
-	CHECK_RC(EHT_CU_CHECK(cuMemAlloc(&d_out, (size_t)NT * 24 * 512)), 0);
-	eht_cu.cuMemcpyHtoD(d_tok, tok, sizeof(tok));
-	eht_cu.cuMemcpyHtoD(d_dead, dead, sizeof(dead));
-	eht_cu.cuMemcpyHtoD(d_st, st, sizeof(st));
-	eht_cu.cuMemcpyHtoD(d_hist, hist, sizeof(hist));
+	CHECK_RC(eht_dev_use(0), 0);
+	eht_dptr d_tok = 0, d_dead = 0, d_st = 0, d_hist = 0, d_out = 0;
+	CHECK_RC(eht_dev_alloc(&d_tok, sizeof(tok)), 0);
+	CHECK_RC(eht_dev_alloc(&d_dead, sizeof(dead)), 0);
+	CHECK_RC(eht_dev_alloc(&d_st, sizeof(st)), 0);
+	CHECK_RC(eht_dev_alloc(&d_hist, sizeof(hist)), 0);
+	CHECK_RC(eht_dev_alloc(&d_out, (size_t)NT * 24 * 512), 0);
+	eht_dev_h2d(d_tok, tok, sizeof(tok));
+	eht_dev_h2d(d_dead, dead, sizeof(dead));
+	eht_dev_h2d(d_st, st, sizeof(st));
+	eht_dev_h2d(d_hist, hist, sizeof(hist));
 	struct eht_engram_batch db = b;
 	db.tokens = (const int32_t *)(uintptr_t)d_tok;
 	db.dead = (const uint8_t *)(uintptr_t)d_dead;
@@ -119,16 +119,16 @@ static void check_fused(void)
 	if (el)
 		CHECK_RC(eht_engram_lookup_run(el, &db, (void *)(uintptr_t)d_out, NULL, 0, &deadn), 0);
 	CHECK(deadn == 0);
-	eht_cu.cuCtxSynchronize();
-	CHECK_RC(EHT_CU_CHECK(cuMemcpyDtoH(got, d_out, (size_t)NT * 24 * 512)), 0);
+	eht_dev_sync();
+	CHECK_RC(eht_dev_d2h(got, d_out, (size_t)NT * 24 * 512), 0);
 	CHECK(!memcmp(got, want, (size_t)NT * 24 * 512));
 	db.n_tokens = NT + 1;
 	if (el)
 		CHECK_RC(eht_engram_lookup_run(el, &db, (void *)(uintptr_t)d_out, NULL, 0, NULL), -EINVAL);
 	eht_engram_lookup_destroy(el);
-	CUdeviceptr all[] = {d_tok, d_dead, d_st, d_hist, d_out};
+	eht_dptr all[] = {d_tok, d_dead, d_st, d_hist, d_out};
 	for (int i = 0; i < 5; i++)
-		eht_cu.cuMemFree(all[i]);
+		eht_dev_free(all[i]);
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(tab);

@@ -17,7 +17,7 @@
 static struct t_lookup_ref g_lref;
 
 
-static void check_table(const char *tier, eht_table *t, CUstream s, uint64_t *rs)
+static void check_table(const char *tier, eht_table *t, eht_stream s, uint64_t *rs)
 {
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	CHECK_RC(eht_table_get_info(t, &ti), 0);
@@ -41,10 +41,10 @@ int main(void)
 {
 	if (!t_have_gpu())
 		t_skip("no GPU");
-	if (eht_cu_use_device(0))
+	if (eht_dev_use(0))
 		t_skip("cannot use GPU 0");
-	CUstream s = NULL;
-	CHECK_RC(EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)), 0);
+	eht_stream s = NULL;
+	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
 	uint64_t rs = 3;
 
 	/* Memory, host-NUMA and pinned-region tables with the same random rows. */
@@ -96,6 +96,6 @@ int main(void)
 		eht_table_close(t);
 	}
 	free(dref);
-	eht_cu.cuStreamDestroy(s);
+	eht_dev_stream_destroy(s);
 	return t_done();
 }

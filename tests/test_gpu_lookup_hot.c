@@ -39,18 +39,18 @@ static void poison_rows(const int64_t *rows, size_t n, int on)
 static void poison_hot(int on) { poison_rows(g_hot, g_nhot, on); }
 
 /* Eager runs with host ids and with int32 ids plus an offset. */
-static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, CUstream s, uint64_t *rs)
+static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, eht_stream s, uint64_t *rs)
 {
 	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB, n = 3000;
 	int64_t *ids = malloc(n * 8);
 	int32_t *ids32 = malloc(n * 4);
-	CUdeviceptr d_out = 0, d_ids = 0;
-	if (!ids || !ids32 || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, n * ob))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, n * 4))))
+	eht_dptr d_out = 0, d_ids = 0;
+	if (!ids || !ids32 || t_cu(eht_dev_alloc(&d_out, n * ob)) || t_cu(eht_dev_alloc(&d_ids, n * 4)))
 		goto out;
 	for (int k = 0; k < 2; k++) {
 		t_lookup_ids(&g_lref, ids, n, rs);
-		t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob)));
-		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		t_cu(eht_dev_memset8(d_out, 0xab, n * ob));
+		t_cu(eht_dev_sync());
 		int rc;
 		if (k == 0) {
 			rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s,
@@ -58,10 +58,10 @@ static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, 
 		} else {
 			for (size_t i = 0; i < n; i++)
 				ids32[i] = (int32_t)(ids[i] - 7);
-			t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids32, n * 4)));
+			t_cu(eht_dev_h2d(d_ids, ids32, n * 4));
 			/* From pageable memory the copy may still be in flight when cuMemcpyHtoD returns, and
 			 * s does not wait for the legacy stream: the ids must have landed first. */
-			t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+			t_cu(eht_dev_sync());
 			rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT32, 7, n, (void *)(uintptr_t)d_out, s,
 					    EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
 		}
@@ -71,7 +71,7 @@ static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, 
 			t_failures++;
 			continue;
 		}
-		t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+		t_cu(eht_dev_stream_sync(s));
 		uint64_t dead = 0;
 		size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, fmt, &dead);
 		if (bad || dead != eht_lookup_last_dead_count(lk))
@@ -83,16 +83,16 @@ static void check_more(const char *tier, eht_lookup *lk, int strategy, int fmt, 
 	}
 out:
 	if (d_out)
-		eht_cu.cuMemFree(d_out);
+		eht_dev_free(d_out);
 	if (d_ids)
-		eht_cu.cuMemFree(d_ids);
+		eht_dev_free(d_ids);
 	free(ids);
 	free(ids32);
 }
 
 /* mode 0: the hot set (its table copies poisoned); 1: EHT_LOOKUP_GPU_DEDUP alone; 2: the same, AUTO
  * forced to split the distinct rows between the GPU and the CPU (EHT_LOOKUP_DEDUP_SHARE). */
-static void check_table(const char *tier, eht_table *t, CUstream s, uint64_t *rs)
+static void check_table(const char *tier, eht_table *t, eht_stream s, uint64_t *rs)
 {
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	CHECK_RC(eht_table_get_info(t, &ti), 0);
@@ -132,17 +132,17 @@ static void check_table(const char *tier, eht_table *t, CUstream s, uint64_t *rs
 }
 
 /* One graph replay (or eager run) of n fresh ids into d_out, compared with the reference. */
-static void run_compare(const char *what, eht_lookup *lk, CUgraphExec ge, CUstream s, int64_t *ids, CUdeviceptr d_ids,
-			CUdeviceptr d_out, size_t n, uint64_t *rs)
+static void run_compare(const char *what, eht_lookup *lk, eht_graph_exec ge, eht_stream s, int64_t *ids, eht_dptr d_ids,
+			eht_dptr d_out, size_t n, uint64_t *rs)
 {
 	t_lookup_ids(&g_lref, ids, n, rs);
-	t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-	t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * RB)));
-	t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
-	int rc = ge ? t_cu(EHT_CU_CHECK(cuGraphLaunch(ge, s)))
+	t_cu(eht_dev_h2d(d_ids, ids, n * 8));
+	t_cu(eht_dev_memset8(d_out, 0xab, n * RB));
+	t_cu(eht_dev_sync());
+	int rc = ge ? t_cu(eht_dev_graph_launch(ge, s))
 		    : eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s, 0, NULL);
 	CHECK_RC(rc, 0);
-	t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+	t_cu(eht_dev_stream_sync(s));
 	uint64_t dead = 0;
 	size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, EHT_LOOKUP_RAW, &dead);
 	if (bad)
@@ -175,7 +175,7 @@ static void *updater_main(void *arg)
  * once it is applied between replays (the second set's table copies poisoned, the first's restored);
  * an eager run applies a pending refresh by itself; errors; and refreshes from another thread racing
  * eager runs, every output checked. */
-static void check_refresh(eht_table *t, CUstream s, uint64_t *rs)
+static void check_refresh(eht_table *t, eht_stream s, uint64_t *rs)
 {
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	CHECK_RC(eht_table_get_info(t, &ti), 0);
@@ -186,8 +186,8 @@ static void check_refresh(eht_table *t, CUstream s, uint64_t *rs)
 	for (uint64_t i = 0; i < g_lref.nrows; i++)
 		if ((i * 7919) % 3 == 1 && n2 < g_nhot - 100)
 			h2[n2++] = (int64_t)i;
-	CUdeviceptr d_ids = 0, d_out = 0;
-	if (t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, NMAX * 8))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, NMAX * RB))))
+	eht_dptr d_ids = 0, d_out = 0;
+	if (t_cu(eht_dev_alloc(&d_ids, NMAX * 8)) || t_cu(eht_dev_alloc(&d_out, NMAX * RB)))
 		goto out;
 	static const int strategies[] = {EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO, EHT_LOOKUP_DIRECT};
 	for (size_t k = 0; k < sizeof(strategies) / sizeof(strategies[0]); k++) {
@@ -200,17 +200,17 @@ static void check_refresh(eht_table *t, CUstream s, uint64_t *rs)
 		CHECK_RC(eht_lookup_update_hotset(lk, h2, 10), -EINVAL); /* no hot set yet */
 		CHECK_RC(eht_lookup_set_hotset(lk, g_hot, g_nhot), 0);
 		poison_hot(1);
-		CUgraph g = NULL;
-		CUgraphExec ge = NULL;
+		eht_graph g = NULL;
+		eht_graph_exec ge = NULL;
 		t_lookup_ids(&g_lref, ids, n, rs);
-		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
-		CHECK_RC(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL)), 0);
+		t_cu(eht_dev_h2d(d_ids, ids, n * 8));
+		t_cu(eht_dev_sync());
+		CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_GLOBAL), 0);
 		int rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s, 0, NULL);
 		CHECK_RC(eht_lookup_hotset_apply(lk, s), -EOPNOTSUPP);
-		CHECK_RC(EHT_CU_CHECK(cuStreamEndCapture(s, &g)), 0);
+		CHECK_RC(eht_dev_capture_end(s, &g), 0);
 		CHECK_RC(rc, 0);
-		if (rc || !g || t_cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
+		if (rc || !g || t_cu(eht_dev_graph_instantiate(&ge, g))) {
 			poison_hot(0);
 			eht_lookup_destroy(lk);
 			continue;
@@ -237,8 +237,8 @@ static void check_refresh(eht_table *t, CUstream s, uint64_t *rs)
 		CHECK(eht_lookup_hotset_rows(lk) == g_nhot);
 		run_compare("replay back", lk, ge, s, ids, d_ids, d_out, n, rs);
 		poison_hot(0);
-		eht_cu.cuGraphExecDestroy(ge);
-		eht_cu.cuGraphDestroy(g);
+		eht_dev_graph_exec_destroy(ge);
+		eht_dev_graph_destroy(g);
 		/* Refreshes from another thread while this one runs (no poison: outputs must match). */
 		if (strategies[k] == EHT_LOOKUP_HOST) {
 			struct updater u = {.lk = lk, .rows = h2, .n = n2};
@@ -255,9 +255,9 @@ static void check_refresh(eht_table *t, CUstream s, uint64_t *rs)
 	}
 out:
 	if (d_ids)
-		eht_cu.cuMemFree(d_ids);
+		eht_dev_free(d_ids);
 	if (d_out)
-		eht_cu.cuMemFree(d_out);
+		eht_dev_free(d_out);
 	free(ids);
 	free(h2);
 }
@@ -265,15 +265,15 @@ out:
 /* Adapting (eht_lookup_hotset_adapt): the cache starts with rows the stream never asks for; a skewed
  * stream of eager runs (85 % of ids from 1,500 rows) must move it to those rows within a few periods
  * (refreshes applied, the sampled hit rate up), every output still bit-identical. */
-static void check_adapt(eht_table *t, CUstream s, uint64_t *rs)
+static void check_adapt(eht_table *t, eht_stream s, uint64_t *rs)
 {
 	const size_t cap = 2000, n = 6000;
 	int64_t *cold = malloc(cap * 8), *ids = malloc(n * 8);
-	CUdeviceptr d_ids = 0, d_out = 0;
+	eht_dptr d_ids = 0, d_out = 0;
 	struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_HOST, .device = 0, .numa_node = -1,
 				    .threads = 4, .max_batch = 8192};
 	eht_lookup *lk = NULL;
-	if (t_cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, n * 8))) || t_cu(EHT_CU_CHECK(cuMemAlloc(&d_out, n * RB))))
+	if (t_cu(eht_dev_alloc(&d_ids, n * 8)) || t_cu(eht_dev_alloc(&d_out, n * RB)))
 		goto out;
 	CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
 	if (!lk)
@@ -290,11 +290,11 @@ static void check_adapt(eht_table *t, CUstream s, uint64_t *rs)
 			uint64_t x = t_rand(rs);
 			ids[i] = x % 100 < 85 ? 1000 + (int64_t)(t_rand(rs) % 1500) : (int64_t)(t_rand(rs) % g_lref.nrows);
 		}
-		t_cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * 8)));
-		t_cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * RB)));
-		t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+		t_cu(eht_dev_h2d(d_ids, ids, n * 8));
+		t_cu(eht_dev_memset8(d_out, 0xab, n * RB));
+		t_cu(eht_dev_sync());
 		CHECK_RC(eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT64, 0, n, (void *)(uintptr_t)d_out, s, 0, NULL), 0);
-		t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
+		t_cu(eht_dev_stream_sync(s));
 		uint64_t dead = 0;
 		size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, EHT_LOOKUP_RAW, &dead);
 		if (bad)
@@ -316,14 +316,14 @@ static void check_adapt(eht_table *t, CUstream s, uint64_t *rs)
 out:
 	eht_lookup_destroy(lk);
 	if (d_ids)
-		eht_cu.cuMemFree(d_ids);
+		eht_dev_free(d_ids);
 	if (d_out)
-		eht_cu.cuMemFree(d_out);
+		eht_dev_free(d_out);
 	free(cold);
 	free(ids);
 }
 
-static void check_errors(eht_table *t, CUstream s)
+static void check_errors(eht_table *t, eht_stream s)
 {
 	struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_HOST, .device = 0, .numa_node = -1,
 				    .threads = 2, .max_batch = 1024};
@@ -372,10 +372,10 @@ int main(void)
 		t_skip("no GPU");
 	/* Every batch through the hot set and dedup (the default keeps small ones off it). */
 	setenv("EHT_LOOKUP_DEDUP_MIN", "1", 1);
-	if (eht_cu_use_device(0))
+	if (eht_dev_use(0))
 		t_skip("cannot use GPU 0");
-	CUstream s = NULL;
-	CHECK_RC(EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)), 0);
+	eht_stream s = NULL;
+	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
 	uint64_t rs = 3;
 
 	g_lref.nrows = 60000;
@@ -428,6 +428,6 @@ int main(void)
 	free(ref);
 	free(tab);
 	free(g_hot);
-	eht_cu.cuStreamDestroy(s);
+	eht_dev_stream_destroy(s);
 	return t_done();
 }

@@ -5,7 +5,7 @@
  * without a GPU. */
 #include <string.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "testutil.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
@@ -32,7 +32,7 @@ static int cu(int rc)
 }
 
 static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64, int64_t off, int ids_on_gpu,
-		      uint64_t *rs, CUstream s)
+		      uint64_t *rs, eht_stream s)
 {
 	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB, isz = id64 ? 8 : 4;
 	void *ids = malloc(n * 8 + 8);
@@ -57,17 +57,17 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 			((int32_t *)ids)[i] = (int32_t)id;
 		want_dead += id + off < 0 || (uint64_t)(id + off) >= g_rows;
 	}
-	CUdeviceptr d_out = 0, d_ids = 0;
-	if (cu(EHT_CU_CHECK(cuMemAlloc(&d_out, n * ob + 64))) || cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, n * isz + 8)))) {
+	eht_dptr d_out = 0, d_ids = 0;
+	if (cu(eht_dev_alloc(&d_out, n * ob + 64)) || cu(eht_dev_alloc(&d_ids, n * isz + 8))) {
 		t_failures++;
 		goto out;
 	}
-	cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, n * ob + 64)));
+	cu(eht_dev_memset8(d_out, 0xab, n * ob + 64));
 	if (ids_on_gpu && n)
-		cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * isz)));
+		cu(eht_dev_h2d(d_ids, ids, n * isz));
 	/* Both may still be in flight on the legacy stream (a memset always, a copy from pageable memory
 	 * can return before its DMA lands), and s does not wait for it (non-blocking). */
-	cu(EHT_CU_CHECK(cuCtxSynchronize()));
+	cu(eht_dev_sync());
 	uint64_t dead = 777;
 	const void *pid = ids_on_gpu ? (const void *)(uintptr_t)d_ids : ids;
 	int rc = eht_lookup_run(lk, pid, id64 ? EHT_ID_INT64 : EHT_ID_INT32, off, n, (void *)(uintptr_t)d_out, s,
@@ -78,9 +78,9 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 		goto out;
 	}
 	if (ids_on_gpu) /* ids changed after the call must not matter once the stream passed it */
-		cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
-	cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
-	cu(EHT_CU_CHECK(cuMemcpyDtoH(out, d_out, n * ob + 64)));
+		cu(eht_dev_stream_sync(s));
+	cu(eht_dev_stream_sync(s));
+	cu(eht_dev_d2h(out, d_out, n * ob + 64));
 	if (dead != want_dead || eht_lookup_last_dead_count(lk) != want_dead)
 		fprintf(stderr, "%s fmt %d n %zu id64 %d gpu-ids %d off %lld: dead %llu (last %llu), want %llu\n",
 			eht_lookup_strategy_name(strategy), fmt, n, id64, ids_on_gpu, (long long)off,
@@ -118,45 +118,45 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 	CHECK(bad == 0);
 out:
 	if (d_out)
-		eht_cu.cuMemFree(d_out);
+		eht_dev_free(d_out);
 	if (d_ids)
-		eht_cu.cuMemFree(d_ids);
+		eht_dev_free(d_ids);
 	free(ids);
 	free(out);
 	free(want);
 }
 
-static void check_capture(eht_lookup *lk, CUstream s)
+static void check_capture(eht_lookup *lk, eht_stream s)
 {
 	enum { N = 3000 };
 	static int32_t ids[N];
 	uint64_t rs = 7;
 	for (int i = 0; i < N; i++)
 		ids[i] = (int32_t)(t_rand(&rs) % (g_rows + 100)) - 50;
-	CUdeviceptr d_ids = 0, d_out = 0;
-	if (cu(EHT_CU_CHECK(cuMemAlloc(&d_ids, sizeof(ids)))) || cu(EHT_CU_CHECK(cuMemAlloc(&d_out, N * RB)))) {
+	eht_dptr d_ids = 0, d_out = 0;
+	if (cu(eht_dev_alloc(&d_ids, sizeof(ids))) || cu(eht_dev_alloc(&d_out, N * RB))) {
 		t_failures++;
 		return;
 	}
-	cu(EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, sizeof(ids))));
-	cu(EHT_CU_CHECK(cuCtxSynchronize())); /* the copy's DMA may still be in flight; s does not wait */
+	cu(eht_dev_h2d(d_ids, ids, sizeof(ids)));
+	cu(eht_dev_sync()); /* the copy's DMA may still be in flight; s does not wait */
 	for (int strategy = EHT_LOOKUP_DIRECT; strategy <= EHT_LOOKUP_HOST; strategy++) {
-		CUgraph g = NULL;
-		CUgraphExec ge = NULL;
-		CHECK_RC(EHT_CU_CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)), 0);
+		eht_graph g = NULL;
+		eht_graph_exec ge = NULL;
+		CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
 		int rc = eht_lookup_run(lk, (void *)(uintptr_t)d_ids, EHT_ID_INT32, 0, N, (void *)(uintptr_t)d_out, s,
 					EHT_LOOKUP_RUN_STRATEGY(strategy), NULL);
-		int erc = EHT_CU_CHECK(cuStreamEndCapture(s, &g));
+		int erc = eht_dev_capture_end(s, &g);
 		{ /* every strategy is capturable (HOST: the stream triggers the CPU gather) */
 			CHECK_RC(rc, 0);
 			CHECK_RC(erc, 0);
-			cu(EHT_CU_CHECK(cuMemsetD8(d_out, 0xab, N * RB)));
-			cu(EHT_CU_CHECK(cuCtxSynchronize())); /* s is non-blocking: the poison first */
-			if (g && !cu(EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0)))) {
-				CHECK_RC(EHT_CU_CHECK(cuGraphLaunch(ge, s)), 0);
-				CHECK_RC(EHT_CU_CHECK(cuStreamSynchronize(s)), 0);
+			cu(eht_dev_memset8(d_out, 0xab, N * RB));
+			cu(eht_dev_sync()); /* s is non-blocking: the poison first */
+			if (g && !cu(eht_dev_graph_instantiate(&ge, g))) {
+				CHECK_RC(eht_dev_graph_launch(ge, s), 0);
+				CHECK_RC(eht_dev_stream_sync(s), 0);
 				uint8_t *out = malloc(N * RB), want[RB];
-				cu(EHT_CU_CHECK(cuMemcpyDtoH(out, d_out, N * RB)));
+				cu(eht_dev_d2h(out, d_out, N * RB));
 				int bad = 0;
 				for (int i = 0; i < N; i++) {
 					ref_row(ids[i], EHT_LOOKUP_RAW, want);
@@ -164,14 +164,14 @@ static void check_capture(eht_lookup *lk, CUstream s)
 				}
 				CHECK(bad == 0);
 				free(out);
-				eht_cu.cuGraphExecDestroy(ge);
+				eht_dev_graph_exec_destroy(ge);
 			}
 		}
 		if (g)
-			eht_cu.cuGraphDestroy(g);
+			eht_dev_graph_destroy(g);
 	}
-	eht_cu.cuMemFree(d_ids);
-	eht_cu.cuMemFree(d_out);
+	eht_dev_free(d_ids);
+	eht_dev_free(d_out);
 }
 
 int main(void)
@@ -196,8 +196,8 @@ int main(void)
 		fprintf(stderr, "cannot pin the test table: %s\n", eht_last_error());
 		return 1;
 	}
-	CUstream s = NULL;
-	CHECK_RC(EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)), 0);
+	eht_stream s = NULL;
+	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
 	static const size_t ns[] = {0, 1, 7, 100, 6144, 8192, 8193, 20000, 50001};
 	for (int fmt = 0; fmt < 2; fmt++) {
 		/* max_batch 20000 splits the largest batch; staging of 3000 rows forces several halves. */
@@ -229,7 +229,7 @@ int main(void)
 			check_run(lk, EHT_LOOKUP_HOST, EHT_LOOKUP_BF16, ns[k], 1, -5, 0, &rs, s);
 		eht_lookup_destroy(lk);
 	}
-	eht_cu.cuStreamDestroy(s);
+	eht_dev_stream_destroy(s);
 	eht_table_close(t);
 	free(g_table);
 	return t_done();

@@ -6,8 +6,8 @@
  * initialized in forked children, never in the parent before a fork. */
 #include <string.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/cu_pin.h"
+#include "gpu/dev.h"
+#include "gpu/pin.h"
 #include "region_testutil.h"
 
 static const char *dir;
@@ -21,13 +21,13 @@ static int gpu_matches(eht_region *r, uint64_t off, size_t len)
 	memset(buf, 0xee, len);
 	/* One copy per registered chunk: a device pointer is valid across chunks for kernels, but a
 	 * cuMemcpy must stay inside one registration. */
-	size_t chunk = eht_cu_pin_chunk(), done = 0;
+	size_t chunk = eht_gpu_pin_chunk(), done = 0;
 	int rc = 0;
 	while (!rc && done < len) {
 		uint64_t at = off + done;
 		size_t n = len - done, room = chunk - (size_t)(at % chunk);
 		n = n < room ? n : room;
-		rc = EHT_CU_CHECK(cuMemcpyDtoH(buf + done, eht_region_device_ptr(r) + at, n));
+		rc = eht_dev_d2h(buf + done, eht_region_device_ptr(r) + at, n);
 		done += n;
 	}
 	if (rc)

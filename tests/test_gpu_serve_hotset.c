@@ -37,16 +37,16 @@ static void ids_with_hits(const int64_t *h, uint64_t nh, int64_t *ids, size_t n,
 	}
 }
 
-static void compare_engines(eht_table *t, const int64_t *h, uint64_t nh, CUstream s, uint64_t *rs)
+static void compare_engines(eht_table *t, const int64_t *h, uint64_t nh, eht_stream s, uint64_t *rs)
 {
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	CHECK_RC(eht_table_get_info(t, &ti), 0);
 	struct t_lookup_ref ref = {.rows = ti.host, .nrows = ti.rows};
 	int64_t *ids = malloc(NIDS * sizeof(*ids));
 	uint8_t *a = malloc((size_t)NIDS * RB), *b = malloc((size_t)NIDS * RB);
-	CUdeviceptr da = 0, db = 0;
-	if (!ids || !a || !b || !ti.host || t_cu(EHT_CU_CHECK(cuMemAlloc(&da, (size_t)NIDS * RB))) ||
-	    t_cu(EHT_CU_CHECK(cuMemAlloc(&db, (size_t)NIDS * RB))))
+	eht_dptr da = 0, db = 0;
+	if (!ids || !a || !b || !ti.host || t_cu(eht_dev_alloc(&da, (size_t)NIDS * RB)) ||
+	    t_cu(eht_dev_alloc(&db, (size_t)NIDS * RB)))
 		goto out;
 	for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++) {
 		if ((strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) && !ti.device_ptr)
@@ -65,16 +65,16 @@ static void compare_engines(eht_table *t, const int64_t *h, uint64_t nh, CUstrea
 			(unsigned long long)nh, (double)eht_now_ns() / 1e6 - t0);
 		for (int rep = 0; rep < 3; rep++) {
 			ids_with_hits(h, nh, ids, NIDS, rs);
-			t_cu(EHT_CU_CHECK(cuMemsetD8(da, 0xab, (size_t)NIDS * RB)));
-			t_cu(EHT_CU_CHECK(cuMemsetD8(db, 0xcd, (size_t)NIDS * RB)));
-			t_cu(EHT_CU_CHECK(cuCtxSynchronize()));
+			t_cu(eht_dev_memset8(da, 0xab, (size_t)NIDS * RB));
+			t_cu(eht_dev_memset8(db, 0xcd, (size_t)NIDS * RB));
+			t_cu(eht_dev_sync());
 			uint64_t dead_a = 1, dead_b = 2, dead_ref = 3;
 			unsigned fl = EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_OUT_DEVICE;
 			CHECK_RC(eht_lookup_run(plain, ids, EHT_ID_INT64, 0, NIDS, (void *)(uintptr_t)da, s, fl, &dead_a), 0);
 			CHECK_RC(eht_lookup_run(cached, ids, EHT_ID_INT64, 0, NIDS, (void *)(uintptr_t)db, s, fl, &dead_b), 0);
-			t_cu(EHT_CU_CHECK(cuStreamSynchronize(s)));
-			t_cu(EHT_CU_CHECK(cuMemcpyDtoH(a, da, (size_t)NIDS * RB)));
-			t_cu(EHT_CU_CHECK(cuMemcpyDtoH(b, db, (size_t)NIDS * RB)));
+			t_cu(eht_dev_stream_sync(s));
+			t_cu(eht_dev_d2h(a, da, (size_t)NIDS * RB));
+			t_cu(eht_dev_d2h(b, db, (size_t)NIDS * RB));
 			size_t bad = t_lookup_compare(&ref, db, ids, NIDS, EHT_LOOKUP_RAW, &dead_ref);
 			int same = memcmp(a, b, (size_t)NIDS * RB) == 0;
 			if (!same || bad || dead_a != dead_b || dead_b != dead_ref)
@@ -91,9 +91,9 @@ static void compare_engines(eht_table *t, const int64_t *h, uint64_t nh, CUstrea
 	}
 out:
 	if (da)
-		eht_cu.cuMemFree(da);
+		eht_dev_free(da);
 	if (db)
-		eht_cu.cuMemFree(db);
+		eht_dev_free(db);
 	free(ids);
 	free(a);
 	free(b);
@@ -141,10 +141,10 @@ int main(void)
 		t_skip("no GPU");
 	if (!getenv("EHT_CLI"))
 		t_skip("EHT_CLI not set");
-	if (eht_cu_use_device(0))
+	if (eht_dev_use(0))
 		t_skip("cannot use GPU 0");
-	CUstream s = NULL;
-	CHECK_RC(EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)), 0);
+	eht_stream s = NULL;
+	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
 	char *tmp = t_tmpdir("gpu-serve-hot");
 	char ckpt[600], shm[600], hotp[600], key[64];
 	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
@@ -188,7 +188,7 @@ int main(void)
 		worker_reports(key, ckpt, "--hotset-size 31K", "served"); /* 31 KiB / (264 + 48) B: 101 rows */
 	}
 	CHECK_RC(eht_serve_stop(srv), 0);
-	eht_cu.cuStreamDestroy(s);
+	eht_dev_stream_destroy(s);
 	t_rmtree(tmp);
 	return t_done();
 }

@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/probe.h"
+#include "gpu/dev.h"
+#include "gpu/probe.h"
 #include "os/numa.h"
 #include "util/env.h"
 #include "testutil.h"
@@ -70,7 +70,7 @@ static int verify(const struct eht_table_info *info, int rank)
 	int bad = !buf;
 	for (uint64_t off = 0; !bad && off < bytes; off += piece) {
 		size_t len = bytes - off < piece ? (size_t)(bytes - off) : piece;
-		if (EHT_CU_CHECK(cuMemcpyDtoH(buf, info->device_ptr + off, len))) {
+		if (eht_dev_d2h(buf, info->device_ptr + off, len)) {
 			fprintf(stderr, "rank %d: %s\n", rank, eht_last_error());
 			bad = 1;
 			break;
@@ -98,7 +98,7 @@ static int rank_main(int rank)
 	if (eht_group_create(key, rank, N, &go, &g))
 		return 3;
 	/* The CUDA context first, so the resident-memory baseline includes it. */
-	if (eht_cu_use_device(0)) {
+	if (eht_dev_use(0)) {
 		fprintf(stderr, "rank %d: %s\n", rank, eht_last_error());
 		return 4;
 	}
@@ -173,7 +173,7 @@ static int rank_main(int rank)
 		}
 		break;
 	case S_RESERVE: {
-		int numa = eht_cu_host_numa_id(0);
+		int numa = eht_dev_host_numa_id(0);
 		uint64_t total = 0, freeb = 0, avail = 0;
 		bad |= numa < 0 || eht_numa_node_mem(numa, &total, &freeb, &avail) != 0;
 		so.reserve_bytes = avail + 1; /* just above what is free */
@@ -191,7 +191,7 @@ static int rank_main(int rank)
 	}
 	case S_FABRIC: {
 		char why[192] = "";
-		int sup = eht_cu_export_supported(0, CU_MEM_HANDLE_TYPE_FABRIC, why, sizeof(why));
+		int sup = eht_vmm_export_supported(0, EHT_VMM_FABRIC, why, sizeof(why));
 		so.flags = EHT_SHARE_FABRIC;
 		rc = eht_host_table_share(bytes, g, &so, &t);
 		if (sup == 1) {

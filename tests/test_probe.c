@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "cuda/probe.h"
+#include "gpu/probe.h"
 #include "os/numa.h"
 #include "testutil.h"
 
@@ -35,7 +35,7 @@ int main(void)
 		CHECK(p->devices == NULL);
 		CHECK(p->gpu_status[0] != '\0');
 		/* Export checks report "no driver" instead of crashing. */
-		CHECK(eht_cu_export_supported(0, CU_MEM_HANDLE_TYPE_FABRIC, NULL, 0) < 0);
+		CHECK(eht_vmm_export_supported(0, EHT_VMM_FABRIC, NULL, 0) < 0);
 	} else {
 		CHECK(p->ndevices >= 1);
 		for (int i = 0; i < p->ndevices; i++) {
@@ -47,7 +47,7 @@ int main(void)
 			if (d->fabric_export == EHT_EXPORT_UNSUPPORTED)
 				CHECK(strstr(d->fabric_why, "unsupported here") != NULL);
 			/* Cached: the second answer is the first. */
-			int again = eht_cu_export_supported(i, CU_MEM_HANDLE_TYPE_FABRIC, NULL, 0);
+			int again = eht_vmm_export_supported(i, EHT_VMM_FABRIC, NULL, 0);
 			CHECK(again == (d->fabric_export == EHT_EXPORT_OK));
 		}
 	}

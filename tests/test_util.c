@@ -2,7 +2,7 @@
 /* test_util.c: error messages, size parsing, the version, and the driver loader without a GPU. */
 #include <string.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "testutil.h"
 #include "util/env.h"
 #include "util/err.h"
@@ -33,9 +33,9 @@ int main(void)
 
 	/* With EHT_NO_CUDA the loader must report -ENODEV, never crash, and say why. */
 	setenv("EHT_NO_CUDA", "1", 1);
-	CHECK_RC(eht_cu_load(), -ENODEV);
+	CHECK_RC(eht_dev_load(), -ENODEV);
 	CHECK(strstr(eht_last_error(), "EHT_NO_CUDA") != NULL);
-	CHECK(eht_cu_device_count() == 0);
-	CHECK_RC(eht_cu_use_device(0), -ENODEV);
+	CHECK(eht_dev_count() == 0);
+	CHECK_RC(eht_dev_use(0), -ENODEV);
 	return t_done();
 }

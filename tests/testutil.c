@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #if EHT_HAVE_URING_BUILD
 #include <liburing.h>
 #endif
@@ -158,7 +158,7 @@ int t_uring_works(void)
 #endif
 }
 
-int t_have_gpu(void) { return eht_cu_device_count() > 0; }
+int t_have_gpu(void) { return eht_dev_count() > 0; }
 
 void t_sha256_hex(const void *data, size_t len, char out[65])
 {

@@ -45,7 +45,7 @@ int engram_check_batch(const struct eht_engram_layout *l, const struct eht_engra
 void engram_gpu_free(struct eht_engram_layout *l);
 
 /* GPU hash of batch (device pointers) into d_rows, one layer (layer_sel >= 0: rows [token][col]) or
- * all (-1), on stream s (CUstream); *ctx (may be NULL) gets the context of the layout's GPU copy. */
+ * all (-1), on stream s (eht_stream); *ctx (may be NULL) gets the context of the layout's GPU copy. */
 int engram_gpu_hash_layer(const struct eht_engram_layout *l, const struct eht_engram_batch *b, int layer_sel,
 			  uint64_t d_rows, void *s, void **ctx);
 

@@ -1,22 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hash_gpu.c: Engram hashing on the GPU (src/cuda/kernels/engram_hash.cu) and the fused path from
+/* hash_gpu.c: Engram hashing on the GPU (src/gpu/kernels/engram_hash.cu) and the fused path from
  * token ids on the GPU straight into a lookup. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/fatbin.h"
+#include "gpu/dev.h"
 #include "engram/engram_impl.h"
 #include "util/err.h"
 
 #define THREADS 256u
 
 struct engram_gpu {
-	CUcontext ctx;
-	CUmodule mod;
-	CUfunction fn;
-	CUdeviceptr tab, map;
+	void *ctx; /* the device context the copy lives in */
+	eht_module mod;
+	eht_kernel fn;
+	eht_dptr tab, map;
 	int sms;
 };
 
@@ -29,21 +28,15 @@ void engram_gpu_free(struct eht_engram_layout *l)
 	if (!g)
 		return;
 	/* best effort: the context may be gone at teardown */
-	if (g->tab)
-		eht_cu.cuMemFree(g->tab);
-	if (g->map)
-		eht_cu.cuMemFree(g->map);
-	if (g->mod)
-		eht_cu.cuModuleUnload(g->mod);
+	eht_dev_free(g->tab);
+	eht_dev_free(g->map);
+	eht_dev_module_unload(g->mod);
 	free(g);
 	l->gpu = NULL;
 }
 
-static int gpu_load(struct eht_engram_layout *l, CUcontext ctx, struct engram_gpu **out)
+static int gpu_load(struct eht_engram_layout *l, void *ctx, int dev, struct engram_gpu **out)
 {
-	const struct eht_fatbin *fb = eht_fatbin_find("engram_hash");
-	if (!fb)
-		return eht_err(ENOTSUP, "engram hash: this build of libeht has no GPU kernels (nvcc was not found)");
 	struct engram_gpu *g = calloc(1, sizeof(*g));
 	if (!g)
 		return eht_err(ENOMEM, "engram hash: out of memory");
@@ -51,7 +44,6 @@ static int gpu_load(struct eht_engram_layout *l, CUcontext ctx, struct engram_gp
 	g->ctx = ctx;
 	const size_t L = l->n_layers, K = l->max_ngram, C = l->cols, n = L * K + 3 * L * C;
 	uint64_t *tab = malloc(n * sizeof(*tab));
-	CUdevice dev;
 	int rc = tab ? 0 : eht_err(ENOMEM, "engram hash: out of memory");
 	if (!rc) {
 		for (size_t i = 0; i < L; i++) {
@@ -60,23 +52,21 @@ static int gpu_load(struct eht_engram_layout *l, CUcontext ctx, struct engram_gp
 			memcpy(tab + L * K + L * C + i * C, l->off[i], C * 8);
 			memcpy(tab + L * K + 2 * L * C + i * C, l->rcp[i], C * 8);
 		}
-		rc = EHT_CU_CHECK(cuModuleLoadData(&g->mod, fb->begin));
+		rc = eht_dev_module_load(&g->mod, "engram_hash");
 	}
 	if (!rc)
-		rc = EHT_CU_CHECK(cuModuleGetFunction(&g->fn, g->mod, "eht_engram_hash_kernel"));
+		rc = eht_dev_kernel(&g->fn, g->mod, "eht_engram_hash_kernel");
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAlloc(&g->tab, n * 8));
+		rc = eht_dev_alloc(&g->tab, n * 8);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(g->tab, tab, n * 8));
+		rc = eht_dev_h2d(g->tab, tab, n * 8);
 	if (!rc && l->token_map) {
-		rc = EHT_CU_CHECK(cuMemAlloc(&g->map, (size_t)l->token_map_len * 4));
+		rc = eht_dev_alloc(&g->map, (size_t)l->token_map_len * 4);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemcpyHtoD(g->map, l->token_map, (size_t)l->token_map_len * 4));
+			rc = eht_dev_h2d(g->map, l->token_map, (size_t)l->token_map_len * 4);
 	}
 	if (!rc)
-		rc = EHT_CU_CHECK(cuCtxGetDevice(&dev));
-	if (!rc)
-		rc = EHT_CU_CHECK(cuDeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+		rc = eht_dev_attr(dev, EHT_DEV_ATTR_SM_COUNT, &g->sms);
 	free(tab);
 	if (rc) {
 		engram_gpu_free(l);
@@ -90,11 +80,12 @@ static int gpu_load(struct eht_engram_layout *l, CUcontext ctx, struct engram_gp
 static int gpu_get(const eht_engram_layout *cl, struct engram_gpu **out)
 {
 	struct eht_engram_layout *l = (struct eht_engram_layout *)cl; /* only the lazy GPU copy changes */
-	CUcontext ctx = NULL;
-	int rc = eht_cu_load();
+	void *ctx = NULL;
+	int dev = -1;
+	int rc = eht_dev_load();
 	if (rc)
 		return eht_err(ENOTSUP, "engram hash on the GPU: no CUDA driver or device");
-	if ((rc = EHT_CU_CHECK(cuCtxGetCurrent(&ctx))))
+	if ((rc = eht_dev_current(&ctx, &dev)))
 		return rc;
 	if (!ctx)
 		return eht_err(EINVAL, "engram hash on the GPU: no current CUDA context on this thread");
@@ -104,7 +95,7 @@ static int gpu_get(const eht_engram_layout *cl, struct engram_gpu **out)
 		rc = eht_err(EINVAL, "engram hash on the GPU: this layout's GPU copy lives in another context "
 				     "(use one layout per device)");
 	else if (!g)
-		rc = gpu_load(l, ctx, &g);
+		rc = gpu_load(l, ctx, dev, &g);
 	pthread_mutex_unlock(&gpu_mu);
 	if (!rc)
 		*out = g;
@@ -112,7 +103,7 @@ static int gpu_get(const eht_engram_layout *cl, struct engram_gpu **out)
 }
 
 static int launch(const eht_engram_layout *l, struct engram_gpu *g, const struct eht_engram_batch *b, int layer_sel,
-		  CUdeviceptr d_rows, CUstream s)
+		  eht_dptr d_rows, eht_stream s)
 {
 	uint64_t total = (uint64_t)b->n_tokens * (layer_sel < 0 ? l->n_layers : 1) * l->cols;
 	if (!total)
@@ -120,7 +111,7 @@ static int launch(const eht_engram_layout *l, struct engram_gpu *g, const struct
 	uint64_t blocks = (total + THREADS - 1) / THREADS, cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 16;
 	if (blocks > cap)
 		blocks = cap;
-	CUdeviceptr tab = g->tab, map = l->token_map ? g->map : 0;
+	eht_dptr tab = g->tab, map = l->token_map ? g->map : 0;
 	unsigned nl = l->n_layers, k = l->max_ngram, nh = l->n_heads, cols = l->cols, map_len = l->token_map_len;
 	unsigned n_req = (unsigned)b->n_requests;
 	long long pad = l->pad;
@@ -128,8 +119,7 @@ static int launch(const eht_engram_layout *l, struct engram_gpu *g, const struct
 	const void *tokens = b->tokens, *dead = b->dead, *starts = b->starts, *hist = b->history;
 	void *args[] = {&tab, &nl, &k, &nh, &cols, &pad, &vocab, &map, &map_len, (void *)&tokens, (void *)&dead,
 			(void *)&starts, &n_req, (void *)&hist, &nt, &layer_sel, &d_rows};
-	int rc = eht_cu_result(eht_cu.cuLaunchKernel(g->fn, (unsigned)blocks, 1, 1, THREADS, 1, 1, 0, s, args, NULL),
-			       "cuLaunchKernel");
+	int rc = eht_dev_launch(g->fn, (unsigned)blocks, THREADS, 0, s, args);
 	return rc ? eht_err_prefix(rc, "launching the engram hash kernel (%llu blocks)", (unsigned long long)blocks) : 0;
 }
 
@@ -143,7 +133,7 @@ int eht_engram_hash_gpu(const eht_engram_layout *l, const struct eht_engram_batc
 	struct engram_gpu *g;
 	if ((rc = gpu_get(l, &g)))
 		return rc;
-	return launch(l, g, b, -1, (CUdeviceptr)(uintptr_t)d_rows, (CUstream)stream);
+	return launch(l, g, b, -1, (eht_dptr)(uintptr_t)d_rows, (eht_stream)stream);
 }
 
 int eht_engram_hash_gpu_copy(const eht_engram_layout *l, const struct eht_engram_batch *b, int32_t *rows, int device)
@@ -153,31 +143,31 @@ int eht_engram_hash_gpu_copy(const eht_engram_layout *l, const struct eht_engram
 		return rc;
 	if (b->n_tokens && !rows)
 		return eht_err(EINVAL, "eht_engram_hash_gpu_copy: NULL rows");
-	if (eht_cu_load() != 0)
+	if (eht_dev_load() != 0)
 		return eht_err(ENOTSUP, "engram hash on the GPU: no CUDA driver or device");
-	if ((rc = eht_cu_use_device(device)))
+	if ((rc = eht_dev_use(device)))
 		return rc;
 	const size_t nt = b->n_tokens, nr = b->n_requests, hl = l->max_ngram - 1;
 	const size_t nrows = nt * l->n_layers * l->cols;
-	CUdeviceptr d_tok = 0, d_dead = 0, d_st = 0, d_hist = 0, d_rows = 0;
+	eht_dptr d_tok = 0, d_dead = 0, d_st = 0, d_hist = 0, d_rows = 0;
 	struct eht_engram_batch db = *b;
-	rc = EHT_CU_CHECK(cuMemAlloc(&d_tok, nt * 4 + 4));
+	rc = eht_dev_alloc(&d_tok, nt * 4 + 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_st, (nr + 1) * 4));
+		rc = eht_dev_alloc(&d_st, (nr + 1) * 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_rows, nrows * 4 + 4));
+		rc = eht_dev_alloc(&d_rows, nrows * 4 + 4);
 	if (!rc && b->dead)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_dead, nt + 1));
+		rc = eht_dev_alloc(&d_dead, nt + 1);
 	if (!rc && b->history)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_hist, nr * hl * 4 + 4));
+		rc = eht_dev_alloc(&d_hist, nr * hl * 4 + 4);
 	if (!rc && nt)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(d_tok, b->tokens, nt * 4));
+		rc = eht_dev_h2d(d_tok, b->tokens, nt * 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(d_st, b->starts, (nr + 1) * 4));
+		rc = eht_dev_h2d(d_st, b->starts, (nr + 1) * 4);
 	if (!rc && b->dead && nt)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(d_dead, b->dead, nt));
+		rc = eht_dev_h2d(d_dead, b->dead, nt);
 	if (!rc && b->history && nr)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(d_hist, b->history, nr * hl * 4));
+		rc = eht_dev_h2d(d_hist, b->history, nr * hl * 4);
 	if (!rc) {
 		db.tokens = (const int32_t *)(uintptr_t)d_tok;
 		db.starts = (const uint32_t *)(uintptr_t)d_st;
@@ -186,13 +176,13 @@ int eht_engram_hash_gpu_copy(const eht_engram_layout *l, const struct eht_engram
 		rc = eht_engram_hash_gpu(l, &db, (int32_t *)(uintptr_t)d_rows, NULL);
 	}
 	if (!rc)
-		rc = EHT_CU_CHECK(cuCtxSynchronize());
+		rc = eht_dev_sync();
 	if (!rc && nrows)
-		rc = EHT_CU_CHECK(cuMemcpyDtoH(rows, d_rows, nrows * 4));
-	CUdeviceptr all[] = {d_tok, d_dead, d_st, d_hist, d_rows};
+		rc = eht_dev_d2h(rows, d_rows, nrows * 4);
+	eht_dptr all[] = {d_tok, d_dead, d_st, d_hist, d_rows};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i])
-			eht_cu.cuMemFree(all[i]);
+			eht_dev_free(all[i]);
 	return rc;
 }
 
@@ -207,5 +197,5 @@ int engram_gpu_hash_layer(const eht_engram_layout *l, const struct eht_engram_ba
 		return rc;
 	if (ctx)
 		*ctx = g->ctx;
-	return launch(l, g, b, layer_sel, (CUdeviceptr)d_rows, (CUstream)s);
+	return launch(l, g, b, layer_sel, (eht_dptr)d_rows, (eht_stream)s);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* region_gpu.h: the only GPU steps a region takes (pinning, the GPU's host NUMA node), as a small
- * table of functions that the layer above supplies, so src/os never depends on src/cuda. The
+ * table of functions that the layer above supplies, so src/os never depends on src/gpu. The
  * CUDA-backed table is the region tier's (src/table, region_gpu.c). */
 #ifndef EHT_OS_REGION_GPU_H
 #define EHT_OS_REGION_GPU_H

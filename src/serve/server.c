@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "os/region_impl.h"
 #include "os/sock_io.h"
 #include "serve/serve_hot.h"
@@ -320,7 +320,7 @@ static void *serve_thread(void *arg)
 static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts *o)
 {
 	int device = o->device;
-	if (device < 0 && eht_cu_device_count() > 0)
+	if (device < 0 && eht_dev_count() > 0)
 		device = 0;
 	uint64_t total = 0, done = 0;
 	for (size_t i = 0; i < s->ntables; i++)

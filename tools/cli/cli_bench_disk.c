@@ -21,7 +21,7 @@
 #include "cli.h"
 #include "cli_bench_disk_mem.h"
 #include "os/numa.h"
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
@@ -328,7 +328,7 @@ int bench_disk(int argc, char **argv)
 		return cli_usage_error("bench disk", "--reps 1..1000, --file-gib >= 0, --io-threads >= 1, "
 						     "--iops-threads 1..1024");
 	FILE *info = json ? stderr : stdout;
-	int gpu = !cpu && eht_cu_device_count() > dev;
+	int gpu = !cpu && eht_dev_count() > dev;
 	if (!gpu)
 		fprintf(info, "no GPU%s: rows gathered into host memory\n", cpu ? " (--cpu)" : "");
 	int made_dir = mkdir(dir, 0755) == 0;
@@ -371,7 +371,7 @@ int bench_disk(int argc, char **argv)
 	uint8_t *mem = NULL, *hout = NULL;
 	int32_t *ids = NULL;
 	double *times = NULL;
-	CUdeviceptr dout = 0;
+	eht_dptr dout = 0;
 	struct shape_res res[MAX_SHAPES];
 	memset(res, 0, sizeof(res));
 	size_t maxn = 0;
@@ -407,7 +407,7 @@ int bench_disk(int argc, char **argv)
 		goto out;
 	}
 	if (gpu) {
-		if (EHT_CU_CHECK(cuMemAlloc(&dout, maxn * RB))) {
+		if (eht_dev_alloc(&dout, maxn * RB)) {
 			cli_error("bench disk", json, NULL);
 			goto out;
 		}
@@ -434,7 +434,7 @@ int bench_disk(int argc, char **argv)
 	fprintf(info, "drive: 4 KiB O_DIRECT random reads: %.1f k IOPS (%s)\n", iops / 1e3, inote);
 
 #define RUN(lkp, pid, n) (eht_lookup_run(lkp, pid, EHT_ID_INT32, 0, n, pout, NULL, run_flags, NULL) || \
-			  (gpu && EHT_CU_CHECK(cuStreamSynchronize(NULL))))
+			  (gpu && eht_dev_stream_sync(NULL)))
 	/* Cold: page cache dropped before each shape; once through the lookup's own pool (its threads are
 	 * the queue depth), once with a prefetch ticket (io_threads readers) then the lookup. */
 	for (int k = 0; k < nshapes; k++) {
@@ -641,7 +641,7 @@ out:
 	eht_table_close(mt);
 	eht_table_close(t);
 	if (dout)
-		eht_cu.cuMemFree(dout);
+		eht_dev_free(dout);
 	free(hout);
 	free(mem);
 	free(ids);

@@ -14,7 +14,7 @@
 #include "bench_workload.h"
 #include "cli.h"
 #include "cli_bench_disk_mem.h"
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 #include "os/numa.h"
 
@@ -72,7 +72,7 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 	int64_t *hot = NULL;
 	size_t nhot = 0;
 	double hot_cov = 0;
-	CUdeviceptr dout = 0;
+	eht_dptr dout = 0;
 	int rc = 1, in_cg = 0;
 	size_t n = a->ids;
 
@@ -140,7 +140,7 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 		goto leave;
 	}
 	/* After the engine: it made the device's context current on this thread. */
-	if (a->gpu && EHT_CU_CHECK(cuMemAlloc(&dout, n * EHT_ENGRAM_ROW_BYTES))) {
+	if (a->gpu && eht_dev_alloc(&dout, n * EHT_ENGRAM_ROW_BYTES)) {
 		cli_error("bench disk", a->json, NULL);
 		goto leave;
 	}
@@ -175,7 +175,7 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 			hot_ids += count_hot(ids, n, hot, nhot);
 		double t0 = cli_now_s();
 		if (eht_lookup_run(lk, ids, EHT_ID_INT32, 0, n, pout, NULL, run_flags, NULL) ||
-		    (a->gpu && EHT_CU_CHECK(cuStreamSynchronize(NULL)))) {
+		    (a->gpu && eht_dev_stream_sync(NULL))) {
 			cli_error("bench disk", a->json, NULL);
 			goto leave;
 		}
@@ -261,7 +261,7 @@ leave:
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	if (dout)
-		eht_cu.cuMemFree(dout);
+		eht_dev_free(dout);
 	bench_cg_leave(&cg);
 	bench_workload_free(wl);
 	free(hot);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 
 #define USAGE "usage: eht bench hash [--reps N] [--prefill TOKENS] [--decode SEQS] [--device D] [--no-gpu] [--json]"
@@ -36,23 +36,23 @@ static double median(double *v, int n)
 static int gpu_time(const eht_engram_layout *l, const struct eht_engram_batch *b, int device, int reps, double *out)
 {
 	size_t nt = b->n_tokens, nr = b->n_requests;
-	CUdeviceptr d_tok = 0, d_st = 0, d_hist = 0, d_rows = 0;
+	eht_dptr d_tok = 0, d_st = 0, d_hist = 0, d_rows = 0;
 	double *t = calloc((size_t)reps, sizeof(*t));
-	int rc = t ? eht_cu_use_device(device) : -ENOMEM;
+	int rc = t ? eht_dev_use(device) : -ENOMEM;
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_tok, nt * 4));
+		rc = eht_dev_alloc(&d_tok, nt * 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_st, (nr + 1) * 4));
+		rc = eht_dev_alloc(&d_st, (nr + 1) * 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_hist, nr * 12));
+		rc = eht_dev_alloc(&d_hist, nr * 12);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAlloc(&d_rows, nt * 48 * 4));
+		rc = eht_dev_alloc(&d_rows, nt * 48 * 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(d_tok, b->tokens, nt * 4));
+		rc = eht_dev_h2d(d_tok, b->tokens, nt * 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(d_st, b->starts, (nr + 1) * 4));
+		rc = eht_dev_h2d(d_st, b->starts, (nr + 1) * 4);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(d_hist, b->history, nr * 12));
+		rc = eht_dev_h2d(d_hist, b->history, nr * 12);
 	struct eht_engram_batch db = *b;
 	db.tokens = (const int32_t *)(uintptr_t)d_tok;
 	db.starts = (const uint32_t *)(uintptr_t)d_st;
@@ -61,16 +61,16 @@ static int gpu_time(const eht_engram_layout *l, const struct eht_engram_batch *b
 		double t0 = cli_now_s();
 		rc = eht_engram_hash_gpu(l, &db, (int32_t *)(uintptr_t)d_rows, NULL);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuCtxSynchronize());
+			rc = eht_dev_sync();
 		if (r >= 0)
 			t[r] = cli_now_s() - t0;
 	}
 	if (!rc)
 		*out = median(t, reps);
-	CUdeviceptr all[] = {d_tok, d_st, d_hist, d_rows};
+	eht_dptr all[] = {d_tok, d_st, d_hist, d_rows};
 	for (int i = 0; i < 4; i++)
 		if (all[i])
-			eht_cu.cuMemFree(all[i]);
+			eht_dev_free(all[i]);
 	free(t);
 	return rc;
 }
@@ -115,7 +115,7 @@ int bench_hash(int argc, char **argv)
 	if (eht_engram_layout_preset("v41", &l) != 0)
 		return cli_fail("bench hash", NULL);
 	struct shape sh[2] = {{"prefill", (size_t)prefill, 1, 0, -1}, {"decode", (size_t)decode, (size_t)decode, 0, -1}};
-	int have_gpu = !no_gpu && eht_cu_load() == 0 && eht_cu_device_count() > device;
+	int have_gpu = !no_gpu && eht_dev_load() == 0 && eht_dev_count() > device;
 	int rc = 0;
 	for (int k = 0; k < 2 && !rc; k++) {
 		size_t nt = sh[k].nt, nr = sh[k].nr;

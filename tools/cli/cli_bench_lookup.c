@@ -19,7 +19,7 @@
 #include "lookup/lk_hot.h"
 #include "cli.h"
 #include "os/numa.h"
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 #include "util/env.h"
 #include "util/pool.h"
@@ -47,19 +47,19 @@ static double link_gbs(int dev)
 {
 	const size_t bytes = 256u << 20;
 	void *h = NULL;
-	CUdeviceptr d = 0;
-	CUevent e0 = NULL, e1 = NULL;
+	eht_dptr d = 0;
+	eht_event e0 = NULL, e1 = NULL;
 	double best = 0;
-	if (eht_cu_use_device(dev) || EHT_CU_CHECK(cuMemHostAlloc(&h, bytes, CU_MEMHOSTALLOC_PORTABLE)) ||
-	    EHT_CU_CHECK(cuMemAlloc(&d, bytes)) || EHT_CU_CHECK(cuEventCreate(&e0, 0)) ||
-	    EHT_CU_CHECK(cuEventCreate(&e1, 0)))
+	if (eht_dev_use(dev) || eht_dev_host_alloc(&h, bytes, EHT_DEV_HOST_PORTABLE) ||
+	    eht_dev_alloc(&d, bytes) || eht_dev_event_create(&e0, EHT_EVENT_TIMING) ||
+	    eht_dev_event_create(&e1, EHT_EVENT_TIMING))
 		goto out;
 	memset(h, 1, bytes);
 	for (int i = 0; i < 7; i++) {
 		float ms = 0;
-		if (EHT_CU_CHECK(cuEventRecord(e0, NULL)) || EHT_CU_CHECK(cuMemcpyHtoDAsync(d, h, bytes, NULL)) ||
-		    EHT_CU_CHECK(cuEventRecord(e1, NULL)) || EHT_CU_CHECK(cuEventSynchronize(e1)) ||
-		    EHT_CU_CHECK(cuEventElapsedTime(&ms, e0, e1)))
+		if (eht_dev_event_record(e0, NULL) || eht_dev_h2d_async(d, h, bytes, NULL) ||
+		    eht_dev_event_record(e1, NULL) || eht_dev_event_sync(e1) ||
+		    eht_dev_event_ms(&ms, e0, e1))
 			goto out;
 		double g = (double)bytes / (ms * 1e-3) / 1e9;
 		if (i && g > best)
@@ -69,13 +69,13 @@ out:
 	if (best == 0)
 		fprintf(stderr, "eht bench lookup: link bandwidth not measured: %s\n", eht_last_error());
 	if (e0)
-		eht_cu.cuEventDestroy(e0);
+		eht_dev_event_destroy(e0);
 	if (e1)
-		eht_cu.cuEventDestroy(e1);
+		eht_dev_event_destroy(e1);
 	if (d)
-		eht_cu.cuMemFree(d);
+		eht_dev_free(d);
 	if (h)
-		eht_cu.cuMemFreeHost(h);
+		eht_dev_host_free(h);
 	return best;
 }
 
@@ -156,12 +156,12 @@ static void sort_times(double *t, int reps, double *med, double *p90)
 }
 
 struct bench_ctx {
-	CUstream s;
+	eht_stream s;
 	int gpu, reps, batches;
 	size_t maxn;
 	const int32_t *ids;  /* host: batches x maxn */
-	CUdeviceptr dids;    /* GPU copy of ids */
-	CUdeviceptr dcap;    /* the captured graph's id buffer */
+	eht_dptr dids;    /* GPU copy of ids */
+	eht_dptr dcap;    /* the captured graph's id buffer */
 	void *out;           /* GPU or host output */
 	double *times;
 };
@@ -173,41 +173,41 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 	unsigned fl = EHT_LOOKUP_RUN_STRATEGY(strat);
 	if (c->gpu)
 		fl |= EHT_LOOKUP_RUN_OUT_DEVICE | (mode == ON_HOST ? EHT_LOOKUP_RUN_IDS_HOST : EHT_LOOKUP_RUN_IDS_DEVICE);
-	CUgraph g = NULL;
-	CUgraphExec ge = NULL;
+	eht_graph g = NULL;
+	eht_graph_exec ge = NULL;
 	if (mode == ON_GRAPH) {
-		err = EHT_CU_CHECK(cuStreamBeginCapture(c->s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		err = eht_dev_capture_begin(c->s, EHT_CAPTURE_GLOBAL);
 		if (!err) {
 			err = eht_lookup_run(lk, (const void *)(uintptr_t)c->dcap, EHT_ID_INT32, 0, n, c->out, c->s, fl, NULL);
-			int erc = EHT_CU_CHECK(cuStreamEndCapture(c->s, &g));
+			int erc = eht_dev_capture_end(c->s, &g);
 			if (!err)
 				err = erc;
 		}
 		if (!err)
-			err = EHT_CU_CHECK(cuGraphInstantiateWithFlags(&ge, g, 0));
+			err = eht_dev_graph_instantiate(&ge, g);
 	}
 	for (int rep = -2; rep < c->reps && !err; rep++) {
 		size_t off = (size_t)(rep + 2) * c->maxn;
 		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
 						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
 		if (mode == ON_GRAPH) { /* fresh ids into the captured buffer, not timed */
-			err = EHT_CU_CHECK(cuMemcpyDtoDAsync(c->dcap, c->dids + off * sizeof(int32_t), n * sizeof(int32_t), c->s));
+			err = eht_dev_d2d_async(c->dcap, c->dids + off * sizeof(int32_t), n * sizeof(int32_t), c->s);
 			if (!err)
-				err = EHT_CU_CHECK(cuStreamSynchronize(c->s));
+				err = eht_dev_stream_sync(c->s);
 		}
 		double a = cli_now_s();
 		if (!err)
-			err = mode == ON_GRAPH ? EHT_CU_CHECK(cuGraphLaunch(ge, c->s))
+			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
 					       : eht_lookup_run(lk, pid, EHT_ID_INT32, 0, n, c->out, c->gpu ? c->s : NULL, fl, NULL);
 		if (!err && c->gpu)
-			err = EHT_CU_CHECK(cuStreamSynchronize(c->s));
+			err = eht_dev_stream_sync(c->s);
 		if (rep >= 0)
 			c->times[rep] = cli_now_s() - a;
 	}
 	if (ge)
-		eht_cu.cuGraphExecDestroy(ge);
+		eht_dev_graph_exec_destroy(ge);
 	if (g)
-		eht_cu.cuGraphDestroy(g);
+		eht_dev_graph_destroy(g);
 	if (!err)
 		sort_times(c->times, c->reps, med, p90);
 	return err;
@@ -332,7 +332,7 @@ int bench_lookup(int argc, char **argv)
 		fprintf(stderr, "eht bench lookup: --reps must be 1..10000\n");
 		return 2;
 	}
-	int gpu = !cpu && eht_cu_device_count() > dev;
+	int gpu = !cpu && eht_dev_count() > dev;
 	int want[NMODES] = {0};
 	if (!gpu) {
 		want[ON_HOST] = 1;
@@ -365,8 +365,8 @@ int bench_lookup(int argc, char **argv)
 	uint8_t *table = MAP_FAILED;
 	int32_t *ids = NULL;
 	uint8_t *hout = NULL;
-	CUdeviceptr dout = 0, dids = 0, dcap = 0;
-	CUstream s = NULL;
+	eht_dptr dout = 0, dids = 0, dcap = 0;
+	eht_stream s = NULL;
 	eht_lookup *engines[4] = {NULL};
 	struct result res[4 * MAX_SHAPES];
 	int nres = 0;
@@ -456,9 +456,9 @@ int bench_lookup(int argc, char **argv)
 		}
 	}
 	if (gpu) {
-		if (EHT_CU_CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)) || EHT_CU_CHECK(cuMemAlloc(&dout, maxn * ob)) ||
-		    EHT_CU_CHECK(cuMemAlloc(&dcap, maxn * sizeof(*ids))) ||
-		    EHT_CU_CHECK(cuMemAlloc(&dids, (size_t)batches * maxn * sizeof(*ids)))) {
+		if (eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING) || eht_dev_alloc(&dout, maxn * ob) ||
+		    eht_dev_alloc(&dcap, maxn * sizeof(*ids)) ||
+		    eht_dev_alloc(&dids, (size_t)batches * maxn * sizeof(*ids))) {
 			cli_fail("bench lookup", NULL);
 			goto out;
 		}
@@ -494,7 +494,7 @@ int bench_lookup(int argc, char **argv)
 	for (int k = 0; k < nshapes; k++) {
 		double distinct = 0;
 		if (bench_workload_fill(wl, shapes[k], (size_t)batches, maxn, ids, &distinct) ||
-		    (gpu && EHT_CU_CHECK(cuMemcpyHtoD(dids, ids, (size_t)batches * maxn * sizeof(*ids))))) {
+		    (gpu && eht_dev_h2d(dids, ids, (size_t)batches * maxn * sizeof(*ids)))) {
 			cli_fail("bench lookup", NULL);
 			goto out;
 		}
@@ -633,13 +633,13 @@ out:
 	free(hot_sorted);
 	bench_workload_free(wl);
 	if (dout)
-		eht_cu.cuMemFree(dout);
+		eht_dev_free(dout);
 	if (dids)
-		eht_cu.cuMemFree(dids);
+		eht_dev_free(dids);
 	if (dcap)
-		eht_cu.cuMemFree(dcap);
+		eht_dev_free(dcap);
 	if (s)
-		eht_cu.cuStreamDestroy(s);
+		eht_dev_stream_destroy(s);
 	free(hout);
 	free(ids);
 	eht_table_close(t);

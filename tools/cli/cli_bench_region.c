@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 #include "os/fsinfo.h"
 #include "os/numa.h"
@@ -132,7 +132,7 @@ int bench_region(int argc, char **argv)
 		return cli_usage_error("bench region", "--runs must be >= 1, --device and --threads >= 0");
 	const char *dir = eht_region_dir(dir_opt);
 	unsigned threads = (unsigned)nthreads;
-	bool gpu = eht_cu_device_count() > device;
+	bool gpu = eht_dev_count() > device;
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 32 ? 32 : (n < 1 ? 1 : (unsigned)n);

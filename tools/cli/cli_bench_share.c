@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 #include "table/host_numa/host_numa.h"
 #include "util/env.h"
@@ -122,7 +122,7 @@ int bench_share(int argc, char **argv)
 	/* Is there a GPU? Asked in a child: CUDA must not be initialized before the ranks fork. */
 	pid_t c = fork();
 	if (c == 0)
-		_exit(eht_cu_device_count() > 0 ? 0 : 77);
+		_exit(eht_dev_count() > 0 ? 0 : 77);
 	int st = 0;
 	waitpid(c, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
@@ -166,7 +166,7 @@ int bench_share(int argc, char **argv)
 				g = r->gib;
 			int ok = r->rc == 0;
 			json_t *e = json_pack("{s:f, s:b}", "gib", r->gib, "ok", ok);
-			json_object_set_new(e, "handle", ok ? json_string(r->t0.handle_type == CU_MEM_HANDLE_TYPE_FABRIC
+			json_object_set_new(e, "handle", ok ? json_string(r->t0.handle_type == EHT_VMM_FABRIC
 									      ? "fabric" : "posix-fd")
 							    : json_null());
 			json_object_set_new(e, "create_s_per_gib", cli_real_or_null(r->t0.create_s / g, ok));
@@ -191,7 +191,7 @@ int bench_share(int argc, char **argv)
 			}
 			double g = (double)r->t0.padded / (double)(1ull << 30);
 			printf("%8.1f %10s %18.3f %10.4f %10.4f %16.4f\n", r->gib,
-			       r->t0.handle_type == CU_MEM_HANDLE_TYPE_FABRIC ? "fabric" : "posix-fd", r->t0.create_s / g,
+			       r->t0.handle_type == EHT_VMM_FABRIC ? "fabric" : "posix-fd", r->t0.create_s / g,
 			       r->t0.export_s / g, r->t0.map_s / g, (r->t1.import_s + r->t1.map_s) / g);
 		}
 	}

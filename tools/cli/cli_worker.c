@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 #include "lookup/lk_hot.h"
 #include "table/mem_guard.h"
@@ -114,7 +114,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 	struct eht_table_info info = {.size = sizeof(info)};
 	if (eht_table_get_info(t, &info) != 0)
 		return -EINVAL;
-	const int gpu = info.device_ptr != 0 && eht_cu_device_count() > 0;
+	const int gpu = info.device_ptr != 0 && eht_dev_count() > 0;
 	int strategies[4], ns = 0;
 	if (gpu) {
 		strategies[ns++] = EHT_LOOKUP_DIRECT;
@@ -138,7 +138,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 	int64_t *ids = malloc(n * sizeof(*ids));
 	size_t out_bytes = n * info.row_bytes;
 	unsigned char *host = malloc(out_bytes), *want = malloc(info.row_bytes);
-	CUdeviceptr dout = 0;
+	eht_dptr dout = 0;
 	int rc = (!ids || !host || !want) ? -ENOMEM : 0;
 	/* Uniform ids, some repeated, a few dead (negative or past the end). */
 	for (uint64_t i = 0; !rc && i < n; i++) {
@@ -153,7 +153,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 			ids[i] = (int64_t)(x % info.rows);
 	}
 	if (!rc && gpu)
-		rc = eht_cu_use_device(info.device) ? -ENODEV : EHT_CU_CHECK(cuMemAlloc(&dout, out_bytes));
+		rc = eht_dev_use(info.device) ? -ENODEV : eht_dev_alloc(&dout, out_bytes);
 	for (int si = 0; !rc && si < ns; si++) {
 		struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = strategies[si], .device = gpu ? info.device : -1,
 					     .flags = gpu ? 0 : EHT_LOOKUP_CPU_ONLY, .max_batch = n};
@@ -168,7 +168,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 			rc = gpu ? eht_lookup_set_hotset(lk, hot, nhot)
 				 : eht_err(EINVAL, "--hotset: table %s is not readable by a GPU here", info.name);
 			if (!rc && gpu)
-				rc = EHT_CU_CHECK(cuCtxSynchronize());
+				rc = eht_dev_sync();
 			fill_ms = (cli_now_s() - t0) * 1e3;
 			if (rc) {
 				eht_err_prefix(rc, "worker %d: table %s: the %s hot set of %llu rows", o->id, info.name, hsrc,
@@ -189,12 +189,12 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 			double t0 = cli_now_s();
 			rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, out, NULL, flags, &dead);
 			if (!rc && gpu)
-				rc = EHT_CU_CHECK(cuCtxSynchronize());
+				rc = eht_dev_sync();
 			double dt = cli_now_s() - t0;
 			best = dt < best ? dt : best;
 		}
 		if (!rc && gpu)
-			rc = EHT_CU_CHECK(cuMemcpyDtoH(host, dout, out_bytes));
+			rc = eht_dev_d2h(host, dout, out_bytes);
 		uint64_t bad = 0;
 		for (uint64_t i = 0; !rc && i < n; i++) {
 			int erc = expected_row_guarded(ck, info.name, ids[i], info.rows, info.row_bytes, want);
@@ -229,7 +229,7 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 		eht_lookup_destroy(lk);
 	}
 	if (dout)
-		eht_cu.cuMemFree(dout);
+		eht_dev_free(dout);
 	free(ids);
 	free(host);
 	free(want);
@@ -353,7 +353,7 @@ int cmd_worker(int argc, char **argv)
 	if (src == -ENOENT)
 		fprintf(stderr, "eht worker: waiting up to %.0f s for a server of key '%s'\n", o.timeout_s, o.key);
 	if (o.device == -2)
-		o.device = eht_cu_device_count() > 0 ? 0 : -1;
+		o.device = eht_dev_count() > 0 ? 0 : -1;
 	if (o.hotset && eht_hotset_read(o.hotset, &o.hot, &o.nhot) != 0)
 		return cli_error("worker", o.json, NULL);
 	eht_ckpt *ck = NULL;

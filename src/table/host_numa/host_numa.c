@@ -12,8 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/probe.h"
+#include "gpu/dev.h"
+#include "gpu/probe.h"
+#include "gpu/vmm.h"
 #include "os/numa.h"
 #include "table/table_impl.h"
 #include "util/env.h"
@@ -43,7 +44,7 @@ struct share_result {
 
 struct hn_impl {
 	int device;
-	CUdeviceptr va;
+	eht_dptr va;
 	uint64_t padded, chunk;
 	size_t nchunks;
 	struct eht_hn_layout layout; /* what a late attacher needs (eht_host_numa_export) */
@@ -58,20 +59,20 @@ static uint64_t chunk_len(const struct share_hdr *h, size_t i)
 }
 
 /* Unmaps the first `mapped` chunks and frees the VA range. Every step attempted; first error kept. */
-static int unmap_range(CUdeviceptr va, uint64_t padded, uint64_t chunk, size_t mapped)
+static int unmap_range(eht_dptr va, uint64_t padded, uint64_t chunk, size_t mapped)
 {
 	int rc = 0;
 	for (size_t i = 0; i < mapped; i++) {
 		uint64_t off = (uint64_t)i * chunk;
 		uint64_t len = padded - off < chunk ? padded - off : chunk;
-		int r = EHT_CU_CHECK(cuMemUnmap(va + off, len));
+		int r = eht_vmm_unmap(va + off, len);
 		if (r) {
 			eht_warn("host-numa: %s", eht_last_error());
 			rc = rc ? rc : r;
 		}
 	}
 	if (va) {
-		int r = EHT_CU_CHECK(cuMemAddressFree(va, padded));
+		int r = eht_vmm_free_va(va, padded);
 		if (r) {
 			eht_warn("host-numa: %s", eht_last_error());
 			rc = rc ? rc : r;
@@ -80,11 +81,11 @@ static int unmap_range(CUdeviceptr va, uint64_t padded, uint64_t chunk, size_t m
 	return rc;
 }
 
-static void release_handles(CUmemGenericAllocationHandle *h, size_t n)
+static void release_handles(eht_vmm_mem *h, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (h[i]) {
-			if (EHT_CU_CHECK(cuMemRelease(h[i])))
+			if (eht_vmm_release(h[i]))
 				eht_warn("host-numa: %s", eht_last_error());
 			h[i] = 0;
 		}
@@ -104,7 +105,7 @@ static int hn_close(eht_table *t)
 	struct hn_impl *m = t->impl;
 	int rc = 0;
 	if (m) {
-		rc = eht_cu_use_device(m->device);
+		rc = eht_dev_use(m->device);
 		if (!rc)
 			rc = unmap_range(m->va, m->padded, m->chunk, m->nchunks);
 		free(m);
@@ -131,11 +132,11 @@ static int pick_device(const struct eht_share_opts *opts)
 {
 	if (opts && opts->device >= 0)
 		return opts->device;
-	CUcontext ctx = NULL;
-	CUdevice dev = 0;
-	if (eht_cu.cuCtxGetCurrent && eht_cu.cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx &&
-	    eht_cu.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
-		return (int)dev;
+	void *ctx = NULL;
+	int dev = -1;
+	if (eht_dev_current(&ctx, &dev) == 0 && ctx && dev >= 0)
+		return dev;
+	eht_err_clear();
 	return 0;
 }
 
@@ -152,22 +153,18 @@ static uint64_t reserve_of(const struct eht_share_opts *opts, uint64_t node_tota
 /* Rank 0: decide the handle kind, then create and export every chunk. On failure everything created
  * is released and hdr->status/msg say why. */
 static int create_and_export(uint64_t bytes, int device, const struct eht_share_opts *opts, struct share_hdr *h,
-			     CUmemGenericAllocationHandle **handles_out, int **fds_out, CUmemFabricHandle **fab_out,
+			     eht_vmm_mem **handles_out, int **fds_out, struct eht_vmm_fabric **fab_out,
 			     struct eht_share_times *times)
 {
-	CUmemGenericAllocationHandle *handles = NULL;
+	eht_vmm_mem *handles = NULL;
 	int *fds = NULL;
-	CUmemFabricHandle *fab = NULL;
+	struct eht_vmm_fabric *fab = NULL;
 	size_t created = 0;
-	CUdevice dev;
-	int rc = EHT_CU_CHECK(cuDeviceGet(&dev, device));
-	if (rc)
-		return rc;
 	int vmm = 0;
-	if (eht_cu.cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
-		    CUDA_SUCCESS || !vmm)
+	int rc = eht_dev_attr(device, EHT_DEV_ATTR_HOST_NUMA_VMM, &vmm);
+	if (rc || !vmm)
 		return eht_err(EOPNOTSUPP, "unsupported here: GPU %d has no host-NUMA virtual memory management", device);
-	int numa = eht_cu_host_numa_id(device);
+	int numa = eht_dev_host_numa_id(device);
 	if (numa < 0)
 		return numa;
 	h->numa = numa;
@@ -175,25 +172,24 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	uint32_t flags = opts ? opts->flags : 0;
 	char why[192] = "";
 	if (flags & EHT_SHARE_FABRIC) {
-		rc = eht_cu_export_supported(device, CU_MEM_HANDLE_TYPE_FABRIC, why, sizeof(why));
+		rc = eht_vmm_export_supported(device, EHT_VMM_FABRIC, why, sizeof(why));
 		if (rc <= 0)
 			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "FABRIC handles %s", why);
-		h->handle_type = CU_MEM_HANDLE_TYPE_FABRIC;
+		h->handle_type = EHT_VMM_FABRIC;
 	} else if (!(flags & EHT_SHARE_POSIX_FD) &&
-		   eht_cu_export_supported(device, CU_MEM_HANDLE_TYPE_FABRIC, NULL, 0) == 1) {
-		h->handle_type = CU_MEM_HANDLE_TYPE_FABRIC;
+		   eht_vmm_export_supported(device, EHT_VMM_FABRIC, NULL, 0) == 1) {
+		h->handle_type = EHT_VMM_FABRIC;
 	} else {
-		rc = eht_cu_export_supported(device, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, why, sizeof(why));
+		rc = eht_vmm_export_supported(device, EHT_VMM_FD, why, sizeof(why));
 		if (rc <= 0)
 			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "POSIX-fd handles %s", why);
-		h->handle_type = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+		h->handle_type = EHT_VMM_FD;
 	}
 	eht_err_clear();
 
-	CUmemAllocationProp prop;
-	eht_host_numa_prop(&prop, numa, (CUmemAllocationHandleType)h->handle_type);
+	const enum eht_vmm_kind kind = (enum eht_vmm_kind)h->handle_type;
 	size_t gran = 0;
-	rc = EHT_CU_CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	rc = eht_vmm_granularity(numa, kind, &gran);
 	if (rc)
 		return rc;
 	uint64_t chunk = opts && opts->chunk_bytes ? opts->chunk_bytes : eht_env_u64("EHT_SHARE_CHUNK", CHUNK_DEFAULT);
@@ -224,7 +220,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 		}
 		rc = eht_fault("create", 0);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemCreate(&handles[i], len, &prop, 0));
+			rc = eht_vmm_create(&handles[i], len, numa, kind);
 		if (rc) {
 			eht_err_prefix(rc, "creating chunk %zu (%.1f of %.1f GiB done) on NUMA node %d", i, gib(done),
 				       gib(h->padded), numa);
@@ -238,7 +234,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 		}
 	}
 	double t1 = eht_now_s();
-	if (h->handle_type == CU_MEM_HANDLE_TYPE_FABRIC) {
+	if (h->handle_type == EHT_VMM_FABRIC) {
 		fab = calloc(h->nchunks, sizeof(*fab));
 		if (!fab) {
 			rc = eht_err(ENOMEM, "host-numa: out of memory");
@@ -256,8 +252,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	for (size_t i = 0; i < h->nchunks; i++) {
 		rc = eht_fault("export", 0);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemExportToShareableHandle(fab ? (void *)&fab[i] : (void *)&fds[i], handles[i],
-								      (CUmemAllocationHandleType)h->handle_type, 0));
+			rc = eht_vmm_export(fab ? (void *)&fab[i] : (void *)&fds[i], handles[i], kind);
 		if (rc) {
 			eht_err_prefix(rc, "exporting chunk %zu as %s", i, fab ? "FABRIC" : "POSIX fd");
 			goto fail;
@@ -282,10 +277,10 @@ fail:
 
 /* Every rank: import (ranks > 0), reserve one VA range, map the chunks, grant the GPU and the host
  * NUMA node read-write access. Handles are released whatever happens: the mappings hold the memory. */
-static int map_table(const struct share_hdr *h, int rank, int device, CUmemGenericAllocationHandle *handles,
-		     int *fds, CUmemFabricHandle *fab, CUdeviceptr *va_out, struct eht_share_times *times)
+static int map_table(const struct share_hdr *h, int rank, int device, eht_vmm_mem *handles,
+		     int *fds, struct eht_vmm_fabric *fab, eht_dptr *va_out, struct eht_share_times *times)
 {
-	CUdeviceptr va = 0;
+	eht_dptr va = 0;
 	size_t mapped = 0;
 	int rc = 0;
 	double t0 = eht_now_s(), t1 = t0;
@@ -293,9 +288,8 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 		for (size_t i = 0; i < h->nchunks; i++) {
 			rc = eht_fault("import", rank);
 			if (!rc)
-				rc = EHT_CU_CHECK(cuMemImportFromShareableHandle(
-					&handles[i], fab ? (void *)&fab[i] : (void *)(intptr_t)fds[i],
-					(CUmemAllocationHandleType)h->handle_type));
+				rc = eht_vmm_import(&handles[i], fds ? fds[i] : -1, fab ? &fab[i] : NULL,
+						    (enum eht_vmm_kind)h->handle_type);
 			if (rc) {
 				eht_err_prefix(rc, "importing chunk %zu", i);
 				goto out;
@@ -305,7 +299,7 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 	t1 = eht_now_s();
 	rc = eht_fault("reserve", rank);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemAddressReserve(&va, h->padded, h->granularity, 0, 0));
+		rc = eht_vmm_reserve(&va, h->padded, h->granularity);
 	if (rc) {
 		va = 0;
 		eht_err_prefix(rc, "reserving %.1f GiB of address space", gib(h->padded));
@@ -314,21 +308,16 @@ static int map_table(const struct share_hdr *h, int rank, int device, CUmemGener
 	for (size_t i = 0; i < h->nchunks; i++) {
 		rc = eht_fault("map", rank);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemMap(va + (uint64_t)i * h->chunk, chunk_len(h, i), 0, handles[i], 0));
+			rc = eht_vmm_map(va + (uint64_t)i * h->chunk, chunk_len(h, i), handles[i]);
 		if (rc) {
 			eht_err_prefix(rc, "mapping chunk %zu", i);
 			goto out;
 		}
 		mapped = i + 1;
 	}
-	CUmemAccessDesc access[2] = {
-		{.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE},
-		{.location = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = h->numa},
-		 .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE},
-	};
 	rc = eht_fault("access", rank);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemSetAccess(va, h->padded, access, 2));
+		rc = eht_vmm_access(va, h->padded, device, h->numa, true);
 	if (rc)
 		eht_err_prefix(rc, "granting GPU %d and NUMA node %d access", device, h->numa);
 out:
@@ -362,9 +351,9 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	uint64_t row_bytes = opts && opts->row_bytes ? opts->row_bytes : 1;
 	struct share_hdr h = {0};
 	struct share_result mine = {0}, *all = NULL;
-	CUmemGenericAllocationHandle *handles = NULL;
+	eht_vmm_mem *handles = NULL;
 	int *fds = NULL;
-	CUmemFabricHandle *fab = NULL;
+	struct eht_vmm_fabric *fab = NULL;
 	int device = -1, rc = 0;
 
 	/* Local checks first, but every rank still takes part in every collective below: a rank that
@@ -383,10 +372,10 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 		rc = eht_err(EINVAL, "%llu bytes is not a positive multiple of the %llu-byte rows",
 			     (unsigned long long)bytes, (unsigned long long)row_bytes);
 	if (!rc)
-		rc = eht_cu_load();
+		rc = eht_dev_load();
 	if (!rc) {
 		device = pick_device(opts);
-		rc = eht_cu_use_device(device);
+		rc = eht_dev_use(device);
 	}
 
 	if (rank == 0) {
@@ -409,7 +398,7 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	}
 	if (rank != 0) {
 		handles = calloc(h.nchunks, sizeof(*handles));
-		if (h.handle_type == CU_MEM_HANDLE_TYPE_FABRIC)
+		if (h.handle_type == EHT_VMM_FABRIC)
 			fab = calloc(h.nchunks, sizeof(*fab));
 		else
 			fds = calloc(h.nchunks, sizeof(*fds));
@@ -430,7 +419,7 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	if (rank != 0 && !rc && h.bytes != bytes)
 		rc = eht_err(EINVAL, "this rank asked for %llu bytes, rank 0 for %llu", (unsigned long long)bytes,
 			     (unsigned long long)h.bytes);
-	CUdeviceptr va = 0;
+	eht_dptr va = 0;
 	if (!rc)
 		rc = map_table(&h, rank, device, handles, fds, fab, &va, times);
 	else {
@@ -534,27 +523,26 @@ int eht_host_numa_layout(const eht_table *t, struct eht_hn_layout *layout)
 	return 0;
 }
 
-int eht_host_numa_export(const eht_table *t, int *fds, CUmemFabricHandle *fab)
+int eht_host_numa_export(const eht_table *t, int *fds, struct eht_vmm_fabric *fab)
 {
 	struct eht_hn_layout lay = {0};
 	int rc = eht_host_numa_layout(t, &lay);
 	if (rc)
 		return rc;
 	const struct hn_impl *m = t->impl;
-	bool fabric = lay.handle_type == CU_MEM_HANDLE_TYPE_FABRIC;
+	bool fabric = lay.handle_type == EHT_VMM_FABRIC;
 	for (size_t i = 0; i < lay.nchunks; i++)
 		if (fds)
 			fds[i] = -1;
-	rc = eht_cu_use_device(m->device);
+	rc = eht_dev_use(m->device);
 	for (size_t i = 0; !rc && i < lay.nchunks; i++) {
 		/* The mapping keeps the allocation alive; retaining its handle again lets us export it
 		 * for a process that arrives after the original handles were released. */
-		CUmemGenericAllocationHandle h = 0;
-		rc = EHT_CU_CHECK(cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)(m->va + i * lay.chunk)));
+		eht_vmm_mem h = 0;
+		rc = eht_vmm_retain(&h, (void *)(uintptr_t)(m->va + i * lay.chunk));
 		if (!rc) {
-			rc = EHT_CU_CHECK(cuMemExportToShareableHandle(fabric ? (void *)&fab[i] : (void *)&fds[i], h,
-								      (CUmemAllocationHandleType)lay.handle_type, 0));
-			eht_cu.cuMemRelease(h);
+			rc = eht_vmm_export(fabric ? (void *)&fab[i] : (void *)&fds[i], h, (enum eht_vmm_kind)lay.handle_type);
+			eht_vmm_release(h);
 		}
 		if (rc)
 			eht_err_prefix(rc, "table %s: re-exporting chunk %zu", t->name, i);
@@ -564,7 +552,7 @@ int eht_host_numa_export(const eht_table *t, int *fds, CUmemFabricHandle *fab)
 	return rc;
 }
 
-int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const CUmemFabricHandle *fab, int device,
+int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const struct eht_vmm_fabric *fab, int device,
 			 const char *name, uint64_t row_bytes, eht_table **out)
 {
 	*out = NULL;
@@ -576,8 +564,8 @@ int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const CUmemF
 	    lay->padded < lay->bytes || (lay->nchunks - 1) * lay->chunk >= lay->padded)
 		rc = eht_err(EINVAL, "table %s: inconsistent host-NUMA layout", name);
 	if (!rc)
-		rc = eht_cu_use_device(device);
-	CUmemGenericAllocationHandle *handles = rc ? NULL : calloc(lay->nchunks, sizeof(*handles));
+		rc = eht_dev_use(device);
+	eht_vmm_mem *handles = rc ? NULL : calloc(lay->nchunks, sizeof(*handles));
 	if (!rc && !handles)
 		rc = eht_err(ENOMEM, "host-numa: out of memory");
 	if (rc) {
@@ -585,20 +573,16 @@ int eht_host_numa_import(const struct eht_hn_layout *lay, int *fds, const CUmemF
 			close_fds(fds, lay->nchunks);
 		return rc;
 	}
-	CUdeviceptr va = 0;
+	eht_dptr va = 0;
 	/* map_table imports when rank != 0, and closes fds and releases handles whatever happens. */
-	rc = map_table(&h, 1, device, handles, fds, (CUmemFabricHandle *)fab, &va, NULL);
+	rc = map_table(&h, 1, device, handles, fds, (struct eht_vmm_fabric *)fab, &va, NULL);
 	free(handles);
 	if (rc)
 		return eht_err_prefix(rc, "table %s", name);
 	/* An importer only reads: ask the driver for a read-only mapping for its GPU and the CPU, so
 	 * a stray write in one worker cannot corrupt every worker's rows. Where the driver refuses,
 	 * the mapping stays as it was (said at info level). */
-	CUmemAccessDesc ro[2] = {
-		{.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READ},
-		{.location = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = h.numa}, .flags = CU_MEM_ACCESS_FLAGS_PROT_READ},
-	};
-	if (EHT_CU_CHECK(cuMemSetAccess(va, h.padded, ro, 2)) != 0) {
+	if (eht_vmm_access(va, h.padded, device, h.numa, false) != 0) {
 		eht_info("table %s: the driver keeps the imported host-NUMA mapping writable (%s)", name, eht_last_error());
 		eht_err_clear();
 	}

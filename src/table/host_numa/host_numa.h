@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cuda/cu_types.h"
+#include "gpu/vmm.h"
 #include "eht.h"
 #include "table/table_impl.h"
 
@@ -17,7 +17,7 @@ struct eht_share_times {
 	double import_s; /* other ranks: cuMemImportFromShareableHandle of every chunk */
 	double map_s;    /* every rank: address reserve + cuMemMap + cuMemSetAccess */
 	uint64_t padded; /* bytes mapped (the size rounded up to the granularity) */
-	int handle_type; /* CU_MEM_HANDLE_TYPE_* used */
+	int handle_type; /* enum eht_vmm_kind used */
 };
 
 /* eht_host_table_share with step timings (times may be NULL) and, with quiet, no warning on rank 0
@@ -28,7 +28,7 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *group, const struct eht_s
 /* Where a host-NUMA table's memory lies: what a process needs, with the exported handles, to map it. */
 struct eht_hn_layout {
 	int32_t numa;         /* host NUMA node of the allocation */
-	uint32_t handle_type; /* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR or _FABRIC */
+	uint32_t handle_type; /* EHT_VMM_FD or _FABRIC */
 	uint64_t bytes;       /* table bytes */
 	uint64_t padded;      /* bytes rounded up to the granularity (what is mapped) */
 	uint64_t chunk;       /* bytes per allocation (the last may be shorter) */
@@ -42,11 +42,11 @@ int eht_host_numa_layout(const eht_table *t, struct eht_hn_layout *layout);
 /* Exports every chunk of a mapped host-NUMA table again (cuMemRetainAllocationHandle on the
  * mapping), for a process that attaches later: fds[nchunks] for POSIX-fd tables (the caller closes
  * them), fab[nchunks] for FABRIC ones. Returns 0 or a driver error (nothing left open). */
-int eht_host_numa_export(const eht_table *t, int *fds, CUmemFabricHandle *fab);
+int eht_host_numa_export(const eht_table *t, int *fds, struct eht_vmm_fabric *fab);
 /* Imports exported chunks and maps them as a table for GPU `device` (and the host NUMA node, so
  * the CPU reads the same address). Always consumes (closes) fds. Returns 0, -EINVAL (inconsistent
  * layout) or a driver error. */
-int eht_host_numa_import(const struct eht_hn_layout *layout, int *fds, const CUmemFabricHandle *fab, int device,
+int eht_host_numa_import(const struct eht_hn_layout *layout, int *fds, const struct eht_vmm_fabric *fab, int device,
 			 const char *name, uint64_t row_bytes, eht_table **out);
 
 /* The tier's export (host_numa_export.c): desc gets the layout ("numa", "handle_type", "bytes",

@@ -21,7 +21,7 @@ int eht_host_numa_export_desc(const eht_table *t, json_t *desc, int **fds, size_
 	json_object_set_new(desc, "chunk", json_integer((json_int_t)lay.chunk));
 	json_object_set_new(desc, "nchunks", json_integer((json_int_t)lay.nchunks));
 	json_object_set_new(desc, "granularity", json_integer((json_int_t)lay.granularity));
-	if (lay.handle_type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
+	if (lay.handle_type == EHT_VMM_FD) {
 		int *f = malloc((lay.nchunks ? lay.nchunks : 1) * sizeof(int));
 		if (!f)
 			return eht_err(ENOMEM, "table %s: out of memory", t->name);
@@ -34,7 +34,7 @@ int eht_host_numa_export_desc(const eht_table *t, json_t *desc, int **fds, size_
 		*nfds = lay.nchunks;
 		return 0;
 	}
-	CUmemFabricHandle *fab = calloc(lay.nchunks ? lay.nchunks : 1, sizeof(*fab));
+	struct eht_vmm_fabric *fab = calloc(lay.nchunks ? lay.nchunks : 1, sizeof(*fab));
 	if (!fab)
 		return eht_err(ENOMEM, "table %s: out of memory", t->name);
 	rc = eht_host_numa_export(t, NULL, fab);
@@ -66,8 +66,8 @@ int eht_host_numa_import_desc(json_t *desc, int *fds, size_t nfds, const struct 
 	};
 	uint64_t rb = eht_desc_u64(desc, "row_bytes");
 	int device = a->device >= 0 ? a->device : 0; /* the mapping needs a GPU context; the CPU sees the same address */
-	bool fabric = lay.handle_type == CU_MEM_HANDLE_TYPE_FABRIC;
-	CUmemFabricHandle *fab = NULL;
+	bool fabric = lay.handle_type == EHT_VMM_FABRIC;
+	struct eht_vmm_fabric *fab = NULL;
 	int rc = 0;
 	if (fabric) {
 		json_t *hex = json_object_get(desc, "fabric");
@@ -84,7 +84,7 @@ int eht_host_numa_import_desc(json_t *desc, int *fds, size_t nfds, const struct 
 				fab[i].data[b] = (unsigned char)v;
 			}
 		}
-	} else if (lay.handle_type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || nfds != lay.nchunks) {
+	} else if (lay.handle_type != EHT_VMM_FD || nfds != lay.nchunks) {
 		rc = eht_err(EPROTO, "table %s: handle type %u with %llu chunks, %zu descriptors given", name,
 			     lay.handle_type, (unsigned long long)lay.nchunks, nfds);
 	}

@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "cuda/cu_pin.h"
+#include "gpu/pin.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -21,7 +21,7 @@ static int memory_close(eht_table *t)
 	struct memory_impl *m = t->impl;
 	int rc = 0;
 	if (m && m->pinned)
-		rc = eht_cu_unpin(m->host, m->bytes);
+		rc = eht_gpu_unpin(m->host, m->bytes);
 	free(m);
 	return rc;
 }
@@ -61,7 +61,7 @@ int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, co
 	m->host = host;
 	m->bytes = rows * row_bytes;
 	if (device >= 0 && rows > 0) {
-		if (eht_cu_pin(host, rows * row_bytes, device, 0, &m->dptr) == 0) {
+		if (eht_gpu_pin(host, rows * row_bytes, device, 0, &m->dptr) == 0) {
 			m->pinned = true;
 			m->device = device;
 		} else {
@@ -72,7 +72,7 @@ int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, co
 	int rc = eht_table_new(&info, &memory_ops, m, out);
 	if (rc) {
 		if (m->pinned)
-			eht_cu_unpin(host, rows * row_bytes);
+			eht_gpu_unpin(host, rows * row_bytes);
 		free(m);
 	}
 	return rc;

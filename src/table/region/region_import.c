@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/cu_pin.h"
+#include "gpu/dev.h"
+#include "gpu/pin.h"
 #include "table/region/region_table.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -30,7 +30,7 @@ static int shared_map_free(struct shared_map *m, const char *name)
 {
 	int rc = 0;
 	if (m && m->pinned)
-		rc = eht_cu_unpin(m->data, m->bytes);
+		rc = eht_gpu_unpin(m->data, m->bytes);
 	if (m && m->map && munmap(m->map, m->len) != 0 && !rc)
 		rc = eht_err_sys(errno, "table %s: munmap", name);
 	free(m);
@@ -96,7 +96,7 @@ int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_impo
 	m->page_size = eht_desc_u64(desc, "page_size");
 	madvise(m->map, m->len, MADV_RANDOM);
 	if (a->device >= 0 && m->bytes) {
-		if (eht_cu_pin(m->data, m->bytes, a->device, ro ? CU_MEMHOSTREGISTER_READ_ONLY : 0, &m->dptr) == 0) {
+		if (eht_gpu_pin(m->data, m->bytes, a->device, ro ? EHT_DEV_HOST_READ_ONLY : 0, &m->dptr) == 0) {
 			m->pinned = true;
 			m->device = a->device;
 		} else {

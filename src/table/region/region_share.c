@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "table/region/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
@@ -87,7 +87,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	if (rc)
 		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
 	/* Without a GPU there is nothing to pin for (and no warning to print about it). */
-	if (!rc && tier != EHT_TIER_REGION && eht_cu_device_count() > 0 && eht_region_pin(r, device) == 0)
+	if (!rc && tier != EHT_TIER_REGION && eht_dev_count() > 0 && eht_region_pin(r, device) == 0)
 		mine.pinned = 1;
 	eht_err_clear();
 	all = calloc((size_t)size, sizeof(*all));
@@ -115,7 +115,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 			}
 		all[bad].rc = -EIO;
 		snprintf(all[bad].msg, sizeof(all[bad].msg), "could not pin the region for GPU DMA%s",
-			 eht_cu_device_count() > 0 ? "" : " (no GPU)");
+			 eht_dev_count() > 0 ? "" : " (no GPU)");
 	}
 	if (bad >= 0) {
 		eht_region_close(&r);

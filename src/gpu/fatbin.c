@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fatbin.c: finding an embedded kernel image by name. */
-#include "cuda/fatbin.h"
+#include "gpu/fatbin.h"
 
 #include <string.h>
 

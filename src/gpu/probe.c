@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* probe.c: eht_probe: GPUs, host-NUMA and handle support, NUMA nodes, /dev/shm, THP, hugetlb, PCIe. */
+/* probe.c: eht_probe (backend-neutral, on gpu/dev.h): GPUs, host-NUMA and handle support, NUMA nodes, /dev/shm, THP, hugetlb, PCIe. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/probe.h"
+#include "gpu/dev.h"
+#include "gpu/probe.h"
 #include "os/numa.h"
 #include "eht.h"
 #include "util/err.h"
@@ -89,32 +89,29 @@ static int pcie_gen_of(const char *speed)
 
 static void probe_device(struct eht_probe_device *d, int ordinal)
 {
-	CUdevice dev;
 	d->ordinal = ordinal;
 	d->host_numa_id = d->host_numa_vmm = d->fabric_attr = d->posix_fd_attr = -1;
-	if (eht_cu.cuDeviceGet(&dev, ordinal) != CUDA_SUCCESS)
-		return;
-	if (eht_cu.cuDeviceGetName(d->name, (int)sizeof(d->name), dev) != CUDA_SUCCESS)
+	if (eht_dev_name(ordinal, d->name, sizeof(d->name)) != 0)
 		d->name[0] = '\0';
 	int v = 0;
-#define ATTR(a, field) (eht_cu.cuDeviceGetAttribute(&v, a, dev) == CUDA_SUCCESS ? (field = v, 1) : 0)
-	ATTR(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->cc_major);
-	ATTR(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->cc_minor);
-	ATTR(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->sm_count);
-	ATTR(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d->host_numa_vmm);
-	ATTR(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, d->fabric_attr);
-	ATTR(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, d->posix_fd_attr);
+#define ATTR(a, field) (eht_dev_attr(ordinal, a, &v) == 0 ? (field = v, 1) : 0)
+	ATTR(EHT_DEV_ATTR_CC_MAJOR, d->cc_major);
+	ATTR(EHT_DEV_ATTR_CC_MINOR, d->cc_minor);
+	ATTR(EHT_DEV_ATTR_SM_COUNT, d->sm_count);
+	ATTR(EHT_DEV_ATTR_HOST_NUMA_VMM, d->host_numa_vmm);
+	ATTR(EHT_DEV_ATTR_FABRIC_HANDLES, d->fabric_attr);
+	ATTR(EHT_DEV_ATTR_FD_HANDLES, d->posix_fd_attr);
 	int dom = 0, bus = 0, slot = 0;
-	ATTR(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dom);
-	ATTR(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, bus);
-	ATTR(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, slot);
+	ATTR(EHT_DEV_ATTR_PCI_DOMAIN, dom);
+	ATTR(EHT_DEV_ATTR_PCI_BUS, bus);
+	ATTR(EHT_DEV_ATTR_PCI_DEVICE, slot);
 #undef ATTR
 	size_t mem = 0;
-	if (eht_cu.cuDeviceTotalMem(&mem, dev) == CUDA_SUCCESS)
+	if (eht_dev_total_mem(ordinal, &mem) == 0)
 		d->total_mem = mem;
 	/* sysfs spells the address in lower case with a 4-digit domain. */
 	snprintf(d->pci_bus_id, sizeof(d->pci_bus_id), "%04x:%02x:%02x.0", dom & 0xffff, bus & 0xff, slot & 0xff);
-	int numa = eht_cu_host_numa_id(ordinal);
+	int numa = eht_dev_host_numa_id(ordinal);
 	d->host_numa_id = numa >= 0 ? numa : -1;
 
 	char path[160], buf[64];
@@ -128,18 +125,16 @@ static void probe_device(struct eht_probe_device *d, int ordinal)
 		d->pcie_width = atoi(buf);
 
 	/* Host-NUMA granularity and real export attempts (cached per process). */
-	if (d->host_numa_vmm == 1 && d->host_numa_id >= 0 && eht_cu_use_device(ordinal) == 0) {
-		CUmemAllocationProp prop;
-		eht_host_numa_prop(&prop, d->host_numa_id, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (d->host_numa_vmm == 1 && d->host_numa_id >= 0 && eht_dev_use(ordinal) == 0) {
 		size_t g = 0;
-		if (eht_cu.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS)
+		if (eht_vmm_granularity(d->host_numa_id, EHT_VMM_FD, &g) == 0)
 			d->granularity = g;
 	}
-	int r = eht_cu_export_supported(ordinal, CU_MEM_HANDLE_TYPE_FABRIC, d->fabric_why, sizeof(d->fabric_why));
+	int r = eht_vmm_export_supported(ordinal, EHT_VMM_FABRIC, d->fabric_why, sizeof(d->fabric_why));
 	d->fabric_export = r < 0 ? EHT_EXPORT_UNKNOWN : r ? EHT_EXPORT_OK : EHT_EXPORT_UNSUPPORTED;
 	if (r < 0)
 		snprintf(d->fabric_why, sizeof(d->fabric_why), "%s", eht_last_error());
-	r = eht_cu_export_supported(ordinal, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, d->posix_fd_why,
+	r = eht_vmm_export_supported(ordinal, EHT_VMM_FD, d->posix_fd_why,
 				    sizeof(d->posix_fd_why));
 	d->posix_fd_export = r < 0 ? EHT_EXPORT_UNKNOWN : r ? EHT_EXPORT_OK : EHT_EXPORT_UNSUPPORTED;
 	if (r < 0)
@@ -156,10 +151,9 @@ int eht_probe(struct eht_probe **out)
 		return eht_err(ENOMEM, "probe: out of memory");
 	p->size = sizeof(*p);
 
-	int n = eht_cu_device_count();
+	int n = eht_dev_count(), ver = 0;
 	if (n > 0) {
-		int ver = 0;
-		if (eht_cu.cuDriverGetVersion(&ver) == CUDA_SUCCESS)
+		if (eht_dev_driver_version(&ver) == 0)
 			p->driver_version = ver;
 		p->devices = calloc((size_t)n, sizeof(*p->devices));
 		if (!p->devices)
@@ -168,14 +162,11 @@ int eht_probe(struct eht_probe **out)
 		for (int i = 0; i < n; i++)
 			probe_device(&p->devices[i], i);
 	} else {
-		eht_cu_load();
+		eht_dev_load();
 		snprintf(p->gpu_status, sizeof(p->gpu_status), "%s",
 			 eht_last_error()[0] ? eht_last_error() : "no CUDA device");
-		if (eht_cu.cuDriverGetVersion) {
-			int ver = 0;
-			if (eht_cu.cuDriverGetVersion(&ver) == CUDA_SUCCESS)
-				p->driver_version = ver;
-		}
+		if (eht_dev_driver_version(&ver) == 0)
+			p->driver_version = ver;
 	}
 	eht_err_clear();
 

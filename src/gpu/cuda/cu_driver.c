@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cu_driver.c: dlopen libcuda.so.1 once and resolve entry points through cuGetProcAddress. */
-#include "cuda/cu_driver.h"
+/* cu_driver.c: dlopen libcuda.so.1 once and resolve entry points through cuGetProcAddress; mandatory
+ * ones (CORE) or the whole driver is off, optional ones turn off only their feature. */
+#include "gpu/cuda/cu_driver.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,6 +28,33 @@ static char load_msg[512];
 typedef CUresult (*get_proc_v2_fn)(const char *, void **, int, cuuint64_t, int *);
 typedef CUresult (*get_proc_v1_fn)(const char *, void **, int, cuuint64_t);
 
+/* The first missing entry point of each feature (NULL: the feature is complete). */
+static const char *missing[EHT_DEV_FEAT_COUNT];
+static bool noticed[EHT_DEV_FEAT_COUNT];
+static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether `name` is listed in EHT_CU_HIDE (comma-separated): tests turn features off with it. */
+static bool hidden(const char *name)
+{
+	const char *h = getenv("EHT_CU_HIDE");
+	size_t n = strlen(name);
+	while (h && *h) {
+		size_t len = strcspn(h, ",");
+		if (len == n && strncmp(h, name, n) == 0)
+			return true;
+		h += len + (h[len] == ',');
+	}
+	return false;
+}
+
+static void *resolve(get_proc_v1_fn gp1, get_proc_v2_fn gp2, const char *name)
+{
+	void *fn = NULL;
+	int status = 0;
+	CUresult r = gp2 ? gp2(name, &fn, EHT_CU_API_VERSION, 0, &status) : gp1(name, &fn, EHT_CU_API_VERSION, 0);
+	return r == CUDA_SUCCESS && !hidden(name) ? fn : NULL;
+}
+
 static void load_driver(void)
 {
 	/* EHT_NO_CUDA=1 lets tests and operators run the CPU paths on a machine with a GPU. */
@@ -47,17 +75,16 @@ static void load_driver(void)
 		load_rc = -ENOSYS;
 		return;
 	}
-#define EHT_CU_RESOLVE(name, params)                                                                 \
+#define EHT_CU_RESOLVE(name, feature, params)                                                        \
 	{                                                                                            \
-		void *fn = NULL;                                                                     \
-		int status = 0;                                                                      \
-		CUresult r = gp2 ? gp2(#name, &fn, EHT_CU_API_VERSION, 0, &status)                   \
-				 : gp1(#name, &fn, EHT_CU_API_VERSION, 0);                           \
-		if (r != CUDA_SUCCESS || !fn) {                                                      \
-			snprintf(load_msg, sizeof(load_msg), "CUDA driver lacks %s (error %d)", #name, r); \
+		void *fn = resolve(gp1, gp2, #name);                                                 \
+		if (!fn && EHT_DEV_FEAT_##feature == EHT_DEV_FEAT_CORE) {                            \
+			snprintf(load_msg, sizeof(load_msg), "CUDA driver lacks %s", #name);         \
 			load_rc = -ENOSYS;                                                           \
 			return;                                                                      \
 		}                                                                                    \
+		if (!fn && !missing[EHT_DEV_FEAT_##feature])                                         \
+			missing[EHT_DEV_FEAT_##feature] = #name;                                     \
 		memcpy(&eht_cu.name, &fn, sizeof(fn));                                               \
 	}
 	EHT_CU_FUNCS(EHT_CU_RESOLVE)
@@ -79,8 +106,37 @@ static void load_driver(void)
 static void load(void)
 {
 	load_driver();
-	if (load_rc)
+	if (load_rc) {
 		eht_info("GPU paths off: %s", load_msg);
+		return;
+	}
+	for (int f = 1; f < EHT_DEV_FEAT_COUNT; f++)
+		if (missing[f])
+			eht_debug("CUDA driver lacks %s: feature %s off", missing[f], eht_dev_feature_name(f));
+}
+
+bool eht_cu_has(enum eht_dev_feature f)
+{
+	pthread_once(&load_once, load);
+	return load_rc == 0 && f >= 0 && f < EHT_DEV_FEAT_COUNT && !missing[f];
+}
+
+int eht_cu_need(enum eht_dev_feature f, const char *what)
+{
+	int rc = eht_cu_load();
+	if (rc)
+		return rc;
+	if (eht_cu_has(f))
+		return 0;
+	/* Said once per feature, when it is first asked for (a feature nobody uses stays quiet). */
+	pthread_mutex_lock(&notice_lock);
+	bool first = !noticed[f];
+	noticed[f] = true;
+	pthread_mutex_unlock(&notice_lock);
+	if (first)
+		eht_info("GPU feature %s off: the CUDA driver lacks %s", eht_dev_feature_name(f), missing[f]);
+	return eht_err(ENOTSUP, "%s: the CUDA driver lacks %s (GPU feature %s off)", what, missing[f],
+		       eht_dev_feature_name(f));
 }
 
 int eht_cu_load(void)

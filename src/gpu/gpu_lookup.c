@@ -1,28 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gpu_lookup.c: loading the lookup kernels and launching them through the driver API. */
-#include "cuda/gpu_lookup.h"
+/* gpu_lookup.c: loading the lookup kernels and launching them through the device layer. */
+#include "gpu/gpu_lookup.h"
 
 #include <stddef.h>
 #include <string.h>
 
-#include "cuda/fatbin.h"
+#include "eht.h"
+#include "gpu/fatbin.h"
 #include "util/err.h"
+
+_Static_assert(EHT_LK_FMT_RAW == EHT_LOOKUP_RAW && EHT_LK_FMT_BF16 == EHT_LOOKUP_BF16,
+	       "kernel output formats are enum eht_lookup_format");
 
 int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 {
 	memset(g, 0, sizeof(*g));
-	const struct eht_fatbin *fb = eht_fatbin_find("lookup");
-	if (!fb)
+	if (!eht_fatbin_find("lookup"))
 		return eht_err(ENOTSUP, "lookup: this build of libeht has no GPU kernels (nvcc was not found)");
-	int rc = eht_cu_use_device(device);
+	int rc = eht_dev_use(device);
 	if (rc)
 		return rc;
-	CUdevice dev;
-	rc = EHT_CU_CHECK(cuDeviceGet(&dev, device));
+	rc = eht_dev_attr(device, EHT_DEV_ATTR_SM_COUNT, &g->sms);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuDeviceGetAttribute(&g->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
-	if (!rc)
-		rc = EHT_CU_CHECK(cuModuleLoadData(&g->mod, fb->begin));
+		rc = eht_dev_module_load(&g->mod, "lookup");
 	if (rc)
 		return eht_err_prefix(rc, "loading the lookup kernels on GPU %d", device);
 	static const struct {
@@ -44,8 +44,8 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		{"eht_lk_expand_codes", offsetof(struct eht_gpu_lookup, expand_codes)},
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
-		CUfunction *f = (CUfunction *)((char *)g + fns[i].off);
-		rc = EHT_CU_CHECK(cuModuleGetFunction(f, g->mod, fns[i].name));
+		eht_kernel *f = (eht_kernel *)((char *)g + fns[i].off);
+		rc = eht_dev_kernel(f, g->mod, fns[i].name);
 		if (rc) {
 			eht_err_prefix(rc, "kernel %s", fns[i].name);
 			eht_gpu_lookup_unload(g);
@@ -57,8 +57,7 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 
 void eht_gpu_lookup_unload(struct eht_gpu_lookup *g)
 {
-	if (g->mod)
-		eht_cu.cuModuleUnload(g->mod);
+	eht_dev_module_unload(g->mod);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -71,27 +70,28 @@ int eht_gpu_vec(uint32_t rb, uint64_t a, uint64_t b)
 	return 1;
 }
 
-#define THREADS 256u
-#define RPW 4u /* rows per warp in flight (lookup.cu) */
+#define THREADS ((unsigned)EHT_LK_THREADS)
+#define RPW ((unsigned)EHT_LK_RPW)
+#define WARPS_PER_BLOCK (THREADS / EHT_LK_WARP)
 
 /* Enough warps for n rows at RPW per warp, at most 8 blocks per SM (grid-stride beyond). */
 static unsigned row_blocks(const struct eht_gpu_lookup *g, uint64_t n)
 {
-	uint64_t warps = (n + RPW - 1) / RPW, blocks = (warps + THREADS / 32 - 1) / (THREADS / 32);
+	uint64_t warps = (n + RPW - 1) / RPW, blocks = (warps + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
 	uint64_t cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 8;
 	if (blocks > cap)
 		blocks = cap;
 	return blocks ? (unsigned)blocks : 1;
 }
 
-static int launch(CUfunction f, unsigned grid, unsigned block, CUstream s, void **args, const char *name)
+static int launch(eht_kernel f, unsigned grid, unsigned block, eht_stream s, void **args, const char *name)
 {
-	int rc = eht_cu_result(eht_cu.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, args, NULL), "cuLaunchKernel");
+	int rc = eht_dev_launch(f, grid, block, 0, s, args);
 	return rc ? eht_err_prefix(rc, "launching %s (%u blocks)", name, grid) : 0;
 }
 
-int eht_gpu_direct(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
-		   CUdeviceptr table, uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr counters)
+int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
+		   eht_dptr table, uint32_t rb, eht_dptr out, int fmt, eht_dptr counters)
 {
 	if (!n)
 		return 0;
@@ -103,8 +103,8 @@ int eht_gpu_direct(const struct eht_gpu_lookup *g, CUstream s, const struct eht_
 	return launch(g->direct, row_blocks(g, n), THREADS, s, args, "eht_lk_direct");
 }
 
-static int expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, uint64_t n, CUdeviceptr compact,
-		  uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr dslot)
+static int expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, uint64_t n, eht_dptr compact,
+		  uint32_t rb, eht_dptr out, int fmt, eht_dptr dslot)
 {
 	if (!n)
 		return 0;
@@ -114,20 +114,20 @@ static int expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, 
 	return launch(g->expand, row_blocks(g, n), THREADS, s, args, "eht_lk_expand");
 }
 
-int eht_gpu_expand(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr slot, uint64_t n,
-		   CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt)
+int eht_gpu_expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, uint64_t n,
+		   eht_dptr compact, uint32_t rb, eht_dptr out, int fmt)
 {
 	return expand(g, s, slot, n, compact, rb, out, fmt, 0);
 }
 
-int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr dslot, uint64_t n, CUdeviceptr src,
-			 uint32_t rb, CUdeviceptr rows)
+int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr dslot, uint64_t n, eht_dptr src,
+			 uint32_t rb, eht_dptr rows)
 {
 	return expand(g, s, 0, n, src, rb, rows, 0, dslot);
 }
 
-int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, CUstream s, CUdeviceptr uniq, CUdeviceptr counters,
-			float share, uint64_t max_n, CUdeviceptr table, uint32_t rb, CUdeviceptr compact)
+int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr uniq, eht_dptr counters,
+			float share, uint64_t max_n, eht_dptr table, uint32_t rb, eht_dptr compact)
 {
 	if (!max_n)
 		return 0;
@@ -156,9 +156,9 @@ static int bit_length(uint32_t x)
 	return b ? b : 1;
 }
 
-int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint32_t n,
-		       const struct eht_gpu_sort_bufs *b, CUdeviceptr uniq, CUdeviceptr slot,
-		       CUdeviceptr counters)
+int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint32_t n,
+		       const struct eht_gpu_sort_bufs *b, eht_dptr uniq, eht_dptr slot,
+		       eht_dptr counters)
 {
 	if (!n)
 		return 0;
@@ -168,49 +168,49 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, CUstream s, const struct 
 	int nbits = bit_length(dead_key);
 	if (n <= EHT_GPU_SMALL_TILE) {
 		void *args[] = {(void *)&ids->ids, &id64, &off, &n, &lo, &hi, &dead_key, &nbits, &uniq, &slot, &counters};
-		return launch(g->sort_small, 1, 256, s, args, "eht_lk_sort_small");
+		return launch(g->sort_small, 1, EHT_LK_SMALL_THREADS, s, args, "eht_lk_sort_small");
 	}
 	unsigned tiles = (unsigned)tiles_of(n);
 	unsigned kb = n < 65536 * 4 ? (n + 255) / 256 : 1024;
 	{
 		void *args[] = {(void *)&ids->ids, &id64, &off, &n, &lo, &hi, &dead_key, (void *)&b->keys[0],
 				(void *)&b->vals[0]};
-		int rc = launch(g->keys, kb, 256, s, args, "eht_lk_keys");
+		int rc = launch(g->keys, kb, 256, s, args, "eht_lk_keys"); /* any block size: a grid-stride loop */
 		if (rc)
 			return rc;
 	}
 	int cur = 0;
-	CUdeviceptr null_total = 0;
+	eht_dptr null_total = 0;
 	for (int shift = 0; shift < nbits; shift += 8) {
 		unsigned len = tiles * EHT_GPU_RADIX;
 		void *ha[] = {(void *)&b->keys[cur], &n, &shift, (void *)&b->hist};
 		void *sa[] = {(void *)&b->hist, &len, &null_total};
 		void *xa[] = {(void *)&b->keys[cur], (void *)&b->vals[cur], &n, &shift, (void *)&b->hist,
 			      (void *)&b->keys[cur ^ 1], (void *)&b->vals[cur ^ 1]};
-		int rc = launch(g->hist, tiles, 256, s, ha, "eht_lk_hist");
+		int rc = launch(g->hist, tiles, EHT_LK_TILE_THREADS, s, ha, "eht_lk_hist");
 		if (!rc)
-			rc = launch(g->scan, 1, 1024, s, sa, "eht_lk_scan");
+			rc = launch(g->scan, 1, EHT_LK_SCAN_THREADS, s, sa, "eht_lk_scan");
 		if (!rc)
-			rc = launch(g->scatter, tiles, 256, s, xa, "eht_lk_scatter");
+			rc = launch(g->scatter, tiles, EHT_LK_TILE_THREADS, s, xa, "eht_lk_scatter");
 		if (rc)
 			return rc;
 		cur ^= 1;
 	}
-	CUdeviceptr total = b->heads + (CUdeviceptr)tiles * 4;
+	eht_dptr total = b->heads + (eht_dptr)tiles * 4;
 	void *ca[] = {(void *)&b->keys[cur], &n, &dead_key, (void *)&b->heads};
 	void *sa[] = {(void *)&b->heads, &tiles, &total};
 	void *aa[] = {(void *)&b->keys[cur], (void *)&b->vals[cur], &n, &dead_key, (void *)&b->heads, &total,
 		      &uniq, &slot, &counters};
-	int rc = launch(g->dedup_count, tiles, 256, s, ca, "eht_lk_dedup_count");
+	int rc = launch(g->dedup_count, tiles, EHT_LK_TILE_THREADS, s, ca, "eht_lk_dedup_count");
 	if (!rc)
-		rc = launch(g->scan, 1, 1024, s, sa, "eht_lk_scan");
+		rc = launch(g->scan, 1, EHT_LK_SCAN_THREADS, s, sa, "eht_lk_scan");
 	if (!rc)
-		rc = launch(g->dedup_assign, tiles, 256, s, aa, "eht_lk_dedup_assign");
+		rc = launch(g->dedup_assign, tiles, EHT_LK_TILE_THREADS, s, aa, "eht_lk_dedup_assign");
 	return rc;
 }
 
-int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_stage_in *a, uint64_t n,
-		     uint32_t rb, CUdeviceptr out, int fmt, CUdeviceptr counters)
+int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
+		     uint32_t rb, eht_dptr out, int fmt, eht_dptr counters)
 {
 	if (!n)
 		return 0;
@@ -228,8 +228,8 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, CUstream s, const struct eh
 	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
 }
 
-int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_ids *ids, uint64_t n,
-		       const struct eht_gpu_hot *h, CUdeviceptr counters)
+int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
+		       const struct eht_gpu_hot *h, eht_dptr counters)
 {
 	if (!n)
 		return 0;
@@ -245,8 +245,8 @@ int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, CUstream s, const struct 
 	return launch(g->dedup_mark, (unsigned)(blocks < cap ? blocks : cap), THREADS, s, args, "eht_lk_dedup_mark");
 }
 
-int eht_gpu_expand_codes(const struct eht_gpu_lookup *g, CUstream s, const struct eht_gpu_hot *h, uint64_t n,
-			 CUdeviceptr compact, uint32_t rb, CUdeviceptr out, int fmt)
+int eht_gpu_expand_codes(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_hot *h, uint64_t n,
+			 eht_dptr compact, uint32_t rb, eht_dptr out, int fmt)
 {
 	if (!n)
 		return 0;

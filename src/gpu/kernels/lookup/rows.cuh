@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* rows.cuh: what the lookup kernels share: exact bf16 dequantization, the warp row movers, id ->
+ * local row, the grid-stride row loop (for_rows) and the GPU/CPU split point of a compact request. */
+#ifndef EHT_GPU_KERNELS_LOOKUP_ROWS_CUH
+#define EHT_GPU_KERNELS_LOOKUP_ROWS_CUH
+
+#include <stdint.h>
+
+/* Before the short names below (WARP, RPW), which CUB's own identifiers would take (sort.cu). */
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "gpu/kernels/lookup_const.h"
+
+#define WARP EHT_LK_WARP
+#define RPW EHT_LK_RPW
+#define DEAD32 EHT_LK_DEAD32
+#define FMT_RAW EHT_LK_FMT_RAW
+#define FMT_BF16 EHT_LK_FMT_BF16
+
+/* ---------------------------------------------------------------- bf16 dequantization (exact) */
+/* e4m3fn byte times the float with exponent bits s (s = 0: +0.0, s = 255: +inf), then bf16
+ * round-to-nearest-even; NaN (e4m3 NaN, 0 * inf) -> 0x7fc0. Same integer steps as the CPU reference
+ * (src/lookup/dequant.c), so results match bit for bit. */
+__device__ __forceinline__ uint32_t dq1(uint32_t w, uint32_t s)
+{
+	if ((w & 0x7fu) == 0x7fu)
+		return 0x7fc0u;
+	uint32_t e = (w >> 3) & 15u, m = w & 7u;
+	float v;
+	if (e)
+		v = __uint_as_float(((e + 120u) << 23) | (m << 20));
+	else
+		v = __fmul_rn((float)m, 0x1p-9f);
+	uint32_t u = __float_as_uint(__fmul_rn(v, __uint_as_float(s << 23)));
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return 0x7fc0u;
+	u |= (w & 0x80u) << 24;
+	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+/* 8 weights (one 8-byte word) with their group's scale into 8 bf16 (one 16-byte word). */
+__device__ __forceinline__ uint4 dq8(uint2 w, uint32_t s)
+{
+	uint4 r;
+	r.x = dq1(w.x & 0xff, s) | (dq1((w.x >> 8) & 0xff, s) << 16);
+	r.y = dq1((w.x >> 16) & 0xff, s) | (dq1(w.x >> 24, s) << 16);
+	r.z = dq1(w.y & 0xff, s) | (dq1((w.y >> 8) & 0xff, s) << 16);
+	r.w = dq1((w.y >> 16) & 0xff, s) | (dq1(w.y >> 24, s) << 16);
+	return r;
+}
+
+/* ------------------------------------------------------------------------ warp row movers */
+/* Copies RPW rows (src[r] NULL: zero row) of rb bytes with V-byte words: lane j of the warp takes
+ * words j, j+32, ... of the concatenated rows; U loads are issued before their stores. */
+/* Loads of rows the CPU rewrites between launches (pinned staging) bypass the GPU's caches (CV). */
+template <typename V, bool CV>
+__device__ __forceinline__ V ld_row(const V *p)
+{
+	if (CV)
+		return __ldcv(p);
+	return *p;
+}
+
+template <typename V, bool CV = false>
+__device__ __forceinline__ void warp_copy(const uint8_t *const *src, uint8_t *const *dst, uint32_t rb,
+					  int nrows, int lane)
+{
+	const uint32_t W = rb / sizeof(V), T = W * (uint32_t)nrows;
+	const int U = 4;
+	for (uint32_t base = 0; base < T; base += WARP * U) {
+		V v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			uint32_t j = base + u * WARP + lane;
+			if (j < T) {
+				uint32_t r = j / W, w = j - r * W;
+				if (src[r])
+					v[u] = ld_row<V, CV>(reinterpret_cast<const V *>(src[r]) + w);
+				else
+					memset(&v[u], 0, sizeof(V));
+			}
+		}
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			uint32_t j = base + u * WARP + lane;
+			if (j < T) {
+				uint32_t r = j / W, w = j - r * W;
+				reinterpret_cast<V *>(dst[r])[w] = v[u];
+			}
+		}
+	}
+}
+
+template <bool CV = false>
+__device__ __forceinline__ void warp_rows(const uint8_t *const *src, uint8_t *const *dst, uint32_t rb,
+					  int nrows, int fmt, int vec, int lane)
+{
+	if (fmt == FMT_BF16) {
+		/* 264-byte rows: lane l dequantizes weights 8l..8l+7 of each row; scale bytes are the
+		 * 8-byte word at 256 (same address for the warp: one transaction). */
+		uint2 w[RPW], sc[RPW];
+#pragma unroll
+		for (int r = 0; r < RPW; r++) {
+			if (r < nrows && src[r]) {
+				w[r] = ld_row<uint2, CV>(reinterpret_cast<const uint2 *>(src[r]) + lane);
+				sc[r] = ld_row<uint2, CV>(reinterpret_cast<const uint2 *>(src[r] + 256));
+			} else {
+				w[r] = make_uint2(0, 0);
+				sc[r] = make_uint2(0, 0);
+			}
+		}
+#pragma unroll
+		for (int r = 0; r < RPW; r++) {
+			if (r >= nrows)
+				break;
+			uint4 o = make_uint4(0, 0, 0, 0);
+			if (src[r]) {
+				int g = lane >> 2; /* 32 weights per scale = 4 lanes */
+				uint32_t s = ((g < 4 ? sc[r].x : sc[r].y) >> ((g & 3) * 8)) & 0xffu;
+				o = dq8(w[r], s);
+			}
+			reinterpret_cast<uint4 *>(dst[r])[lane] = o;
+		}
+		return;
+	}
+	switch (vec) {
+	case 16: warp_copy<uint4, CV>(src, dst, rb, nrows, lane); break;
+	case 8: warp_copy<uint2, CV>(src, dst, rb, nrows, lane); break;
+	case 4: warp_copy<uint32_t, CV>(src, dst, rb, nrows, lane); break;
+	default: warp_copy<uint8_t, CV>(src, dst, rb, nrows, lane); break;
+	}
+}
+
+__device__ __forceinline__ uint32_t out_bytes(uint32_t rb, int fmt) { return fmt == FMT_BF16 ? 512u : rb; }
+
+/* Absolute row id + offset -> local row, or DEAD. lo/hi: the rows this process holds. */
+__device__ __forceinline__ long long load_id(const void *ids, int id64, unsigned long long i)
+{
+	return id64 ? reinterpret_cast<const long long *>(ids)[i] : (long long)reinterpret_cast<const int *>(ids)[i];
+}
+__device__ __forceinline__ bool to_local(long long id, long long off, long long lo, long long hi,
+					 unsigned long long *local)
+{
+	long long r = (long long)((unsigned long long)id + (unsigned long long)off);
+	if (r < lo || r >= hi)
+		return false;
+	*local = (unsigned long long)(r - lo);
+	return true;
+}
+
+/* The row movers' grid-stride loop: each warp takes RPW positions of [0, n) at a time; row(p, &src,
+ * &dst) names position p's source (NULL: a zero row) and destination, warp_rows moves them, then
+ * after(first, nrows) runs (per-group bookkeeping; may do nothing). */
+template <bool CV = false, typename Row, typename After>
+__device__ __forceinline__ void for_rows(unsigned long long n, uint32_t rb, int fmt, int vec, Row row, After after)
+{
+	const int lane = threadIdx.x & (WARP - 1);
+	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
+	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
+		const uint8_t *src[RPW];
+		uint8_t *dst[RPW];
+		int nrows = (int)min((unsigned long long)RPW, n - first);
+#pragma unroll
+		for (int r = 0; r < RPW; r++) {
+			src[r] = NULL;
+			dst[r] = NULL;
+			if (r < nrows)
+				row(first + r, &src[r], &dst[r]);
+		}
+		warp_rows<CV>(src, dst, rb, nrows, fmt, vec, lane);
+		after(first, nrows);
+	}
+}
+
+__device__ __forceinline__ void no_after(unsigned long long, int) {}
+
+/* The first split_at(u, share) of u distinct rows are gathered in place on the GPU (eht_lk_gather_uniq),
+ * the rest by the CPU (eht_lk_stage_in): both kernels compute it with the same float steps. */
+__device__ __forceinline__ unsigned long long split_at(unsigned long long u, float share)
+{
+	if (share >= 1.0f)
+		return u;
+	if (share <= 0.0f)
+		return 0;
+	unsigned long long k = (unsigned long long)((float)u * share);
+	return k < u ? k : u;
+}
+
+#endif

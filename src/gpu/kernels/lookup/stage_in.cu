@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* stage_in.cu: the GPU half of a stream-triggered CPU gather (HOST with ids on the GPU, graph replays):
+ * doorbell, wait for the CPU's staged chunks, copy them out. */
+#include "rows.cuh"
+
+/* ------------------------------------------------------------------ stream-triggered CPU gather */
+__device__ __forceinline__ unsigned long long gtime(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+/* The GPU half of HOST with ids the CPU cannot see when the call is made (ids in GPU memory, or a
+ * CUDA-graph replay; src/lookup/lk_bell.c). Every block first copies its share of the ids into pinned
+ * host memory h_ids (when ids is not NULL: no separate copy on the stream); the last block to finish
+ * that rings the doorbell (a host-mapped word) that the CPU side polls. The CPU pool then gathers
+ * chunk c (rows [c*chunk, ...)) into staging slot c % nslots and publishes it with
+ * ready[slot] = tag | (c + 1) (tag: the request, so that runs on two streams never take each other's
+ * chunks; and its dead ids in chunk_dead[c]). Each block takes chunks blockIdx.x,
+ * blockIdx.x + gridDim.x, ...: waits for its chunk, copies it from the pinned staging in place
+ * (cache-volatile loads: the CPU rewrites staging between launches) into out in the output format,
+ * then frees the slot (ready[slot] = 0) for the CPU's next chunk. The last block to finish writes
+ * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
+ * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
+ * between launches (the last block resets them). The grid must fit on the GPU at once beside other
+ * work (the caller keeps it at most one block per SM): blocks wait on the CPU. A compact request (ucount
+ * not NULL) gathers the distinct rows of a dedup pass (eht_lk_dedup_mark): ids are its u32 local rows,
+ * of which this launch takes [split_at(*ucount, share), *ucount) into out (the compact rows) at the
+ * same positions; that count exists only on the GPU, so the ringing block writes it to *h_count (host-
+ * mapped) for the CPU first. */
+extern "C" __global__ void __launch_bounds__(EHT_LK_THREADS)
+eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
+		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
+		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
+		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
+		const unsigned long long *ucount, float share, unsigned long long *h_count)
+{
+	const int lane = threadIdx.x & (WARP - 1);
+	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
+	if (trace && blockIdx.x == 0 && threadIdx.x == 0)
+		trace[0] = gtime();
+	if (ucount) {
+		const unsigned long long u = *ucount, first = split_at(u, share);
+		n = min(n, u - first);
+		id_words = n;
+		ids += first;
+		out += first * out_bytes(rb, fmt);
+	}
+	if (ids) {
+		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < id_words;
+		     i += (unsigned long long)gridDim.x * blockDim.x)
+			h_ids[i] = ids[i];
+		__threadfence_system();
+	}
+	__syncthreads();
+	if (threadIdx.x == 0 && atomicAdd(&sync[0], 1u) == gridDim.x - 1) {
+		if (h_count)
+			*(volatile unsigned long long *)h_count = n;
+		__threadfence_system();
+		*(volatile unsigned *)bell = 1u;
+		__threadfence_system();
+		if (trace)
+			trace[1] = gtime();
+	}
+	const unsigned long long nchunks = (n + chunk - 1) / chunk;
+	const uint32_t ob = out_bytes(rb, fmt);
+	for (unsigned long long c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		const unsigned slot = (unsigned)(c % nslots);
+		if (threadIdx.x == 0) {
+			volatile unsigned *r = ready + slot;
+			unsigned ns = 64;
+			while (*r != (tag | (unsigned)(c + 1))) {
+				__nanosleep(ns);
+				if (ns < 1024)
+					ns *= 2;
+			}
+			__threadfence_system();
+			unsigned long long d = ((volatile const unsigned long long *)chunk_dead)[c];
+			if (d)
+				atomicAdd(&counters[0], d);
+			if (trace && c == 0)
+				trace[2] = gtime();
+			if (trace && c == nchunks - 1)
+				trace[3] = gtime();
+		}
+		__syncthreads();
+		const unsigned long long b = c * chunk, e = min(n, b + chunk);
+		const uint8_t *base = staging + (unsigned long long)slot * chunk * rb;
+		for (unsigned long long f = b + (unsigned long long)warp * RPW; f < e; f += (unsigned long long)nwarps * RPW) {
+			const uint8_t *src[RPW];
+			uint8_t *dst[RPW];
+			int nrows = (int)min((unsigned long long)RPW, e - f);
+#pragma unroll
+			for (int r = 0; r < RPW; r++) {
+				src[r] = NULL;
+				dst[r] = out;
+				if (r < nrows) {
+					src[r] = base + (f + r - b) * rb;
+					dst[r] = out + (f + r) * ob;
+				}
+			}
+			warp_rows<true>(src, dst, rb, nrows, fmt, vec, lane);
+		}
+		__syncthreads(); /* every load of the slot has completed (its values were stored) */
+		if (threadIdx.x == 0) {
+			__threadfence_system();
+			*(volatile unsigned *)(ready + slot) = 0u;
+		}
+	}
+	if (threadIdx.x == 0) {
+		__threadfence();
+		if (atomicAdd(&sync[1], 1u) == gridDim.x - 1) {
+			if (h_dead) {
+				*(volatile unsigned long long *)h_dead = atomicAdd(&counters[0], 0ull);
+				__threadfence_system();
+			}
+			if (trace) {
+				trace[4] = gtime();
+				__threadfence_system();
+			}
+			atomicExch(&sync[0], 0u);
+			atomicExch(&sync[1], 0u);
+		}
+	}
+}

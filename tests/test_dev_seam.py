@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""test_dev_seam.py: the device layer is the only way to the GPU driver. No file outside src/gpu/cuda
+(the CUDA backend; the rest of src/gpu is backend-neutral) names the CUDA driver (eht_cu.*, EHT_CU_*, CU* types and constants, CUDA_* results, cuda/ headers),
+except src/lookup (moving onto gpu/dev.h; its count is printed and may only shrink) and the ABI check
+of src/gpu/cuda/cu_types.h; no file outside src/gpu/cuda includes a src/gpu/cuda header; and every
+driver entry point the loader resolves is called somewhere (an unused one would be a symbol the
+loader demands for nothing). A failure names the file, line and token. Runs without a GPU."""
+import os
+import re
+import sys
+
+src = os.environ.get("EHT_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..")
+DRIVER = re.compile(r"\beht_cu[._]\w+|\bEHT_CU_(?!HIDE\b)\w+|\bCU(?:result|device|deviceptr|stream|event|graph|graphExec|"
+                    r"module|function|context|hostFn|mem\w+)\b|\bCU_[A-Z0-9_]+\b|\bCUDA_(?:SUCCESS|ERROR_\w+)\b|"
+                    r'#include\s+"(?:gpu/)?cuda/')
+# Until src/lookup calls gpu/dev.h (its driver calls map one to one: see src/gpu/dev.h).
+TRANSITIONAL = ("src/lookup/", "src/cuda/")
+ABI_CHECK = ("tests/cu_abi_eht.c", "tests/test_cu_abi.c", "tests/cu_abi_list.h")
+LOOKUP_MAX = 200  # lines of src/lookup naming the driver when the seam landed
+
+
+def sources():
+    for top in ("src", "tools", "tests", "mpi", "adapters", "examples", "python"):
+        for dirpath, _, files in os.walk(os.path.join(src, top)):
+            for f in files:
+                if f.endswith((".c", ".h", ".cu", ".cuh")):
+                    p = os.path.join(dirpath, f)
+                    yield os.path.relpath(p, src), p
+
+
+def code_lines(text):
+    """(line number, code) with comments blanked out, so prose may name the driver."""
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    for i, line in enumerate(text.split("\n"), 1):
+        yield i, re.sub(r"//.*", "", line)
+
+
+bad = 0
+lookup_lines = 0
+for rel, path in sources():
+    if rel.startswith("src/gpu/cuda/") or rel in ABI_CHECK:
+        continue
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    for n, line in code_lines(text):
+        m = DRIVER.search(line)
+        if not m:
+            continue
+        if rel.startswith(TRANSITIONAL):
+            lookup_lines += 1
+            continue
+        print("%s:%d: names the CUDA driver (%s): call src/gpu/dev.h instead" % (rel, n, m.group(0)), file=sys.stderr)
+        bad += 1
+print("src/lookup: %d lines still name the driver (transitional)" % lookup_lines, file=sys.stderr)
+if lookup_lines > LOOKUP_MAX:
+    print("src/lookup: more driver lines than when the seam landed (%d > %d)" % (lookup_lines, LOOKUP_MAX),
+          file=sys.stderr)
+    bad += 1
+
+# src/gpu/cuda headers stay inside the backend (and src/cuda's forwarding headers).
+for rel, path in sources():
+    if rel.startswith(("src/gpu/cuda/",) + TRANSITIONAL) or rel in ABI_CHECK:
+        continue
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if re.search(r'#include\s+"gpu/cuda/', line):
+                print("%s:%d: includes a CUDA backend header" % (rel, n), file=sys.stderr)
+                bad += 1
+
+# Every entry point in the loader's table is called through it.
+with open(os.path.join(src, "src/gpu/cuda/cu_driver.h")) as f:
+    table = f.read()
+names = re.findall(r"X\((cu\w+),\s*([A-Z_]+),", table)
+if len(names) < 40:
+    print("cu_driver.h: could not read the entry point table (%d found)" % len(names), file=sys.stderr)
+    bad += 1
+users = ""
+for rel, path in sources():
+    if rel != "src/gpu/cuda/cu_driver.h" and (rel.startswith("src/") or rel.startswith("tests/")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            users += "\n".join(line for _, line in code_lines(f.read()))
+for name, feature in names:
+    if not re.search(r"\b%s\b" % name, users):
+        print("cu_driver.h: %s (%s) is resolved but never called" % (name, feature), file=sys.stderr)
+        bad += 1
+print("%d entry points, %d optional" % (len(names), sum(1 for _, f in names if f != "CORE")), file=sys.stderr)
+sys.exit(1 if bad else 0)
