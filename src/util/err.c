@@ -41,8 +41,9 @@ int eht_err_prefix(int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(err_msg) && old[0])
-		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", old);
+	/* No message under it (the failing call set none): the code's own text, never nothing. */
+	if (n >= 0 && (size_t)n < sizeof(err_msg))
+		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", old[0] ? old : strerror(rc < 0 ? -rc : rc));
 	return rc;
 }
 
