@@ -233,6 +233,23 @@ static void backlog_full(const char *ckpt)
 	snprintf(cmd, sizeof(cmd), "worker %s --check %s --device -1 --wait --timeout 1", key, ckpt);
 	CHECK_RC(t_cli_run(cmd, 30, NULL, 0, err, sizeof(err)), 1); /* 124: `timeout` ended it */
 	CHECK(strstr(err, "backlog") != NULL);
+	/* eht.attach(timeout=) of the Python binding (the same eht_attach), where it can load libeht:
+	 * not an ASan build's, whose runtime the interpreter lacks. */
+	const char *src = getenv("EHT_SOURCE_DIR"), *lib = getenv("EHT_LIB");
+	snprintf(cmd, sizeof(cmd), "PYTHONPATH='%s/python' EHT_LIB='%s' python3 -c 'import eht; eht.version()' >/dev/null 2>&1",
+		 src ? src : ".", lib ? lib : "");
+	if (src && lib && sh(cmd) == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 "PYTHONPATH='%s/python' EHT_LIB='%s' timeout 30 python3 -c '\n"
+			 "import eht, sys\n"
+			 "try:\n    eht.attach(\"%s\", timeout=1)\n"
+			 "except eht.EhtError as e:\n    sys.exit(0 if \"backlog\" in str(e) else 3)\n"
+			 "sys.exit(4)'",
+			 src, lib, key);
+		CHECK_RC(sh(cmd), 0); /* 124: blocked in connect */
+	} else {
+		fprintf(stderr, "test_serve_net: no Python binding here: eht.attach(timeout=) not tried\n");
+	}
 	stop(f);
 	close(lfd);
 }
