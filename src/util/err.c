@@ -42,8 +42,15 @@ int eht_err_prefix(int rc, const char *fmt, ...)
 	int n = vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
 	va_end(ap);
 	/* No message under it (the failing call set none): the code's own text, never nothing. */
-	if (n >= 0 && (size_t)n < sizeof(err_msg))
-		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", old[0] ? old : strerror(rc < 0 ? -rc : rc));
+	const char *tail = old[0] ? old : strerror(rc < 0 ? -rc : rc);
+	size_t at = n >= 0 ? (size_t)n : sizeof(err_msg);
+	if (at + 2 < sizeof(err_msg)) { /* appended by hand: a long cause is cut, never a warning */
+		memcpy(err_msg + at, ": ", 2);
+		at += 2;
+		size_t k = strnlen(tail, sizeof(err_msg) - 1 - at);
+		memcpy(err_msg + at, tail, k);
+		err_msg[at + k] = '\0';
+	}
 	return rc;
 }
 
