@@ -19,13 +19,16 @@ typedef struct eht_mpi_group eht_mpi_group;
 struct eht_mpi_opts {
 	uint32_t size;       /* sizeof(struct eht_mpi_opts) */
 	uint32_t flags;      /* none yet: must be 0 */
-	uint32_t timeout_ms; /* deadline of every collective; 0: $EHT_GROUP_TIMEOUT_MS or 300000 */
+	uint32_t timeout_ms; /* deadline of every collective, and of eht_mpi_group_create as a whole;
+			      * 0: $EHT_GROUP_TIMEOUT_MS or 300000 */
 	const char *key;     /* names the group in messages ([A-Za-z0-9._-], 1..64); NULL: "mpi" */
 };
 
 /* Collective over comm: splits it into node groups (MPI_Comm_split_type SHARED, then by
  * eht_node_id() so that $EHT_NODE_ID can simulate several nodes on one machine) and makes an
- * eht_group over this rank's node communicator. Returns 0, -EINVAL (bad options, EHT_NODE_ID),
+ * eht_group over this rank's node communicator, all within one timeout_ms: it first checks that
+ * every rank of comm has arrived (the splits themselves cannot be bounded), so a rank that comes
+ * late makes the others fail with -ETIMEDOUT at their deadline (and itself at its own). Returns 0, -EINVAL (bad options, EHT_NODE_ID),
  * -ETIMEDOUT (a rank did not join within the deadline), -EIO (an MPI call failed) or eht_group_create's
  * errors; eht_mpi_last_error() or eht_last_error() says why. */
 int eht_mpi_group_create(MPI_Comm comm, const struct eht_mpi_opts *opts, eht_mpi_group **out);

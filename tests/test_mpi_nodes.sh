@@ -3,7 +3,8 @@
 # test_mpi_nodes.sh: libeht_mpi under `mpirun -np 4` on one machine (region tier, no GPU needed):
 # one node -> one copy; EHT_NODE_ID as 2 simulated nodes of 2 ranks -> two copies, one file per node;
 # a fault on one node's rank -> that node fails as a whole, the other keeps its tier; a rank killed
-# or stalled -> the job fails with a clear error well within the deadline (never hangs).
+# or stalled -> the job fails with a clear error well within the deadline (never hangs); a rank that
+# comes late to eht_mpi_group_create -> the others fail at their deadline, not when it comes.
 # Usage: test_mpi_nodes.sh EXAMPLE MPIRUN. Exit 0 pass, 1 fail, 77 skip (no mpirun).
 set -u
 ex=$1
@@ -65,6 +66,10 @@ grep_log die-rank-recovery "world rank 2: broadcast over 2 ranks did not complet
 # A rank that stalls: its node's peer fails at the 3 s deadline with eht's message, then aborts.
 run stall-rank nonzero 60 "$sim" "$ex" --bytes 8M --stall-rank 3 --timeout-ms 3000
 grep_log stall-rank "did not complete within 3000 ms: a rank died or stalled"
+# A rank that joins 15 s late against a 2 s deadline: the others give up at theirs (not when it
+# comes: MPI_Comm_split_type would block until then), say so, and abort the job.
+run late-rank nonzero 12 "$sim" "$ex" --bytes 8M --late-rank 3 --late-ms 15000 --timeout-ms 2000
+grep_log late-rank "the arrival of every rank (a rank came late) over 4 ranks did not complete within 2000 ms"
 rm -rf "$log"
 [ $fails = 0 ] && echo "test_mpi_nodes: all passed" && exit 0
 echo "test_mpi_nodes: $fails failed"

@@ -17,6 +17,11 @@ int main(void)
 	CHECK(strcmp(eht_last_error(), "outer: x") == 0);
 	eht_err_clear();
 	CHECK(strcmp(eht_last_error(), "") == 0);
+	/* A callee that set no message (a raw -errno): the prefix stands on the code's text, not on
+	 * nothing (and the callers clear first, so never on an earlier call's message). */
+	CHECK_RC(eht_err_prefix(-ETIMEDOUT, "status of key 'a'"), -ETIMEDOUT);
+	CHECK(strcmp(eht_last_error(), "status of key 'a': Connection timed out") == 0);
+	eht_err_clear();
 
 	uint64_t v = 0;
 	CHECK_RC(eht_parse_size("123", &v), 0);

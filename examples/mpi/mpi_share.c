@@ -6,7 +6,8 @@
  *
  *   mpirun -np 4 example_mpi_share --bytes 64M [--tier auto|host-numa|region-pinned|region]
  *          [--expect-copies N] [--expect-tiers T0,T1,..] [--die-rank R] [--stall-rank R]
- *          [--timeout-ms MS]
+ *          [--late-rank R --late-ms MS] [--timeout-ms MS]
+ * (--late-rank: that rank calls eht_mpi_group_create MS late: the others give up at the deadline.)
  *
  * Memory: every rank reads every page and reports the file behind its mapping (device, inode) and
  * that file's allocated bytes (st_blocks: the tmpfs pages the copy holds); world rank 0 adds the
@@ -25,6 +26,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "eht_mpi.h"
@@ -149,7 +151,7 @@ static int die(const char *why, int rc)
 int main(int argc, char **argv)
 {
 	uint64_t bytes = 64ull << 20;
-	int tier = 0, expect_copies = -1, die_rank = -1, stall_rank = -1;
+	int tier = 0, expect_copies = -1, die_rank = -1, stall_rank = -1, late_rank = -1, late_ms = 0;
 	uint32_t timeout_ms = 0;
 	const char *expect_tiers = NULL;
 	MPI_Init(&argc, &argv);
@@ -175,6 +177,10 @@ int main(int argc, char **argv)
 			die_rank = atoi(v);
 		else if (!strcmp(a, "--stall-rank"))
 			stall_rank = atoi(v);
+		else if (!strcmp(a, "--late-rank"))
+			late_rank = atoi(v);
+		else if (!strcmp(a, "--late-ms"))
+			late_ms = atoi(v);
 		else if (!strcmp(a, "--timeout-ms"))
 			timeout_ms = (uint32_t)strtoul(v, NULL, 10);
 		else {
@@ -189,6 +195,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	if (wrank == late_rank && late_ms > 0) {
+		fprintf(stderr, "mpi_share: world rank %d: joining %d ms late (--late-rank)\n", wrank, late_ms);
+		struct timespec ts = {late_ms / 1000, (long)(late_ms % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+	}
 	eht_mpi_group *mg = NULL;
 	struct eht_mpi_opts mo = {.size = sizeof(mo), .timeout_ms = timeout_ms, .key = "mpi-share"};
 	int rc = eht_mpi_group_create(MPI_COMM_WORLD, &mo, &mg);

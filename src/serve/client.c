@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,37 +58,43 @@ int eht_client_check(eht_client *c)
 
 static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
 {
-	struct sockaddr_un a;
-	socklen_t alen;
+	struct sockaddr_un a, ra;
+	socklen_t alen, ralen;
 	int rc = serve_addr(key, &a, &alen);
+	/* A worker of the EHT_SERVE_ALLOW_GID group also looks for root's server of the key. */
+	const bool root_too = geteuid() != 0 && serve_allowed_gid() >= 0;
+	if (!rc && root_too)
+		rc = serve_addr_of(key, 0, &ra, &ralen);
 	if (rc)
 		return rc;
 	int64_t deadline = eht_now_ms() + timeout_ms;
 	for (;;) {
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return eht_err_sys(errno, "attach %s: socket", key);
-		if (connect(fd, (struct sockaddr *)&a, alen) == 0) {
-			/* Anyone may bind an abstract name first: trust only our own user, root or the
-			 * allowed group, before reading a byte from it. */
-			int prc = serve_peer_trusted(fd, key);
+		int fd = -1;
+		/* Non-blocking: a full backlog must not hold us past the deadline. */
+		rc = serve_connect(&a, alen, deadline, &fd);
+		if (rc == -ECONNREFUSED && root_too)
+			rc = serve_connect(&ra, ralen, deadline, &fd);
+		if (!rc) {
+			/* Anyone may bind an abstract name first: trust only our own user or root, before
+			 * reading a byte from it. */
+			int prc = serve_peer_trusted(fd, "attach", key);
 			if (prc) {
 				close(fd);
 				return prc;
 			}
-			int fl = fcntl(fd, F_GETFL);
-			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 			*fd_out = fd;
 			return 0;
 		}
-		int e = errno;
-		close(fd);
-		if (e != ECONNREFUSED && e != ENOENT && e != EAGAIN)
-			return eht_err_sys(e, "attach %s: connect", key);
-		if (eht_now_ms() >= deadline)
+		if (rc == -ETIMEDOUT)
+			return eht_err(ETIMEDOUT, "attach %s: the server's listen backlog stayed full for %u ms (a server "
+				       "still loading, or another process filling it)", key, timeout_ms);
+		if (rc != -ECONNREFUSED)
+			return eht_err_sys(-rc, "attach %s: connect", key);
+		int64_t left = deadline - eht_now_ms();
+		if (left <= 0)
 			return eht_err(ETIMEDOUT, "attach %s: no `eht serve --key %s` answered within %u ms", key, key,
 				       timeout_ms);
-		struct timespec ts = {0, 20 * 1000 * 1000};
+		struct timespec ts = {0, (left < 20 ? left : 20) * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
 }
@@ -132,8 +139,13 @@ static int receive(eht_client *c, uint32_t timeout_ms, json_t **root_out, int **
 	json_t *root = json_loadb(text, h.json_len, 0, &jerr);
 	free(text);
 	if (h.status || !root || !json_is_array(json_object_get(root, "tables"))) {
-		rc = h.status ? eht_err(h.status, "attach %s: the server failed to export its tables", c->key)
-			      : eht_err(EPROTO, "attach %s: malformed table list", c->key);
+		const char *why = json_string_value(json_object_get(root, "error"));
+		if (h.status == -EACCES) /* refused: not its uid, root or its EHT_SERVE_ALLOW_GID group */
+			rc = eht_err(EACCES, "attach %s: the server refused this worker: %s", c->key,
+				     why ? why : "not its user");
+		else
+			rc = h.status ? eht_err(h.status, "attach %s: the server failed to export its tables", c->key)
+				      : eht_err(EPROTO, "attach %s: malformed table list", c->key);
 		json_decref(root);
 		eht_sock_close_fds(fds, got);
 		free(fds);

@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* serve_peer.c: who holds the other end of a serve socket, and whether a worker may trust it. */
+/* serve_peer.c: who holds the other end of a serve socket (attach or status), whom a server serves
+ * and whom a worker trusts. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "serve/serve_proto.h"
 #include "util/err.h"
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59 /* Linux 4.13 */
+#endif
 
 int serve_peer(int fd, struct ucred *cred)
 {
@@ -16,8 +24,7 @@ int serve_peer(int fd, struct ucred *cred)
 	return 0;
 }
 
-/* The group EHT_SERVE_ALLOW_GID names, or -1 (unset or not a number). */
-static long allowed_gid(void)
+long serve_allowed_gid(void)
 {
 	const char *s = getenv("EHT_SERVE_ALLOW_GID");
 	char *end;
@@ -25,21 +32,49 @@ static long allowed_gid(void)
 		return -1;
 	errno = 0;
 	long g = strtol(s, &end, 10);
-	return errno || *end || g < 0 ? -1 : g;
+	return errno || *end || g < 0 || g > (long)UINT32_MAX - 1 ? -1 : g;
 }
 
-int serve_peer_trusted(int fd, const char *key)
+/* Whether gid g is among the peer's supplementary groups (SO_PEERGROUPS: what the kernel recorded
+ * at connect; a process cannot add itself to a group it is not in). */
+static bool peer_in_group(int fd, gid_t g)
+{
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(small);
+	bool in = false;
+	int r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	if (r != 0 && errno == ERANGE && (groups = malloc(len)) != NULL)
+		r = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	for (size_t i = 0; r == 0 && i < len / sizeof(gid_t); i++)
+		in |= groups[i] == g;
+	if (groups != small)
+		free(groups);
+	return in;
+}
+
+int serve_client_allowed(int fd, long g, struct ucred *cred)
+{
+	int rc = serve_peer(fd, cred);
+	if (rc)
+		return rc;
+	if (cred->uid == geteuid() || cred->uid == 0)
+		return 0;
+	if (g >= 0 && (cred->gid == (gid_t)g || peer_in_group(fd, (gid_t)g)))
+		return 0;
+	return -EACCES;
+}
+
+int serve_peer_trusted(int fd, const char *what, const char *key)
 {
 	struct ucred c;
 	int rc = serve_peer(fd, &c);
 	if (rc)
-		return eht_err(-rc, "attach %s: cannot learn who serves the key (SO_PEERCRED)", key);
-	long g = allowed_gid();
-	if (c.uid == geteuid() || c.uid == 0 || (g >= 0 && c.gid == (gid_t)g))
+		return eht_err(-rc, "%s %s: cannot learn who holds the key's socket (SO_PEERCRED)", what, key);
+	/* Never a group: anyone of it could bind the name first and hand out their own tables. */
+	if (c.uid == geteuid() || c.uid == 0)
 		return 0;
-	/* Another user bound the name first: attaching would read (and trust) their tables. */
 	return eht_err(EPERM,
-		       "attach %s: the socket is held by uid %u (pid %d, gid %u), not by this user (uid %u) or root; "
-		       "refusing its tables (EHT_SERVE_ALLOW_GID=GID trusts a server of that group)",
-		       key, (unsigned)c.uid, (int)c.pid, (unsigned)c.gid, (unsigned)geteuid());
+		       "%s %s: the socket is held by uid %u (pid %d, gid %u), not by this user (uid %u) or root; "
+		       "refusing it",
+		       what, key, (unsigned)c.uid, (int)c.pid, (unsigned)c.gid, (unsigned)geteuid());
 }

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 
 #define STATUS_TIMEOUT_MS 2000
 #define STATUS_MAX (16u << 20)
+#define KEY_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 struct worker {
 	int fd;
@@ -49,19 +51,20 @@ struct serve_status {
 	json_t *tables;
 	struct worker *w;
 	size_t nw, cap;
+	long allow_gid; /* whom the attach socket serves beside our uid and root */
 	int lfd;
 	int wake[2];
 	pthread_t thread;
 };
 
-static int status_addr(const char *key, struct sockaddr_un *a, socklen_t *len)
+static int status_addr(const char *key, unsigned uid, struct sockaddr_un *a, socklen_t *len)
 {
 	size_t n = key ? strlen(key) : 0;
-	if (n == 0 || n > SERVE_KEY_MAX || strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
+	if (n == 0 || n > SERVE_KEY_MAX || strspn(key, KEY_CHARS) != n)
 		return eht_err(EINVAL, "serve key '%s': use 1..%d of [A-Za-z0-9._-]", key ? key : "", SERVE_KEY_MAX);
 	memset(a, 0, sizeof(*a));
 	a->sun_family = AF_UNIX;
-	int m = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "eht.status.%u.%s", (unsigned)geteuid(), key);
+	int m = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "eht.status.%u.%s", uid, key);
 	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)m);
 	return 0;
 }
@@ -94,8 +97,7 @@ static json_t *status_json(struct serve_status *st)
 static void answer(struct serve_status *st, int cfd)
 {
 	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || (cred.uid != geteuid() && cred.uid != 0))
+	if (serve_client_allowed(cfd, st->allow_gid, &cred) != 0) /* whom the attach socket serves, no one else */
 		return;
 	json_t *o = status_json(st);
 	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -129,12 +131,12 @@ static void *status_thread(void *arg)
 	return NULL;
 }
 
-int serve_status_start(const char *key, const char *path, int device, struct serve_status **out)
+int serve_status_start(const char *key, const char *path, int device, long allow_gid, struct serve_status **out)
 {
 	*out = NULL;
 	struct sockaddr_un a;
 	socklen_t alen;
-	int rc = status_addr(key, &a, &alen);
+	int rc = status_addr(key, (unsigned)geteuid(), &a, &alen);
 	if (rc)
 		return rc;
 	struct serve_status *st = calloc(1, sizeof(*st));
@@ -144,13 +146,17 @@ int serve_status_start(const char *key, const char *path, int device, struct ser
 	snprintf(st->key, sizeof(st->key), "%s", key);
 	snprintf(st->path, sizeof(st->path), "%s", path);
 	st->device = device;
+	st->allow_gid = allow_gid;
 	st->start_ms = eht_now_ms();
 	st->wake[0] = st->wake[1] = -1;
 	st->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (st->lfd < 0)
 		rc = eht_err_sys(errno, "serve %s: status socket", key);
-	else if (bind(st->lfd, (struct sockaddr *)&a, alen) != 0 || listen(st->lfd, 16) != 0)
-		rc = eht_err_sys(errno, "serve %s: status socket bind/listen", key);
+	else if (bind(st->lfd, (struct sockaddr *)&a, alen) != 0)
+		rc = errno == EADDRINUSE ? serve_name_taken("status name of key", key, &a, alen)
+					 : eht_err_sys(errno, "serve %s: status socket bind", key);
+	else if (listen(st->lfd, 16) != 0)
+		rc = eht_err_sys(errno, "serve %s: status socket listen", key);
 	else if (pipe2(st->wake, O_CLOEXEC) != 0)
 		rc = eht_err_sys(errno, "serve %s: status pipe", key);
 	else if ((rc = pthread_create(&st->thread, NULL, status_thread, st)) != 0)
@@ -278,71 +284,126 @@ void serve_status_stop(struct serve_status *st)
 
 /* ---- client ---- */
 
-/* Keys with a status socket of this uid, from /proc/net/unix ("@eht.status.<uid>.<key>"). */
-static int list_keys(json_t *keys)
+/* The whole of eht_serve_status (every server asked) within one deadline. */
+#define STATUS_COMMAND_MS STATUS_TIMEOUT_MS
+
+struct asked {
+	char key[SERVE_KEY_MAX + 1];
+	unsigned uid; /* whose name: ours, or root's (for a member of EHT_SERVE_ALLOW_GID's group) */
+	int fd;
+	int rc;
+	char msg[384]; /* rc's message: each name's own, not the last one's */
+	json_t *answer;
+};
+
+struct asks {
+	struct asked *a;
+	size_t n, cap;
+};
+
+static int ask_add(struct asks *q, const char *key, unsigned uid)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (!strcmp(q->a[i].key, key))
+			return 0; /* ours first: root's server of the same key is not asked */
+	if (q->n == q->cap) {
+		size_t cap = q->cap ? 2 * q->cap : 16;
+		struct asked *a = realloc(q->a, cap * sizeof(*a));
+		if (!a)
+			return eht_err(ENOMEM, "eht_serve_status: out of memory");
+		q->a = a;
+		q->cap = cap;
+	}
+	struct asked *x = &q->a[q->n++];
+	memset(x, 0, sizeof(*x));
+	snprintf(x->key, sizeof(x->key), "%s", key);
+	x->uid = uid;
+	x->fd = -1;
+	return 0;
+}
+
+/* A member of the EHT_SERVE_ALLOW_GID group also asks root's servers. */
+static bool root_too(void) { return geteuid() != 0 && serve_allowed_gid() >= 0; }
+
+/* Keys with a status name of uid, from /proc/net/unix ("@eht.status.<uid>.<key>"): only names; who
+ * holds each is checked when it is asked. */
+static int list_keys(struct asks *q, unsigned uid)
 {
 	FILE *f = fopen("/proc/net/unix", "re");
 	if (!f)
 		return eht_err_sys(errno, "eht_serve_status: /proc/net/unix");
 	char line[512], prefix[64];
-	snprintf(prefix, sizeof(prefix), "@eht.status.%u.", (unsigned)geteuid());
-	while (fgets(line, sizeof(line), f)) {
+	snprintf(prefix, sizeof(prefix), "@eht.status.%u.", uid);
+	int rc = 0;
+	while (!rc && fgets(line, sizeof(line), f)) {
 		char *at = strstr(line, prefix);
 		if (!at)
 			continue;
 		char *k = at + strlen(prefix);
 		k[strcspn(k, " \n")] = '\0';
-		int seen = 0;
-		for (size_t i = 0; i < json_array_size(keys); i++)
-			seen |= !strcmp(json_string_value(json_array_get(keys, i)), k);
-		if (*k && !seen)
-			json_array_append_new(keys, json_string(k));
+		size_t n = strlen(k);
+		if (n && n <= SERVE_KEY_MAX && strspn(k, KEY_CHARS) == n) /* no warning for names no key has */
+			rc = ask_add(q, k, uid);
 	}
 	fclose(f);
-	return 0;
+	return rc;
 }
 
-static int query(const char *key, json_t **out)
+/* Connects to x's status name and checks who holds it before anything is read: a name bound by
+ * another uid costs no wait. x->rc: 0 (connected), -ENOENT (no listener) or an error with its
+ * message. */
+static void ask_connect(struct asked *x, int64_t deadline)
 {
 	struct sockaddr_un a;
 	socklen_t alen;
-	int rc = status_addr(key, &a, &alen);
-	if (rc)
-		return rc;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return eht_err_sys(errno, "eht_serve_status: socket");
-	int64_t deadline = eht_now_ms() + STATUS_TIMEOUT_MS;
-	char *text = NULL;
-	uint32_t len = 0;
-	if (connect(fd, (struct sockaddr *)&a, alen) != 0) {
-		if (errno == ECONNREFUSED || errno == ENOENT)
-			rc = eht_err(ENOENT, "no server holds key '%s' on this node (for this user)", key);
-		else if (errno != EINPROGRESS)
-			rc = eht_err_sys(errno, "eht_serve_status: connect to the server of key '%s'", key);
+	int rc = status_addr(x->key, x->uid, &a, &alen); /* sets its own message */
+	if (!rc && (rc = serve_connect(&a, alen, deadline, &x->fd)) != 0) {
+		if (rc == -ECONNREFUSED)
+			rc = -ENOENT;
+		else if (rc == -ETIMEDOUT)
+			rc = eht_err(ETIMEDOUT, "status of key '%s': the status socket's backlog stayed full", x->key);
 		else
-			rc = eht_sock_wait(fd, POLLOUT, deadline);
+			rc = eht_err_sys(-rc, "status of key '%s': connect", x->key);
 	}
-	if (!rc)
-		rc = eht_sock_recv_all(fd, &len, sizeof(len), NULL, 0, NULL, deadline);
+	if (!rc && (rc = serve_peer_trusted(x->fd, "status of key", x->key)) != 0) {
+		close(x->fd);
+		x->fd = -1;
+	}
+	x->rc = rc;
+	snprintf(x->msg, sizeof(x->msg), "%s", rc ? eht_last_error() : "");
+}
+
+/* Reads x's answer (the length, then the JSON) until the deadline; what the server sent at once
+ * is read even once it passed. */
+static void ask_read(struct asked *x, int64_t deadline)
+{
+	uint32_t len = 0;
+	char *text = NULL;
+	int rc = eht_sock_recv_all(x->fd, &len, sizeof(len), NULL, 0, NULL, deadline);
+	if (rc)
+		rc = eht_err(rc, "status of key '%s': %s", x->key,
+			     rc == -ETIMEDOUT ? "no answer within the command's deadline"
+					      : "the server closed the connection without an answer");
 	if (!rc && (len == 0 || len > STATUS_MAX))
-		rc = eht_err(EPROTO, "eht_serve_status: the server of key '%s' sent a %u-byte status", key, len);
+		rc = eht_err(EPROTO, "status of key '%s': the server sent a %u-byte status", x->key, len);
 	if (!rc && !(text = malloc(len + 1)))
 		rc = eht_err(ENOMEM, "eht_serve_status: out of memory");
-	if (!rc)
-		rc = eht_sock_recv_all(fd, text, len, NULL, 0, NULL, deadline);
-	close(fd);
+	if (!rc && (rc = eht_sock_recv_all(x->fd, text, len, NULL, 0, NULL, deadline)) != 0)
+		rc = eht_err(rc, "status of key '%s': %s", x->key,
+			     rc == -ETIMEDOUT ? "the answer did not arrive within the command's deadline"
+					      : "the connection was lost during the answer");
 	if (!rc) {
 		text[len] = '\0';
 		json_error_t je;
-		*out = json_loads(text, 0, &je);
-		if (!*out)
-			rc = eht_err(EPROTO, "eht_serve_status: the server of key '%s' sent bad JSON: %s", key, je.text);
-	} else if (rc != -ENOENT) {
-		eht_err_prefix(rc, "status of key '%s'", key);
+		x->answer = json_loads(text, 0, &je);
+		if (!x->answer)
+			rc = eht_err(EPROTO, "status of key '%s': the server sent bad JSON: %s", x->key, je.text);
 	}
 	free(text);
-	return rc;
+	close(x->fd);
+	x->fd = -1;
+	x->rc = rc;
+	snprintf(x->msg, sizeof(x->msg), "%s", rc ? eht_last_error() : "");
 }
 
 int eht_serve_status(const char *key, char **json)
@@ -350,29 +411,65 @@ int eht_serve_status(const char *key, char **json)
 	if (!json)
 		return eht_err(EINVAL, "eht_serve_status: NULL json");
 	*json = NULL;
+	eht_err_clear(); /* every message below is about this call, never an earlier one */
+	int64_t deadline = eht_now_ms() + STATUS_COMMAND_MS;
+	struct asks q = {0};
 	json_t *result = NULL;
 	int rc = 0;
 	if (key) {
-		rc = query(key, &result);
-	} else {
-		json_t *keys = json_array();
-		result = json_array();
-		rc = keys && result ? list_keys(keys) : eht_err(ENOMEM, "eht_serve_status: out of memory");
-		for (size_t i = 0; !rc && i < json_array_size(keys); i++) {
-			json_t *one = NULL;
-			int qrc = query(json_string_value(json_array_get(keys, i)), &one);
-			if (qrc == 0)
-				json_array_append_new(result, one);
-			else if (qrc != -ENOENT) /* a server that exited meanwhile is simply not listed */
-				eht_warn("%s", eht_last_error());
+		/* Ours first; for a member of EHT_SERVE_ALLOW_GID's group, root's when ours is not bound. */
+		rc = ask_add(&q, key, (unsigned)geteuid());
+		if (!rc) {
+			ask_connect(&q.a[0], deadline);
+			if (q.a[0].rc == -ENOENT && root_too()) {
+				q.a[0].uid = 0;
+				ask_connect(&q.a[0], deadline);
+			}
+			if (!q.a[0].rc)
+				ask_read(&q.a[0], deadline);
+			rc = q.a[0].rc;
+			if (rc == -ENOENT)
+				rc = eht_err(ENOENT, "no server holds key '%s' on this node (for this user)", key);
+			if (!rc) {
+				result = q.a[0].answer;
+				q.a[0].answer = NULL;
+			}
 		}
-		json_decref(keys);
+	} else {
+		rc = list_keys(&q, (unsigned)geteuid());
+		if (!rc && root_too())
+			rc = list_keys(&q, 0);
+		result = rc ? NULL : json_array();
+		if (!rc && !result)
+			rc = eht_err(ENOMEM, "eht_serve_status: out of memory");
+		/* Every connection (and its peer check) first, then every answer: one deadline for the
+		 * whole listing, not one per name. */
+		for (size_t i = 0; !rc && i < q.n; i++)
+			ask_connect(&q.a[i], deadline);
+		for (size_t i = 0; !rc && i < q.n; i++) {
+			struct asked *x = &q.a[i];
+			if (!x->rc)
+				ask_read(x, deadline);
+			if (!x->rc) {
+				json_array_append_new(result, x->answer);
+				x->answer = NULL;
+			} else if (x->rc != -ENOENT) { /* a server that exited meanwhile is simply not listed */
+				eht_warn("%s", x->msg);
+			}
+		}
+		eht_err_clear(); /* the warnings said it: the listing itself succeeded */
 	}
 	if (!rc) {
 		*json = json_dumps(result, JSON_COMPACT);
 		if (!*json)
 			rc = eht_err(ENOMEM, "eht_serve_status: out of memory");
 	}
+	for (size_t i = 0; i < q.n; i++) {
+		if (q.a[i].fd >= 0)
+			close(q.a[i].fd);
+		json_decref(q.a[i].answer);
+	}
+	free(q.a);
 	json_decref(result);
 	return rc;
 }

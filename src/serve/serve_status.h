@@ -2,7 +2,7 @@
 /* serve_status.h: what a running server tells `eht status` (private to src/serve).
  *
  * Beside its attach socket, a server listens on the abstract Unix socket
- * "eht.status.<uid>.<key>". A client (same uid, or root) connects and receives a uint32 length then
+ * "eht.status.<uid>.<key>". A client (same uid, root, or of the EHT_SERVE_ALLOW_GID group) connects and receives a uint32 length then
  * that many bytes of JSON: {"key", "checkpoint", "pid", "uid", "device", "state": "loading" | "ready", "ready": bool, "uptime_s", "bytes" (in memory, once ready), "loaded_bytes" and "load_bytes" (loading
  * progress), "tables": [{"name", "tier",
  * "rows", "row_bytes", "bytes", "numa_node", "page_size", and with a hot set "hotset_rows" and
@@ -17,9 +17,11 @@
 
 struct serve_status;
 
-/* Starts answering status queries for key (checkpoint path, the GPU the tables are placed for).
- * Returns 0 or -errno; the server runs without status when it fails. */
-int serve_status_start(const char *key, const char *path, int device, struct serve_status **out);
+/* Starts answering status queries for key (checkpoint path, the GPU the tables are placed for) to
+ * whom the attach socket serves (allow_gid: serve_client_allowed). Returns 0 or -errno; -EADDRINUSE
+ * (someone holds the status name) fails the server like a taken key, any other error leaves it
+ * without status. */
+int serve_status_start(const char *key, const char *path, int device, long allow_gid, struct serve_status **out);
 /* Puts the status's progress callback (loaded_bytes / load_bytes while loading) in front of the
  * caller's, which it still calls. */
 void serve_status_wrap_progress(struct serve_status *st, eht_serve_progress_fn *fn, void **arg);

@@ -54,6 +54,7 @@ struct eht_server {
 	atomic_uint_fast64_t attaches;
 	atomic_uint live_clients;
 	struct serve_status *status; /* serve_status.c: what `eht status` sees; NULL when it failed */
+	long allow_gid;              /* EHT_SERVE_ALLOW_GID at start, or -1 */
 };
 
 /* One warning per kind per WARN_INTERVAL_MS: a flood of bad connections must not flood the log. */
@@ -148,13 +149,6 @@ static int send_tables(eht_server *s, int cfd)
 	return rc ? rc : src;
 }
 
-static bool peer_allowed(int fd, struct ucred *cred)
-{
-	if (serve_peer(fd, cred) != 0)
-		return false;
-	return cred->uid == geteuid() || cred->uid == 0;
-}
-
 /* Called with s->mu held. */
 static void drop_client(eht_server *s, size_t i)
 {
@@ -226,10 +220,21 @@ static void accept_one(eht_server *s)
 	if (cfd < 0)
 		return;
 	struct ucred cred = {.uid = (uid_t)-1};
-	if (!peer_allowed(cfd, &cred)) {
-		char why[96];
-		snprintf(why, sizeof(why), "uid %u (pid %d) is not this user or root", (unsigned)cred.uid, (int)cred.pid);
+	if (serve_client_allowed(cfd, s->allow_gid, &cred) != 0) {
+		char why[160], json[256];
+		long g = s->allow_gid;
+		snprintf(why, sizeof(why), "uid %u (pid %d, gid %u) is not this user (uid %u), root%s", (unsigned)cred.uid,
+			 (int)cred.pid, (unsigned)cred.gid, (unsigned)geteuid(),
+			 g >= 0 ? " or a member of EHT_SERVE_ALLOW_GID's group" : " (EHT_SERVE_ALLOW_GID unset)");
+		if (g >= 0)
+			snprintf(why + strlen(why), sizeof(why) - strlen(why), " %ld", g);
 		warn_limited(s, 0, "refused a worker of another user", why);
+		/* Tell it why, in one try that cannot block: a refused peer gets no thread and no wait. */
+		int n = snprintf(json, sizeof(json), "{\"error\":\"%s\"}", why);
+		struct serve_hello h = {.magic = SERVE_MAGIC, .version = SERVE_VERSION, .status = -EACCES,
+					.json_len = (uint32_t)n};
+		if (eht_sock_send_all(cfd, &h, sizeof(h), NULL, 0, 0) == 0)
+			(void)!eht_sock_send_all(cfd, json, (size_t)n, NULL, 0, 0);
 		close(cfd);
 		return;
 	}
@@ -377,8 +382,9 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 	return rc;
 }
 
-/* The key's name is bound: say by whom (another user squatting it is not "served already"). */
-static int name_taken(const char *key, const struct sockaddr_un *addr, socklen_t alen)
+/* A name of the key (what: "key", "status name of key") is bound: say by whom (another user
+ * squatting it is not "served already"). */
+int serve_name_taken(const char *what, const char *key, const struct sockaddr_un *addr, socklen_t alen)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	struct ucred c;
@@ -386,13 +392,14 @@ static int name_taken(const char *key, const struct sockaddr_un *addr, socklen_t
 	if (fd >= 0)
 		close(fd);
 	if (!ok)
-		return eht_err(EADDRINUSE, "key '%s' is bound on this node by a process that does not answer", key);
+		return eht_err(EADDRINUSE, "%s '%s' is bound on this node by a process that does not answer; use another --key",
+			       what, key);
 	if (c.uid != geteuid())
 		return eht_err(EADDRINUSE,
-			       "key '%s' is taken on this node by another user: uid %u (pid %d); workers would refuse it; "
+			       "%s '%s' is taken on this node by another user: uid %u (pid %d); workers would refuse it; "
 			       "use another --key",
-			       key, (unsigned)c.uid, (int)c.pid);
-	return eht_err(EADDRINUSE, "key '%s' is served already on this node (pid %d, uid %u)", key, (int)c.pid,
+			       what, key, (unsigned)c.uid, (int)c.pid);
+	return eht_err(EADDRINUSE, "%s '%s' is served already on this node (pid %d, uid %u)", what, key, (int)c.pid,
 		       (unsigned)c.uid);
 }
 
@@ -425,6 +432,7 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	for (unsigned i = 0; i < MAX_SENDERS; i++)
 		s->pending[i] = -1;
 	s->tier = o.tier;
+	s->allow_gid = serve_allowed_gid();
 	snprintf(s->key, sizeof(s->key), "%s", key);
 	if (!realpath(path, s->path))
 		snprintf(s->path, sizeof(s->path), "%s", path);
@@ -434,13 +442,20 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (s->lfd < 0)
 		rc = eht_err_sys(errno, "serve %s: socket", key);
 	else if (bind(s->lfd, (struct sockaddr *)&addr, alen) != 0)
-		rc = errno == EADDRINUSE ? name_taken(key, &addr, alen) : eht_err_sys(errno, "serve %s: bind", key);
+		rc = errno == EADDRINUSE ? serve_name_taken("key", key, &addr, alen) : eht_err_sys(errno, "serve %s: bind", key);
 	else if (listen(s->lfd, 128) != 0)
 		rc = eht_err_sys(errno, "serve %s: listen", key);
 	if (!rc && pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0)
 		rc = eht_err_sys(errno, "serve %s: pipe", key);
-	if (!rc && serve_status_start(key, s->path, o.device, &s->status) != 0)
+	/* A status name someone else holds would answer `eht status` and the ready file in our place:
+	 * taken like the key itself. Any other failure leaves the server without status. */
+	if (!rc && (rc = serve_status_start(key, s->path, o.device, s->allow_gid, &s->status)) != 0 && rc != -EADDRINUSE) {
 		eht_warn("serve %s: no status for `eht status`: %s", key, eht_last_error());
+		rc = 0;
+	}
+	if (!rc && s->allow_gid >= 0 && geteuid() != 0)
+		eht_warn("serve %s: EHT_SERVE_ALLOW_GID=%ld: workers of other users trust only a server run by root; "
+			 "this one (uid %u) serves its own user", key, s->allow_gid, (unsigned)geteuid());
 	serve_status_wrap_progress(s->status, &o.progress, &o.progress_arg);
 
 	eht_ckpt *ck = NULL;

@@ -41,8 +41,16 @@ int eht_err_prefix(int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	int n = vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(err_msg) && old[0])
-		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", old);
+	/* No message under it (the failing call set none): the code's own text, never nothing. */
+	const char *tail = old[0] ? old : strerror(rc < 0 ? -rc : rc);
+	size_t at = n >= 0 ? (size_t)n : sizeof(err_msg);
+	if (at + 2 < sizeof(err_msg)) { /* appended by hand: a long cause is cut, never a warning */
+		memcpy(err_msg + at, ": ", 2);
+		at += 2;
+		size_t k = strnlen(tail, sizeof(err_msg) - 1 - at);
+		memcpy(err_msg + at, tail, k);
+		err_msg[at + k] = '\0';
+	}
 	return rc;
 }
 

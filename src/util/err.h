@@ -15,7 +15,9 @@
 int eht_err(int err, const char *fmt, ...) EHT_PRINTF(2, 3);
 /* Like eht_err, but appends ": strerror(errno-value)". */
 int eht_err_sys(int err, const char *fmt, ...) EHT_PRINTF(2, 3);
-/* Prefixes the current message with more context ("opening x: <old message>"); returns rc. */
+/* Prefixes the current message with more context ("opening x: <old message>"); returns rc. The
+ * message under it must be this failure's own (the callee set it, or the caller cleared it before
+ * calling): with none, rc's strerror stands in. */
 int eht_err_prefix(int rc, const char *fmt, ...) EHT_PRINTF(2, 3);
 #define EHT_ERR_MAX 1024
 

@@ -344,13 +344,15 @@ int cmd_worker(int argc, char **argv)
 	char *st = NULL;
 	int src = eht_serve_status(o.key, &st);
 	free(st);
-	if (src == -ENOENT && !o.wait) {
-		char msg[256];
+	/* -EPERM: another user holds the key's status name; no server of ours can run beside it (it
+	 * counts as a taken key), so that is "none" too, said with who holds it. */
+	if ((src == -ENOENT || src == -EPERM) && !o.wait) {
+		char msg[768];
 		snprintf(msg, sizeof(msg), "no server holds key '%s' on this node (start one: eht serve CHECKPOINT --key %s; "
-			 "or pass --wait)", o.key, o.key);
+			 "or pass --wait)%s%s", o.key, o.key, src == -EPERM ? ": " : "", src == -EPERM ? eht_last_error() : "");
 		return cli_error("worker", o.json, msg);
 	}
-	if (src == -ENOENT)
+	if (src == -ENOENT || src == -EPERM)
 		fprintf(stderr, "eht worker: waiting up to %.0f s for a server of key '%s'\n", o.timeout_s, o.key);
 	if (o.device == -2)
 		o.device = eht_dev_count() > 0 ? 0 : -1;
