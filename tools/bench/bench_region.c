@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli_bench_region.c: `eht bench region`: create+populate rate and pin cost of shared regions, with the
+/* bench_region.c: `eht bench region`: create+populate rate and pin cost of shared regions, with the
  * machine's own write bandwidth over the same pages (the ceiling) measured in the same run. */
 #include <errno.h>
 #include <jansson.h>
@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "gpu/dev.h"
 #include "eht.h"
@@ -56,26 +57,26 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	eht_region *r = NULL;
 	memset(out, 0, sizeof(*out));
 	out->gib = gib;
-	double t0 = cli_now_s();
+	double t0 = bench_now_s();
 	int rc = eht_region_open(name, bytes, &o, &r);
 	if (rc)
 		return rc;
-	out->populate_s = cli_now_s() - t0;
+	out->populate_s = bench_now_s() - t0;
 	/* Ceiling: writing every byte of the same, already mapped pages with the pool's threads. */
 	struct fill f = {.p = eht_region_data(r), .len = (size_t)bytes, .chunk = 64u << 20, .v = 0x5a};
-	t0 = cli_now_s();
+	t0 = bench_now_s();
 	eht_pool_run(pool, (f.len + f.chunk - 1) / f.chunk, fill_task, &f);
-	out->fill_s = cli_now_s() - t0;
+	out->fill_s = bench_now_s() - t0;
 	rc = eht_region_mark_ready(r);
 	out->pin_rc = -ENODEV;
 	if (!rc && device >= 0) {
-		t0 = cli_now_s();
+		t0 = bench_now_s();
 		out->pin_rc = eht_region_pin(r, device);
-		out->pin_s = cli_now_s() - t0;
+		out->pin_s = bench_now_s() - t0;
 	}
-	t0 = cli_now_s();
+	t0 = bench_now_s();
 	int crc = eht_region_close(&r);
-	out->unpin_s = out->pin_rc == 0 ? cli_now_s() - t0 : 0;
+	out->unpin_s = out->pin_rc == 0 ? bench_now_s() - t0 : 0;
 	return rc ? rc : crc;
 }
 
@@ -213,7 +214,7 @@ int bench_region(int argc, char **argv)
 	}
 	free(list);
 	if (json && (status == 0 || json_array_size(results))) {
-		json_t *o = cli_report_new("region");
+		json_t *o = bench_report_new("region");
 		json_object_update_new(o, json_pack("{s:s, s:i, s:b, s:b, s:o, s:o}", "dir", dir, "threads", (int)threads,
 						    "thp", thp, "gpu", gpu, "results", results, "skipped", skipped));
 		if (status)
