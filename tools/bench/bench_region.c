@@ -80,7 +80,15 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	return rc ? rc : crc;
 }
 
-int bench_region(int argc, char **argv)
+struct region_opts {
+	const char *sizes, *dir;
+	unsigned threads;
+	int runs, device, gpu;
+	bool thp, json;
+};
+
+/* The command line into o; -1 to run, else the exit status. */
+static int parse_args(int argc, char **argv, struct region_opts *o)
 {
 	static const struct option longopts[] = {{"sizes", required_argument, NULL, 's'},
 						 {"dir", required_argument, NULL, 'D'},
@@ -91,14 +99,14 @@ int bench_region(int argc, char **argv)
 						 {"json", no_argument, NULL, 'j'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
-	const char *sizes = "1,16,48", *dir_opt = NULL;
-	int nthreads = 0, runs = 2, device = 0, c, bad = 0;
-	bool thp = false, json = false;
+	const char *dir_opt = NULL;
+	int nthreads = 0, c, bad = 0;
+	*o = (struct region_opts){.sizes = "1,16,48", .runs = 2};
 	cli_opt_reset();
 	while ((c = cli_getopt(argc, argv, "bench region", "h", longopts)) != -1) {
 		switch (c) {
 		case 's':
-			sizes = optarg;
+			o->sizes = optarg;
 			break;
 		case 'D':
 			dir_opt = optarg;
@@ -107,16 +115,16 @@ int bench_region(int argc, char **argv)
 			bad = cli_int("bench region", "--threads", optarg, &nthreads);
 			break;
 		case 'r':
-			bad = cli_int("bench region", "--runs", optarg, &runs);
+			bad = cli_int("bench region", "--runs", optarg, &o->runs);
 			break;
 		case 'd':
-			bad = cli_int("bench region", "--device", optarg, &device);
+			bad = cli_int("bench region", "--device", optarg, &o->device);
 			break;
 		case 'T':
-			thp = true;
+			o->thp = true;
 			break;
 		case 'j':
-			json = true;
+			o->json = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -129,29 +137,61 @@ int bench_region(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("bench region", "unexpected argument");
-	if (runs < 1 || device < 0 || nthreads < 0)
+	if (o->runs < 1 || o->device < 0 || nthreads < 0)
 		return cli_usage_error("bench region", "--runs must be >= 1, --device and --threads >= 0");
-	const char *dir = eht_region_dir(dir_opt);
-	unsigned threads = (unsigned)nthreads;
-	bool gpu = eht_dev_count() > device;
-	if (!threads) {
+	o->dir = eht_region_dir(dir_opt);
+	o->threads = (unsigned)nthreads;
+	o->gpu = eht_dev_count() > o->device;
+	if (!o->threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 32 ? 32 : (n < 1 ? 1 : (unsigned)n);
+		o->threads = n > 32 ? 32 : (n < 1 ? 1 : (unsigned)n);
 	}
-	eht_pool *pool = NULL;
-	if (eht_pool_create(threads > 1 ? threads - 1 : 1, -1, 0, &pool) != 0)
-		return cli_error("bench region", json, NULL);
+	return -1;
+}
 
-	json_t *results = json_array(), *skipped = json_array();
-	if (!json) {
-		printf("eht bench region: dir %s, %u populate thread(s), %s, GPU %s\n", dir, threads,
-		       thp ? "THP asked" : "base pages", gpu ? "present" : "none (pin n/a)");
-		printf("%8s %4s %12s %10s %14s %9s %11s %9s\n", "GiB", "run", "populate s", "GB/s", "ceiling GB/s",
-		       "pin s", "pin s/GiB", "unpin s");
+/* Why a size does not fit the directory or the memory ("" when it does). */
+static void why_not(const char *dir, double gib, char *why, size_t wl)
+{
+	uint64_t need = (uint64_t)(gib * (double)(1ull << 30));
+	struct eht_fs_info fi;
+	uint64_t avail = eht_mem_available();
+	why[0] = '\0';
+	if (eht_fs_info(dir, &fi) != 0)
+		snprintf(why, wl, "%s", eht_last_error());
+	else if (fi.free_bytes < need + (64u << 20))
+		snprintf(why, wl, "%.1f GiB free in %s", (double)fi.free_bytes / (1ull << 30), dir);
+	else if (avail && avail < need + need / 16 + (512u << 20))
+		snprintf(why, wl, "%.1f GiB of memory available", (double)avail / (1ull << 30));
+}
+
+/* One run's line or JSON entry. */
+static void report_run(const struct region_opts *o, double gib, int run, const struct run *r, json_t *results)
+{
+	double gb = gib * (double)(1ull << 30) / 1e9;
+	bool pinned = r->pin_rc == 0;
+	if (o->json) {
+		json_t *e = json_pack("{s:f, s:i, s:f, s:f, s:f}", "size_gib", gib, "run", run, "populate_s",
+				      r->populate_s, "populate_gbs", gb / r->populate_s, "ceiling_fill_gbs", gb / r->fill_s);
+		json_object_set_new(e, "pin_s", pinned ? json_real(r->pin_s) : json_null());
+		json_object_set_new(e, "pin_s_per_gib", pinned ? json_real(r->pin_s / gib) : json_null());
+		json_object_set_new(e, "unpin_s", pinned ? json_real(r->unpin_s) : json_null());
+		json_array_append_new(results, e);
+		return;
 	}
+	char pin[16], per[16], unpin[16];
+	bench_cell(pin, sizeof(pin), "%.3f", r->pin_s, pinned, o->gpu ? "failed" : "n/a");
+	bench_cell(per, sizeof(per), "%.4f", r->pin_s / gib, pinned, "n/a");
+	bench_cell(unpin, sizeof(unpin), "%.3f", r->unpin_s, pinned, "n/a");
+	printf("%8.2f %4d %12.3f %10.2f %14.2f %9s %11s %9s\n", gib, run, r->populate_s, gb / r->populate_s,
+	       gb / r->fill_s, pin, per, unpin);
+}
+
+/* Every size of the list (skipping those that do not fit), each o->runs times. The exit status. */
+static int region_sizes(const struct region_opts *o, eht_pool *pool, json_t *results, json_t *skipped)
+{
+	char *list = strdup(o->sizes);
 	int status = 0;
-	char *list = strdup(sizes);
-	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && !status; tok = strtok_r(NULL, ",", &save)) {
 		double gib = 0;
 		if (cli_double("bench region", "--sizes", tok, &gib) || gib <= 0) {
 			if (gib <= 0)
@@ -159,67 +199,57 @@ int bench_region(int argc, char **argv)
 			status = 2;
 			break;
 		}
-		uint64_t need = (uint64_t)(gib * (double)(1ull << 30));
-		struct eht_fs_info fi;
-		uint64_t avail = eht_mem_available();
-		char why[256] = "";
-		if (eht_fs_info(dir, &fi) != 0)
-			snprintf(why, sizeof(why), "%s", eht_last_error());
-		else if (fi.free_bytes < need + (64u << 20))
-			snprintf(why, sizeof(why), "%.1f GiB free in %s", (double)fi.free_bytes / (1ull << 30), dir);
-		else if (avail && avail < need + need / 16 + (512u << 20))
-			snprintf(why, sizeof(why), "%.1f GiB of memory available", (double)avail / (1ull << 30));
+		char why[256];
+		why_not(o->dir, gib, why, sizeof(why));
 		if (why[0]) {
-			if (json)
+			if (o->json)
 				json_array_append_new(skipped, json_pack("{s:f, s:s}", "size_gib", gib, "reason", why));
 			else
 				printf("%8.2f  skipped: does not fit (%s)\n", gib, why);
 			continue;
 		}
-		for (int run = 1; run <= runs; run++) {
+		for (int run = 1; run <= o->runs; run++) {
 			struct run r;
-			int rc = one_run(gib, dir, threads, thp, gpu ? device : -1, pool, &r);
+			int rc = one_run(gib, o->dir, o->threads, o->thp, o->gpu ? o->device : -1, pool, &r);
 			if (rc) {
 				char msg[1200];
 				snprintf(msg, sizeof(msg), "%.2f GiB: %s", gib, eht_last_error());
-				cli_error("bench region", json && json_array_size(results) == 0, msg);
+				cli_error("bench region", o->json && json_array_size(results) == 0, msg);
 				status = 1;
 				break;
 			}
-			double gb = gib * (double)(1ull << 30) / 1e9;
-			bool pinned = r.pin_rc == 0;
-			if (json) {
-				json_t *o = json_pack("{s:f, s:i, s:f, s:f, s:f}", "size_gib", gib, "run", run, "populate_s",
-						      r.populate_s, "populate_gbs", gb / r.populate_s, "ceiling_fill_gbs",
-						      gb / r.fill_s);
-				json_object_set_new(o, "pin_s", pinned ? json_real(r.pin_s) : json_null());
-				json_object_set_new(o, "pin_s_per_gib", pinned ? json_real(r.pin_s / gib) : json_null());
-				json_object_set_new(o, "unpin_s", pinned ? json_real(r.unpin_s) : json_null());
-				json_array_append_new(results, o);
-			} else {
-				char pin[16] = "n/a", per[16] = "n/a", unpin[16] = "n/a";
-				if (pinned) {
-					snprintf(pin, sizeof(pin), "%.3f", r.pin_s);
-					snprintf(per, sizeof(per), "%.4f", r.pin_s / gib);
-					snprintf(unpin, sizeof(unpin), "%.3f", r.unpin_s);
-				} else if (gpu) {
-					snprintf(pin, sizeof(pin), "failed");
-				}
-				printf("%8.2f %4d %12.3f %10.2f %14.2f %9s %11s %9s\n", gib, run, r.populate_s,
-				       gb / r.populate_s, gb / r.fill_s, pin, per, unpin);
-			}
+			report_run(o, gib, run, &r, results);
 		}
-		if (status)
-			break;
 	}
 	free(list);
-	if (json && (status == 0 || json_array_size(results))) {
-		json_t *o = bench_report_new("region");
-		json_object_update_new(o, json_pack("{s:s, s:i, s:b, s:b, s:o, s:o}", "dir", dir, "threads", (int)threads,
-						    "thp", thp, "gpu", gpu, "results", results, "skipped", skipped));
+	return status;
+}
+
+int bench_region(int argc, char **argv)
+{
+	struct region_opts o;
+	int status = parse_args(argc, argv, &o);
+	if (status >= 0)
+		return status;
+	eht_pool *pool = NULL;
+	if (eht_pool_create(o.threads > 1 ? o.threads - 1 : 1, -1, 0, &pool) != 0)
+		return cli_error("bench region", o.json, NULL);
+	json_t *results = json_array(), *skipped = json_array();
+	if (!o.json) {
+		printf("eht bench region: dir %s, %u populate thread(s), %s, GPU %s\n", o.dir, o.threads,
+		       o.thp ? "THP asked" : "base pages", o.gpu ? "present" : "none (pin n/a)");
+		printf("%8s %4s %12s %10s %14s %9s %11s %9s\n", "GiB", "run", "populate s", "GB/s", "ceiling GB/s",
+		       "pin s", "pin s/GiB", "unpin s");
+	}
+	status = region_sizes(&o, pool, results, skipped);
+	if (o.json && (status == 0 || json_array_size(results))) {
+		json_t *r = bench_report_new("region");
+		json_object_update_new(r, json_pack("{s:s, s:i, s:b, s:b, s:o, s:o}", "dir", o.dir, "threads",
+						    (int)o.threads, "thp", o.thp, "gpu", o.gpu, "results", results,
+						    "skipped", skipped));
 		if (status)
-			json_object_set_new(o, "error", json_string(eht_last_error()));
-		cli_print_json(o);
+			json_object_set_new(r, "error", json_string(eht_last_error()));
+		cli_print_json(r);
 	} else {
 		json_decref(results);
 		json_decref(skipped);
