@@ -48,6 +48,7 @@ struct req {
 	gid_t gid;
 	struct eht_fs_info fs;
 	const struct region_gpu_ops *gpu; /* may be NULL: no GPU steps */
+	const volatile int *cancel;       /* may be NULL: opts->cancel, read by populate */
 };
 
 static void sleep_s(double s)
@@ -94,6 +95,7 @@ static int req_init(struct req *q, const char *name, uint64_t bytes, const struc
 		q->numa_node = o->numa_node;
 		q->device = o->device;
 		q->gid = o->gid;
+		q->cancel = o->cancel;
 	}
 	const char *dir = eht_region_dir(o ? o->dir : NULL);
 	if (strlen(dir) + sizeof(REGION_TMP_PREFIX) + REGION_NAME_MAX + 48 > sizeof(q->path))
@@ -248,11 +250,6 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
-/* Not initial-exec (libeht may be dlopen'ed late): see disk_guard.c. */
-static _Thread_local const volatile int *tl_cancel;
-
-void eht_region_set_cancel(const volatile int *flag) { tl_cancel = flag; }
-
 /* Allocates and maps every data page with several threads. MADV_POPULATE_WRITE reports a full tmpfs
  * as an error (no SIGBUS); without it, fallocate reserves the space first (serially: tmpfs takes the
  * inode lock) and the threads only touch. Returns 0 or -ENOSPC / -errno with a message. */
@@ -260,7 +257,7 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 {
 	char a[32], b[32];
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
-			     .page = (size_t)r->page_size, .madv = true, .cancel = tl_cancel};
+			     .page = (size_t)r->page_size, .madv = true, .cancel = q->cancel};
 	double t0 = eht_now_s();
 	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
 		if (errno != EINVAL)

@@ -13,7 +13,7 @@
 #include "gpu/dev.h"
 #include "eht.h"
 #include "lookup/lk_hot.h"
-#include "table/mem_guard.h"
+#include "os/mem_guard.h"
 #include "util/err.h"
 
 struct wopts {
