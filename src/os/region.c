@@ -366,6 +366,63 @@ static void reclaim_once(const char *dir)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Maps the new file (file_bytes, data at data_offset) and binds its pages to node before the first
+ * touch; THP advised where asked. 0 or -errno (message set). */
+static int map_new(const struct req *q, struct eht_region *r, const char *tmp, uint64_t file_bytes,
+		   uint64_t data_offset, int node, bool strict)
+{
+	char a[32];
+	bool thp = q->flags & EHT_REGION_THP;
+	r->map_bytes = (size_t)file_bytes;
+	r->map = map_file(r->fd, r->map_bytes, thp && !q->fs.hugetlbfs ? THP_SIZE : 4096);
+	if (!r->map)
+		return eht_err_sys(errno == ENOMEM && q->fs.hugetlbfs ? ENOSPC : errno, "region %s: mapping %s of %s",
+				   q->name, fmt_bytes(file_bytes, a, sizeof(a)), tmp);
+	r->hdr = r->map;
+	r->data = (char *)r->map + data_offset;
+	r->page_size = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
+	r->numa_node = node;
+	/* Bind before the first touch: the policy lands on the shared file (tmpfs and hugetlbfs keep it
+	 * per inode), so the pages are placed on the node whoever faults them in. */
+	if (eht_numa_node_count() > 1) {
+		int b = eht_numa_bind(r->data, (size_t)(file_bytes - data_offset), node, strict);
+		if (b) {
+			eht_warn_once("region %s: mbind to NUMA node %d failed (%s); pages follow the default policy",
+				      q->name, node, strerror(-b));
+			r->numa_node = -1;
+		}
+	}
+	if (thp && !q->fs.hugetlbfs && !thp_advise(q, r->data, (size_t)(file_bytes - data_offset)))
+		r->page_size = q->fs.page_size; /* still 2 MiB aligned, so a later THP mode change helps */
+	return 0;
+}
+
+/* The header of a new region (not ready, no one attached), creator's identity included. */
+static void write_header(const struct req *q, struct eht_region *r, uint64_t file_bytes, uint64_t data_offset)
+{
+	struct region_hdr *h = r->hdr;
+	memcpy(h->magic, REGION_MAGIC, 8);
+	h->version = REGION_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->file_bytes = file_bytes;
+	h->data_offset = data_offset;
+	h->data_bytes = q->bytes;
+	h->rows = q->rows;
+	h->row_bytes = q->row_bytes;
+	h->page_size = r->page_size;
+	h->policy = (q->flags & REGION_HDR_POLICY) | (q->fs.hugetlbfs ? REGION_HDR_HUGETLB : 0);
+	h->expected_peers = (q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) ? q->expected_peers : 0;
+	h->numa_node = r->numa_node;
+	h->creator_pid = (int32_t)getpid();
+	h->creator_uid = (uint32_t)getuid();
+	h->creator_start = region_proc_start(getpid());
+	h->created_ns = eht_wall_ns();
+	region_boot_id(h->boot_id);
+	snprintf(h->name, sizeof(h->name), "%s", q->name);
+	atomic_store(&h->ready, 0);
+	atomic_store(&h->attached, 0);
+}
+
 /* Creates the region under a temporary name, then links it under its name so that the name only
  * ever shows a file with a full header whose creator holds the write lock. Returns 0, RETRY (another
  * creator won) or -errno. */
@@ -419,51 +476,9 @@ static int create(struct req *q, struct eht_region **out)
 		rc = eht_err_sys(errno, "region %s: sizing %s to %s", q->name, tmp, fmt_bytes(file_bytes, a, sizeof(a)));
 		goto fail;
 	}
-	r->map_bytes = (size_t)file_bytes;
-	r->map = map_file(r->fd, r->map_bytes, thp && !q->fs.hugetlbfs ? THP_SIZE : 4096);
-	if (!r->map) {
-		rc = eht_err_sys(errno == ENOMEM && q->fs.hugetlbfs ? ENOSPC : errno,
-				 "region %s: mapping %s of %s", q->name, fmt_bytes(file_bytes, a, sizeof(a)), tmp);
+	if ((rc = map_new(q, r, tmp, file_bytes, data_offset, node, strict)))
 		goto fail;
-	}
-	r->hdr = r->map;
-	r->data = (char *)r->map + data_offset;
-	r->page_size = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
-	r->numa_node = node;
-	/* Bind before the first touch: the policy lands on the shared file (tmpfs and hugetlbfs keep it
-	 * per inode), so the pages are placed on the node whoever faults them in. */
-	if (eht_numa_node_count() > 1) {
-		int b = eht_numa_bind(r->data, (size_t)(file_bytes - data_offset), node, strict);
-		if (b) {
-			eht_warn_once("region %s: mbind to NUMA node %d failed (%s); pages follow the default policy",
-				      q->name, node, strerror(-b));
-			r->numa_node = -1;
-		}
-	}
-	if (thp && !q->fs.hugetlbfs && !thp_advise(q, r->data, (size_t)(file_bytes - data_offset)))
-		r->page_size = q->fs.page_size; /* still 2 MiB aligned, so a later THP mode change helps */
-
-	struct region_hdr *h = r->hdr;
-	memcpy(h->magic, REGION_MAGIC, 8);
-	h->version = REGION_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->file_bytes = file_bytes;
-	h->data_offset = data_offset;
-	h->data_bytes = q->bytes;
-	h->rows = q->rows;
-	h->row_bytes = q->row_bytes;
-	h->page_size = r->page_size;
-	h->policy = (q->flags & REGION_HDR_POLICY) | (q->fs.hugetlbfs ? REGION_HDR_HUGETLB : 0);
-	h->expected_peers = (q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) ? q->expected_peers : 0;
-	h->numa_node = r->numa_node;
-	h->creator_pid = (int32_t)getpid();
-	h->creator_uid = (uint32_t)getuid();
-	h->creator_start = region_proc_start(getpid());
-	h->created_ns = eht_wall_ns();
-	region_boot_id(h->boot_id);
-	snprintf(h->name, sizeof(h->name), "%s", q->name);
-	atomic_store(&h->ready, 0);
-	atomic_store(&h->attached, 0);
+	write_header(q, r, file_bytes, data_offset);
 
 	if (link(tmp, q->path) != 0) {
 		if (errno == EEXIST) {
