@@ -22,7 +22,6 @@
 #include "os/numa.h"
 #include "gpu/dev.h"
 #include "eht.h"
-#include "util/env.h"
 #include "util/pool.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
