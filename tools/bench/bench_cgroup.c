@@ -270,7 +270,7 @@ int bench_cg_enter(struct bench_cg *c, uint64_t limit, char *why, size_t wl)
 		char *slash = strrchr(parent, '/');
 		snprintf(p, sizeof(p), "%s/memory.max", own2);
 		if (c->fake || !slash || slash == parent || access(p, F_OK) != 0) {
-			snprintf(w2, sizeof(w2), "cgroup v2 sibling: %s has no memory.max (its parent does not delegate the "
+			snprintf(w2, sizeof(w2), "cgroup v2 sibling: %.560s has no memory.max (its parent does not delegate the "
 				 "memory controller)", own2);
 		} else {
 			*slash = '\0';
