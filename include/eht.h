@@ -379,6 +379,8 @@ struct eht_region_opts {
 	double timeout_s;           /* how long openers wait for ready; <= 0: 60 s */
 	gid_t gid;                  /* with EHT_REGION_GROUP */
 	unsigned expected_peers;    /* with UNLINK_WHEN_MAPPED: processes that map it, creator included */
+	const volatile int *cancel; /* may be NULL; the creator's populate stops with -EINTR soon after
+				     * *cancel turns non-zero (a signal handler's flag). Added later. */
 };
 
 /* Creates or opens the region `name` ([A-Za-z0-9._-], 1..200 chars, no "..", not starting with
@@ -614,6 +616,8 @@ struct eht_share_opts {
 	uint64_t reserve_bytes; /* host-NUMA: keep this much of the node available; 0: EHT_NUMA_RESERVE
 				 * or 10% of the node's total */
 	const char *name;       /* table name (and region name for the region tiers); NULL: "table" */
+	const volatile int *cancel; /* may be NULL; a tier's long step (the region's populate) stops with
+				 * -EINTR soon after *cancel turns non-zero. Added later. */
 };
 
 /* Collective: maps one table of `bytes` on every rank of the group as cuMem host-NUMA memory on the

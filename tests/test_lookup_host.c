@@ -32,7 +32,7 @@ static void ref_row(int64_t r, int64_t lo, int64_t hi, int fmt, uint8_t *dst)
 
 /* A tier without a host pointer: rows [first, first + local) read through read_rows. */
 static int read_calls, read_unsorted, read_fail;
-static int fake_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst)
+static int fake_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags)
 {
 	__atomic_fetch_add(&read_calls, 1, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&read_fail, __ATOMIC_RELAXED))

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "table/mem_guard.h"
+#include "os/mem_guard.h"
 #include "testutil.h"
 
 static char file[1024];

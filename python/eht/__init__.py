@@ -14,6 +14,7 @@ libeht is found through $EHT_LIB, the build tree of a source checkout, pkg-confi
 Python's prefix, /usr/local, then the system's library path (eht._libfind). Type hints: eht/__init__.pyi.
 """
 import ctypes
+import collections.abc as _abc
 import ctypes.util
 import errno as _errno
 import json as _json
@@ -26,7 +27,39 @@ __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "T
            "read_hotset",
            "TIERS", "STRATEGIES", "FORMATS", "__version__"]
 
-TIERS = {0: "none", 1: "host-numa", 2: "region-pinned", 3: "region", 4: "disk", 5: "memory"}
+
+
+class _TierNames(_abc.Mapping):
+    """{tier number: name}, read from the library's one list of tiers (eht_tier_name) on first use."""
+
+    def __init__(self):
+        self._names = None
+
+    def _load(self):
+        if self._names is None:
+            names, lib = {0: "none"}, _L()
+            for t in range(1, 256):
+                name = lib.eht_tier_name(t).decode()
+                if name == "none":
+                    break
+                names[t] = name
+            self._names = names
+        return self._names
+
+    def __getitem__(self, tier):
+        return self._load()[tier]
+
+    def __iter__(self):
+        return iter(self._load())
+
+    def __len__(self):
+        return len(self._load())
+
+    def __repr__(self):
+        return repr(self._load())
+
+
+TIERS = _TierNames()
 STRATEGIES = {"auto": 0, "direct": 1, "sorted": 2, "host": 3}
 FORMATS = {"raw": 0, "bf16": 1}
 ENGRAM_ROW_BYTES = 264

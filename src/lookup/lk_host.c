@@ -111,7 +111,7 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 				run[m++] = r + (uint64_t)lk->lo; /* read_rows takes absolute rows */
 				i++;
 			}
-			int rc = lk->t->ops->read_rows(lk->t, run, m, dst + (s0 - begin) * stride);
+			int rc = lk->t->ops->read_rows(lk->t, run, m, dst + (s0 - begin) * stride, 0);
 			if (rc)
 				return rc;
 		}
@@ -145,7 +145,7 @@ static void job_task(void *arg, size_t c, unsigned worker)
 		break;
 	case JOB_ROWS:
 		if (!host) {
-			job_fail(j, lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb));
+			job_fail(j, lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb, 0));
 			break;
 		}
 		for (size_t i = begin; i < end; i++) {

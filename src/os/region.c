@@ -48,6 +48,7 @@ struct req {
 	gid_t gid;
 	struct eht_fs_info fs;
 	const struct region_gpu_ops *gpu; /* may be NULL: no GPU steps */
+	const volatile int *cancel;       /* may be NULL: opts->cancel, read by populate */
 };
 
 static void sleep_s(double s)
@@ -94,6 +95,7 @@ static int req_init(struct req *q, const char *name, uint64_t bytes, const struc
 		q->numa_node = o->numa_node;
 		q->device = o->device;
 		q->gid = o->gid;
+		q->cancel = o->cancel;
 	}
 	const char *dir = eht_region_dir(o ? o->dir : NULL);
 	if (strlen(dir) + sizeof(REGION_TMP_PREFIX) + REGION_NAME_MAX + 48 > sizeof(q->path))
@@ -248,11 +250,6 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
-/* Not initial-exec (libeht may be dlopen'ed late): see disk_guard.c. */
-static _Thread_local const volatile int *tl_cancel;
-
-void eht_region_set_cancel(const volatile int *flag) { tl_cancel = flag; }
-
 /* Allocates and maps every data page with several threads. MADV_POPULATE_WRITE reports a full tmpfs
  * as an error (no SIGBUS); without it, fallocate reserves the space first (serially: tmpfs takes the
  * inode lock) and the threads only touch. Returns 0 or -ENOSPC / -errno with a message. */
@@ -260,7 +257,7 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 {
 	char a[32], b[32];
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
-			     .page = (size_t)r->page_size, .madv = true, .cancel = tl_cancel};
+			     .page = (size_t)r->page_size, .madv = true, .cancel = q->cancel};
 	double t0 = eht_now_s();
 	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
 		if (errno != EINVAL)
@@ -369,6 +366,63 @@ static void reclaim_once(const char *dir)
 	pthread_mutex_unlock(&mu);
 }
 
+/* Maps the new file (file_bytes, data at data_offset) and binds its pages to node before the first
+ * touch; THP advised where asked. 0 or -errno (message set). */
+static int map_new(const struct req *q, struct eht_region *r, const char *tmp, uint64_t file_bytes,
+		   uint64_t data_offset, int node, bool strict)
+{
+	char a[32];
+	bool thp = q->flags & EHT_REGION_THP;
+	r->map_bytes = (size_t)file_bytes;
+	r->map = map_file(r->fd, r->map_bytes, thp && !q->fs.hugetlbfs ? THP_SIZE : 4096);
+	if (!r->map)
+		return eht_err_sys(errno == ENOMEM && q->fs.hugetlbfs ? ENOSPC : errno, "region %s: mapping %s of %s",
+				   q->name, fmt_bytes(file_bytes, a, sizeof(a)), tmp);
+	r->hdr = r->map;
+	r->data = (char *)r->map + data_offset;
+	r->page_size = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
+	r->numa_node = node;
+	/* Bind before the first touch: the policy lands on the shared file (tmpfs and hugetlbfs keep it
+	 * per inode), so the pages are placed on the node whoever faults them in. */
+	if (eht_numa_node_count() > 1) {
+		int b = eht_numa_bind(r->data, (size_t)(file_bytes - data_offset), node, strict);
+		if (b) {
+			eht_warn_once("region %s: mbind to NUMA node %d failed (%s); pages follow the default policy",
+				      q->name, node, strerror(-b));
+			r->numa_node = -1;
+		}
+	}
+	if (thp && !q->fs.hugetlbfs && !thp_advise(q, r->data, (size_t)(file_bytes - data_offset)))
+		r->page_size = q->fs.page_size; /* still 2 MiB aligned, so a later THP mode change helps */
+	return 0;
+}
+
+/* The header of a new region (not ready, no one attached), creator's identity included. */
+static void write_header(const struct req *q, struct eht_region *r, uint64_t file_bytes, uint64_t data_offset)
+{
+	struct region_hdr *h = r->hdr;
+	memcpy(h->magic, REGION_MAGIC, 8);
+	h->version = REGION_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->file_bytes = file_bytes;
+	h->data_offset = data_offset;
+	h->data_bytes = q->bytes;
+	h->rows = q->rows;
+	h->row_bytes = q->row_bytes;
+	h->page_size = r->page_size;
+	h->policy = (q->flags & REGION_HDR_POLICY) | (q->fs.hugetlbfs ? REGION_HDR_HUGETLB : 0);
+	h->expected_peers = (q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) ? q->expected_peers : 0;
+	h->numa_node = r->numa_node;
+	h->creator_pid = (int32_t)getpid();
+	h->creator_uid = (uint32_t)getuid();
+	h->creator_start = region_proc_start(getpid());
+	h->created_ns = eht_wall_ns();
+	region_boot_id(h->boot_id);
+	snprintf(h->name, sizeof(h->name), "%s", q->name);
+	atomic_store(&h->ready, 0);
+	atomic_store(&h->attached, 0);
+}
+
 /* Creates the region under a temporary name, then links it under its name so that the name only
  * ever shows a file with a full header whose creator holds the write lock. Returns 0, RETRY (another
  * creator won) or -errno. */
@@ -422,51 +476,9 @@ static int create(struct req *q, struct eht_region **out)
 		rc = eht_err_sys(errno, "region %s: sizing %s to %s", q->name, tmp, fmt_bytes(file_bytes, a, sizeof(a)));
 		goto fail;
 	}
-	r->map_bytes = (size_t)file_bytes;
-	r->map = map_file(r->fd, r->map_bytes, thp && !q->fs.hugetlbfs ? THP_SIZE : 4096);
-	if (!r->map) {
-		rc = eht_err_sys(errno == ENOMEM && q->fs.hugetlbfs ? ENOSPC : errno,
-				 "region %s: mapping %s of %s", q->name, fmt_bytes(file_bytes, a, sizeof(a)), tmp);
+	if ((rc = map_new(q, r, tmp, file_bytes, data_offset, node, strict)))
 		goto fail;
-	}
-	r->hdr = r->map;
-	r->data = (char *)r->map + data_offset;
-	r->page_size = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
-	r->numa_node = node;
-	/* Bind before the first touch: the policy lands on the shared file (tmpfs and hugetlbfs keep it
-	 * per inode), so the pages are placed on the node whoever faults them in. */
-	if (eht_numa_node_count() > 1) {
-		int b = eht_numa_bind(r->data, (size_t)(file_bytes - data_offset), node, strict);
-		if (b) {
-			eht_warn_once("region %s: mbind to NUMA node %d failed (%s); pages follow the default policy",
-				      q->name, node, strerror(-b));
-			r->numa_node = -1;
-		}
-	}
-	if (thp && !q->fs.hugetlbfs && !thp_advise(q, r->data, (size_t)(file_bytes - data_offset)))
-		r->page_size = q->fs.page_size; /* still 2 MiB aligned, so a later THP mode change helps */
-
-	struct region_hdr *h = r->hdr;
-	memcpy(h->magic, REGION_MAGIC, 8);
-	h->version = REGION_VERSION;
-	h->hdr_size = sizeof(*h);
-	h->file_bytes = file_bytes;
-	h->data_offset = data_offset;
-	h->data_bytes = q->bytes;
-	h->rows = q->rows;
-	h->row_bytes = q->row_bytes;
-	h->page_size = r->page_size;
-	h->policy = (q->flags & REGION_HDR_POLICY) | (q->fs.hugetlbfs ? REGION_HDR_HUGETLB : 0);
-	h->expected_peers = (q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) ? q->expected_peers : 0;
-	h->numa_node = r->numa_node;
-	h->creator_pid = (int32_t)getpid();
-	h->creator_uid = (uint32_t)getuid();
-	h->creator_start = region_proc_start(getpid());
-	h->created_ns = eht_wall_ns();
-	region_boot_id(h->boot_id);
-	snprintf(h->name, sizeof(h->name), "%s", q->name);
-	atomic_store(&h->ready, 0);
-	atomic_store(&h->attached, 0);
+	write_header(q, r, file_bytes, data_offset);
 
 	if (link(tmp, q->path) != 0) {
 		if (errno == EEXIST) {

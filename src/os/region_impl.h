@@ -95,10 +95,6 @@ uint64_t region_proc_start(pid_t pid);
 /* Removes this user's regions in dir that a dead creator left (killed while populating, or
  * orphaned), as the next creator does before making one. Returns how many; never fails. */
 int region_reclaim_dead(const char *dir);
-/* Sets the calling thread's stop flag for the populate of regions it creates (NULL: none); once
- * *flag turns non-zero the create stops with -EINTR, removing its file. For callers that can be
- * interrupted mid-load (eht serve); read with __atomic_load_n. */
-void eht_region_set_cancel(const volatile int *flag);
 /* 64 unpredictable bits (getrandom; a clock-and-pid mix where it is unavailable). */
 uint64_t region_random(void);
 

@@ -13,7 +13,7 @@
 
 #include "util/err.h"
 #include "util/log.h"
-#include "table/mem_guard.h"
+#include "os/mem_guard.h"
 #include "util/pool.h"
 
 static bool ends_with(const char *s, const char *suffix)

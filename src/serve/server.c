@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "gpu/dev.h"
-#include "os/region_impl.h"
 #include "os/sock_io.h"
 #include "serve/serve_hot.h"
 #include "serve/serve_impl.h"
@@ -332,7 +331,7 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 		total += s->tables[i].rows * s->tables[i].row_bytes;
 	/* A tier that reads the checkpoint where it lies opens it; the others are shared and filled. */
 	const struct eht_tier_def *tier = eht_tier_of(s->tier);
-	if (tier && tier->open_in_place) {
+	if (tier && (tier->caps & EHT_TIER_IN_PLACE)) {
 		int rc = 0;
 		for (size_t i = 0; !rc && i < s->ntables; i++) {
 			struct served *t = &s->tables[i];
@@ -352,12 +351,10 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 			rc = eht_err(EINTR, "serve %s: loading stopped by a signal before table %s", s->key, t->name);
 			break;
 		}
+		/* A table's populate can take a minute (100 GB): the stop flag cuts it short too. */
 		struct eht_share_opts so = {.size = sizeof(so), .tier = s->tier, .device = device,
-					    .row_bytes = t->row_bytes, .name = t->name};
-		/* A table's populate can take a minute (100 GB): let the stop flag cut it short too. */
-		eht_region_set_cancel(o->cancel);
+					    .row_bytes = t->row_bytes, .name = t->name, .cancel = o->cancel};
 		rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->table);
-		eht_region_set_cancel(NULL);
 		if (rc) {
 			if (rc == -ENOSPC) /* the fix must cover every table, not the one that did not fit */
 				eht_err_prefix(rc, "table %s (%.2f GiB; the whole checkpoint needs %.2f GiB for its %zu table(s): "
@@ -415,7 +412,7 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	if (o.flags)
 		return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", o.flags);
 	const struct eht_tier_def *tier = eht_tier_of(o.tier);
-	if (o.tier != 0 && !(tier && (tier->share || tier->open_in_place)))
+	if (o.tier != 0 && !(tier && (tier->caps & (EHT_TIER_CAN_SHARE | EHT_TIER_IN_PLACE))))
 		return eht_err(EINVAL, "eht_serve_start: tier %d (%s) cannot be served", o.tier, eht_tier_name(o.tier));
 	const char *key = o.key ? o.key : "default";
 	struct sockaddr_un addr;

@@ -141,6 +141,127 @@ static int check_tensor(const struct eht_st_write_tensor *t, size_t i, uint64_t 
 	return 0;
 }
 
+/* Checks every tensor (sizes into w[i].nbytes), sorts w into file order, refuses duplicate names. */
+static int check_tensors(const char *path, const struct eht_st_write_tensor *tensors, size_t n, struct wt *w)
+{
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		w[i].t = &tensors[i];
+		if ((rc = check_tensor(&tensors[i], i, &w[i].nbytes)))
+			return rc;
+	}
+	qsort(w, n, sizeof(*w), cmp_wt);
+	/* names are checked in their own order: equal names with different dtypes sort apart */
+	const char **names = malloc((n ? n : 1) * sizeof(char *));
+	if (!names)
+		return eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
+	for (size_t i = 0; i < n; i++)
+		names[i] = w[i].t->name;
+	qsort(names, n, sizeof(char *), cmp_pair);
+	rc = 0;
+	for (size_t i = 1; i < n && !rc; i++)
+		if (!strcmp(names[i - 1], names[i]))
+			rc = eht_err(EINVAL, "eht_st_write %s: duplicate tensor name '%s'", path, names[i]);
+	free(names);
+	return rc;
+}
+
+/* The metadata pairs (NULL-key terminated), checked and sorted by key into *meta (malloc'ed). */
+static int check_metadata(const char *path, const char *const *metadata, const char ***meta, size_t *nmeta)
+{
+	*nmeta = 0;
+	while (metadata[2 * *nmeta])
+		(*nmeta)++;
+	size_t nm = *nmeta;
+	const char **m = *meta = malloc((nm ? nm : 1) * 2 * sizeof(char *));
+	if (!m)
+		return eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
+	for (size_t i = 0; i < nm; i++) {
+		m[2 * i] = metadata[2 * i];
+		m[2 * i + 1] = metadata[2 * i + 1];
+		if (!m[2 * i + 1] || !st_utf8_valid(m[2 * i], strlen(m[2 * i])) ||
+		    !st_utf8_valid(m[2 * i + 1], strlen(m[2 * i + 1])))
+			return eht_err(EINVAL, "eht_st_write %s: metadata entry %zu: value missing or not UTF-8", path, i);
+	}
+	/* sort key/value pairs by key (pairs are adjacent, so sort 2-pointer records) */
+	qsort(m, nm, 2 * sizeof(char *), cmp_pair);
+	for (size_t i = 1; i < nm; i++)
+		if (!strcmp(m[2 * i - 2], m[2 * i]))
+			return eht_err(EINVAL, "eht_st_write %s: duplicate metadata key '%s'", path, m[2 * i]);
+	return 0;
+}
+
+/* The JSON header into h, padded to 8 bytes (meta NULL: no __metadata__). */
+static int build_header(const char *path, const struct wt *w, size_t n, const char **meta, size_t nmeta,
+			struct sbuf *h)
+{
+	sb_puts(h, "{");
+	if (meta) {
+		sb_puts(h, "\"__metadata__\":{");
+		for (size_t i = 0; i < nmeta; i++) {
+			if (i)
+				sb_puts(h, ",");
+			sb_json_str(h, meta[2 * i]);
+			sb_puts(h, ":");
+			sb_json_str(h, meta[2 * i + 1]);
+		}
+		sb_puts(h, "}");
+	}
+	uint64_t off = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct eht_st_write_tensor *t = w[i].t;
+		if (i || meta)
+			sb_puts(h, ",");
+		sb_json_str(h, t->name);
+		sb_printf(h, ":{\"dtype\":\"%s\",\"shape\":[", eht_dtype_name(t->dtype));
+		for (uint32_t d = 0; d < t->ndim; d++)
+			sb_printf(h, d ? ",%" PRIu64 : "%" PRIu64, t->shape[d]);
+		if (__builtin_add_overflow(off, w[i].nbytes, &off))
+			return eht_err(EOVERFLOW, "eht_st_write %s: data area larger than 2^64 bytes", path);
+		sb_printf(h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off - w[i].nbytes, off);
+	}
+	sb_puts(h, "}");
+	while (!h->oom && h->len % 8)
+		sb_puts(h, " ");
+	if (h->oom)
+		return eht_err(ENOMEM, "eht_st_write %s: out of memory for the header", path);
+	if (h->len > EHT_ST_MAX_HEADER)
+		return eht_err(EFBIG, "eht_st_write %s: header of %zu bytes over the limit", path, h->len);
+	return 0;
+}
+
+/* The header's length, the header, then each tensor's bytes (its data, or fill in CHUNK pieces). */
+static int write_body(int fd, const char *path, const char *tmp, const struct sbuf *h, const struct wt *w, size_t n)
+{
+	uint8_t le[8], *chunk = NULL;
+	int rc;
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)((uint64_t)h->len >> (8 * i));
+	if ((rc = write_all(fd, le, 8, tmp)) || (rc = write_all(fd, h->p, h->len, tmp)))
+		return rc;
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct eht_st_write_tensor *t = w[i].t;
+		if (t->data) {
+			rc = write_all(fd, t->data, (size_t)w[i].nbytes, tmp);
+			continue;
+		}
+		if (!chunk && !(chunk = malloc(CHUNK))) {
+			rc = eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
+			break;
+		}
+		for (uint64_t o = 0; o < w[i].nbytes && !rc; o += CHUNK) {
+			size_t len = w[i].nbytes - o < CHUNK ? (size_t)(w[i].nbytes - o) : CHUNK;
+			if ((rc = t->fill(t->ctx, o, chunk, len)) < 0) {
+				eht_err_prefix(rc, "eht_st_write %s: tensor '%s': fill", path, t->name);
+				break;
+			}
+			rc = write_all(fd, chunk, len, tmp);
+		}
+	}
+	free(chunk);
+	return rc;
+}
+
 int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, size_t n,
 		 const char *const *metadata, uint32_t flags)
 {
@@ -148,7 +269,6 @@ int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, si
 	const char **meta = NULL;
 	struct sbuf h = {0};
 	char *tmp = NULL;
-	uint8_t *chunk = NULL;
 	int fd = -1, rc = 0;
 	size_t nmeta = 0;
 
@@ -159,95 +279,9 @@ int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, si
 	w = calloc(n ? n : 1, sizeof(*w));
 	if (!w)
 		return eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
-	for (size_t i = 0; i < n; i++) {
-		w[i].t = &tensors[i];
-		if ((rc = check_tensor(&tensors[i], i, &w[i].nbytes)))
-			goto out;
-	}
-	qsort(w, n, sizeof(*w), cmp_wt);
-	/* names are checked in their own order: equal names with different dtypes sort apart */
-	{
-		const char **names = malloc((n ? n : 1) * sizeof(char *));
-		if (!names) {
-			rc = eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++)
-			names[i] = w[i].t->name;
-		qsort(names, n, sizeof(char *), cmp_pair);
-		for (size_t i = 1; i < n && !rc; i++)
-			if (!strcmp(names[i - 1], names[i]))
-				rc = eht_err(EINVAL, "eht_st_write %s: duplicate tensor name '%s'", path, names[i]);
-		free(names);
-		if (rc)
-			goto out;
-	}
-
-	if (metadata) {
-		while (metadata[2 * nmeta])
-			nmeta++;
-		meta = malloc((nmeta ? nmeta : 1) * 2 * sizeof(char *));
-		if (!meta) {
-			rc = eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
-			goto out;
-		}
-		for (size_t i = 0; i < nmeta; i++) {
-			meta[2 * i] = metadata[2 * i];
-			meta[2 * i + 1] = metadata[2 * i + 1];
-			if (!meta[2 * i + 1] || !st_utf8_valid(meta[2 * i], strlen(meta[2 * i])) ||
-			    !st_utf8_valid(meta[2 * i + 1], strlen(meta[2 * i + 1]))) {
-				rc = eht_err(EINVAL, "eht_st_write %s: metadata entry %zu: value missing or not UTF-8", path, i);
-				goto out;
-			}
-		}
-		/* sort key/value pairs by key (pairs are adjacent, so sort 2-pointer records) */
-		qsort(meta, nmeta, 2 * sizeof(char *), cmp_pair);
-		for (size_t i = 1; i < nmeta; i++)
-			if (!strcmp(meta[2 * i - 2], meta[2 * i])) {
-				rc = eht_err(EINVAL, "eht_st_write %s: duplicate metadata key '%s'", path, meta[2 * i]);
-				goto out;
-			}
-	}
-
-	sb_puts(&h, "{");
-	if (metadata) {
-		sb_puts(&h, "\"__metadata__\":{");
-		for (size_t i = 0; i < nmeta; i++) {
-			if (i)
-				sb_puts(&h, ",");
-			sb_json_str(&h, meta[2 * i]);
-			sb_puts(&h, ":");
-			sb_json_str(&h, meta[2 * i + 1]);
-		}
-		sb_puts(&h, "}");
-	}
-	uint64_t off = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct eht_st_write_tensor *t = w[i].t;
-		if (i || metadata)
-			sb_puts(&h, ",");
-		sb_json_str(&h, t->name);
-		sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", eht_dtype_name(t->dtype));
-		for (uint32_t d = 0; d < t->ndim; d++)
-			sb_printf(&h, d ? ",%" PRIu64 : "%" PRIu64, t->shape[d]);
-		if (__builtin_add_overflow(off, w[i].nbytes, &off)) {
-			rc = eht_err(EOVERFLOW, "eht_st_write %s: data area larger than 2^64 bytes", path);
-			goto out;
-		}
-		sb_printf(&h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off - w[i].nbytes, off);
-	}
-	sb_puts(&h, "}");
-	while (!h.oom && h.len % 8)
-		sb_puts(&h, " ");
-	if (h.oom) {
-		rc = eht_err(ENOMEM, "eht_st_write %s: out of memory for the header", path);
+	if ((rc = check_tensors(path, tensors, n, w)) || (metadata && (rc = check_metadata(path, metadata, &meta, &nmeta))) ||
+	    (rc = build_header(path, w, n, metadata ? meta : NULL, nmeta, &h)))
 		goto out;
-	}
-	if (h.len > EHT_ST_MAX_HEADER) {
-		rc = eht_err(EFBIG, "eht_st_write %s: header of %zu bytes over the limit", path, h.len);
-		goto out;
-	}
-
 	if (asprintf(&tmp, "%s.tmp", path) < 0) {
 		tmp = NULL;
 		rc = eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
@@ -258,33 +292,8 @@ int eht_st_write(const char *path, const struct eht_st_write_tensor *tensors, si
 		rc = eht_err_sys(errno, "%s: open", tmp);
 		goto out;
 	}
-	uint8_t le[8];
-	for (int i = 0; i < 8; i++)
-		le[i] = (uint8_t)((uint64_t)h.len >> (8 * i));
-	if ((rc = write_all(fd, le, 8, tmp)) || (rc = write_all(fd, h.p, h.len, tmp)))
+	if ((rc = write_body(fd, path, tmp, &h, w, n)))
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct eht_st_write_tensor *t = w[i].t;
-		if (t->data) {
-			if ((rc = write_all(fd, t->data, (size_t)w[i].nbytes, tmp)))
-				goto out;
-			continue;
-		}
-		if (!chunk && !(chunk = malloc(CHUNK))) {
-			rc = eht_err(ENOMEM, "eht_st_write %s: out of memory", path);
-			goto out;
-		}
-		for (uint64_t o = 0; o < w[i].nbytes; o += CHUNK) {
-			size_t len = w[i].nbytes - o < CHUNK ? (size_t)(w[i].nbytes - o) : CHUNK;
-			if ((rc = t->fill(t->ctx, o, chunk, len)) < 0) {
-				eht_err_prefix(rc, "eht_st_write %s: tensor '%s': fill", path, t->name);
-				goto out;
-			}
-			rc = 0;
-			if ((rc = write_all(fd, chunk, len, tmp)))
-				goto out;
-		}
-	}
 	/* Durable before it is visible: after a crash, path is the old file or the whole new one. */
 	if (fsync(fd) != 0) {
 		rc = eht_err_sys(errno, "%s: fsync", tmp);
@@ -304,7 +313,6 @@ out:
 	if (rc && tmp)
 		unlink(tmp);
 	free(tmp);
-	free(chunk);
 	free(h.p);
 	free(meta);
 	free(w);

@@ -22,7 +22,7 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 		opts = &oc;
 	int tier = opts ? opts->tier : 0;
 	const struct eht_tier_def *forced = eht_tier_of(tier);
-	if (tier != 0 && (!forced || !forced->share))
+	if (tier != 0 && (!forced || !(forced->caps & EHT_TIER_CAN_SHARE)))
 		return eht_err(EINVAL, "eht_table_share: tier %d (%s) cannot be shared", tier, eht_tier_name(tier));
 	const char *name = opts && opts->name ? opts->name : "table";
 
@@ -30,8 +30,8 @@ int eht_table_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *o
 	const struct eht_tier_def *first = NULL, *last = NULL;
 	char cause[EHT_ERR_MAX] = ""; /* whole messages: a cut one loses its fix */
 	int rc = -ENOTSUP;
-	for (const struct eht_tier_def *k = eht_tiers; k->id; k++) {
-		if (!k->share || (forced && k != forced))
+	for (const struct eht_tier_def *k = eht_tier_list(); k->id; k++) {
+		if (!(k->caps & EHT_TIER_CAN_SHARE) || (forced && k != forced))
 			continue;
 		last = k;
 		rc = k->share(bytes, g, opts, tier, tier == 0, out);

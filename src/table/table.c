@@ -10,16 +10,56 @@
 #include "util/err.h"
 #include "util/opts.h"
 
-const char *eht_tier_name(int tier)
+/* ---- the defaults of the optional ops (eht_table_ops) ---- */
+static void describe_none(const eht_table *t, struct eht_table_info *info) {}
+
+static int read_rows_host(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags)
 {
-	switch (tier) {
-	case EHT_TIER_HOST_NUMA: return "host-numa";
-	case EHT_TIER_REGION_PINNED: return "region-pinned";
-	case EHT_TIER_REGION: return "region";
-	case EHT_TIER_DISK: return "disk";
-	case EHT_TIER_MEMORY: return "memory";
-	default: return "none";
+	const struct eht_table_info *ti = &t->info;
+	if (!ti->host)
+		return eht_err(EOPNOTSUPP, "table %s (%s tier) has neither a host pointer nor its own read_rows", t->name,
+			       eht_tier_name(ti->tier));
+	if (flags & EHT_ROWS_TO_DEVICE)
+		return eht_err(EOPNOTSUPP, "table %s (%s tier): rows are read into host memory only (GPUs read this "
+				       "tier through its device pointer; stage through host memory otherwise)",
+			       t->name, eht_tier_name(ti->tier));
+	uint8_t *out = dst;
+	for (size_t i = 0; i < n; i++) {
+		if (rows[i] < ti->first_row || rows[i] - ti->first_row >= ti->local_rows)
+			return eht_err(ERANGE, "table %s: row %llu is outside its rows [%llu, %llu)", t->name,
+				       (unsigned long long)rows[i], (unsigned long long)ti->first_row,
+				       (unsigned long long)(ti->first_row + ti->local_rows));
+		memcpy(out + i * ti->row_bytes, (const uint8_t *)ti->host + (rows[i] - ti->first_row) * ti->row_bytes,
+		       ti->row_bytes);
 	}
+	return 0;
+}
+
+static int export_none(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
+{
+	return eht_err(ENOTSUP, "table %s (%s tier) cannot be handed to another process", t->name,
+		       eht_tier_name(t->info.tier));
+}
+
+static void seal_none(eht_table *t) {}
+
+static int close_none(eht_table *t) { return 0; }
+
+/* The tier's ops with every NULL one replaced by its default: the only place that tests them. */
+static void fill_ops(struct eht_table_ops *full, const struct eht_table_ops *ops)
+{
+	static const struct eht_table_ops none = {0};
+	*full = *(ops ? ops : &none);
+	if (!full->describe)
+		full->describe = describe_none;
+	if (!full->read_rows)
+		full->read_rows = read_rows_host;
+	if (!full->export_to)
+		full->export_to = export_none;
+	if (!full->seal)
+		full->seal = seal_none;
+	if (!full->close)
+		full->close = close_none;
 }
 
 int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops *ops, void *impl,
@@ -33,10 +73,11 @@ int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops 
 	if (info->name)
 		snprintf(t->name, sizeof(t->name), "%s", info->name);
 	t->info.name = t->name;
-	t->ops = ops;
+	t->tier_ops = ops;
+	fill_ops(&t->ops_full, ops);
+	t->ops = &t->ops_full;
 	t->impl = impl;
-	if (ops && ops->describe)
-		ops->describe(t, &t->info);
+	t->ops->describe(t, &t->info);
 	*out = t;
 	return 0;
 }
@@ -54,7 +95,7 @@ int eht_table_close(eht_table *t)
 {
 	if (!t)
 		return 0;
-	int rc = (t->ops && t->ops->close) ? t->ops->close(t) : 0;
+	int rc = t->ops->close(t);
 	free(t->hot_rows);
 	free(t);
 	return rc;
@@ -64,11 +105,13 @@ int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 {
 	*fds = NULL;
 	*nfds = 0;
-	if (!t || !t->ops || !t->ops->export_to)
-		return eht_err(ENOTSUP, "table %s (%s tier) cannot be handed to another process", t ? t->name : "(null)",
-			       t ? eht_tier_name(t->info.tier) : "no");
+	if (!t)
+		return eht_err(ENOTSUP, "table (null) (no tier) cannot be handed to another process");
+	const struct eht_tier_def *def = eht_tier_of(t->info.tier);
+	if (!def || t->ops->export_to == export_none) /* nothing to describe: the tier's own words */
+		return export_none(t, desc, fds, nfds);
 	json_object_set_new(desc, "name", json_string(t->name));
-	json_object_set_new(desc, "tier", json_string(t->ops->id));
+	json_object_set_new(desc, "tier", json_string(def->id));
 	json_object_set_new(desc, "rows", json_integer((json_int_t)t->info.rows));
 	json_object_set_new(desc, "row_bytes", json_integer((json_int_t)t->info.row_bytes));
 	return t->ops->export_to(t, desc, fds, nfds);
@@ -76,8 +119,16 @@ int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 
 void eht_table_seal(eht_table *t)
 {
-	if (t && t->ops && t->ops->seal)
+	if (t)
 		t->ops->seal(t);
+}
+
+int eht_table_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags)
+{
+	if (!t || (n && (!rows || !dst)) || (flags & ~EHT_ROWS_TO_DEVICE))
+		return eht_err(EINVAL, "eht_table_read_rows: %s", !t ? "NULL table" : (flags & ~EHT_ROWS_TO_DEVICE)
+										 ? "unknown flags" : "NULL rows or dst");
+	return t->ops->read_rows(t, rows, n, dst, flags);
 }
 
 int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)
@@ -88,9 +139,9 @@ int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_impor
 	const struct eht_tier_def *tier = id ? eht_tier_find(id) : NULL;
 	if (!name || !eht_desc_u64(desc, "row_bytes"))
 		return eht_err(EPROTO, "a table description without name or row_bytes");
-	if (!tier || !tier->import)
+	if (!tier)
 		return eht_err(EPROTO, "table %s: unknown tier '%s'", name, id ? id : "(none)");
-	return tier->import(desc, fds, nfds, a, out);
+	return tier->import(desc, fds, nfds, a, out); /* a tier without import refuses in its own words */
 }
 
 void eht_table_set_hotset(eht_table *t, int64_t *rows, uint64_t n)

@@ -12,34 +12,44 @@
 
 #include "eht.h"
 
+/* Where read_rows writes: host memory (0), or device memory of the table's GPU (a CUdeviceptr in
+ * dst), for tiers that read storage straight into GPU memory (GPU-direct storage). */
+#define EHT_ROWS_TO_DEVICE 0x1u
+
+/* A tier's operations. eht_table_new fills every one a tier leaves NULL with a default (below), so
+ * callers of t->ops never test for NULL; the exported description's "tier" is the registry's id of
+ * the table's tier number (tiers.c), not named here. */
 struct eht_table_ops {
-	/* The tier's id in an exported description ("host-numa", "region", "disk", "memory"); the
-	 * importing process finds the tier's import under it (eht_tier_find). */
-	const char *id;
 	/* Fills the tier's fields of info from the tier's own state: tier, numa_node, page_size, host,
-	 * device_ptr, device. eht_table_new calls it once, so the info users see is the tier's word. NULL
-	 * (test doubles only): the info given to eht_table_new stands. */
+	 * device_ptr, device. eht_table_new calls it once, so the info users see is the tier's word.
+	 * Default (test doubles only): the info given to eht_table_new stands. */
 	void (*describe)(const eht_table *t, struct eht_table_info *info);
 	/* Copies rows[0..n) (absolute row numbers inside [first_row, first_row + local_rows)) into
-	 * dst, n * row_bytes bytes, in the given order. Needed only by tiers without a host pointer
-	 * (disk); NULL elsewhere. Returns 0 or -errno naming the file and offset. */
-	int (*read_rows)(eht_table *t, const uint64_t *rows, size_t n, void *dst);
+	 * dst, n * row_bytes bytes, in the given order; flags EHT_ROWS_TO_DEVICE: dst is device memory
+	 * (a tier that cannot write there refuses with -EOPNOTSUPP, before reading anything). Needed
+	 * by tiers without a host pointer (disk). Default: copies from info.host into host memory,
+	 * refuses device memory (the GPU reads such tables through info.device_ptr, or the caller
+	 * stages), and -EOPNOTSUPP where there is no host pointer. Returns 0 or -errno naming the file
+	 * and offset. */
+	int (*read_rows)(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags);
 	/* Exports t for another process of this node: adds the tier's fields to desc (a JSON object that
 	 * already holds "name", "tier", "rows" and "row_bytes") and returns in *fds (malloc'ed, *nfds
 	 * entries; the caller closes and frees them) the descriptors that process needs. On failure
-	 * nothing is left open. NULL: the tier cannot be exported (caller-owned memory). */
+	 * nothing is left open. Default: -ENOTSUP, the tier cannot be exported (caller-owned memory). */
 	int (*export_to)(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
 	/* The owner has written the rows and will only read them from now on: the tier forbids writes
 	 * by the processes it exports to where it can (the region: its file loses its write bits, so a
-	 * read-only descriptor cannot be reopened writable). Best effort; NULL: nothing to do. */
+	 * read-only descriptor cannot be reopened writable). Best effort; default: nothing to do. */
 	void (*seal)(eht_table *t);
-	/* Tier teardown: every step attempted, first error returned. May be NULL. */
+	/* Tier teardown: every step attempted, first error returned. Default: nothing, 0. */
 	int (*close)(eht_table *t);
 };
 
 struct eht_table {
 	struct eht_table_info info;
-	const struct eht_table_ops *ops;
+	const struct eht_table_ops *ops; /* &ops_full: every op set, call without testing */
+	const struct eht_table_ops *tier_ops; /* as the tier gave them: which tier made t (identity) */
+	struct eht_table_ops ops_full;
 	void *impl; /* the tier's own state */
 	/* Optional liveness hook, whatever the tier: 0 while the table may be used, else -errno (a
 	 * served table whose server is gone: -ECONNRESET). eht_lookup_run calls it first. */
@@ -64,7 +74,11 @@ int eht_table_check(eht_table *t);
 int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops *ops, void *impl,
 		  eht_table **out);
 
-/* Exports t for another process of this node: desc gets "name", "tier" (ops->id), "rows",
+/* Reads rows of t (see eht_table_ops.read_rows); the lookup engine's HOST strategy and tools call
+ * this. Returns 0, -EOPNOTSUPP (that destination is not one this tier writes) or the tier's error. */
+int eht_table_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags);
+
+/* Exports t for another process of this node: desc gets "name", "tier" (the registry's id), "rows",
  * "row_bytes" and the tier's own fields; *fds (malloc'ed or NULL, *nfds entries) the descriptors.
  * Returns 0, -ENOTSUP (a tier that cannot be exported) or the tier's error. */
 int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
@@ -85,11 +99,15 @@ struct eht_import_args {
  * tier's error. */
 int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);
 
-/* One tier as the registry knows it. */
+/* One tier as the registry knows it: the one list of tier names. eht_tier_find / eht_tier_of return
+ * the entry with every op set (a NULL one of eht_tiers[] filled with a default that refuses) and
+ * caps saying which ops are the tier's own, so callers choose by caps and call without testing. */
 struct eht_tier_def {
-	const char *id;    /* as in eht_table_ops.id */
+	const char *id;    /* in an exported description ("tier"); eht_tier_find's key */
 	const char *label; /* for messages: "host-NUMA", "region" */
 	int tiers[2];      /* EHT_TIER_* values it makes (0: unused slot) */
+	const char *names[2]; /* eht_tier_name of tiers[0], tiers[1] */
+	unsigned caps;     /* EHT_TIER_CAN_* (set by the registry from the ops given) */
 	/* Shares bytes across group g in this tier (NULL: the tier cannot be shared), every rank ending
 	 * with the same result. tier is the caller's request (0: any; one of tiers[] forces). With quiet
 	 * no warning is printed (eht_table_share words the one warning). Returns 0 or -errno. */
@@ -105,12 +123,17 @@ struct eht_tier_def {
 	const char *fallback_note;
 };
 
+#define EHT_TIER_CAN_SHARE 0x1u  /* share is the tier's own */
+#define EHT_TIER_IN_PLACE 0x2u   /* open_in_place is the tier's own */
+#define EHT_TIER_CAN_IMPORT 0x4u /* import is the tier's own */
+
 /* open_in_place flag: the opener only describes and exports the table (eht serve), never reads its
  * rows, so the tier keeps as little as it can (the disk tier: no row cache). */
 #define EHT_OPEN_EXPORT_ONLY 0x1u
 
-/* The registry, in eht_table_share's order of preference, ending with an entry whose id is NULL. */
-extern const struct eht_tier_def eht_tiers[];
+/* The registry (ops filled), in eht_table_share's order of preference, ending with an entry whose
+ * id is NULL. */
+const struct eht_tier_def *eht_tier_list(void);
 /* The registry entry by id, or by EHT_TIER_* value; NULL when unknown. */
 const struct eht_tier_def *eht_tier_find(const char *id);
 const struct eht_tier_def *eht_tier_of(int tier);

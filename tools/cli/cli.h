@@ -17,12 +17,7 @@ int cmd_worker(int argc, char **argv);   /* cli_worker.c */
 int cmd_status(int argc, char **argv);   /* cli_status.c */
 int cmd_hash(int argc, char **argv);     /* cli_hash.c */
 int cmd_hotset(int argc, char **argv);   /* cli_hotset.c */
-int cmd_bench(int argc, char **argv);    /* cli_bench.c: dispatches to the bench_* below */
-int bench_lookup(int argc, char **argv); /* cli_bench_lookup.c */
-int bench_region(int argc, char **argv); /* cli_bench_region.c */
-int bench_share(int argc, char **argv);  /* cli_bench_share.c */
-int bench_disk(int argc, char **argv);   /* cli_bench_disk.c */
-int bench_hash(int argc, char **argv);   /* cli_bench_hash.c */
+int cmd_bench(int argc, char **argv);    /* tools/bench/bench.c: the benchmarks (tools/bench/bench.h) */
 
 /* Prints "eht CMD: <eht_last_error()>" (or msg when given) to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *msg);
@@ -54,10 +49,6 @@ int cli_print_json(json_t *o);
 /* A failure: "eht CMD: msg" on stderr (msg NULL: eht_last_error()), and with json also
  * {"error": msg, "command": "eht CMD"} on stdout. Returns 1. */
 int cli_error(const char *cmd, int json, const char *msg);
-/* json_real(v), or null where the figure does not apply (or is NaN). */
-json_t *cli_real_or_null(double v, int applies);
-/* A bench report's header: {"bench": what, "eht_version", "host", "time_utc" (ISO 8601)}. */
-json_t *cli_report_new(const char *what);
 /* Whether progress goes to a terminal (a bar) or not (plain lines). */
 int cli_progress_tty(void);
 /* Progress of a long step on stderr: a line redrawn on a terminal, plain lines at every 10%
@@ -70,10 +61,6 @@ struct cli_progress {
 };
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total);
 void cli_progress_update(struct cli_progress *p, uint64_t done);
-
-/* ---- cli_bench_size.c ---- */
-/* Default table size of a memory bench: a quarter of avail bytes, at most 48 GiB (said on info). */
-double cli_bench_default_gib(uint64_t avail, FILE *info);
 
 /* ---- cli_notify.c ---- */
 /* Sends state ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET when set (systemd Type=notify). 0 or -errno. */

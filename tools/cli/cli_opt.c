@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli_opt.c: what every subcommand shares: getopt_long with exit-2 messages, strict numbers, and
- * JSON reports (errors as {"error": ...}, bench reports stamped with version, host and UTC time). */
+ * JSON errors ({"error": ...}); bench reports are tools/bench's (bench_harness.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -138,25 +138,6 @@ int cli_error(const char *cmd, int json, const char *msg)
 		cli_print_json(json_pack("{s:s, s:s}", "error", msg, "command", full));
 	}
 	return 1;
-}
-
-json_t *cli_real_or_null(double v, int applies)
-{
-	return applies && v == v ? json_real(v) : json_null();
-}
-
-json_t *cli_report_new(const char *what)
-{
-	char host[256] = "";
-	if (gethostname(host, sizeof(host) - 1) != 0)
-		snprintf(host, sizeof(host), "unknown");
-	char when[32] = "";
-	time_t now = time(NULL);
-	struct tm tm;
-	if (gmtime_r(&now, &tm))
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return json_pack("{s:s, s:s, s:s, s:s}", "bench", what, "eht_version", eht_version(), "host", host,
-			 "time_utc", when);
 }
 
 int cli_progress_tty(void) { return isatty(2); }

@@ -13,7 +13,7 @@
 #include "gpu/dev.h"
 #include "eht.h"
 #include "lookup/lk_hot.h"
-#include "table/mem_guard.h"
+#include "os/mem_guard.h"
 #include "util/err.h"
 
 struct wopts {
@@ -109,130 +109,174 @@ static int expected_row_guarded(eht_ckpt *ck, const char *table, int64_t r, uint
 	return e.rc;
 }
 
+/* One table's lookups: what every strategy shares. */
+struct wtable {
+	const struct wopts *o;
+	eht_table *t;
+	struct eht_table_info info;
+	eht_ckpt *ck;
+	int gpu;
+	const int64_t *hot;
+	uint64_t nhot, n;
+	const char *hsrc;
+	int64_t *ids;
+	unsigned char *host, *want;
+	size_t out_bytes;
+	eht_dptr dout;
+};
+
+/* Uniform ids, some repeated, a few dead (negative or past the end), a third hits of the hot set. */
+static void make_ids(struct wtable *w)
+{
+	uint64_t seed = 0x5eed0000ull + (uint64_t)w->o->id;
+	for (uint64_t i = 0; i < w->n; i++) {
+		uint64_t x = rnd(&seed);
+		if (i % 97 == 13)
+			w->ids[i] = (x & 1) ? -1 - (int64_t)(x % 5) : (int64_t)(w->info.rows + x % 5);
+		else if (i % 7 == 3 && i)
+			w->ids[i] = w->ids[x % i];
+		else if (w->nhot && i % 3 == 1) /* hits of the hot set, when there is one */
+			w->ids[i] = w->hot[x % w->nhot];
+		else
+			w->ids[i] = (int64_t)(x % w->info.rows);
+	}
+}
+
+/* Filling the GPU cache reads the hot rows from the shared table: the cost a worker pays once per
+ * engine at attach. 0 or -errno (message set). */
+static int fill_hotset(const struct wtable *w, eht_lookup *lk, int strategy, double *fill_ms)
+{
+	const struct wopts *o = w->o;
+	double t0 = cli_now_s();
+	int rc = w->gpu ? eht_lookup_set_hotset(lk, w->hot, w->nhot)
+			: eht_err(EINVAL, "--hotset: table %s is not readable by a GPU here", w->info.name);
+	if (!rc && w->gpu)
+		rc = eht_dev_sync();
+	*fill_ms = (cli_now_s() - t0) * 1e3;
+	if (rc)
+		return eht_err_prefix(rc, "worker %d: table %s: the %s hot set of %llu rows", o->id, w->info.name, w->hsrc,
+				      (unsigned long long)w->nhot);
+	if (!o->results)
+		printf("worker %d  %-36s %-7s hot set (%s) of %llu rows filled from the table in %.1f ms\n", o->id,
+		       w->info.name, eht_lookup_strategy_name(strategy), w->hsrc, (unsigned long long)w->nhot, *fill_ms);
+	return 0;
+}
+
+/* Every row of the output against the checkpoint's bytes: *bad the rows that differ. 0 or -errno. */
+static int check_rows(const struct wtable *w, uint64_t *bad)
+{
+	*bad = 0;
+	for (uint64_t i = 0; i < w->n; i++) {
+		int erc = expected_row_guarded(w->ck, w->info.name, w->ids[i], w->info.rows, w->info.row_bytes, w->want);
+		if (erc == -ENOENT)
+			fprintf(stderr, "eht worker: table %s is not in the checkpoint given to --check\n", w->info.name);
+		if (erc)
+			return erc;
+		*bad += memcmp(w->want, w->host + i * w->info.row_bytes, w->info.row_bytes) != 0;
+	}
+	return 0;
+}
+
+static void report_strategy(const struct wtable *w, eht_lookup *lk, double best, uint64_t bad, uint64_t dead,
+			    double fill_ms)
+{
+	const struct wopts *o = w->o;
+	uint64_t n = w->n;
+	if (o->results) {
+		json_array_append_new(o->results,
+				      json_pack("{s:i, s:s, s:s, s:I, s:f, s:f, s:I, s:I, s:b}", "worker", o->id, "table",
+						w->info.name, "strategy", eht_lookup_strategy_name(eht_lookup_last_strategy(lk)),
+						"ids", (json_int_t)n, "best_ms", best * 1e3, "rows_per_s", (double)n / best,
+						"mismatches", (json_int_t)bad, "dead", (json_int_t)dead, "match", bad == 0));
+		json_t *last = json_array_get(o->results, json_array_size(o->results) - 1);
+		json_object_set_new(last, "hotset", json_string(w->hsrc));
+		json_object_set_new(last, "hotset_rows", json_integer((json_int_t)w->nhot));
+		if (w->nhot)
+			json_object_set_new(last, "hotset_fill_ms", json_real(fill_ms));
+	} else {
+		printf("worker %d  %-36s %-7s %9llu ids  %8.3f ms  %8.2f M rows/s  %s (%llu dead)\n", o->id, w->info.name,
+		       eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), (unsigned long long)n, best * 1e3,
+		       (double)n / best / 1e6, bad ? "MISMATCH" : "rows match the checkpoint", (unsigned long long)dead);
+	}
+}
+
+/* One strategy: its engine (with the hot set), --reps timed lookups (the best kept), the check. */
+static int run_strategy(const struct wtable *w, int strategy, int *mismatches)
+{
+	const struct wopts *o = w->o;
+	uint64_t n = w->n;
+	struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = strategy, .device = w->gpu ? w->info.device : -1,
+				     .flags = w->gpu ? 0 : EHT_LOOKUP_CPU_ONLY, .max_batch = n};
+	eht_lookup *lk = NULL;
+	int rc = eht_lookup_create(w->t, &lo, &lk);
+	if (rc)
+		return rc;
+	double fill_ms = 0;
+	if (w->nhot && (rc = fill_hotset(w, lk, strategy, &fill_ms))) {
+		eht_lookup_destroy(lk);
+		return rc;
+	}
+	void *out = w->gpu ? (void *)(uintptr_t)w->dout : (void *)w->host;
+	unsigned flags = EHT_LOOKUP_RUN_IDS_HOST | (w->gpu ? EHT_LOOKUP_RUN_OUT_DEVICE : EHT_LOOKUP_RUN_OUT_HOST);
+	uint64_t dead = 0, bad = 0;
+	double best = 1e30;
+	for (int r = 0; !rc && r < o->reps; r++) {
+		double t0 = cli_now_s();
+		rc = eht_lookup_run(lk, w->ids, EHT_ID_INT64, 0, n, out, NULL, flags, &dead);
+		if (!rc && w->gpu)
+			rc = eht_dev_sync();
+		double dt = cli_now_s() - t0;
+		best = dt < best ? dt : best;
+	}
+	if (!rc && w->gpu)
+		rc = eht_dev_d2h(w->host, w->dout, w->out_bytes);
+	if (!rc)
+		rc = check_rows(w, &bad);
+	*mismatches += (int)bad;
+	if (!rc)
+		report_strategy(w, lk, best, bad, dead, fill_ms);
+	eht_lookup_destroy(lk);
+	return rc;
+}
+
 static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mismatches)
 {
-	struct eht_table_info info = {.size = sizeof(info)};
-	if (eht_table_get_info(t, &info) != 0)
+	struct wtable w = {.o = o, .t = t, .ck = ck, .info = {.size = sizeof(w.info)}, .n = o->ids};
+	if (eht_table_get_info(t, &w.info) != 0)
 		return -EINVAL;
-	const int gpu = info.device_ptr != 0 && eht_dev_count() > 0;
+	w.gpu = w.info.device_ptr != 0 && eht_dev_count() > 0;
 	int strategies[4], ns = 0;
-	if (gpu) {
+	if (w.gpu) {
 		strategies[ns++] = EHT_LOOKUP_DIRECT;
 		strategies[ns++] = EHT_LOOKUP_SORTED;
 	}
 	strategies[ns++] = EHT_LOOKUP_HOST;
-	if (gpu)
+	if (w.gpu)
 		strategies[ns++] = EHT_LOOKUP_AUTO;
-	const int64_t *hot = NULL;
-	uint64_t nhot = 0;
-	const char *hsrc = "none";
-	int hrc = pick_hotset(o, t, gpu, &hot, &nhot, &hsrc);
-	if (hrc)
-		return hrc;
+	int rc = pick_hotset(o, t, w.gpu, &w.hot, &w.nhot, &w.hsrc);
+	if (rc)
+		return rc;
 	/* --hotset-size: the set is most frequent first, so its head is the best set of that size. */
-	if (o->hot_max_rows && nhot > o->hot_max_rows)
-		nhot = o->hot_max_rows;
-	if (o->hot_max_bytes && nhot > o->hot_max_bytes / (info.row_bytes + 48))
-		nhot = o->hot_max_bytes / (info.row_bytes + 48);
-	uint64_t n = o->ids, seed = 0x5eed0000ull + (uint64_t)o->id;
-	int64_t *ids = malloc(n * sizeof(*ids));
-	size_t out_bytes = n * info.row_bytes;
-	unsigned char *host = malloc(out_bytes), *want = malloc(info.row_bytes);
-	eht_dptr dout = 0;
-	int rc = (!ids || !host || !want) ? -ENOMEM : 0;
-	/* Uniform ids, some repeated, a few dead (negative or past the end). */
-	for (uint64_t i = 0; !rc && i < n; i++) {
-		uint64_t x = rnd(&seed);
-		if (i % 97 == 13)
-			ids[i] = (x & 1) ? -1 - (int64_t)(x % 5) : (int64_t)(info.rows + x % 5);
-		else if (i % 7 == 3 && i)
-			ids[i] = ids[x % i];
-		else if (nhot && i % 3 == 1) /* hits of the hot set, when there is one */
-			ids[i] = hot[x % nhot];
-		else
-			ids[i] = (int64_t)(x % info.rows);
-	}
-	if (!rc && gpu)
-		rc = eht_dev_use(info.device) ? -ENODEV : eht_dev_alloc(&dout, out_bytes);
-	for (int si = 0; !rc && si < ns; si++) {
-		struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = strategies[si], .device = gpu ? info.device : -1,
-					     .flags = gpu ? 0 : EHT_LOOKUP_CPU_ONLY, .max_batch = n};
-		eht_lookup *lk = NULL;
-		if ((rc = eht_lookup_create(t, &lo, &lk)) != 0)
-			break;
-		double fill_ms = 0;
-		if (nhot) {
-			/* Filling the GPU cache reads the hot rows from the shared table: the cost a worker
-			 * pays once per engine at attach. */
-			double t0 = cli_now_s();
-			rc = gpu ? eht_lookup_set_hotset(lk, hot, nhot)
-				 : eht_err(EINVAL, "--hotset: table %s is not readable by a GPU here", info.name);
-			if (!rc && gpu)
-				rc = eht_dev_sync();
-			fill_ms = (cli_now_s() - t0) * 1e3;
-			if (rc) {
-				eht_err_prefix(rc, "worker %d: table %s: the %s hot set of %llu rows", o->id, info.name, hsrc,
-					       (unsigned long long)nhot);
-				eht_lookup_destroy(lk);
-				break;
-			}
-			if (!o->results)
-				printf("worker %d  %-36s %-7s hot set (%s) of %llu rows filled from the table in %.1f ms\n",
-				       o->id, info.name, eht_lookup_strategy_name(strategies[si]), hsrc, (unsigned long long)nhot,
-				       fill_ms);
-		}
-		void *out = gpu ? (void *)(uintptr_t)dout : (void *)host;
-		unsigned flags = EHT_LOOKUP_RUN_IDS_HOST | (gpu ? EHT_LOOKUP_RUN_OUT_DEVICE : EHT_LOOKUP_RUN_OUT_HOST);
-		uint64_t dead = 0;
-		double best = 1e30;
-		for (int r = 0; !rc && r < o->reps; r++) {
-			double t0 = cli_now_s();
-			rc = eht_lookup_run(lk, ids, EHT_ID_INT64, 0, n, out, NULL, flags, &dead);
-			if (!rc && gpu)
-				rc = eht_dev_sync();
-			double dt = cli_now_s() - t0;
-			best = dt < best ? dt : best;
-		}
-		if (!rc && gpu)
-			rc = eht_dev_d2h(host, dout, out_bytes);
-		uint64_t bad = 0;
-		for (uint64_t i = 0; !rc && i < n; i++) {
-			int erc = expected_row_guarded(ck, info.name, ids[i], info.rows, info.row_bytes, want);
-			if (erc == -ENOENT)
-				fprintf(stderr, "eht worker: table %s is not in the checkpoint given to --check\n", info.name);
-			if (erc) {
-				rc = erc;
-				break;
-			}
-			bad += memcmp(want, host + i * info.row_bytes, info.row_bytes) != 0;
-		}
-		*mismatches += (int)bad;
-		if (!rc && o->results)
-			json_array_append_new(o->results,
-					      json_pack("{s:i, s:s, s:s, s:I, s:f, s:f, s:I, s:I, s:b}", "worker", o->id, "table",
-							info.name, "strategy",
-							eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), "ids",
-							(json_int_t)n, "best_ms", best * 1e3, "rows_per_s", (double)n / best,
-							"mismatches", (json_int_t)bad, "dead", (json_int_t)dead, "match",
-							bad == 0));
-		if (!rc && o->results) {
-			json_t *last = json_array_get(o->results, json_array_size(o->results) - 1);
-			json_object_set_new(last, "hotset", json_string(hsrc));
-			json_object_set_new(last, "hotset_rows", json_integer((json_int_t)nhot));
-			if (nhot)
-				json_object_set_new(last, "hotset_fill_ms", json_real(fill_ms));
-		} else if (!rc)
-			printf("worker %d  %-36s %-7s %9llu ids  %8.3f ms  %8.2f M rows/s  %s (%llu dead)\n", o->id,
-			       info.name, eht_lookup_strategy_name(eht_lookup_last_strategy(lk)), (unsigned long long)n,
-			       best * 1e3, (double)n / best / 1e6, bad ? "MISMATCH" : "rows match the checkpoint",
-			       (unsigned long long)dead);
-		eht_lookup_destroy(lk);
-	}
-	if (dout)
-		eht_dev_free(dout);
-	free(ids);
-	free(host);
-	free(want);
+	if (o->hot_max_rows && w.nhot > o->hot_max_rows)
+		w.nhot = o->hot_max_rows;
+	if (o->hot_max_bytes && w.nhot > o->hot_max_bytes / (w.info.row_bytes + 48))
+		w.nhot = o->hot_max_bytes / (w.info.row_bytes + 48);
+	w.ids = malloc(w.n * sizeof(*w.ids));
+	w.out_bytes = w.n * w.info.row_bytes;
+	w.host = malloc(w.out_bytes);
+	w.want = malloc(w.info.row_bytes);
+	rc = (!w.ids || !w.host || !w.want) ? -ENOMEM : 0;
+	if (!rc)
+		make_ids(&w);
+	if (!rc && w.gpu)
+		rc = eht_dev_use(w.info.device) ? -ENODEV : eht_dev_alloc(&w.dout, w.out_bytes);
+	for (int si = 0; !rc && si < ns; si++)
+		rc = run_strategy(&w, strategies[si], mismatches);
+	if (w.dout)
+		eht_dev_free(w.dout);
+	free(w.ids);
+	free(w.host);
+	free(w.want);
 	return rc;
 }
 

@@ -6,7 +6,6 @@
 
 #include "cli.h"
 #include "eht.h"
-#include "util/clock.h"
 
 static const struct {
 	const char *name;
@@ -33,7 +32,9 @@ int cli_fail(const char *cmd, const char *msg)
 
 double cli_now_s(void)
 {
-	return eht_now_s();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int cli_cmp_double(const void *a, const void *b)

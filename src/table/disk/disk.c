@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "os/mem_guard.h"
 #include "table/disk/disk_impl.h"
 #include "table/disk/disk_tier.h"
 #include "util/env.h"
@@ -32,7 +33,7 @@ static const struct eht_table_ops disk_ops;
 
 static struct disk *disk_of(const eht_table *t)
 {
-	return (t && t->ops == &disk_ops) ? t->impl : NULL;
+	return (t && t->tier_ops == &disk_ops) ? t->impl : NULL;
 }
 
 /* ------------------------------------------------------------------- file checks and errors */
@@ -202,11 +203,15 @@ int disk_read_direct(struct disk *d, const uint64_t *rows, size_t n, uint8_t *ds
 	return rc;
 }
 
-/* The table's read_rows: the oldest prefetch ticket first, then cache and files. */
-static int disk_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst)
+/* The table's read_rows: the oldest prefetch ticket first, then cache and files; into host memory
+ * only (no GPU-direct reads: a GPU engine stages through its pinned buffer). */
+static int disk_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags)
 {
 	struct disk *d = t->impl;
 	uint8_t *out = dst;
+	if (flags & EHT_ROWS_TO_DEVICE)
+		return eht_err(EOPNOTSUPP, "disk table %s: rows are read into host memory only (no GPU-direct "
+					   "storage here: stage through host memory)", t->name);
 	for (size_t i = 0; i < n; i++)
 		if (rows[i] < d->first_row || rows[i] - d->first_row >= d->local_rows)
 			return eht_err(ERANGE, "disk table %s: row %llu is outside this rank's rows [%llu, %llu)", t->name,
@@ -282,7 +287,7 @@ static void disk_describe(const eht_table *t, struct eht_table_info *info)
 	info->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static const struct eht_table_ops disk_ops = {.id = "disk", .describe = disk_describe, .read_rows = disk_read_rows,
+static const struct eht_table_ops disk_ops = {.describe = disk_describe, .read_rows = disk_read_rows,
 					      .export_to = disk_export_desc, .close = disk_close};
 
 /* Maps rank's range of one tensor as part k of the packed rows. */
@@ -352,7 +357,7 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	if ((o.flags & EHT_DISK_URING) && !disk_uring_available())
 		return eht_err(EOPNOTSUPP, "eht_disk_open: EHT_DISK_URING in a libeht built without liburing "
 					   "(install liburing-dev and rebuild)");
-	if (!(o.flags & (EHT_DISK_PREAD | EHT_DISK_URING)) && (rc = disk_guard_install()))
+	if (!(o.flags & (EHT_DISK_PREAD | EHT_DISK_URING)) && (rc = eht_guard_install()))
 		return rc;
 
 	/* Aligned: the counter shards are a cache line each (sizeof is a multiple of the alignment). */

@@ -136,15 +136,14 @@ int disk_check_files(struct disk *d, bool check_path);
 int disk_read_error(struct disk *d, const struct disk_part *p, uint64_t row, uint64_t off, int err,
 		    const char *what);
 
-/* Copies len bytes from a mapping at src to dst, turning a SIGBUS into -EIO. Returns 0 or -EIO. */
+/* disk_copy.c, under the SIGBUS guard (os/mem_guard.h, installed at open). Copies rows[0..n) of one
+ * mapping at base to dst (dst_stride apart), turning a SIGBUS into -EIO. Returns 0 or -EIO. */
 int disk_guarded_copy_rows(const uint8_t *base, const uint64_t *rows, size_t n, uint64_t first_row,
 			   uint64_t row_bytes, uint8_t *dst, uint64_t dst_stride, size_t *fault_index);
 /* Copies rows[0..n) of every part into consecutive packed rows at dst (stride d->rb) in one pass,
  * turning a SIGBUS into -EIO with the row's index and part. Returns 0 or -EIO. */
 int disk_guarded_copy_packed(const struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst,
 			     size_t *fault_index, unsigned *fault_part);
-/* Installs the process-wide SIGBUS guard once. Returns 0 or -errno of sigaction. */
-int disk_guard_install(void);
 
 int disk_cache_init(struct disk_cache *c, uint64_t bytes, uint64_t rb);
 void disk_cache_free(struct disk_cache *c);

@@ -124,7 +124,7 @@ static void hn_describe(const eht_table *t, struct eht_table_info *info)
 	info->page_size = m->layout.granularity;
 }
 
-static const struct eht_table_ops hn_ops = {.id = "host-numa", .describe = hn_describe,
+static const struct eht_table_ops hn_ops = {.describe = hn_describe,
 					    .export_to = eht_host_numa_export_desc, .close = hn_close};
 
 /* The device this rank works with: opts->device, else the current context's, else 0. */
@@ -517,7 +517,7 @@ int eht_host_table_share(uint64_t bytes, eht_group *group, const struct eht_shar
 
 int eht_host_numa_layout(const eht_table *t, struct eht_hn_layout *layout)
 {
-	if (!t || t->ops != &hn_ops)
+	if (!t || t->tier_ops != &hn_ops)
 		return eht_err(EINVAL, "table %s is not a host-NUMA table", t ? t->name : "(null)");
 	*layout = ((const struct hn_impl *)t->impl)->layout;
 	return 0;

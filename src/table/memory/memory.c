@@ -38,7 +38,7 @@ static void memory_describe(const eht_table *t, struct eht_table_info *info)
 }
 
 /* No export_to: the memory is the caller's, another process cannot map it. */
-static const struct eht_table_ops memory_ops = {.id = "memory", .describe = memory_describe, .close = memory_close};
+static const struct eht_table_ops memory_ops = {.describe = memory_describe, .close = memory_close};
 
 int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, const char *name,
 		   eht_table **out)

@@ -51,7 +51,7 @@ static void shared_map_describe(const eht_table *t, struct eht_table_info *info)
 }
 
 /* Not exportable again: a worker hands its tables to no one. */
-static const struct eht_table_ops shared_map_ops = {.id = "region", .describe = shared_map_describe,
+static const struct eht_table_ops shared_map_ops = {.describe = shared_map_describe,
 						    .close = shared_map_close};
 
 int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)

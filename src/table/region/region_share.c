@@ -44,6 +44,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	struct eht_region_opts ro = {
 		.size = sizeof(ro), .flags = EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_NUMA_DEVICE,
 		.rows = bytes / row_bytes, .row_bytes = row_bytes, .device = device, .expected_peers = (unsigned)size,
+		.cancel = opts ? opts->cancel : NULL, /* a long populate stops when the caller asks */
 	};
 	struct region_name_msg h = {0};
 	struct region_result mine = {0}, *all = NULL;

@@ -79,7 +79,7 @@ static void region_table_seal(eht_table *t)
 		eht_debug("table %s: cannot drop the region file's write bits: %s", t->name, strerror(errno));
 }
 
-static const struct eht_table_ops region_ops = {.id = "region", .describe = region_table_describe,
+static const struct eht_table_ops region_ops = {.describe = region_table_describe,
 						.export_to = region_table_export, .seal = region_table_seal,
 						.close = region_table_close};
 

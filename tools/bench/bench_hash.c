@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli_bench_hash.c: `eht bench hash`: Engram hash speed (V4.1 layout) for a prefill and a decode
+/* bench_hash.c: `eht bench hash`: Engram hash speed (V4.1 layout) for a prefill and a decode
  * step, on the CPU and on the GPU (kernel only, device-resident batch). */
 #include <errno.h>
 #include <getopt.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "gpu/dev.h"
 #include "eht.h"
@@ -29,7 +30,7 @@ static uint64_t rnd(uint64_t *s)
 
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), cli_cmp_double);
+	qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
 	return v[n / 2];
 }
 
@@ -58,12 +59,12 @@ static int gpu_time(const eht_engram_layout *l, const struct eht_engram_batch *b
 	db.starts = (const uint32_t *)(uintptr_t)d_st;
 	db.history = (const int32_t *)(uintptr_t)d_hist;
 	for (int r = -3; r < reps && !rc; r++) { /* 3 warm-ups (module load, clocks) */
-		double t0 = cli_now_s();
+		double t0 = bench_now_s();
 		rc = eht_engram_hash_gpu(l, &db, (int32_t *)(uintptr_t)d_rows, NULL);
 		if (!rc)
 			rc = eht_dev_sync();
 		if (r >= 0)
-			t[r] = cli_now_s() - t0;
+			t[r] = bench_now_s() - t0;
 	}
 	if (!rc)
 		*out = median(t, reps);
@@ -135,10 +136,10 @@ int bench_hash(int argc, char **argv)
 			struct eht_engram_batch b = {.size = sizeof(b), .n_tokens = nt, .tokens = tok, .n_requests = nr,
 						     .starts = st, .history = hist};
 			for (int r = -1; r < reps && !rc; r++) {
-				double t0 = cli_now_s();
+				double t0 = bench_now_s();
 				rc = eht_engram_hash(l, &b, rows);
 				if (r >= 0)
-					t[r] = cli_now_s() - t0;
+					t[r] = bench_now_s() - t0;
 			}
 			if (!rc)
 				sh[k].cpu_s = median(t, reps);

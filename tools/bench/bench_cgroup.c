@@ -140,6 +140,13 @@ static void sweep_stale(const struct bench_cg *c, const char *parent)
 
 static void pid_str(char *buf, size_t len) { snprintf(buf, len, "%d", (int)getpid()); }
 
+/* The cgroup to come back to, and its cgroup.procs for bench_cg_undo. */
+static void set_home(struct bench_cg *c, const char *dir)
+{
+	snprintf(c->home, sizeof(c->home), "%s", dir);
+	snprintf(c->home_procs, sizeof(c->home_procs), "%.1600s/cgroup.procs", dir);
+}
+
 /* Joins this process to the cgroup folder dir. */
 static int join(const struct bench_cg *c, const char *dir)
 {
@@ -200,7 +207,7 @@ static int v2_child(struct bench_cg *c, const char *own, uint64_t limit, char *w
 		c->dir[0] = '\0';
 		return -e;
 	}
-	snprintf(c->home, sizeof(c->home), "%s", own);
+	set_home(c, own);
 	int rc = join(c, c->dir);
 	if (rc) {
 		snprintf(why, wl, "cgroup v2 child of %s: joining %s: %s", own, c->dir, strerror(-rc));
@@ -235,6 +242,7 @@ int bench_cg_enter(struct bench_cg *c, uint64_t limit, char *why, size_t wl)
 	char own2[PATH_MAX], own1[PATH_MAX], w2[700] = "", w3[700] = "", p[PATH_MAX + 32];
 	memset(c, 0, sizeof(*c));
 	c->mech = BENCH_CG_NONE;
+	pid_str(c->pid, sizeof(c->pid));
 	const char *fake = getenv("EHT_BENCH_CGROUP_ROOT");
 	if (fake && *fake) {
 		c->fake = 1;
@@ -262,11 +270,11 @@ int bench_cg_enter(struct bench_cg *c, uint64_t limit, char *why, size_t wl)
 		char *slash = strrchr(parent, '/');
 		snprintf(p, sizeof(p), "%s/memory.max", own2);
 		if (c->fake || !slash || slash == parent || access(p, F_OK) != 0) {
-			snprintf(w2, sizeof(w2), "cgroup v2 sibling: %s has no memory.max (its parent does not delegate the "
+			snprintf(w2, sizeof(w2), "cgroup v2 sibling: %.560s has no memory.max (its parent does not delegate the "
 				 "memory controller)", own2);
 		} else {
 			*slash = '\0';
-			snprintf(c->home, sizeof(c->home), "%s", own2);
+			set_home(c, own2);
 			if ((rc = make_limited(c, parent, "memory.max", limit, "cgroup v2 sibling", w2, sizeof(w2))) == 0)
 				goto done;
 		}
@@ -274,11 +282,11 @@ int bench_cg_enter(struct bench_cg *c, uint64_t limit, char *why, size_t wl)
 	c->v2 = 0;
 	snprintf(w3, sizeof(w3), "cgroup v1: no memory hierarchy mounted");
 	if (own1[0]) {
-		snprintf(c->home, sizeof(c->home), "%s", own1);
+		set_home(c, own1);
 		if ((rc = make_limited(c, own1, "memory.limit_in_bytes", limit, "cgroup v1", w3, sizeof(w3))) == 0)
 			goto done;
 	}
-	c->home[0] = '\0';
+	c->home[0] = c->home_procs[0] = '\0';
 	{
 		char first[700];
 		snprintf(first, sizeof(first), "%s", why);
@@ -291,6 +299,31 @@ done:
 	snprintf(why, wl, "cgroup %s, %s = %.2f GiB", c->dir, c->v2 ? "memory.max" : "memory.limit_in_bytes",
 		 (double)limit / (1 << 30));
 	return 0;
+}
+
+/* put() with only async-signal-safe calls. */
+static void put_raw(const struct bench_cg *c, const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | (c->fake ? O_TRUNC : 0));
+	if (fd < 0)
+		return;
+	ssize_t n = write(fd, s, strlen(s));
+	(void)n;
+	close(fd);
+}
+
+void bench_cg_undo(void *arg)
+{
+	struct bench_cg *c = arg;
+	if (!c->dir[0])
+		return;
+	if (c->enabled[0])
+		put_raw(c, c->enabled, "-memory");
+	if (c->home_procs[0])
+		put_raw(c, c->home_procs, c->pid);
+	if (!c->fake)
+		rmdir(c->dir);
+	c->dir[0] = '\0';
 }
 
 void bench_cg_leave(struct bench_cg *c)

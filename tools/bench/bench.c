@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli_bench.c: `eht bench KIND`: benchmarks that measure the machine's own ceiling in the same run. */
+/* bench.c: `eht bench KIND`: benchmarks that measure the machine's own ceiling in the same run. */
 #include <stdio.h>
 #include <string.h>
 
+#include "bench.h"
 #include "cli.h"
 
 int cmd_bench(int argc, char **argv)

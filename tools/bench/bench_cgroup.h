@@ -19,6 +19,8 @@ struct bench_cg {
 	char home[1600];   /* the cgroup the process came from (its cgroup.procs) */
 	char enabled[1800]; /* a subtree_control where "+memory" was written by us (undone at leave) */
 	int v2, fake;
+	char pid[24];       /* this process's pid, for cgroup.procs (made at enter, for bench_cg_undo) */
+	char home_procs[1700]; /* home's cgroup.procs */
 	const char *mech;  /* one of BENCH_CG_* */
 	uint64_t limit;    /* bytes the mechanism applies */
 };
@@ -33,6 +35,9 @@ struct bench_cg {
 int bench_cg_enter(struct bench_cg *c, uint64_t limit, char *why, size_t wl);
 /* Back to the cgroup the process came from; removes the one made. */
 void bench_cg_leave(struct bench_cg *c);
+/* bench_cg_leave from a signal handler (a bench_undo_fn; c a struct bench_cg): the same writes and
+ * rmdir on the strings bench_cg_enter prepared, no messages. */
+void bench_cg_undo(void *c);
 /* Bytes charged to the cgroup made (0 when none). */
 uint64_t bench_cg_usage(const struct bench_cg *c);
 /* Re-runs this command (/proc/self/cmdline) inside a transient systemd scope with MemoryMax=limit

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli_bench_share.c: `eht bench share [--sizes 1,48] [--chunk BYTES] [--json]`: seconds per GiB to
+/* bench_share.c: `eht bench share [--sizes 1,48] [--chunk BYTES] [--json]`: seconds per GiB to
  * create and export a host-NUMA table (rank 0) and to import and map it in a second process (rank 1,
  * forked before either touches CUDA), beside the anchors measured on the lent H200 machine. Without a GPU it says
  * so and exits 0 having measured nothing. */
@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "gpu/dev.h"
 #include "eht.h"
@@ -127,7 +128,7 @@ int bench_share(int argc, char **argv)
 	waitpid(c, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		if (json) {
-			json_t *r = cli_report_new("share");
+			json_t *r = bench_report_new("share");
 			json_object_update_new(r, json_pack("{s:b, s:s, s:[]}", "gpu", 0, "reason", "no usable CUDA device",
 							    "results"));
 			return cli_print_json(r);
@@ -155,7 +156,7 @@ int bench_share(int argc, char **argv)
 		return rc;
 	}
 	if (json) {
-		json_t *out = cli_report_new("share"), *arr = json_array();
+		json_t *out = bench_report_new("share"), *arr = json_array();
 		json_object_update_new(out, json_pack("{s:b, s:{s:f, s:f, s:f, s:f}}", "gpu", 1, "anchors_s_per_gib",
 						      "create_lo", ANCHOR_CREATE_LO, "create_hi", ANCHOR_CREATE_HI, "map",
 						      ANCHOR_MAP, "import_map", ANCHOR_IMPORT_MAP));
@@ -169,11 +170,11 @@ int bench_share(int argc, char **argv)
 			json_object_set_new(e, "handle", ok ? json_string(r->t0.handle_type == EHT_VMM_FABRIC
 									      ? "fabric" : "posix-fd")
 							    : json_null());
-			json_object_set_new(e, "create_s_per_gib", cli_real_or_null(r->t0.create_s / g, ok));
-			json_object_set_new(e, "export_s_per_gib", cli_real_or_null(r->t0.export_s / g, ok));
-			json_object_set_new(e, "map_s_per_gib", cli_real_or_null(r->t0.map_s / g, ok));
+			json_object_set_new(e, "create_s_per_gib", bench_real_or_null(r->t0.create_s / g, ok));
+			json_object_set_new(e, "export_s_per_gib", bench_real_or_null(r->t0.export_s / g, ok));
+			json_object_set_new(e, "map_s_per_gib", bench_real_or_null(r->t0.map_s / g, ok));
 			json_object_set_new(e, "import_map_s_per_gib",
-					    cli_real_or_null((r->t1.import_s + r->t1.map_s) / g, ok));
+					    bench_real_or_null((r->t1.import_s + r->t1.map_s) / g, ok));
 			json_object_set_new(e, "error", ok ? json_null() : json_string(r->err));
 			json_array_append_new(arr, e);
 		}

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cli_bench_size.c: the default size of a bench's in-memory table: one that fits beside the rest. */
+/* bench_size.c: the default size of a bench's in-memory table: one that fits beside the rest. */
 #include <math.h>
 #include <stdio.h>
 
+#include "bench.h"
 #include "cli.h"
 
-double cli_bench_default_gib(uint64_t avail, FILE *info)
+double bench_default_gib(uint64_t avail, FILE *info)
 {
 	/* A quarter of the memory available, at most 48 GiB (Engram's size class), in 0.25 GiB steps: the
 	 * bench must not push the node's other processes into swap, nor fill half of RAM in silence. */

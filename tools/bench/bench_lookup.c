@@ -1,0 +1,704 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench_lookup.c: `eht bench lookup`: every strategy on the prefill (196,608 ids) and decode
+ * (6,144 ids) shapes of a DeepSeek-V4.1 Engram table (264-byte rows, uniform ids), or a sweep of batch
+ * sizes, as engines call it: ids in host memory (eager), ids in GPU memory (eager), and a CUDA graph
+ * captured once and replayed with fresh ids written into its id buffer; beside the link floor (the
+ * rows' bytes at the pinned H2D bandwidth measured in the same run). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_workload.h"
+#include "lookup/lk_hot.h"
+#include "bench.h"
+#include "cli.h"
+#include "os/numa.h"
+#include "gpu/dev.h"
+#include "eht.h"
+#include "util/pool.h"
+
+#define RB EHT_ENGRAM_ROW_BYTES
+#define MAX_SHAPES 8
+
+/* Parallel fill: every 8-byte word a hash of its index (fast, and no two rows alike). */
+struct fill_job {
+	uint64_t *p;
+	size_t words, per_task;
+};
+static void fill_task(void *arg, size_t task, unsigned worker)
+{
+	struct fill_job *j = arg;
+	size_t b = task * j->per_task, e = b + j->per_task < j->words ? b + j->per_task : j->words;
+	for (size_t i = b; i < e; i++) {
+		uint64_t x = i * 0x9e3779b97f4a7c15ull;
+		j->p[i] = x ^ (x >> 29);
+	}
+}
+
+enum { ON_HOST, ON_GPU, ON_GRAPH, NMODES };
+static const char *mode_names[NMODES] = {"host_ids", "gpu_ids", "graph"};
+
+struct result {
+	int strategy;
+	size_t n;
+	double med_ms[NMODES], p90_ms[NMODES];
+	double distinct; /* mean fraction of distinct ids per step */
+	double hit;      /* fraction of ids in the hot set (-1: none) */
+	int ok[NMODES];
+	char err[NMODES][160];
+};
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Fraction of the steps' ids (batches steps of n, stride apart) found in the sorted hot set. */
+static double hit_fraction(const int64_t *hot, size_t nhot, const int32_t *ids, size_t n, size_t batches,
+			   size_t stride)
+{
+	uint64_t hits = 0;
+	for (size_t b = 0; b < batches; b++)
+		for (size_t i = 0; i < n; i++) {
+			int64_t key = ids[b * stride + i];
+			hits += nhot && bsearch(&key, hot, nhot, sizeof(*hot), cmp_i64) != NULL;
+		}
+	return n && batches ? (double)hits / ((double)n * (double)batches) : 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--sweep] [--strategies direct,sorted,host,auto]\n"
+		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
+		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
+		   "                        [--json] [--help]\n"
+		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
+		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
+		   "             its id buffer (ids in GPU memory)\n"
+		   "  --sweep    batch sizes 256 ... 196,608 (latency against batch size) instead of prefill and decode\n"
+		   "  --workload uniform (default) or text:FILE: a stream of compressed token ids (uint32 LE, documents\n"
+		   "             listed by FILE.starts.json) hashed with the DeepSeek-V4.1 layout into per-step ids\n"
+		   "             (prefill: consecutive-token windows; decode: sequences at random positions);\n"
+		   "             tests/workloads/text_500k.compressed.u32 is one\n"
+		   "  --hotset K|FILE  a GPU hot set per engine (eht_lookup_set_hotset): the K most frequent ids of the\n"
+		   "             text outside the measured tokens, or a file of `eht hotset build` (built for this\n"
+		   "             table: --table-rows); the steps then come from tokens [0, T/2) unless --workload-range\n"
+		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n"
+		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
+}
+
+static int parse_strategy(const char *s)
+{
+	static const char *names[] = {"auto", "direct", "sorted", "host"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+struct bench_ctx {
+	eht_stream s;
+	int gpu, reps, batches;
+	size_t maxn;
+	const int32_t *ids;  /* host: batches x maxn */
+	eht_dptr dids;    /* GPU copy of ids */
+	eht_dptr dcap;    /* the captured graph's id buffer */
+	void *out;           /* GPU or host output */
+	double *times;
+};
+
+/* One mode of one shape: median time per step to the last byte, after a stream sync. */
+static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, size_t n, double *med, double *p90)
+{
+	int err = 0;
+	unsigned fl = EHT_LOOKUP_RUN_STRATEGY(strat);
+	if (c->gpu)
+		fl |= EHT_LOOKUP_RUN_OUT_DEVICE | (mode == ON_HOST ? EHT_LOOKUP_RUN_IDS_HOST : EHT_LOOKUP_RUN_IDS_DEVICE);
+	eht_graph g = NULL;
+	eht_graph_exec ge = NULL;
+	if (mode == ON_GRAPH) {
+		err = eht_dev_capture_begin(c->s, EHT_CAPTURE_GLOBAL);
+		if (!err) {
+			err = eht_lookup_run(lk, (const void *)(uintptr_t)c->dcap, EHT_ID_INT32, 0, n, c->out, c->s, fl, NULL);
+			int erc = eht_dev_capture_end(c->s, &g);
+			if (!err)
+				err = erc;
+		}
+		if (!err)
+			err = eht_dev_graph_instantiate(&ge, g);
+	}
+	for (int rep = -2; rep < c->reps && !err; rep++) {
+		size_t off = (size_t)(rep + 2) * c->maxn;
+		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
+						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
+		if (mode == ON_GRAPH) { /* fresh ids into the captured buffer, not timed */
+			err = eht_dev_d2d_async(c->dcap, c->dids + off * sizeof(int32_t), n * sizeof(int32_t), c->s);
+			if (!err)
+				err = eht_dev_stream_sync(c->s);
+		}
+		double a = bench_now_s();
+		if (!err)
+			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
+					       : eht_lookup_run(lk, pid, EHT_ID_INT32, 0, n, c->out, c->gpu ? c->s : NULL, fl, NULL);
+		if (!err && c->gpu)
+			err = eht_dev_stream_sync(c->s);
+		if (rep >= 0)
+			c->times[rep] = bench_now_s() - a;
+	}
+	if (ge)
+		eht_dev_graph_exec_destroy(ge);
+	if (g)
+		eht_dev_graph_destroy(g);
+	if (!err) {
+		struct bench_stats st;
+		bench_stats(c->times, c->reps, 1e3, &st);
+		*med = st.median;
+		*p90 = st.p90;
+	}
+	return err;
+}
+
+/* ------------------------------------------------------------------- options */
+struct lk_opts {
+	double gib;
+	size_t shapes[MAX_SHAPES];
+	int nshapes, strategies[4], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup;
+	unsigned threads;
+	const char *workload, *hotset;
+	long long rbeg, rend;
+};
+
+/* --ids N,N...; 0 or 2. */
+static int parse_ids(struct lk_opts *o, const char *arg)
+{
+	char *end;
+	o->nshapes = 0;
+	for (const char *p = arg; *p && o->nshapes < MAX_SHAPES; p = *end ? end + 1 : end) {
+		long long n = strtoll(p, &end, 10);
+		if (n <= 0 || (*end && *end != ',')) {
+			fprintf(stderr, "eht bench lookup: --ids needs counts like 196608,6144, not '%s'\n", arg);
+			return 2;
+		}
+		o->shapes[o->nshapes++] = (size_t)n;
+	}
+	return 0;
+}
+
+/* --strategies a,b...; 0 or 2. */
+static int parse_strategies(struct lk_opts *o, const char *arg)
+{
+	char buf[128];
+	o->nstrat = 0;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (char *tok = strtok(buf, ","); tok && o->nstrat < 4; tok = strtok(NULL, ",")) {
+		int st = parse_strategy(tok);
+		if (st < 0) {
+			fprintf(stderr, "eht bench lookup: unknown strategy '%s' (direct, sorted, host, auto)\n", tok);
+			return 2;
+		}
+		o->strategies[o->nstrat++] = st;
+	}
+	return 0;
+}
+
+/* One option; 0, 2 (message printed) or -1 (--help printed: exit 0). */
+static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
+{
+	static const size_t sweep[] = {256, 1024, 4096, 6144, 16384, 49152, 98304, 196608};
+	char *end;
+	switch (opt) {
+	case 'g':
+		o->gib = strtod(arg, &end);
+		if (*end || o->gib < 0) {
+			fprintf(stderr, "eht bench lookup: --table-gib needs a size in GiB, not '%s'\n", arg);
+			return 2;
+		}
+		return 0;
+	case 'i': return parse_ids(o, arg);
+	case 'W': o->workload = arg; return 0;
+	case 'H': o->hotset = arg; return 0;
+	case 'R':
+		if (sscanf(arg, "%lld:%lld", &o->rbeg, &o->rend) != 2 || o->rbeg < 0 || o->rend <= o->rbeg) {
+			fprintf(stderr, "eht bench lookup: --workload-range needs A:B tokens with A < B, not '%s'\n", arg);
+			return 2;
+		}
+		return 0;
+	case 'w':
+		o->nshapes = (int)(sizeof(sweep) / sizeof(sweep[0]));
+		memcpy(o->shapes, sweep, sizeof(sweep));
+		return 0;
+	case 's': return parse_strategies(o, arg);
+	case 'o':
+		o->ids_on = !strcmp(arg, "host") ? ON_HOST : !strcmp(arg, "gpu") ? ON_GPU : !strcmp(arg, "both") ? NMODES : -2;
+		if (o->ids_on == -2) {
+			fprintf(stderr, "eht bench lookup: --ids-on is host, gpu or both, not '%s'\n", arg);
+			return 2;
+		}
+		return 0;
+	case 'G': o->graph = 1; return 0;
+	case 'D': o->dedup = 1; return 0;
+	case 'r': o->reps = (int)strtol(arg, &end, 10); if (*end) o->reps = 0; return 0;
+	case 't': o->threads = (unsigned)strtoul(arg, &end, 10); return 0;
+	case 'f':
+		if (strcmp(arg, "raw") && strcmp(arg, "bf16")) {
+			fprintf(stderr, "eht bench lookup: --format is raw or bf16, not '%s'\n", arg);
+			return 2;
+		}
+		o->fmt = !strcmp(arg, "bf16") ? EHT_LOOKUP_BF16 : EHT_LOOKUP_RAW;
+		return 0;
+	case 'd': o->dev = (int)strtol(arg, &end, 10); return 0;
+	case 'c': o->cpu = 1; return 0;
+	case 'j': o->json = 1; return 0;
+	case 'h': usage(stdout); return -1;
+	case ':':
+		fprintf(stderr, "eht bench lookup: %s needs a value\n", argv[optind - 1]);
+		usage(stderr);
+		return 2;
+	default:
+		fprintf(stderr, "eht bench lookup: unknown option '%s'\n", argv[optind - 1]);
+		usage(stderr);
+		return 2;
+	}
+}
+
+/* The command line into o; -1 to run, else the exit status. */
+static int parse_args(int argc, char **argv, struct lk_opts *o)
+{
+	static const struct option longopts[] = {
+		{"table-gib", required_argument, NULL, 'g'}, {"ids", required_argument, NULL, 'i'},
+		{"sweep", no_argument, NULL, 'w'},           {"strategies", required_argument, NULL, 's'},
+		{"ids-on", required_argument, NULL, 'o'},    {"graph", no_argument, NULL, 'G'},
+		{"reps", required_argument, NULL, 'r'},      {"threads", required_argument, NULL, 't'},
+		{"format", required_argument, NULL, 'f'},    {"device", required_argument, NULL, 'd'},
+		{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
+		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
+		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
+		{"dedup", no_argument, NULL, 'D'},           {NULL, 0, NULL, 0}};
+	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2,
+			      .strategies = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO},
+			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform",
+			      .rbeg = -1, .rend = -1};
+	optind = 1;
+	opterr = 0;
+	int opt, rc;
+	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1)
+		if ((rc = parse_opt(o, opt, optarg, argv)))
+			return rc < 0 ? 0 : 2;
+	if (optind < argc) {
+		fprintf(stderr, "eht bench lookup: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (o->reps < 1 || o->reps > 10000) {
+		fprintf(stderr, "eht bench lookup: --reps must be 1..10000\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------- the run */
+struct lk_run {
+	const struct lk_opts *o;
+	FILE *info;
+	int gpu, want[NMODES], batches;
+	double gib, link, idle, t_hot;
+	uint64_t rows;
+	size_t bytes, maxn, ob, nhot;
+	uint8_t *table, *hout;
+	eht_table *t;
+	int32_t *ids;
+	double *times;
+	struct bench_workload *wl;
+	int64_t *hot, *hot_sorted;
+	eht_dptr dout, dids, dcap;
+	eht_stream s;
+	eht_lookup *engines[4];
+	int crcs[4];
+	char cerr[4][160];
+	struct result res[4 * MAX_SHAPES];
+	int nres;
+};
+
+/* The table: an anonymous mapping filled by a pool, wrapped (and pinned with a GPU). 0 or 1. */
+static int lk_table(struct lk_run *d)
+{
+	double t0 = bench_now_s();
+	d->table = mmap(NULL, d->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (d->table == MAP_FAILED) {
+		fprintf(stderr, "eht bench lookup: mmap of %zu bytes: %s\n", d->bytes, strerror(errno));
+		return 1;
+	}
+	madvise(d->table, d->bytes, MADV_HUGEPAGE); /* fewer CPU translation misses; a hint only */
+	eht_pool *pool = NULL;
+	if (eht_pool_create(0, -1, 100, &pool))
+		return cli_fail("bench lookup", NULL);
+	struct fill_job fj = {.p = (uint64_t *)(void *)d->table, .words = d->bytes / 8, .per_task = 1u << 21};
+	eht_pool_run(pool, (fj.words + fj.per_task - 1) / fj.per_task, fill_task, &fj);
+	eht_pool_destroy(pool); /* its threads would sit beside the lookups' own */
+	double t_fill = bench_now_s() - t0;
+	t0 = bench_now_s();
+	if (eht_table_wrap(d->table, d->rows, RB, d->gpu ? d->o->dev : -1, "bench", &d->t))
+		return cli_fail("bench lookup", NULL);
+	struct eht_table_info ti = {.size = sizeof(ti)};
+	if (eht_table_get_info(d->t, &ti))
+		return cli_fail("bench lookup", NULL);
+	double t_pin = bench_now_s() - t0;
+	if (d->gpu && !ti.device_ptr)
+		fprintf(d->info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", d->o->dev);
+	fprintf(d->info, "table: %.2f GiB, %llu rows of %d B, filled in %.1f s", d->gib, (unsigned long long)d->rows, RB,
+		t_fill);
+	if (d->gpu)
+		fprintf(d->info, ", pinned in %.1f s", t_pin);
+	fprintf(d->info, "\n");
+	return 0;
+}
+
+/* The workload, its token range and the hot set (learned from the text or read from a file). 0 or 1. */
+static int lk_workload(struct lk_run *d)
+{
+	const struct lk_opts *o = d->o;
+	if (bench_workload_open(o->workload, d->rows, 0, &d->wl))
+		return cli_fail("bench lookup", NULL);
+	if (!o->hotset && o->rbeg < 0)
+		return 0;
+	size_t T = bench_workload_tokens(d->wl);
+	size_t b = o->rbeg >= 0 ? (size_t)o->rbeg : 0, e = o->rbeg >= 0 ? (size_t)o->rend : T / 2;
+	if (bench_workload_set_range(d->wl, b, e))
+		return cli_fail("bench lookup", NULL);
+	if (!o->hotset)
+		return 0;
+	char *hend;
+	unsigned long long k = strtoull(o->hotset, &hend, 10);
+	double cov = 0;
+	uint64_t nh = 0;
+	int from_file = *hend || !*o->hotset;
+	int hrc = from_file ? eht_hotset_read(o->hotset, &d->hot, &nh)
+			    : bench_workload_hotset(d->wl, (size_t)k, b, e, &d->hot, &d->nhot, &cov);
+	if (from_file)
+		d->nhot = (size_t)nh;
+	if (hrc || !(d->hot_sorted = malloc((d->nhot ? d->nhot : 1) * sizeof(*d->hot_sorted))))
+		return cli_fail("bench lookup", hrc ? NULL : "out of memory");
+	memcpy(d->hot_sorted, d->hot, d->nhot * sizeof(*d->hot));
+	qsort(d->hot_sorted, d->nhot, sizeof(*d->hot_sorted), cmp_i64);
+	fprintf(d->info, "hot set: %zu rows (%.1f MB of GPU memory per engine), steps from tokens [%zu, %zu)", d->nhot,
+		(double)d->nhot * (RB + 48) / 1e6, b, e);
+	if (!from_file)
+		fprintf(d->info, ", learned on the other tokens (%.1f %% of their ids)", 100 * cov);
+	fprintf(d->info, "\n");
+	return 0;
+}
+
+/* Ids, timings, the output (GPU or host) and the GPU's id buffers. 0 or 1. */
+static int lk_buffers(struct lk_run *d)
+{
+	d->ids = malloc((size_t)d->batches * d->maxn * sizeof(*d->ids));
+	d->times = malloc((size_t)d->o->reps * sizeof(double));
+	if (!d->ids || !d->times) {
+		fprintf(stderr, "eht bench lookup: out of memory for ids\n");
+		return 1;
+	}
+	if (lk_workload(d))
+		return 1;
+	if (d->gpu) {
+		if (eht_dev_stream_create(&d->s, EHT_STREAM_NONBLOCKING) ||
+		    eht_dev_alloc(&d->dout, d->maxn * d->ob) ||
+		    eht_dev_alloc(&d->dcap, d->maxn * sizeof(*d->ids)) ||
+		    eht_dev_alloc(&d->dids, (size_t)d->batches * d->maxn * sizeof(*d->ids)))
+			return cli_fail("bench lookup", NULL);
+	} else if (!(d->hout = malloc(d->maxn * d->ob))) {
+		fprintf(stderr, "eht bench lookup: out of memory for the output\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* Every strategy's engine (a failure is kept, reported per result), with the hot set. */
+static void lk_engines(struct lk_run *d)
+{
+	const struct lk_opts *o = d->o;
+	for (int si = 0; si < o->nstrat; si++) {
+		int strat = o->strategies[si];
+		struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = strat, .format = o->fmt,
+					     .device = d->gpu ? o->dev : -1, .numa_node = -1, .threads = o->threads,
+					     .max_batch = d->maxn,
+					     .flags = d->gpu ? (o->dedup ? EHT_LOOKUP_GPU_DEDUP : 0) : EHT_LOOKUP_CPU_ONLY};
+		d->crcs[si] = (!d->gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
+				      ? -ENODEV
+				      : eht_lookup_create(d->t, &lo, &d->engines[si]);
+		if (!d->crcs[si] && d->hot && d->gpu) {
+			double th = bench_now_s();
+			d->crcs[si] = eht_lookup_set_hotset(d->engines[si], d->hot, d->nhot);
+			d->t_hot += bench_now_s() - th;
+		}
+		snprintf(d->cerr[si], sizeof(d->cerr[si]), "%s",
+			 d->crcs[si] == -ENODEV && !d->gpu ? "needs a GPU" : eht_last_error());
+	}
+	if (d->hot && d->gpu)
+		fprintf(d->info, "hot set loaded into %d engines in %.2f s\n", o->nstrat, d->t_hot);
+}
+
+/* Per shape the same steps for every strategy (shape-major, so a text workload is hashed into steps
+ * once per shape); results stay strategy-major. 0 or 1. */
+static int lk_shapes(struct lk_run *d)
+{
+	const struct lk_opts *o = d->o;
+	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .maxn = d->maxn,
+			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
+			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
+	d->nres = o->nstrat * o->nshapes;
+	for (int k = 0; k < o->nshapes; k++) {
+		double distinct = 0;
+		if (bench_workload_fill(d->wl, o->shapes[k], (size_t)d->batches, d->maxn, d->ids, &distinct) ||
+		    (d->gpu && eht_dev_h2d(d->dids, d->ids, (size_t)d->batches * d->maxn * sizeof(*d->ids))))
+			return cli_fail("bench lookup", NULL);
+		for (int si = 0; si < o->nstrat; si++) {
+			int strat = o->strategies[si], crc = d->crcs[si];
+			struct result *r = &d->res[si * o->nshapes + k];
+			memset(r, 0, sizeof(*r));
+			r->strategy = strat;
+			r->n = o->shapes[k];
+			r->distinct = distinct;
+			r->hit = d->hot ? hit_fraction(d->hot_sorted, d->nhot, d->ids, o->shapes[k], (size_t)d->batches, d->maxn)
+					: -1;
+			for (int m = 0; m < NMODES; m++) {
+				if (!d->want[m])
+					continue;
+				if (crc) {
+					snprintf(r->err[m], sizeof(r->err[m]), "%s", d->cerr[si]);
+					continue;
+				}
+				if (time_mode(&bc, d->engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m]))
+					snprintf(r->err[m], sizeof(r->err[m]), "%s", eht_last_error());
+				else
+					r->ok[m] = 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Idle CPU of this process with every engine made and nothing to do (the pool and the doorbell
+ * poller asleep): after a second of quiet, CPU seconds over two seconds of wall time. */
+static double lk_idle_cpu(void)
+{
+	struct timespec q = {1, 0}, w = {2, 0};
+	nanosleep(&q, NULL);
+	double c0 = cpu_seconds();
+	nanosleep(&w, NULL);
+	return (cpu_seconds() - c0) / 2.0;
+}
+
+/* ------------------------------------------------------------------- the report */
+/* A result's fastest mode: its median (0: none ran), rows/s and GB/s. */
+static double lk_best(const struct result *r, double *rps, double *gbs)
+{
+	double best = 0;
+	for (int m = 0; m < NMODES; m++)
+		if (r->ok[m] && (best == 0 || r->med_ms[m] < best))
+			best = r->med_ms[m];
+	*rps = best > 0 ? (double)r->n / (best * 1e-3) : 0;
+	*gbs = *rps * RB / 1e9;
+	return best;
+}
+
+static json_t *lk_result_json(const struct lk_run *d, const struct result *r)
+{
+	double link = d->link, rps, gbs, best = lk_best(r, &rps, &gbs);
+	double floor_ms = link > 0 ? (double)r->n * RB / (link * 1e9) * 1e3 : 0;
+	json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:o, s:o}", "strategy", eht_lookup_strategy_name(r->strategy),
+			      "ids", (json_int_t)r->n, "distinct_fraction", r->distinct, "hot_rows",
+			      (json_int_t)d->nhot, "hot_hit_fraction", bench_real_or_null(r->hit, r->hit >= 0),
+			      "link_floor_ms", bench_real_or_null(floor_ms, link > 0));
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "gpu_dedup", json_boolean(d->gpu && (d->o->dedup || d->nhot)));
+	for (int m = 0; m < NMODES; m++) {
+		if (!d->want[m])
+			continue;
+		json_object_set_new(o, mode_names[m],
+				    r->ok[m] ? json_pack("{s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms", r->p90_ms[m])
+					     : json_pack("{s:s}", "error", r->err[m]));
+	}
+	json_object_set_new(o, "best_rows_per_s", bench_real_or_null(rps, best > 0));
+	json_object_set_new(o, "best_link_fraction", bench_real_or_null(gbs / link, link > 0 && best > 0));
+	return o;
+}
+
+/* The JSON report: the common envelope, null where a figure does not apply (no link measured
+ * without a GPU, no idle figure, no hot set). 0 or 1. */
+static int lk_report_json(const struct lk_run *d)
+{
+	const struct lk_opts *o = d->o;
+	json_t *rep = bench_report_new("lookup"), *jres = json_array();
+	if (rep && jres)
+		json_object_update_new(rep, json_pack("{s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}", "table_gib", d->gib,
+						      "rows", (json_int_t)d->rows, "row_bytes", RB, "format",
+						      o->fmt ? "bf16" : "raw", "gpu", d->gpu, "link_gbs",
+						      bench_real_or_null(d->link, d->link > 0), "reps", o->reps, "idle_cpu_cores",
+						      bench_real_or_null(d->idle, d->idle >= 0), "workload",
+						      bench_workload_name(d->wl)));
+	for (int i = 0; i < d->nres; i++)
+		json_array_append_new(jres, lk_result_json(d, &d->res[i]));
+	/* json_object_set_new takes jres even when it fails */
+	if (!rep || !jres || json_object_set_new(rep, "results", jres)) {
+		if (!rep)
+			json_decref(jres);
+		json_decref(rep);
+		fprintf(stderr, "eht bench lookup: out of memory for the report\n");
+		return 1;
+	}
+	return cli_print_json(rep);
+}
+
+static void lk_result_row(const struct lk_run *d, const struct result *r)
+{
+	double link = d->link, rps, gbs, best = lk_best(r, &rps, &gbs);
+	double floor_ms = link > 0 ? (double)r->n * RB / (link * 1e9) * 1e3 : 0;
+	char hf[16], lf[16];
+	bench_cell(hf, sizeof(hf), "%.1f%%", 100 * r->hit, r->hit >= 0, "-");
+	printf("%-7s %8zu %8.1f%% %6s %10.3f", eht_lookup_strategy_name(r->strategy), r->n, 100 * r->distinct, hf,
+	       floor_ms);
+	for (int m = 0; m < NMODES; m++) {
+		if (!d->want[m])
+			continue;
+		if (r->ok[m])
+			printf(" %12.3f %8.3f", r->med_ms[m], r->p90_ms[m]);
+		else
+			printf(" %12s %8s", "fail", "-");
+	}
+	bench_cell(lf, sizeof(lf), "%.0f%%", link > 0 ? 100 * gbs / link : 0, link > 0 && best > 0, "-");
+	printf(" %9.1f %7s\n", rps / 1e6, lf);
+}
+
+static void lk_report_table(const struct lk_run *d)
+{
+	const struct lk_opts *o = d->o;
+	printf("workload: %s\n", bench_workload_name(d->wl));
+	printf("%-7s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
+	for (int m = 0; m < NMODES; m++)
+		if (d->want[m])
+			printf(" %12s %8s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90");
+	printf(" %9s %7s\n", "Mrows/s", "link%");
+	for (int i = 0; i < d->nres; i++)
+		lk_result_row(d, &d->res[i]);
+	for (int i = 0; i < d->nres; i++)
+		for (int m = 0; m < NMODES; m++)
+			if (d->want[m] && !d->res[i].ok[m])
+				printf("%s %zu %s: %s\n", eht_lookup_strategy_name(d->res[i].strategy), d->res[i].n,
+				       mode_names[m], d->res[i].err[m]);
+	printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
+	       "steps; floor: the rows' %d bytes at the measured link rate; Mrows/s and link%% of the fastest mode)\n",
+	       d->gpu ? "GPU" : "host", o->reps, RB);
+	if (d->idle >= 0)
+		printf("idle CPU with %d engines made and waiting: %.2f cores\n", o->nstrat, d->idle);
+}
+
+/* ------------------------------------------------------------------- main */
+static void lk_free(struct lk_run *d)
+{
+	for (int i = 0; i < 4; i++)
+		eht_lookup_destroy(d->engines[i]);
+	free(d->times);
+	free(d->hot);
+	free(d->hot_sorted);
+	bench_workload_free(d->wl);
+	if (d->dout)
+		eht_dev_free(d->dout);
+	if (d->dids)
+		eht_dev_free(d->dids);
+	if (d->dcap)
+		eht_dev_free(d->dcap);
+	if (d->s)
+		eht_dev_stream_destroy(d->s);
+	free(d->hout);
+	free(d->ids);
+	eht_table_close(d->t);
+	if (d->table && d->table != MAP_FAILED)
+		munmap(d->table, d->bytes);
+}
+
+/* Which modes run, and the table's size: a quarter of the available memory, at most 48 GiB
+ * (bench_size.c). -1 to go on, else the exit status. */
+static int lk_plan(struct lk_run *d)
+{
+	const struct lk_opts *o = d->o;
+	d->gpu = bench_gpu(o->cpu, o->dev);
+	if (!d->gpu) {
+		d->want[ON_HOST] = 1;
+	} else {
+		d->want[ON_HOST] = o->ids_on == -1 || o->ids_on == ON_HOST || o->ids_on == NMODES;
+		d->want[ON_GPU] = o->ids_on == -1 || o->ids_on == ON_GPU || o->ids_on == NMODES;
+		d->want[ON_GRAPH] = o->graph;
+	}
+	d->info = bench_info(o->json);
+	if (!d->gpu)
+		fprintf(d->info, "no GPU%s: HOST only, host ids, rows gathered into host memory\n", o->cpu ? " (--cpu)" : "");
+	uint64_t avail = eht_mem_available();
+	d->gib = o->gib == 0 ? bench_default_gib(avail, d->info) : o->gib;
+	d->rows = (uint64_t)(d->gib * (double)(1ull << 30)) / RB;
+	d->bytes = d->rows * RB;
+	if (d->rows == 0 || d->rows > INT32_MAX) {
+		fprintf(stderr, "eht bench lookup: %.2f GiB gives %llu rows (1..2^31-1 allowed)\n", d->gib,
+			(unsigned long long)d->rows);
+		return 2;
+	}
+	if (avail && d->bytes + (2ull << 30) > avail)
+		fprintf(stderr, "eht bench lookup: warning: %.1f GiB table with %.1f GiB available\n", d->gib,
+			(double)avail / (1 << 30));
+	for (int i = 0; i < o->nshapes; i++)
+		if (o->shapes[i] > d->maxn)
+			d->maxn = o->shapes[i];
+	d->ob = o->fmt == EHT_LOOKUP_BF16 ? 512 : RB;
+	d->batches = o->reps + 2; /* distinct ids per rep: no cache helps a later rep */
+	d->idle = -1;
+	return -1;
+}
+
+int bench_lookup(int argc, char **argv)
+{
+	struct lk_opts o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	struct lk_run d = {.o = &o};
+	if ((rc = lk_plan(&d)) >= 0)
+		return rc;
+	rc = 1;
+	if (lk_table(&d))
+		goto out;
+	d.link = d.gpu ? bench_link_gbs(o.dev, "bench lookup") : 0;
+	if (d.gpu)
+		fprintf(d.info, "link: pinned H2D %.1f GB/s (best of 6, 256 MiB)\n", d.link);
+	if (lk_buffers(&d))
+		goto out;
+	lk_engines(&d);
+	if (lk_shapes(&d))
+		goto out;
+	if (d.gpu)
+		d.idle = lk_idle_cpu();
+	if (o.json) {
+		if (lk_report_json(&d))
+			goto out;
+	} else {
+		lk_report_table(&d);
+	}
+	rc = 0;
+out:
+	lk_free(&d);
+	return rc;
+}
