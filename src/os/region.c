@@ -187,9 +187,9 @@ static int capacity_check(const struct req *q, uint64_t need, int node, bool str
 	char a[32], b[32];
 	if (q->fs.free_bytes < need)
 		return eht_err(ENOSPC,
-			       "region %s: %s needed but only %s free in %s%s; fix: free space there, or give it more "
-			       "(Docker: --shm-size=%lluG or --ipc=host; hugetlbfs: raise vm.nr_hugepages), or use "
-			       "another directory (EHT_SHM_DIR)",
+			       "region %s: %s needed but only %s free in %s%s; fix: free space there (`eht regions "
+			       "gc` removes what dead processes left), or give it more (Docker: --shm-size=%lluG or "
+			       "--ipc=host; hugetlbfs: raise vm.nr_hugepages), or use another directory (EHT_SHM_DIR)",
 			       q->name, fmt_bytes(need, a, sizeof(a)), fmt_bytes(q->fs.free_bytes, b, sizeof(b)), q->dir,
 			       q->fs.hugetlbfs ? " (free huge pages)" : "",
 			       (unsigned long long)((need >> 30) + 1));
@@ -436,11 +436,14 @@ static int create(struct req *q, struct eht_region **out)
 	uint64_t unit = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
 	uint64_t data_offset = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : 4096);
 	uint64_t file_bytes = data_offset + round_up(q->bytes, unit);
+	/* Reclaim first: what a killed creator left (a populate cut short by SIGKILL) may be the very
+	 * space this create needs, and the restart of that creator is the usual next create. */
+	reclaim_once(q->dir);
+	if (eht_fs_info(q->dir, &q->fs) != 0)
+		eht_err_clear(); /* keep the figures region_open read */
 	int rc = capacity_check(q, file_bytes - data_offset, node, strict);
 	if (rc)
 		return rc;
-
-	reclaim_once(q->dir);
 	char tmp[4096 + 64];
 	/* Unpredictable: another user cannot pre-create it (O_EXCL would then fail the create). */
 	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u.%016llx", q->dir, q->name, (int)getpid(),

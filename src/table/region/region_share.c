@@ -14,7 +14,8 @@
 #include "table/table_impl.h"
 #include "util/err.h"
 
-#define MSG_LEN 232
+/* Whole messages: the ENOSPC one with its fixes is ~400 characters (cut mid-word at 232 before). */
+#define MSG_LEN EHT_ERR_MAX
 
 struct region_name_msg { /* rank 0 to the others: the fresh region's name, or why it failed */
 	int32_t rc;
