@@ -65,6 +65,10 @@ static void fill_ops(struct eht_table_ops *full, const struct eht_table_ops *ops
 int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops *ops, void *impl,
 		  eht_table **out)
 {
+	size_t nl = info->name ? strlen(info->name) : 0;
+	if (nl >= sizeof(((eht_table *)0)->name))
+		return eht_err(ENAMETOOLONG, "table name '%.60s...' has %zu characters: name too long (at most %zu)",
+			       info->name, nl, sizeof(((eht_table *)0)->name) - 1);
 	eht_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return eht_err(ENOMEM, "table: out of memory");

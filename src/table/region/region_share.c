@@ -2,6 +2,7 @@
 /* region_share.c: the region tier's part of eht_table_share: one /dev/shm region for the whole group,
  * pinned on every rank when possible, the same tier reported everywhere. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,23 @@ struct region_result {
 	int32_t pinned;
 	char msg[MSG_LEN];
 };
+
+/* A table name as a region name (util/name.h's file-name rule): tensor names hold '/' and other
+ * characters a file name cannot; each becomes '_', a leading '.' or a ".." too. The random part
+ * after it keeps region names unique, so the mapping need not be reversible. */
+static void region_safe_name(const char *name, char *out, size_t len)
+{
+	size_t n = 0;
+	for (const char *p = name; *p && n + 1 < len; p++) {
+		unsigned char c = (unsigned char)*p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+			  c == '-' || (c == '.' && n > 0 && out[n - 1] != '.');
+		out[n++] = ok ? (char)c : '_';
+	}
+	if (n == 0)
+		out[n++] = '_';
+	out[n] = '\0';
+}
 
 /* The region step, a collective of its own: rank 0 creates a fresh region (a name no earlier run can
  * have left behind), marks it ready, and tells the others its name; they open it; each rank pins it
@@ -57,7 +75,9 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 		uint64_t rnd = 0;
 		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
 			rnd = (uint64_t)(uintptr_t)&h ^ ((uint64_t)time(NULL) << 20);
-		snprintf(h.name, sizeof(h.name), "%.140s.%d.%u.%016llx", base, (int)getpid(),
+		char safe[141];
+		region_safe_name(base, safe, sizeof(safe));
+		snprintf(h.name, sizeof(h.name), "%s.%d.%u.%016llx", safe, (int)getpid(),
 			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), (unsigned long long)rnd);
 		rc = eht_region_open(h.name, bytes, &ro, &r);
 		if (!rc && !eht_region_is_creator(r))
