@@ -123,8 +123,11 @@ int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 
 void eht_table_seal(eht_table *t)
 {
-	if (t)
+	if (t) {
 		t->ops->seal(t);
+		if (t->ops->describe) /* a seal may move or drop a pin: the info follows */
+			t->ops->describe(t, &t->info);
+	}
 }
 
 int eht_table_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gpu/dev.h"
+#include "os/region_impl.h"
 #include "table/region/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
@@ -65,6 +66,10 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 		.rows = bytes / row_bytes, .row_bytes = row_bytes, .device = device, .expected_peers = (unsigned)size,
 		.cancel = opts ? opts->cancel : NULL, /* a long populate stops when the caller asks */
 	};
+	/* A group of one (eht serve): nobody opens the region by name, so it is a memfd, which the
+	 * tier's seal can make unwritable once filled. */
+	if (size == 1)
+		ro.flags |= REGION_MEMFD;
 	struct region_name_msg h = {0};
 	struct region_result mine = {0}, *all = NULL;
 	eht_region *r = NULL;
