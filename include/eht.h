@@ -807,7 +807,10 @@ EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_
  * -ERANGE (a dead id with EHT_LOOKUP_RUN_DEAD_ERROR; dead rows are still zero-filled); -EOPNOTSUPP
  * (dead_count or EHT_LOOKUP_RUN_DEAD_ERROR on a capturing stream, DIRECT / SORTED with host ids there,
  * or HOST / AUTO there in a build without the GPU kernels); -ENOSPC (too many distinct captured
- * calls); the table's read error (also one from an earlier stream-triggered gather); driver errors. */
+ * calls); the table's read error (also one from an earlier stream-triggered gather); driver errors.
+ * Threads may share an engine: its calls run one at a time (a second caller waits for the first),
+ * so *dead_count and -ERANGE are always about the call's own ids (eht_lookup_last_dead_count is the
+ * engine's last call, whichever thread made it). */
 EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type,
 		int64_t id_offset, uint64_t count, void *out, void *stream, unsigned flags,
 		uint64_t *dead_count);

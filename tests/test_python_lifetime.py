@@ -1,13 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """Python objects after close: a Table, Lookup or view used after its Client.close() raises
 EhtError or still reads valid memory (the view keeps the mapping alive), never crashes; the
-mapping goes once the last view and engine go. Run under ASan by `make asan` (LD_PRELOAD)."""
+mapping goes once the last view and engine go. A close from another thread while a lookup runs
+waits for it (the call finishes or raises EhtError); a Region's views outlive its close(); a FIFO
+given as a hot-set file is an error, not a hang. Run under ASan by `make asan` (LD_PRELOAD)."""
 import array
 import gc
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
@@ -48,7 +53,8 @@ class TestLifetime(unittest.TestCase):
                 ids = array.array("q", [0, 5])
                 out = bytearray(2 * 264)
                 lk.run(ids, out)
-                self.assertGreater(mapped(shm), 0)
+                # eht serve's region tables are sealed memfds (no file in the directory).
+                self.assertGreater(mapped("/memfd:layers."), 0)
                 c.close()
                 c.close()  # twice is fine
                 for call in (t.host_view, lambda: lk.run(ids, out), lambda: t.lookup(ids, out),
@@ -59,7 +65,7 @@ class TestLifetime(unittest.TestCase):
                 self.assertEqual(bytes(view[:264]), first)
                 del view, lk, t
                 gc.collect()
-                self.assertEqual(mapped(shm), 0, "the mapping outlived every user")
+                self.assertEqual(mapped("/memfd:layers."), 0, "the mapping outlived every user")
             finally:
                 srv.kill()
                 srv.wait()
@@ -74,6 +80,151 @@ class TestLifetime(unittest.TestCase):
             lk.run(array.array("q", [1]), bytearray(264))
         with self.assertRaises(eht.EhtError):
             t.host_view()
+
+
+ROWS, RB = 4096, 264
+
+
+def run_while_closing(test, lk_of, close, ids_n=1 << 20):
+    """Thread A runs lookups on lk_of() in a loop; once one is under way, close() runs on this
+    thread. A's calls must return the rows or raise EhtError; none may touch freed memory (ASan,
+    or a crash without it). Returns how many of A's calls finished after the close."""
+    ids = array.array("q", [(i * 7919) % ROWS for i in range(ids_n)])
+    out = bytearray(ids_n * RB)
+    started, stop = threading.Event(), threading.Event()
+    result = {"ok": 0, "closed": 0, "other": None}
+
+    def worker():
+        lk = lk_of()
+        while not stop.is_set():
+            started.set()
+            try:
+                lk.run(ids, out)
+                result["ok"] += 1
+            except eht.EhtError:
+                result["closed"] += 1
+                return
+            except Exception as e:  # noqa: BLE001
+                result["other"] = e
+                return
+        lk = None
+
+    th = threading.Thread(target=worker)
+    th.start()
+    started.wait(30)
+    time.sleep(0.005)  # inside a call (~10 ms each): the close lands in the middle of it
+    close()
+    stop.set()
+    th.join(60)
+    test.assertFalse(th.is_alive())
+    test.assertIsNone(result["other"])
+    test.assertTrue(result["ok"] or result["closed"])
+    return result
+
+
+class TestCloseDuringRun(unittest.TestCase):
+    def table(self):
+        buf = bytearray(os.urandom(ROWS * RB))
+        return eht.wrap(buf, ROWS, RB)
+
+    def test_lookup_close(self):
+        for _ in range(3):
+            t = self.table()
+            lk = t.lookup_engine(strategy="host", cpu_only=True)
+            run_while_closing(self, lambda: lk, lk.close)
+            with self.assertRaises(eht.EhtError):
+                lk.run(array.array("q", [1]), bytearray(RB))
+            del lk, t
+            gc.collect()
+
+    def test_table_close(self):
+        for _ in range(3):
+            t = self.table()
+            out = bytearray(RB)
+            t.lookup(array.array("q", [0]), out)  # makes the table's kept engine
+            eng = next(iter(t._engines.values()))
+            run_while_closing(self, lambda: eng, t.close)
+            with self.assertRaises(eht.EhtError):
+                t.lookup(array.array("q", [1]), out)
+            del eng, t
+            gc.collect()
+
+    @unittest.skipUnless(CLI, "EHT_CLI not set")
+    def test_client_close(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt, shm = os.path.join(tmp, "ckpt"), os.path.join(tmp, "shm")
+            os.mkdir(shm)
+            subprocess.run([CLI, "synth", ckpt, "--rows", str(ROWS)], check=True, stdout=subprocess.DEVNULL)
+            env = dict(os.environ, EHT_SHM_DIR=shm)
+            env.pop("LD_PRELOAD", None)
+            key = "pyclose-%d" % os.getpid()
+            srv = subprocess.Popen([CLI, "serve", ckpt, "--key", key, "--tier", "region"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+            try:
+                for line in srv.stdout:
+                    if "serving under key" in line:
+                        break
+                for _ in range(3):
+                    c = eht.attach(key, timeout=10)
+                    t = c.tables["layers.1.engram.embed"]
+                    t.lookup(array.array("q", [0]), bytearray(RB))  # the table's kept engine
+                    lk = next(iter(t._engines.values()))
+                    run_while_closing(self, lambda: lk, c.close)  # closes the table and its engines
+                    with self.assertRaises(eht.EhtError):
+                        lk.run(array.array("q", [1]), bytearray(RB))
+                    del lk, t, c
+                    gc.collect()
+            finally:
+                srv.kill()
+                srv.wait()
+                srv.stdout.close()
+
+
+class TestRegionViews(unittest.TestCase):
+    def test_view_outlives_close(self):
+        from eht.group import Region
+        with tempfile.TemporaryDirectory() as tmp:
+            old = os.environ.get("EHT_SHM_DIR")
+            os.environ["EHT_SHM_DIR"] = tmp
+            try:
+                r = Region("pyview-%d" % os.getpid(), 1 << 20)
+                r.mark_ready()
+                v = r.view()
+                v[0], v[(1 << 20) - 1] = 7, 9
+                r.close()
+                r.close()
+                with self.assertRaises(eht.EhtError):
+                    r.view()
+                with self.assertRaises(eht.EhtError):
+                    r.mark_ready()
+                self.assertFalse(r.pinned)
+                # The view still maps the region: reading and writing it is fine.
+                self.assertEqual((v[0], v[(1 << 20) - 1]), (7, 9))
+                v[1] = 3
+                self.assertGreater(mapped(tmp), 0)
+                del v
+                gc.collect()
+                self.assertEqual(mapped(tmp), 0, "the region outlived its last view")
+                Region.unlink("pyview-%d" % os.getpid())
+            finally:
+                if old is None:
+                    del os.environ["EHT_SHM_DIR"]
+                else:
+                    os.environ["EHT_SHM_DIR"] = old
+
+
+class TestHotsetFifo(unittest.TestCase):
+    def test_fifo_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "hot")
+            os.mkfifo(fifo)
+            signal.alarm(20)  # a reader that blocks on the FIFO dies here (the test fails)
+            try:
+                with self.assertRaises(ValueError) as cm:
+                    eht.read_hotset(fifo)
+                self.assertIn("FIFO", str(cm.exception))
+            finally:
+                signal.alarm(0)
 
 
 if __name__ == "__main__":

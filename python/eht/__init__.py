@@ -171,9 +171,23 @@ def _hot_rows(rows):
 
 def read_hotset(path):
     """Row ids of a hot-set file of `eht hotset build` ("EHTHOT1\\n", uint64 count, int64 rows, LE)."""
+    import stat
     import struct
-    with open(path, "rb") as f:
-        data = f.read()
+    # The file rule of libeht (src/util/file.h): O_NONBLOCK so a FIFO in the file's place fails
+    # instead of blocking, then fstat: a regular file only.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError("%s: not a regular file (%s)" % (path, "a FIFO" if stat.S_ISFIFO(mode) else
+                                                                  "mode 0o%o" % stat.S_IFMT(mode)))
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if len(data) < 16 or data[:8] != b"EHTHOT1\n":
         raise ValueError("%s: not a hot-set file" % path)
     (n,) = struct.unpack_from("<Q", data, 8)
@@ -195,7 +209,9 @@ def _check(rc, what):
 class _Native:
     """One native handle, freed when the last Python object that can reach it goes: a table keeps
     its attachment's _Native alive, an engine its table's, a view of rows its table's. close()
-    on the Python objects only drops references, so no use of freed memory is possible."""
+    on the Python objects only drops references, so no use of freed memory is possible. A call into
+    libeht holds its object's _Native in a local for the call's length (ctypes lets go of the GIL
+    meanwhile): a close() from another thread then takes effect once the running call returns."""
 
     def __init__(self, handle, free, owner=None):
         self.h = handle
@@ -370,9 +386,17 @@ class Lookup:
                            threads=threads, max_batch=max_batch, numa_node=-1,
                            flags=(_LOOKUP_CPU_ONLY if cpu_only else 0) | (_LOOKUP_GPU_DEDUP if gpu_dedup else 0))
         h = ctypes.c_void_p()
-        _check(_L().eht_lookup_create(table._live(), ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
-        self._n = _Native(h, _L().eht_lookup_destroy, table._n)
+        tn = table._use()  # the table cannot go while the engine is made
+        _check(_L().eht_lookup_create(tn.h, ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
+        self._n = _Native(h, _L().eht_lookup_destroy, tn)
         self._h = h
+
+    def _use(self):
+        """The engine's _Native, held by the caller for one call (see _Native); EhtError once closed."""
+        n = getattr(self, "_n", None)  # one read: close() on another thread may clear it any time
+        if n is None or not n.h:
+            raise _closed("this lookup engine")
+        return n
 
     @property
     def out_row_bytes(self):
@@ -382,9 +406,9 @@ class Lookup:
         """Looks ids up into out. Returns the number of dead ids (zero rows) when it is known without
         waiting: always for host output; for GPU output only with count_dead=True (which synchronizes
         the stream, so not inside a CUDA graph). Otherwise returns None: read last_dead_count() once
-        the stream has passed the call (the GPU counts dead ids itself)."""
-        if not getattr(self, "_h", None):
-            raise _closed("this lookup engine")
+        the stream has passed the call (the GPU counts dead ids itself). The count is this call's,
+        also with other threads running the same engine (libeht runs one call of an engine at a time)."""
+        n = self._use()
         self.table._live()
         torch = _torch()
         if torch is not None and isinstance(ids, torch.Tensor) and ids.dim() > 1:
@@ -411,81 +435,77 @@ class Lookup:
             raise ValueError("count_dead=True synchronizes the stream and cannot be used inside a CUDA graph; "
                              "read last_dead_count() after a replay")
         dead = ctypes.c_uint64(0)
-        _check(_L().eht_lookup_run(self._h, iaddr, itype, id_offset, count, oaddr, handle or None,
+        _check(_L().eht_lookup_run(n.h, iaddr, itype, id_offset, count, oaddr, handle or None,
                                    flags, ctypes.byref(dead) if count_dead else None), "eht_lookup_run")
-        del keep_i, keep_o
+        del keep_i, keep_o, n
         return dead.value if count_dead else None
 
     def set_hotset(self, rows):
         """GPU hot-row cache (eht_lookup_set_hotset): rows (ints, or the path of an `eht hotset build`
         file) are copied into GPU memory and from then on served from there for GPU output. Once,
         before the first run; needs a GPU engine."""
-        if not getattr(self, "_h", None):
-            raise _closed("this lookup engine")
+        e = self._use()
         self.table._live()
         arr, buf, n = _hot_rows(rows)
-        _check(_L().eht_lookup_set_hotset(self._h, buf, n), "eht_lookup_set_hotset")
+        _check(_L().eht_lookup_set_hotset(e.h, buf, n), "eht_lookup_set_hotset")
 
     def update_hotset(self, rows):
         """Refreshes the hot set while serving (eht_lookup_update_hotset): rows (at most as many as
         set_hotset gave) are read now, on this thread or any other; the set goes in at the next run
         outside a CUDA graph, or at apply_hotset() between graph replays."""
-        if not getattr(self, "_h", None):
-            raise _closed("this lookup engine")
+        e = self._use()
         self.table._live()
         arr, buf, n = _hot_rows(rows)
-        _check(_L().eht_lookup_update_hotset(self._h, buf, n), "eht_lookup_update_hotset")
+        _check(_L().eht_lookup_update_hotset(e.h, buf, n), "eht_lookup_update_hotset")
 
     def apply_hotset(self, stream=None):
         """Applies a pending refresh on the stream (default: torch's current one); True if one was."""
-        if not getattr(self, "_h", None):
-            raise _closed("this lookup engine")
+        e = self._use()
         handle = _stream_handle(stream)
         torch = _torch()
         if stream is None and torch is not None and torch.cuda.is_available():
             handle = torch.cuda.current_stream().cuda_stream
-        rc = _L().eht_lookup_hotset_apply(self._h, handle or None)
+        rc = _L().eht_lookup_hotset_apply(e.h, handle or None)
         _check(rc, "eht_lookup_hotset_apply")
         return rc == 1
 
     def adapt_hotset(self, period_ms=1000):
         """Lets the traffic choose the hot set (eht_lookup_hotset_adapt): sampled hits and misses are
         scored every period_ms and clearly hotter missed rows swapped in at a step boundary; 0 stops."""
-        if not getattr(self, "_h", None):
-            raise _closed("this lookup engine")
+        e = self._use()
         if not isinstance(period_ms, int) or isinstance(period_ms, bool) or period_ms < 0:
             raise ValueError("period_ms must be an int >= 0")
-        _check(_L().eht_lookup_hotset_adapt(self._h, period_ms), "eht_lookup_hotset_adapt")
+        _check(_L().eht_lookup_hotset_adapt(e.h, period_ms), "eht_lookup_hotset_adapt")
 
     @property
     def hotset_hit_rate(self):
         """Sampled hit fraction of the last adapting period (None when not adapting)."""
-        r = _L().eht_lookup_hotset_hit_rate(self._h)
+        r = _L().eht_lookup_hotset_hit_rate(self._use().h)
         return None if r < 0 else r
 
     @property
     def hotset_refreshes(self):
         """Hot-set refreshes applied so far."""
-        return int(_L().eht_lookup_hotset_refreshes(self._h))
+        return int(_L().eht_lookup_hotset_refreshes(self._use().h))
 
     @property
     def hotset_rows(self):
         """Rows of the engine's hot set (0: none)."""
-        return int(_L().eht_lookup_hotset_rows(self._h))
+        return int(_L().eht_lookup_hotset_rows(self._use().h))
 
     def last_dead_count(self):
         """Dead ids of the last run (or graph replay), valid once the stream has passed it."""
-        return int(_L().eht_lookup_last_dead_count(self._h))
+        return int(_L().eht_lookup_last_dead_count(self._use().h))
 
     @property
     def last_strategy(self):
-        if not getattr(self, "_h", None):
-            raise _closed("this lookup engine")
+        e = self._use()
         self.table._live()
-        return _L().eht_lookup_strategy_name(_L().eht_lookup_last_strategy(self._h)).decode()
+        return _L().eht_lookup_strategy_name(_L().eht_lookup_last_strategy(e.h)).decode()
 
     def close(self):
-        """Drops the engine (freed once nothing else uses it); run() then raises EhtError."""
+        """Drops the engine (freed once nothing else uses it: a run() in progress on another thread
+        finishes first); run() then raises EhtError."""
         self._h = None
         self._n = None
 
@@ -513,9 +533,14 @@ class Table:
 
     def _live(self):
         """The handle, or EhtError once the table (or its attachment) is closed."""
-        if not getattr(self, "_h", None):
+        return self._use().h
+
+    def _use(self):
+        """The table's _Native, held by the caller for one call (see _Native); EhtError once closed."""
+        n = getattr(self, "_n", None)  # one read: close() on another thread may clear it any time
+        if n is None or not getattr(self, "_h", None):
             raise _closed("table %s" % getattr(self, "name", "?"))
-        return self._h
+        return n
 
     def host_view(self):
         """A read-only memoryview of the table's bytes (tiers with a host pointer); it keeps the
@@ -548,7 +573,8 @@ class Table:
         """The hot set its server handed over with this table (eht_table_hotset: `eht serve --hotset`),
         as an array.array("q") of absolute row ids, most useful first; None when it has none. A GPU
         engine takes it as is: table.lookup_engine(device=0).set_hotset(table.hotset())."""
-        h = self._live()
+        tn = self._use()
+        h = tn.h
         lib = _L()
         if not hasattr(lib, "eht_table_hotset"):
             return None
@@ -590,7 +616,7 @@ class Table:
 
     def close(self):
         """Closes the table for Python use (EhtError afterwards); the memory is released once no
-        engine or view of it is left."""
+        engine or view of it is left (a lookup running on another thread finishes first)."""
         for lk in self.__dict__.pop("_engines", {}).values():
             lk.close()
         self._h = None
@@ -648,13 +674,14 @@ class Client:
 
     def check(self):
         """Raises EhtError when the server is gone."""
-        if not getattr(self, "_h", None):
+        n = getattr(self, "_n", None)  # held for the call: a close() meanwhile takes effect after it
+        if n is None or not getattr(self, "_h", None):
             raise _closed("attachment %s" % getattr(self, "key", "?"))
-        _check(_L().eht_client_check(self._h), "eht_client_check")
+        _check(_L().eht_client_check(n.h), "eht_client_check")
 
     def close(self):
         """Detaches: its tables raise EhtError from now on; the mappings go once no table view or
-        engine of them is left (at once when there is none)."""
+        engine of them is left and no lookup on them is running (at once when there is none)."""
         for t in getattr(self, "tables", {}).values():
             t.close()
         self._h = None

@@ -20,7 +20,7 @@ import logging
 import os
 import secrets
 
-from . import EhtError, Table, _check, _L, _torch
+from . import EhtError, Table, _Native, _check, _closed, _L, _torch
 
 __all__ = ["Group", "SharedTable", "Region", "node_id"]
 
@@ -90,6 +90,10 @@ def node_id():
     return buf.value.decode()
 
 
+def _region_close(h):
+    _lib().eht_region_close(ctypes.byref(h))
+
+
 def _cpu_view(addr, nbytes, owner):
     """A writable uint8 view of nbytes at addr: a torch tensor when torch is installed, else a
     memoryview. The view keeps owner (what keeps the memory mapped) alive."""
@@ -138,7 +142,8 @@ class Region:
     Region(name, nbytes) creates it, or opens it when it exists (waiting until it is ready);
     open_only=True never creates. keep=False (with expected_peers) unlinks the file once that many
     processes mapped it, so nothing outlives them. .view() is a writable uint8 view; .pin(device)
-    registers it for GPU DMA; .close() unmaps (and removes a region never marked ready)."""
+    registers it for GPU DMA; .close() lets go of it: the mapping goes (and a region never marked
+    ready is removed) once no view of it is left, so a view never outlives its memory."""
 
     def __init__(self, name, nbytes, open_only=False, expected_peers=0, timeout=60.0, device=-1):
         lib = _lib()
@@ -151,32 +156,45 @@ class Region:
         h = ctypes.c_void_p()
         _check(lib.eht_region_open(name.encode(), nbytes, ctypes.byref(opts), ctypes.byref(h)),
                "eht_region_open(%s)" % name)
-        self._h, self.name = h, name
+        self.name = name
+        # Unmapped by the last holder: this object, a view (each keeps the _Native), or a call.
+        self._n = _Native(h, _region_close)
+        self._h = h
         self.creator = bool(lib.eht_region_is_creator(h))
         self.nbytes = lib.eht_region_bytes(h)
 
+    def _use(self):
+        n = getattr(self, "_n", None)  # one read: close() on another thread may clear it any time
+        if n is None or not n.h:
+            raise _closed("region %s" % getattr(self, "name", "?"))
+        return n
+
     def mark_ready(self):
         """Creator: the contents are complete; openers waiting in Region() proceed."""
-        _check(_lib().eht_region_mark_ready(self._h), "eht_region_mark_ready(%s)" % self.name)
+        n = self._use()
+        _check(_lib().eht_region_mark_ready(n.h), "eht_region_mark_ready(%s)" % self.name)
 
     def pin(self, device=0):
         """Registers the region for DMA to GPU device; returns True when pinned, False when it stays
         usable unpinned (no GPU, not enough lockable memory)."""
-        return _lib().eht_region_pin(self._h, device) == 0
+        n = self._use()
+        return _lib().eht_region_pin(n.h, device) == 0
 
     @property
     def pinned(self):
-        return bool(_lib().eht_region_is_pinned(self._h))
+        n = getattr(self, "_n", None)
+        return bool(n is not None and n.h and _lib().eht_region_is_pinned(n.h))
 
     def view(self):
-        return _cpu_view(_lib().eht_region_data(self._h), self.nbytes, self)
+        """A writable uint8 view of the region; it keeps the mapping alive, also after close()."""
+        n = self._use()
+        return _cpu_view(_lib().eht_region_data(n.h), self.nbytes, n)
 
     def close(self):
-        if getattr(self, "_h", None):
-            _lib().eht_region_close(ctypes.byref(self._h))
-            self._h = None
-
-    __del__ = close
+        """Lets go of the region; EhtError from its methods from now on. Views taken earlier stay
+        valid: the region is unmapped (and removed when never marked ready) when the last one goes."""
+        self._h = None
+        self._n = None
 
     @staticmethod
     def unlink(name, directory=None):

@@ -11,6 +11,7 @@
 
 #include "engram/engram_impl.h"
 #include "util/err.h"
+#include "util/file.h"
 
 #define SEED_PRIME 10007
 
@@ -284,55 +285,13 @@ out:
 	return rc;
 }
 
-/* Reads a whole (small) file; *len bytes, NUL-terminated. */
-static int read_all(const char *path, size_t max, char **buf, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-	struct stat st;
-	char *b = NULL;
-	if (fd < 0)
-		return eht_err_sys(errno, "%s: open", path);
-	if (fstat(fd, &st) != 0) {
-		rc = eht_err_sys(errno, "%s: fstat", path);
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
-		rc = eht_err(EINVAL, "%s: not a regular file of at most %zu bytes", path, max);
-		goto out;
-	}
-	b = malloc((size_t)st.st_size + 1);
-	if (!b) {
-		rc = eht_err(ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			rc = r < 0 ? eht_err_sys(errno, "%s: read", path) : eht_err(EIO, "%s: short read", path);
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	b[got] = 0;
-	*buf = b;
-	*len = got;
-	b = NULL;
-out:
-	free(b);
-	close(fd);
-	return rc;
-}
-
 int eht_engram_layout_from_file(const char *path, eht_engram_layout **out)
 {
 	if (!path || !out)
 		return eht_err(EINVAL, "eht_engram_layout_from_file: NULL argument");
 	char *b;
 	size_t n;
-	int rc = read_all(path, 64u << 20, &b, &n);
+	int rc = eht_file_read_all(path, "config", 64u << 20, &b, &n);
 	if (rc)
 		return rc;
 	rc = eht_engram_layout_from_json(b, n, out);
@@ -422,7 +381,7 @@ int eht_engram_layout_load_token_map(eht_engram_layout *l, const char *path)
 		return eht_err(EINVAL, "eht_engram_layout_load_token_map: NULL argument");
 	char *b;
 	size_t n;
-	int rc = read_all(path, (size_t)1 << 31, &b, &n);
+	int rc = eht_file_read_all(path, "token map", (size_t)1 << 31, &b, &n);
 	if (rc)
 		return rc;
 	if (n == 0 || n % 4) {

@@ -13,12 +13,14 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lookup/hot_adapt.h"
 #include "lookup/hot_refresh.h"
 #include "lookup/lk_hot.h"
 #include "lookup/lookup_impl.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/log.h"
 
 struct lk_hot {
@@ -119,9 +121,15 @@ int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n)
 {
 	*rows = NULL;
 	*n = 0;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return eht_err_sys(errno, "hot set %s: open", path);
+	/* The file rule (util/file.h): a FIFO named as a hot set fails here instead of blocking. */
+	int fd = eht_file_open_read(path, "hot set", NULL);
+	if (fd < 0)
+		return fd;
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		return eht_err_sys(errno, "hot set %s: fdopen", path);
+	}
 	int rc = 0;
 	int64_t *r = NULL;
 	uint8_t hdr[16], b[8];

@@ -91,6 +91,7 @@ void eht_lookup_destroy(eht_lookup *lk)
 	free(lk->h_uniq);
 	free(lk->chunk_done);
 	free(lk->chunk_dead);
+	pthread_mutex_destroy(&lk->run_mu);
 	free(lk);
 }
 
@@ -128,6 +129,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	eht_lookup *lk = calloc(1, sizeof(*lk));
 	if (!lk)
 		return eht_err(ENOMEM, "lookup: out of memory");
+	pthread_mutex_init(&lk->run_mu, NULL);
 	lk->t = table;
 	lk->ti = *ti;
 	lk->rb = (uint32_t)ti->row_bytes;
@@ -288,8 +290,8 @@ static bool is_device_ptr(const void *p)
 	return r == CUDA_SUCCESS && (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED);
 }
 
-int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
-		   void *stream, unsigned flags, uint64_t *dead_count)
+static int lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
+		      void *stream, unsigned flags, uint64_t *dead_count)
 {
 	const unsigned known = EHT_LOOKUP_RUN_DEAD_ERROR | EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_IDS_DEVICE |
 			       EHT_LOOKUP_RUN_OUT_HOST | EHT_LOOKUP_RUN_OUT_DEVICE | EHT_LOOKUP_RUN_STRATEGY_MASK;
@@ -437,6 +439,21 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 			       (unsigned long long)dead, (unsigned long long)count, (long long)lk->lo, (long long)lk->hi,
 			       lk->ti.name);
 	return 0;
+}
+
+int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
+		   void *stream, unsigned flags, uint64_t *dead_count)
+{
+	if (!lk) {
+		if (dead_count)
+			*dead_count = 0;
+		return eht_err(EINVAL, "eht_lookup_run: NULL engine");
+	}
+	/* Threads sharing an engine take turns (see run_mu): each call's dead count is its own. */
+	pthread_mutex_lock(&lk->run_mu);
+	int rc = lookup_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count);
+	pthread_mutex_unlock(&lk->run_mu);
+	return rc;
 }
 
 uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)

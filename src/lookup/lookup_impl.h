@@ -10,6 +10,7 @@
 #ifndef EHT_LOOKUP_LOOKUP_IMPL_H
 #define EHT_LOOKUP_LOOKUP_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -163,6 +164,10 @@ struct eht_lookup {
 	bool ran;           /* eht_lookup_run was called (the hot set is set before) */
 	uint64_t dedup_min, dedup_min_host; /* batches this large or larger use the hot set and GPU dedup
 					     * (ids in GPU memory or captured; host ids read now) */
+	/* One eht_lookup_run at a time: the per-call state above (chunk dead counts and flags, staging,
+	 * last_dead_*) is the engine's, so threads sharing an engine take turns (their dead counts
+	 * and DEAD_ERROR results are then each their own call's). */
+	pthread_mutex_t run_mu;
 };
 
 

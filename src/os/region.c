@@ -33,7 +33,7 @@
 
 static const uint32_t known_flags = EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_OPEN_ONLY |
 				    EHT_REGION_NO_RECLAIM | EHT_REGION_THP | EHT_REGION_NUMA_NODE |
-				    EHT_REGION_NUMA_DEVICE | EHT_REGION_GROUP;
+				    EHT_REGION_NUMA_DEVICE | EHT_REGION_GROUP | REGION_MEMFD;
 
 /* What one eht_region_open call asked for, checked and with defaults filled in. */
 struct req {
@@ -107,7 +107,9 @@ static int req_init(struct req *q, const char *name, uint64_t bytes, const struc
 	uint32_t life = q->flags & (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED);
 	if (life == (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED))
 		return eht_err(EINVAL, "region %s: EHT_REGION_KEEP and EHT_REGION_UNLINK_WHEN_MAPPED both set", name);
-	if (!life && !(q->flags & EHT_REGION_OPEN_ONLY))
+	if ((q->flags & REGION_MEMFD) && (q->flags & EHT_REGION_OPEN_ONLY))
+		return eht_err(EINVAL, "region %s: a memfd region cannot be opened by name", name);
+	if (!life && !(q->flags & (EHT_REGION_OPEN_ONLY | REGION_MEMFD)))
 		return eht_err(EINVAL, "region %s: choose the unlink policy: EHT_REGION_KEEP or EHT_REGION_UNLINK_WHEN_MAPPED", name);
 	if ((q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) && q->expected_peers == 0 && !(q->flags & EHT_REGION_OPEN_ONLY))
 		return eht_err(EINVAL, "region %s: EHT_REGION_UNLINK_WHEN_MAPPED needs expected_peers >= 1", name);
@@ -185,15 +187,16 @@ static int capacity_check(const struct req *q, uint64_t need, int node, bool str
 	if (eht_env_u64("EHT_REGION_SKIP_CAPACITY_CHECK", 0))
 		return 0;
 	char a[32], b[32];
-	if (q->fs.free_bytes < need)
+	/* A memfd takes memory, not the directory's space: only the memory checks below apply. */
+	if (!(q->flags & REGION_MEMFD) && q->fs.free_bytes < need)
 		return eht_err(ENOSPC,
-			       "region %s: %s needed but only %s free in %s%s; fix: free space there, or give it more "
-			       "(Docker: --shm-size=%lluG or --ipc=host; hugetlbfs: raise vm.nr_hugepages), or use "
-			       "another directory (EHT_SHM_DIR)",
+			       "region %s: %s needed but only %s free in %s%s; fix: free space there (`eht regions "
+			       "gc` removes what dead processes left), or give it more (Docker: --shm-size=%lluG or "
+			       "--ipc=host; hugetlbfs: raise vm.nr_hugepages), or use another directory (EHT_SHM_DIR)",
 			       q->name, fmt_bytes(need, a, sizeof(a)), fmt_bytes(q->fs.free_bytes, b, sizeof(b)), q->dir,
 			       q->fs.hugetlbfs ? " (free huge pages)" : "",
 			       (unsigned long long)((need >> 30) + 1));
-	if (q->fs.hugetlbfs) {
+	if (q->fs.hugetlbfs && !(q->flags & REGION_MEMFD)) {
 		if (strict && eht_numa_node_count() > 1) {
 			uint64_t f = eht_hugetlb_free(q->fs.page_size, node);
 			if (f < need)
@@ -337,7 +340,7 @@ static void region_free(struct eht_region *r)
 
 static int attach_count(struct eht_region *r)
 {
-	if (!(r->hdr->policy & EHT_REGION_UNLINK_WHEN_MAPPED))
+	if (r->anon || !(r->hdr->policy & EHT_REGION_UNLINK_WHEN_MAPPED))
 		return 0;
 	uint32_t n = atomic_fetch_add(&r->hdr->attached, 1) + 1;
 	if (n < r->hdr->expected_peers)
@@ -436,11 +439,17 @@ static int create(struct req *q, struct eht_region **out)
 	uint64_t unit = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
 	uint64_t data_offset = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : 4096);
 	uint64_t file_bytes = data_offset + round_up(q->bytes, unit);
+	const bool anon = q->flags & REGION_MEMFD;
+	/* Reclaim first: what a killed creator left (a populate cut short by SIGKILL) may be the very
+	 * space this create needs, and the restart of that creator is the usual next create. */
+	if (!anon) {
+		reclaim_once(q->dir);
+		if (eht_fs_info(q->dir, &q->fs) != 0)
+			eht_err_clear(); /* keep the figures region_open read */
+	}
 	int rc = capacity_check(q, file_bytes - data_offset, node, strict);
 	if (rc)
 		return rc;
-
-	reclaim_once(q->dir);
 	char tmp[4096 + 64];
 	/* Unpredictable: another user cannot pre-create it (O_EXCL would then fail the create). */
 	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u.%016llx", q->dir, q->name, (int)getpid(),
@@ -452,6 +461,17 @@ static int create(struct req *q, struct eht_region **out)
 	r->device = -1;
 	bool linked = false, tmp_made = false;
 	mode_t mode = (q->flags & EHT_REGION_GROUP) ? 0660 : 0600;
+	if (anon) {
+		/* Sealable, and gone with its last descriptor and mapping: a killed creator leaves nothing. */
+		r->fd = memfd_create(q->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (r->fd < 0) {
+			rc = eht_err_sys(errno, "region %s: memfd_create", q->name);
+			goto fail;
+		}
+		r->anon = true;
+		snprintf(tmp, sizeof(tmp), "memfd:%s", q->name);
+		goto sized;
+	}
 	r->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (r->fd < 0) {
 		rc = eht_err_sys(errno, "region %s: creating %s", q->name, tmp);
@@ -472,6 +492,7 @@ static int create(struct req *q, struct eht_region **out)
 		rc = eht_err(rc, "region %s: locking %s: %s", q->name, tmp, strerror(-rc));
 		goto fail;
 	}
+sized:
 	if (ftruncate(r->fd, (off_t)file_bytes) != 0) {
 		rc = eht_err_sys(errno, "region %s: sizing %s to %s", q->name, tmp, fmt_bytes(file_bytes, a, sizeof(a)));
 		goto fail;
@@ -480,6 +501,10 @@ static int create(struct req *q, struct eht_region **out)
 		goto fail;
 	write_header(q, r, file_bytes, data_offset);
 
+	if (anon) {
+		snprintf(q->path, sizeof(q->path), "%.4000s", tmp);
+		goto named;
+	}
 	if (link(tmp, q->path) != 0) {
 		if (errno == EEXIST) {
 			rc = RETRY;
@@ -492,6 +517,7 @@ static int create(struct req *q, struct eht_region **out)
 	if (unlink(tmp) != 0)
 		eht_warn("region %s: removing the temporary name %s: %s", q->name, tmp, strerror(errno));
 	tmp_made = false;
+named:;
 	struct stat st;
 	if (fstat(r->fd, &st) != 0) {
 		rc = eht_err_sys(errno, "region %s: fstat", q->name);
@@ -506,8 +532,8 @@ static int create(struct req *q, struct eht_region **out)
 	rc = populate(q, r, node, strict, file_bytes);
 	if (rc)
 		goto fail;
-	eht_info("region %s: created %s in %s (node %d%s%s)", q->name, fmt_bytes(q->bytes, a, sizeof(a)), q->dir,
-		 r->numa_node, thp ? ", THP" : "", q->fs.hugetlbfs ? ", hugetlbfs" : "");
+	eht_info("region %s: created %s in %s (node %d%s%s)", q->name, fmt_bytes(q->bytes, a, sizeof(a)),
+		 anon ? "a memfd" : q->dir, r->numa_node, thp ? ", THP" : "", q->fs.hugetlbfs ? ", hugetlbfs" : "");
 	*out = r;
 	return 0;
 fail:
@@ -646,9 +672,18 @@ int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *
 	rc = eht_fs_info(q.dir, &q.fs);
 	if (rc)
 		return rc;
-	if (!q.fs.tmpfs && !q.fs.hugetlbfs)
+	if (!q.fs.tmpfs && !q.fs.hugetlbfs && !(q.flags & REGION_MEMFD))
 		eht_warn_once("region directory %s is not tmpfs or hugetlbfs: region pages may be written back to disk",
 			      q.dir);
+	if (q.flags & REGION_MEMFD) {
+		if (!q.fs.hugetlbfs) {
+			q.fs.page_size = 4096;
+			return create(&q, out);
+		}
+		q.flags &= ~REGION_MEMFD; /* hugetlbfs: a named file, as before (not sealable) */
+		if (!(q.flags & (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED)))
+			return eht_err(EINVAL, "region %s: choose the unlink policy", name);
+	}
 	double deadline = eht_now_s() + q.timeout_s;
 	for (;;) {
 		/* O_NONBLOCK: another user's FIFO under the name must not block us (attach checks it). */
@@ -670,6 +705,47 @@ int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *
 			return eht_err(ETIMEDOUT, "region %s (%s): gave up after %.1f s of concurrent create/remove",
 				       name, q.path, q.timeout_s);
 	}
+}
+
+int region_seal(eht_region *r)
+{
+	if (!r || !r->creator || !r->ready)
+		return eht_err(EINVAL, "region %s: only its creator seals it, once ready", r ? r->name : "(null)");
+	if (r->sealed)
+		return 0;
+	if (!r->anon)
+		return eht_err(ENOTSUP, "region %s: a file in %s cannot be sealed", r->name, r->path);
+	if (r->pinned)
+		return eht_err(EBUSY, "region %s: unpin it before sealing", r->name);
+	/* The write seal needs every writable shared mapping gone: the creator's becomes a read-only
+	 * one at the same address, mapped through a read-only open (no VM_MAYWRITE). Kernels before
+	 * 6.7 count read-only shared mappings too; there the mapping is private (still the same pages:
+	 * nothing writes them any more). */
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", r->fd);
+	int ro = open(proc, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		return eht_err_sys(errno, "region %s: reopening read-only", r->name);
+	int rc = 0;
+	if (mmap(r->map, r->map_bytes, PROT_READ, MAP_SHARED | MAP_FIXED, ro, 0) == MAP_FAILED) {
+		rc = eht_err_sys(errno, "region %s: remapping read-only", r->name);
+		goto out;
+	}
+	int sr = fcntl(r->fd, F_ADD_SEALS, REGION_SEALS);
+	if (sr != 0 && errno == EBUSY) {
+		if (mmap(r->map, r->map_bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED, ro, 0) == MAP_FAILED) {
+			rc = eht_err_sys(errno, "region %s: remapping read-only", r->name);
+			goto out;
+		}
+		sr = fcntl(r->fd, F_ADD_SEALS, REGION_SEALS);
+	}
+	if (sr != 0)
+		rc = eht_err_sys(errno, "region %s: sealing its memfd", r->name);
+	if (!rc)
+		r->sealed = true;
+out:
+	close(ro);
+	return rc;
 }
 
 int eht_region_mark_ready(eht_region *r)
@@ -744,7 +820,7 @@ int eht_region_close(eht_region **rp)
 		keep_first(&first, r->gpu->unpin(r->data, len), r->name, "unpinning");
 		r->pinned = false;
 	}
-	if (r->creator && !r->ready) {
+	if (r->creator && !r->ready && !r->anon) {
 		/* A creator that never marked it ready takes the half-built file with it. */
 		int u = region_unlink_if_same(r->path, r->dev, r->ino);
 		if (u != -ESTALE)

@@ -21,6 +21,10 @@
 /* Policy bits kept in the header (a subset of the open flags). */
 #define REGION_HDR_POLICY (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_THP)
 #define REGION_HDR_HUGETLB 0x10000u
+/* Internal open flag (eht_region_share for a group of one, i.e. eht serve): the region is a memfd
+ * with no name in the directory (nobody opens it by name; it goes out by descriptor), which
+ * region_seal can seal once filled. On a hugetlbfs directory it stays a named file for now. */
+#define REGION_MEMFD 0x40000000u
 
 /* The first bytes of the file. Shared by every process mapping it; ready and attached change after
  * creation and are accessed atomically (lock-free 32-bit atomics work across processes). */
@@ -69,6 +73,8 @@ struct eht_region {
 	const struct region_gpu_ops *gpu; /* what pinned it, to unpin at close */
 	dev_t dev;           /* identity of the file, to unlink only our own */
 	ino_t ino;
+	bool anon;           /* a memfd (REGION_MEMFD): no name to unlink */
+	bool sealed;         /* region_seal done: no descriptor can write the file any more */
 };
 
 /* Validates a region name (util/name.h, file-name rules). Returns 0 or -EINVAL naming the rule broken. */
@@ -78,6 +84,14 @@ struct eht_region {
  * tier (src/table), so this layer never calls the driver. */
 int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *opts,
 		const struct region_gpu_ops *gpu, eht_region **out);
+/* Seals a memfd region its creator has filled and marked ready: the mapping becomes read-only and
+ * the file gets F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW, so no descriptor of it, reopened through
+ * /proc with write access or not, root's included, can change a byte (write, shared writable maps,
+ * hole punching and truncation all fail with EPERM); a fchmod cannot undo a seal. The region must
+ * not be pinned (a pin holds page references that the write seal waits for). Returns 0, -ENOTSUP
+ * (a named region: files in a directory cannot be sealed), -EBUSY (pinned) or -errno. */
+int region_seal(eht_region *r);
+#define REGION_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)
 /* eht_region_pin through gpu (NULL: -ENODEV). The region keeps gpu to unpin itself at close. */
 int region_pin(eht_region *r, int device, const struct region_gpu_ops *gpu);
 /* OFD locks on the whole file: type F_RDLCK / F_WRLCK / F_UNLCK, never blocking. 0, -EAGAIN or -errno. */

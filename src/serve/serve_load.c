@@ -66,6 +66,13 @@ int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, si
 		if (!pattern_match(pattern, w.name))
 			continue;
 		struct served *t = &v[count];
+		/* Table and tensor names are kept in 256 bytes: a longer one would be cut and then not found. */
+		if (strlen(w.name) >= sizeof(t->weight)) {
+			rc = eht_err(ENAMETOOLONG, "tensor '%.60s...' of %s: its name has %zu characters: name too long "
+						   "(table names are at most %zu)",
+				     w.name, eht_ckpt_path(ck), strlen(w.name), sizeof(t->weight) - 1);
+			break;
+		}
 		if ((rc = row_bytes_of(&w, &t->wbytes)) != 0)
 			break;
 		t->rows = w.shape[0];

@@ -12,6 +12,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/log.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
@@ -126,14 +127,10 @@ static int read_index(const char *ipath, char **text, size_t *len)
 {
 	struct stat st;
 	char *buf = NULL;
-	int rc = 0, fd = open(ipath, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int rc = 0, fd = eht_file_open_read(ipath, "checkpoint index", &st);
 	if (fd < 0)
-		return eht_err_sys(errno, "%s: open", ipath);
-	if (fstat(fd, &st) != 0)
-		rc = eht_err_sys(errno, "%s: fstat", ipath);
-	else if (!S_ISREG(st.st_mode))
-		rc = eht_err(EINVAL, "%s: not a regular file", ipath);
-	else if ((uint64_t)st.st_size > INDEX_MAX_BYTES)
+		return fd;
+	if ((uint64_t)st.st_size > INDEX_MAX_BYTES)
 		rc = eht_err(EFBIG, "%s: index of %lld bytes is over the %u MiB limit", ipath, (long long)st.st_size,
 			     INDEX_MAX_BYTES >> 20);
 	else if (!(buf = malloc((size_t)st.st_size + 1)))

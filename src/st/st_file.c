@@ -11,6 +11,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/opts.h"
 
 #define MEMORY_PATH "<memory>"
@@ -394,18 +395,10 @@ int eht_st_open(const char *path, uint32_t flags, eht_st_file **out)
 		return eht_err(EINVAL, "eht_st_open %s: unknown flags 0x%x", path, flags);
 	if ((rc = st_new(path, &f)))
 		return rc;
-	/* O_NONBLOCK: a FIFO (or device) named as a checkpoint must not block here; fstat rejects it. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* The file rule (util/file.h): a FIFO (or device) named as a checkpoint fails, never blocks. */
+	fd = eht_file_open_read(path, "checkpoint", &st);
 	if (fd < 0) {
-		rc = eht_err_sys(errno, "%s: open", path);
-		goto fail;
-	}
-	if (fstat(fd, &st) != 0) {
-		rc = eht_err_sys(errno, "%s: fstat", path);
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = eht_err(EINVAL, "%s: not a regular file", path);
+		rc = fd;
 		goto fail;
 	}
 	f->len = (uint64_t)st.st_size;

@@ -10,6 +10,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/file.h"
 #include "util/opts.h"
 
 struct eht_st_map {
@@ -96,23 +97,11 @@ int eht_st_map_rows(const struct eht_st_rows *r, uint32_t flags, eht_st_map **ou
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return eht_err(ENOMEM, "out of memory");
-	/* O_NONBLOCK until fstat says it is a regular file: a FIFO put in a shard's place must not
-	 * block the open (and a reader past its deadline). Cleared after: io_uring honours it. */
-	m->fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* The file rule (util/file.h): a FIFO put in a shard's place must not block the open (and a
+	 * reader past its deadline); O_NONBLOCK is cleared again (io_uring honours it). */
+	m->fd = eht_file_open_read(r->path, "checkpoint shard", &st);
 	if (m->fd < 0) {
-		rc = eht_err_sys(errno, "%s: open", r->path);
-		goto fail;
-	}
-	if (fstat(m->fd, &st) != 0) {
-		rc = eht_err_sys(errno, "%s: fstat", r->path);
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = eht_err(EINVAL, "%s: not a regular file", r->path);
-		goto fail;
-	}
-	if (fcntl(m->fd, F_SETFL, fcntl(m->fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-		rc = eht_err_sys(errno, "%s: fcntl", r->path);
+		rc = m->fd;
 		goto fail;
 	}
 	uint64_t end;

@@ -65,6 +65,10 @@ static void fill_ops(struct eht_table_ops *full, const struct eht_table_ops *ops
 int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops *ops, void *impl,
 		  eht_table **out)
 {
+	size_t nl = info->name ? strlen(info->name) : 0;
+	if (nl >= sizeof(((eht_table *)0)->name))
+		return eht_err(ENAMETOOLONG, "table name '%.60s...' has %zu characters: name too long (at most %zu)",
+			       info->name, nl, sizeof(((eht_table *)0)->name) - 1);
 	eht_table *t = calloc(1, sizeof(*t));
 	if (!t)
 		return eht_err(ENOMEM, "table: out of memory");
@@ -119,8 +123,11 @@ int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 
 void eht_table_seal(eht_table *t)
 {
-	if (t)
+	if (t) {
 		t->ops->seal(t);
+		if (t->ops->describe) /* a seal may move or drop a pin: the info follows */
+			t->ops->describe(t, &t->info);
+	}
 }
 
 int eht_table_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags)

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_workload.h"
 #include "eht.h"
 #include "util/err.h"
+#include "util/file.h"
 
 #define COLS 24
 #define PREFILL_MIN_IDS (24 * 1024)
@@ -37,28 +39,22 @@ static int cmp_i32(const void *a, const void *b)
 
 static int load_text(struct bench_workload *w, const char *path)
 {
-	FILE *f = fopen(path, "rb");
 	uint32_t *raw = NULL, *starts = NULL;
 	int32_t *all = NULL;
-	size_t nst = 0;
+	size_t nst = 0, len = 0;
 	json_t *sj = NULL;
 	eht_engram_layout *l = NULL;
-	int rc = 0;
-	if (!f)
-		return eht_err_sys(errno, "workload %s: open", path);
-	fseek(f, 0, SEEK_END);
-	long len = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	if (len <= 0 || len % 4 || len > (1L << 30)) {
-		rc = eht_err(EINVAL, "workload %s: %ld bytes is not a stream of uint32 ids", path, len);
+	char *text = NULL;
+	/* The file rule (util/file.h): a FIFO named as the workload (or its starts) fails, never blocks. */
+	int rc = eht_file_read_all(path, "workload", (size_t)1 << 30, &text, &len);
+	if (rc)
+		return rc;
+	raw = (uint32_t *)(void *)text;
+	if (len == 0 || len % 4) {
+		rc = eht_err(EINVAL, "workload %s: %zu bytes is not a stream of uint32 ids", path, len);
 		goto out;
 	}
-	w->tokens = (size_t)len / 4;
-	raw = malloc((size_t)len);
-	if (!raw || fread(raw, 1, (size_t)len, f) != (size_t)len) {
-		rc = raw ? eht_err(EIO, "workload %s: short read", path) : eht_err(ENOMEM, "out of memory");
-		goto out;
-	}
+	w->tokens = len / 4;
 	for (size_t i = 0; i < w->tokens; i++)
 		if (raw[i] >= 99092) {
 			rc = eht_err(EINVAL, "workload %s: id %zu is %u, not a V4.1 compressed id (< 99092)", path, i, raw[i]);
@@ -67,7 +63,14 @@ static int load_text(struct bench_workload *w, const char *path)
 	char sp[1100];
 	snprintf(sp, sizeof(sp), "%s.starts.json", path);
 	json_error_t je;
-	sj = json_load_file(sp, 0, &je);
+	char *sjt = NULL;
+	size_t sjn = 0;
+	if (access(sp, F_OK) == 0) { /* optional: no starts file, one document */
+		if ((rc = eht_file_read_all(sp, "workload starts", 64u << 20, &sjt, &sjn)))
+			goto out;
+		sj = json_loadb(sjt, sjn, 0, &je);
+		free(sjt);
+	}
 	nst = sj && json_is_array(sj) ? json_array_size(sj) : 0;
 	starts = malloc((nst + 2) * sizeof(*starts));
 	if (!starts) {
@@ -109,8 +112,6 @@ static int load_text(struct bench_workload *w, const char *path)
 	w->begin = 0;
 	w->end = w->tokens;
 out:
-	if (f)
-		fclose(f);
 	free(raw);
 	free(starts);
 	free(all);

@@ -65,7 +65,8 @@ void cli_progress_update(struct cli_progress *p, uint64_t done);
 /* ---- cli_notify.c ---- */
 /* Sends state ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET when set (systemd Type=notify). 0 or -errno. */
 int cli_sd_notify(const char *state);
-/* Writes text to path through path.tmp.PID and a rename. Returns 0 or -errno. */
+/* Writes text to path through a temporary of mkstemp beside it and a rename (eht_file_write_atomic).
+ * Returns 0 or -errno with a message. */
 int cli_write_file_atomic(const char *path, const char *text);
 
 #endif

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "eht.h"
 #include "engram/steps.h"
+#include "util/file.h"
 
 #define USAGE                                                                                             \
 	"usage: eht hash (--preset v41 | --config FILE.json) [--token-map FILE] --steps STEPS.json [--gpu] " \
@@ -24,42 +25,6 @@ static int usage_err(const char *msg)
 		fprintf(stderr, "eht hash: %s\n", msg);
 	fprintf(stderr, "%s\n", USAGE);
 	return 2;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *b = NULL;
-	size_t cap = 0, n = 0;
-	if (!f) {
-		fprintf(stderr, "eht hash: %s: %s\n", path, strerror(errno));
-		return NULL;
-	}
-	for (;;) {
-		if (n + 65536 > cap) {
-			char *nb = realloc(b, cap = 2 * cap + 65536);
-			if (!nb) {
-				free(b);
-				fclose(f);
-				fprintf(stderr, "eht hash: out of memory\n");
-				return NULL;
-			}
-			b = nb;
-		}
-		size_t r = fread(b + n, 1, cap - n, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		fprintf(stderr, "eht hash: %s: read error\n", path);
-		free(b);
-		return NULL;
-	}
-	*len = n;
-	return b;
 }
 
 static void print_step(const struct eht_engram_info *in, const struct engram_steps *ss, size_t si,
@@ -145,8 +110,11 @@ int cmd_hash(int argc, char **argv)
 		cli_fail("hash", NULL);
 		goto out;
 	}
-	if (!(text = slurp(steps, &len)))
+	/* The file rule (util/file.h): a FIFO given as the steps fails instead of blocking. */
+	if (eht_file_read_all(steps, "steps", (size_t)1 << 30, &text, &len) != 0) {
+		cli_fail("hash", NULL);
 		goto out;
+	}
 	if (engram_steps_parse(text, len, &ss) != 0 || eht_engram_state_create(l, 0, &state) != 0) {
 		fprintf(stderr, "eht hash: %s: %s\n", steps, eht_last_error());
 		goto out;

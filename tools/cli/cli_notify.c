@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* cli_notify.c: readiness for service managers: the sd_notify datagram (written by hand: no
- * libsystemd), and a ready file written atomically. */
+ * libsystemd), and a ready file written atomically (util/file.c). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "util/file.h"
 
 int cli_sd_notify(const char *state)
 {
@@ -40,18 +41,7 @@ int cli_sd_notify(const char *state)
 
 int cli_write_file_atomic(const char *path, const char *text)
 {
-	char tmp[4096];
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	FILE *f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	int bad = fputs(text, f) < 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) != 0) {
-		int e = errno ? errno : EIO;
-		unlink(tmp);
-		return -e;
-	}
-	return 0;
+	/* A ready file often lies in a shared folder: the temporary is mkstemp's (util/file.c), never a
+	 * predictable name that a planted symlink could redirect. */
+	return eht_file_write_atomic(path, text, strlen(text), 0644);
 }

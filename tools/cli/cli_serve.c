@@ -252,7 +252,7 @@ int cmd_serve(int argc, char **argv)
 	if (ready_file) {
 		int w = cli_write_file_atomic(ready_file, status ? status : "{}");
 		if (w) {
-			fprintf(stderr, "eht serve: cannot write the ready file %s: %s\n", ready_file, strerror(-w));
+			fprintf(stderr, "eht serve: cannot write the ready file: %s\n", eht_last_error());
 			rc = 1;
 		}
 	}

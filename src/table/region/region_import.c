@@ -84,6 +84,10 @@ int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_impo
 	if (!m)
 		return eht_err(ENOMEM, "attach: out of memory");
 	m->map = mmap(NULL, (size_t)fbytes, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	/* A write-sealed memfd (eht serve's tables): kernels before 6.7 refuse every shared mapping of
+	 * it; a private read-only one maps the same pages (nothing can write them any more). */
+	if (m->map == MAP_FAILED && errno == EPERM && ro)
+		m->map = mmap(NULL, (size_t)fbytes, PROT_READ, MAP_PRIVATE, fds[0], 0);
 	if (m->map == MAP_FAILED) {
 		free(m);
 		return eht_err_sys(errno, "table %s: mapping %llu bytes", name, (unsigned long long)fbytes);

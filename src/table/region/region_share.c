@@ -2,6 +2,7 @@
 /* region_share.c: the region tier's part of eht_table_share: one /dev/shm region for the whole group,
  * pinned on every rank when possible, the same tier reported everywhere. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,13 @@
 #include <unistd.h>
 
 #include "gpu/dev.h"
+#include "os/region_impl.h"
 #include "table/region/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 
-#define MSG_LEN 232
+/* Whole messages: the ENOSPC one with its fixes is ~400 characters (cut mid-word at 232 before). */
+#define MSG_LEN EHT_ERR_MAX
 
 struct region_name_msg { /* rank 0 to the others: the fresh region's name, or why it failed */
 	int32_t rc;
@@ -27,6 +30,23 @@ struct region_result {
 	int32_t pinned;
 	char msg[MSG_LEN];
 };
+
+/* A table name as a region name (util/name.h's file-name rule): tensor names hold '/' and other
+ * characters a file name cannot; each becomes '_', a leading '.' or a ".." too. The random part
+ * after it keeps region names unique, so the mapping need not be reversible. */
+static void region_safe_name(const char *name, char *out, size_t len)
+{
+	size_t n = 0;
+	for (const char *p = name; *p && n + 1 < len; p++) {
+		unsigned char c = (unsigned char)*p;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+			  c == '-' || (c == '.' && n > 0 && out[n - 1] != '.');
+		out[n++] = ok ? (char)c : '_';
+	}
+	if (n == 0)
+		out[n++] = '_';
+	out[n] = '\0';
+}
 
 /* The region step, a collective of its own: rank 0 creates a fresh region (a name no earlier run can
  * have left behind), marks it ready, and tells the others its name; they open it; each rank pins it
@@ -46,6 +66,10 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 		.rows = bytes / row_bytes, .row_bytes = row_bytes, .device = device, .expected_peers = (unsigned)size,
 		.cancel = opts ? opts->cancel : NULL, /* a long populate stops when the caller asks */
 	};
+	/* A group of one (eht serve): nobody opens the region by name, so it is a memfd, which the
+	 * tier's seal can make unwritable once filled. */
+	if (size == 1)
+		ro.flags |= REGION_MEMFD;
 	struct region_name_msg h = {0};
 	struct region_result mine = {0}, *all = NULL;
 	eht_region *r = NULL;
@@ -56,7 +80,9 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 		uint64_t rnd = 0;
 		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
 			rnd = (uint64_t)(uintptr_t)&h ^ ((uint64_t)time(NULL) << 20);
-		snprintf(h.name, sizeof(h.name), "%.140s.%d.%u.%016llx", base, (int)getpid(),
+		char safe[141];
+		region_safe_name(base, safe, sizeof(safe));
+		snprintf(h.name, sizeof(h.name), "%s.%d.%u.%016llx", safe, (int)getpid(),
 			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), (unsigned long long)rnd);
 		rc = eht_region_open(h.name, bytes, &ro, &r);
 		if (!rc && !eht_region_is_creator(r))

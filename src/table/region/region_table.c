@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gpu/dev.h"
+#include "gpu/pin.h"
 #include "table/table_impl.h"
 #include "os/region_impl.h"
 #include "util/err.h"
@@ -69,11 +71,39 @@ static int region_table_export(const eht_table *t, json_t *desc, int **fds, size
 	return 0;
 }
 
-/* Once loaded, the region file loses its write bits: an importer of this user (not root) can then
- * not reopen its read-only descriptor for writing through /proc/self/fd. The owner keeps its mapping. */
+/* Once loaded, the rows are sealed: a memfd region (eht serve's) gets the write seals, after which
+ * no descriptor of it, however reopened (fchmod + /proc/self/fd, or root), can write a row. A pin
+ * holds page references the write seal would wait for: the pin is dropped first and made again,
+ * read-only, on the sealed pages. A named region (a group's file in a directory) cannot be
+ * sealed: it loses its write bits, which stops other users, not its owner's uid or root. */
 static void region_table_seal(eht_table *t)
 {
-	const eht_region *r = ((const struct region_table *)t->impl)->r;
+	eht_region *r = ((struct region_table *)t->impl)->r;
+	if (r->anon) {
+		const struct region_gpu_ops *gpu = r->gpu;
+		int device = r->device;
+		size_t len = (size_t)(r->map_bytes - ((char *)r->data - (char *)r->map));
+		bool repin = r->pinned && gpu && gpu->unpin;
+		if (repin) {
+			if (gpu->unpin(r->data, len) != 0)
+				eht_warn("table %s: unpinning before the seal: %s", t->name, eht_last_error());
+			r->pinned = false;
+			r->dptr = 0;
+		}
+		if (region_seal(r) != 0)
+			eht_warn("table %s: its rows stay writable by descriptors of this uid: %s", t->name,
+				 eht_last_error());
+		uint64_t dptr = 0;
+		if (repin && eht_gpu_pin(r->data, len, device, r->sealed ? EHT_DEV_HOST_READ_ONLY : 0, &dptr) == 0) {
+			r->pinned = true;
+			r->device = device;
+			r->dptr = dptr;
+		} else if (repin) {
+			eht_warn("table %s: cannot pin the sealed rows for GPU %d again (%s); CPU reads only here "
+				 "(workers pin their own mappings)", t->name, device, eht_last_error());
+		}
+		return;
+	}
 	struct stat st;
 	if (fstat(r->fd, &st) != 0 || fchmod(r->fd, st.st_mode & 0440) != 0)
 		eht_debug("table %s: cannot drop the region file's write bits: %s", t->name, strerror(errno));
