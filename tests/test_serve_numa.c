@@ -202,6 +202,26 @@ static void one_copy_when_short(const char *ckpt)
 	eht_detach(c);
 	CHECK_RC(eht_serve_stop(s), 0);
 
+	/* --per-numa on a machine whose GPUs name no node (none here): one copy, saying so. */
+	CHECK_RC(eht_serve_start(ckpt, &so, &s), 0);
+	j = s ? status_of(key) : NULL;
+	note = json_string_value(json_object_get(j, "copies_note"));
+	CHECK(note && strstr(note, "no GPU of this machine names its NUMA node"));
+	json_decref(j);
+	CHECK_RC(eht_serve_stop(s), 0);
+	/* A node list naming a node this machine lacks is an error, not a silent single copy. */
+	static const int bad_nodes[] = {0, 4000};
+	struct eht_serve_opts bo = so;
+	bo.numa_nodes = bad_nodes;
+	bo.nnuma_nodes = 2;
+	CHECK_RC(eht_serve_start(ckpt, &bo, &s), -EINVAL);
+	CHECK(strstr(eht_last_error(), "NUMA node 4000: no such node"));
+	char out[2048], cmd[700];
+	snprintf(cmd, sizeof(cmd), "serve %s --per-numa=0,x", ckpt);
+	CHECK(t_cli_run(cmd, 20, out, sizeof(out), out, sizeof(out)) == 2 && strstr(out, "--per-numa=NODES"));
+	snprintf(cmd, sizeof(cmd), "serve %s --workers 0", ckpt);
+	CHECK(t_cli_run(cmd, 20, out, sizeof(out), out, sizeof(out)) == 2 && strstr(out, "--workers takes a count"));
+
 	/* Without --cpu-budget: the usable cores less 2 per worker, shared. */
 	setenv("EHT_TEST_CORES", "20", 1);
 	struct eht_serve_opts d = {.size = sizeof(d), .key = key, .tier = EHT_TIER_REGION, .workers = 4};
