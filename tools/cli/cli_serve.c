@@ -308,6 +308,10 @@ int cmd_serve(int argc, char **argv)
 	char *status = NULL;
 	if (eht_serve_status(key, &status) != 0)
 		status = NULL; /* no status socket: the reports below still go out */
+	json_t *stj = status ? json_loads(status, 0, NULL) : NULL;
+	if (json_array_size(json_object_get(stj, "copies")) > 1) /* every copy is in memory */
+		total = (uint64_t)json_integer_value(json_object_get(stj, "bytes"));
+	json_decref(stj);
 	if (json) {
 		json_t *st = status ? json_loads(status, 0, NULL) : NULL;
 		cli_print_json(json_pack("{s:s, s:s, s:f, s:o}", "event", "ready", "key", key, "load_s", secs, "status",
