@@ -604,6 +604,13 @@ EHT_API EHT_MUST_CHECK int eht_group_broadcast_fds(eht_group *group, int *fds, s
 #define EHT_SHARE_NO_RESERVE 0x1u   /* host-NUMA: no NUMA reserve check */
 #define EHT_SHARE_FABRIC 0x2u       /* host-NUMA: FABRIC handles only (fail if unsupported here) */
 #define EHT_SHARE_POSIX_FD 0x4u     /* host-NUMA: POSIX fd handles only */
+#define EHT_SHARE_NUMA_NODE 0x8u    /* place the table on NUMA node opts.numa_node, not the GPU's */
+/* eht_table_share: one copy per NUMA node that has ranks of the group (each rank's node: its GPU's
+ * host NUMA node, else the node of the CPU it runs on), each on its node's memory, and each rank
+ * maps its node's copy. When the copies do not all fit (every node's available memory, less the
+ * host-NUMA reserve, must hold one) there is one copy, with one warning saying why. Which copy a
+ * rank holds and whether it must fill it: eht_table_copy. */
+#define EHT_SHARE_PER_NUMA 0x10u
 
 struct eht_share_opts {
 	uint32_t size;          /* sizeof(struct eht_share_opts) */
@@ -618,6 +625,7 @@ struct eht_share_opts {
 	const char *name;       /* table name (and region name for the region tiers); NULL: "table" */
 	const volatile int *cancel; /* may be NULL; a tier's long step (the region's populate) stops with
 				 * -EINTR soon after *cancel turns non-zero. Added later. */
+	int numa_node;          /* with EHT_SHARE_NUMA_NODE. Added later: a size without it is accepted */
 };
 
 /* Collective: maps one table of `bytes` on every rank of the group as cuMem host-NUMA memory on the
@@ -640,6 +648,21 @@ EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group
 EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group,
 		const struct eht_share_opts *opts,
 		eht_table **out);
+
+/* Which copy of a table this process maps: one per NUMA node with EHT_SHARE_PER_NUMA or
+ * `eht serve --per-numa`, else the only one. */
+struct eht_table_copy {
+	uint32_t size;         /* sizeof(struct eht_table_copy), set by the caller */
+	int index;             /* this copy, 0..count-1 */
+	int count;             /* copies of the table on this node (1: one for every process) */
+	int numa_node;         /* the node the copy was placed for, -1 when unknown */
+	int writer;            /* 1 on the one rank of a share that fills this copy (lowest rank of its
+				* node; rank 0 with one copy); 0 elsewhere and for served tables */
+	unsigned pool_threads; /* served tables: the CPU threads the server budgets for this worker's
+				* lookup pool (eht serve --cpu-budget / --workers), 0 when none */
+};
+/* Fills *copy (copy->size must be set). Returns 0 or -EINVAL. */
+EHT_API EHT_MUST_CHECK int eht_table_copy(const eht_table *table, struct eht_table_copy *copy);
 
 /* ======================================================================= node identity == */
 /* Jobs spanning nodes (src/group/node_id.c): a job's ranks are split into node-local groups by this
@@ -717,9 +740,10 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * and read eht_lookup_last_dead_count() after the stream has passed the call or a replay.
  *
  * CPU threads: one pool per process, shared by every engine and table, created by the first engine:
- * opts.threads threads, else EHT_THREADS, else the CPUs of the table's NUMA node divided by the GPUs
- * attached to that node (one GPU process each), less two (the thread feeding the pool and the
- * process's own). Idle pool threads spin for spin_us, then sleep; the doorbell poller spins for
+ * opts.threads threads, else EHT_THREADS, else the budget a served table's server handed this worker
+ * (eht serve --cpu-budget / --workers: eht_table_copy's pool_threads), else the CPUs of the table's
+ * NUMA node divided by the GPUs attached to that node (one GPU process each), less two (the thread
+ * feeding the pool and the process's own). Idle pool threads spin for spin_us, then sleep; the doorbell poller spins for
  * EHT_BELL_SPIN_US (20,000) after the last request, then naps (50 us, then 1 ms after a second).
  * A read error of a stream-triggered gather (disk tier) zero-fills the chunk and is returned by the
  * engine's next eht_lookup_run.
@@ -767,7 +791,8 @@ struct eht_lookup_opts {
 	int format;            /* enum eht_lookup_format (RAW) */
 	int device;            /* CUDA device; -1: the table's device, or none (CPU only) */
 	unsigned threads;      /* CPU gather threads of the process's one pool (the first engine sets it);
-				* 0: EHT_THREADS, else the node's CPUs per GPU on it, less two (min 1) */
+				* 0: EHT_THREADS, else the server's budget (served tables), else the
+				* node's CPUs per GPU on it, less two (min 1) */
 	uint64_t max_batch;    /* ids per internal step; larger calls are split (0: 196608) */
 	uint64_t staging_bytes;/* pinned staging for HOST (0: max_batch rows, at most 256 MiB) */
 	int numa_node;         /* node for the CPU threads; -1: the table's node (or unbound) */
@@ -1031,9 +1056,14 @@ typedef struct eht_client eht_client;
 /* Progress of loading, for progress bars: bytes done of total, table index and name. */
 typedef void (*eht_serve_progress_fn)(void *arg, uint64_t done, uint64_t total, const char *table);
 
+/* eht_serve_opts.flags: one copy of every table per NUMA node (numa_nodes, else the nodes of the
+ * node's GPUs), each worker attaching to the copy of its GPU's node (its CPU's node without a GPU);
+ * one copy, with a warning saying why, when they do not all fit or there is one node. */
+#define EHT_SERVE_PER_NUMA 0x1u
+
 struct eht_serve_opts {
 	uint32_t size;         /* sizeof(struct eht_serve_opts) */
-	uint32_t flags;        /* 0 */
+	uint32_t flags;        /* EHT_SERVE_* */
 	const char *key;       /* attach key ([A-Za-z0-9._-], 1..64 chars); NULL: "default" */
 	const char *pattern;   /* fnmatch pattern of weight tensors; NULL: EHT_SERVE_DEFAULT_PATTERN.
 				* A matched tensor NAME.weight with a NAME.scale beside it (same rows)
@@ -1054,6 +1084,17 @@ struct eht_serve_opts {
 	const char *const *hotsets; /* NULL, or nhotsets hot-set files (`eht hotset build`), each "FILE"
 				     * or "NAME=FILE": see eht_serve_start. Added later, as cancel. */
 	size_t nhotsets;
+	/* Added later, as cancel. With EHT_SERVE_PER_NUMA: the NUMA nodes to hold a copy (NULL: every
+	 * node with a GPU). */
+	const int *numa_nodes;
+	size_t nnuma_nodes;
+	/* The node's CPU budget for lookup pools, handed to each worker at attach (eht_table_copy's
+	 * pool_threads): cpu_budget cores (0: the cores this process may use, by affinity and cgroup
+	 * cpu.max, less 2 per worker for the engine's own threads) shared by `workers` worker
+	 * processes (0: one per GPU of the node, at least 1), at least 1 each. A worker's
+	 * eht_lookup_opts.threads or EHT_THREADS overrides it. */
+	unsigned workers;
+	unsigned cpu_budget;
 };
 
 /* Loads the tables of the checkpoint at path (file or directory, see eht_ckpt_open) and starts

@@ -38,7 +38,7 @@ _eht()
 		fi
 		opts="--dir --json --help"
 		[ "$sub" = gc ] && opts="$opts --dry-run" ;;
-	serve) opts="--key --tensors --tier --device --threads --hotset --ready-file --json --help" ;;
+	serve) opts="--key --tensors --tier --device --threads --hotset --per-numa --workers --cpu-budget --ready-file --json --help" ;;
 	status) opts="--json --help" ;;
 	worker) opts="--check --ids --reps --device --id --wait --timeout --hotset --no-hotset --hotset-size --json --help" ;;
 	bench)

@@ -99,6 +99,8 @@ def child(rank, conn, scenario, coord_cls):
     os.environ["EHT_NODE_ID"] = "n%d" % (rank // PER_NODE)
     if scenario == "fault" and rank == 3:
         os.environ["EHT_FAULT"] = "region:rank=1"
+    if scenario == "per-numa":  # each node's two ranks on forced NUMA nodes 0 and 1
+        os.environ["EHT_TEST_WORKER_NUMA"] = str(rank % PER_NODE)
     import eht  # noqa: PLC0415 (after the environment is set)
     coord = coord_cls(rank, N, conn)
     g = eht.Group.from_coordinator(coord, timeout=TIMEOUT_S)
@@ -111,6 +113,16 @@ def child(rank, conn, scenario, coord_cls):
         time.sleep(TIMEOUT_S + 2)  # alive but silent past the deadline
         return 11
     t0 = time.monotonic()
+    if scenario == "per-numa":
+        st = g.share_table(BYTES, tier="region", row_bytes=ROW, name="pynuma", per_numa=True)
+        cp = st.table.copy
+        assert (cp["index"], cp["count"], cp["numa_node"], cp["writer"]) == (g.rank, 2, g.rank, True), cp
+        st.cpu[0] = 10 + g.rank  # each rank writes its own copy: the other copy keeps its byte
+        g.barrier()
+        assert st.cpu[0] == 10 + g.rank, (st.cpu[0], g.rank)
+        g.barrier()
+        g.close()
+        return 0
     try:
         st = g.share_table(BYTES, row_bytes=ROW, name="pygroup")
     except eht.EhtError as exc:
@@ -221,6 +233,7 @@ def main():
     results = [
         run("two-nodes"),
         run("two-nodes", "broadcast"),
+        run("per-numa"),
         run("fault"),
         run("kill", expect=[0, 0, 10, -signal.SIGKILL]),
         run("stall", expect=[0, 0, 10, 11]),

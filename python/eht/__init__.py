@@ -91,6 +91,11 @@ class _TableInfo(ctypes.Structure):
                 ("name", ctypes.c_char_p)]
 
 
+class _TableCopy(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("index", ctypes.c_int), ("count", ctypes.c_int),
+                ("numa_node", ctypes.c_int), ("writer", ctypes.c_int), ("pool_threads", ctypes.c_uint)]
+
+
 class _LookupOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("strategy", ctypes.c_int),
                 ("format", ctypes.c_int), ("device", ctypes.c_int), ("threads", ctypes.c_uint),
@@ -121,6 +126,7 @@ def _L():
         "eht_tier_name": (ctypes.c_char_p, [I]),
         "eht_table_wrap": (I, [VP, U64, U64, I, ctypes.c_char_p, P(VP)]),
         "eht_table_get_info": (I, [VP, P(_TableInfo)]),
+        "eht_table_copy": (I, [VP, P(_TableCopy)]),
         "eht_table_close": (I, [VP]),
         "eht_lookup_create": (I, [VP, P(_LookupOpts), P(VP)]),
         "eht_lookup_run": (I, [VP, VP, I, ctypes.c_int64, U64, VP, VP, ctypes.c_uint, P(U64)]),
@@ -527,6 +533,13 @@ class Table:
         self.first_row, self.local_rows = info.first_row, info.local_rows
         self.host_ptr, self.device_ptr = info.host or 0, info.device_ptr
         self.device, self.numa_node, self.page_size = info.device, info.numa_node, info.page_size
+        # Which copy this process maps (one per NUMA node: share_table(per_numa=True), eht serve
+        # --per-numa): index, count, numa_node, writer (this rank fills it), pool_threads (the
+        # server's CPU budget for this worker's lookup pool).
+        cp = _TableCopy(size=ctypes.sizeof(_TableCopy))
+        _check(_L().eht_table_copy(handle, ctypes.byref(cp)), "eht_table_copy")
+        self.copy = {"index": cp.index, "count": cp.count, "numa_node": cp.numa_node, "writer": bool(cp.writer),
+                     "pool_threads": cp.pool_threads}
 
     def __repr__(self):
         return "<eht.Table %s %dx%d %s>" % (self.name, self.rows, self.row_bytes, self.tier)

@@ -62,6 +62,7 @@ class Table:
     device_ptr: int
     device: int
     numa_node: int
+    copy: Dict[str, Any]
     page_size: int
     def host_view(self) -> memoryview:
         """A read-only memoryview of the table's bytes (tiers with a host pointer)."""

@@ -39,7 +39,11 @@ class _GroupOpts(ctypes.Structure):
 class _ShareOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("tier", ctypes.c_int),
                 ("device", ctypes.c_int), ("row_bytes", ctypes.c_uint64), ("chunk_bytes", ctypes.c_uint64),
-                ("reserve_bytes", ctypes.c_uint64), ("name", ctypes.c_char_p)]
+                ("reserve_bytes", ctypes.c_uint64), ("name", ctypes.c_char_p), ("cancel", ctypes.c_void_p),
+                ("numa_node", ctypes.c_int)]
+
+
+_SHARE_PER_NUMA = 0x10
 
 
 class _RegionOpts(ctypes.Structure):
@@ -299,11 +303,11 @@ class Group:
 
     # ---- sharing ----
 
-    def _share(self, fn, what, nbytes, tier, row_bytes, name, device):
+    def _share(self, fn, what, nbytes, tier, row_bytes, name, device, per_numa=False):
         if nbytes <= 0 or nbytes % row_bytes:
             raise ValueError("nbytes %d must be a positive multiple of row_bytes %d" % (nbytes, row_bytes))
         opts = _ShareOpts(size=ctypes.sizeof(_ShareOpts), tier=_TIERS[tier], device=device,
-                          row_bytes=row_bytes, name=name.encode())
+                          row_bytes=row_bytes, name=name.encode(), flags=_SHARE_PER_NUMA if per_numa else 0)
         h = ctypes.c_void_p()
         rc = fn(nbytes, self._h, ctypes.byref(opts), ctypes.byref(h))
         if rc == 0:
@@ -316,12 +320,15 @@ class Group:
                          self.node_id, msg)
         return None
 
-    def share_table(self, nbytes, tier="auto", row_bytes=1, name="table", device=-1):
+    def share_table(self, nbytes, tier="auto", row_bytes=1, name="table", device=-1, per_numa=False):
         """Collective over the node: one table of nbytes, host-NUMA, else a pinned region, else a
         region (or only `tier`), the same tier on every rank. Returns a SharedTable, or None on every
         rank of the node when no tier works (rank 0 logs why). Raises EhtError when the group itself
-        fails (a rank died: ECONNRESET; stalled past the timeout: ETIMEDOUT)."""
-        return self._share(_lib().eht_table_share, "share_table", nbytes, tier, row_bytes, name, device)
+        fails (a rank died: ECONNRESET; stalled past the timeout: ETIMEDOUT).
+        per_numa=True: one copy per NUMA node of the ranks (each rank's GPU's node), each rank
+        mapping its node's copy; one copy (with a warning) when they do not fit. st.table.copy says
+        which, and "writer" is True on the one rank that must fill it (rank 0 with one copy)."""
+        return self._share(_lib().eht_table_share, "share_table", nbytes, tier, row_bytes, name, device, per_numa)
 
     def share_host_table(self, nbytes, device=-1, name="table"):
         """The seed's call: host-NUMA only. (cpu, gpu) uint8 views of one table on every rank of

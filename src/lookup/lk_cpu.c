@@ -56,11 +56,13 @@ static unsigned node_gpus(int node)
 	return count > 0 ? (unsigned)count : 1;
 }
 
-static unsigned default_threads(int node)
+static unsigned default_threads(int node, unsigned budget)
 {
 	uint64_t env = eht_env_u64("EHT_THREADS", 0);
 	if (env)
 		return env > 1024 ? 1024 : (unsigned)env;
+	if (budget) /* the node's one CPU budget, as eht serve handed it to this worker */
+		return budget > 1024 ? 1024 : budget;
 	unsigned cpus = node >= 0 ? node_cpu_count(node) : 0;
 	if (!cpus) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -73,12 +75,12 @@ static unsigned default_threads(int node)
 	return share > 3 ? share - 2 : share > 1 ? share - 1 : 1;
 }
 
-int eht_lk_pool_get(unsigned threads, int node, unsigned spin_us, eht_pool **out)
+int eht_lk_pool_get(unsigned threads, unsigned budget, int node, unsigned spin_us, eht_pool **out)
 {
 	int rc = 0;
 	pthread_mutex_lock(&pool_mu);
 	if (!shared_pool) {
-		unsigned n = threads ? threads : default_threads(node);
+		unsigned n = threads ? threads : default_threads(node, budget);
 		rc = eht_pool_create(n, node, spin_us, &shared_pool);
 		if (!rc)
 			eht_debug("lookup: one CPU pool of %u threads for this process (node %d)", n, node);

@@ -176,7 +176,10 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 
 	/* CPU pool: one per process, NUMA-local, shared by every engine (lk_cpu.c). */
 	int node = o.numa_node >= 0 ? o.numa_node : ti->numa_node;
-	if ((rc = eht_lk_pool_get(o.threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
+	struct eht_table_copy cp = {.size = sizeof(cp)};
+	if (eht_table_copy(table, &cp) != 0)
+		cp.pool_threads = 0;
+	if ((rc = eht_lk_pool_get(o.threads, cp.pool_threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
 		goto fail;
 	lk->nthreads = eht_pool_size(lk->pool);
 

@@ -210,10 +210,11 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n);
 
 /* lk_cpu.c: the one CPU pool of the process, shared by every engine. Takes a reference (creating
- * the pool at the first: threads as asked, else EHT_THREADS, else the CPUs of NUMA node `node`
+ * the pool at the first: threads as asked, else EHT_THREADS, else budget (the server's thread budget
+ * for this worker, eht_table_copy's pool_threads; 0: none), else the CPUs of NUMA node `node`
  * divided by the GPUs attached to it, less one for the thread that feeds it and one for the
  * process's own thread). */
-int eht_lk_pool_get(unsigned threads, int node, unsigned spin_us, eht_pool **out);
+int eht_lk_pool_get(unsigned threads, unsigned budget, int node, unsigned spin_us, eht_pool **out);
 void eht_lk_pool_put(eht_pool *pool);
 
 /* lk_bell.c: HOST (and the CPU share of AUTO) triggered by the stream itself: enqueues the ids copy

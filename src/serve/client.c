@@ -17,6 +17,7 @@
 #include "serve/serve_client.h"
 #include "serve/serve_hot.h"
 #include "serve/serve_proto.h"
+#include "table/numa_copy.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/opts.h"
@@ -25,6 +26,7 @@
 
 struct eht_client {
 	int fd;
+	int device;
 	char key[SERVE_KEY_MAX + 1];
 	eht_table **tables;
 	size_t ntables;
@@ -103,8 +105,16 @@ static int receive(eht_client *c, uint32_t timeout_ms, json_t **root_out, int **
 {
 	/* The server may still be loading its tables: the whole wait is bounded by the timeout. */
 	int64_t deadline = eht_now_ms() + timeout_ms;
+	/* First our GPU and NUMA node: the server picks the copy of the tables we get. A server of an
+	 * older eht never reads it (it drains what a worker sends). */
+	struct serve_request rq = {.magic = SERVE_REQ_MAGIC, .version = SERVE_VERSION, .device = c->device,
+				   .numa_node = eht_copy_node_for(c->device)};
 	struct serve_hello h;
-	int rc = eht_sock_recv_all(c->fd, &h, sizeof(h), NULL, 0, NULL, deadline);
+	int rc = eht_sock_send_all(c->fd, &rq, sizeof(rq), NULL, 0, deadline);
+	if (rc && rc != -ECONNRESET && rc != -EPIPE) /* a closed peer: its answer, if any, says why */
+		return eht_err(rc, "attach %s: %s while sending this worker's GPU and node", c->key,
+			       rc == -ETIMEDOUT ? "timed out" : "connection lost");
+	rc = eht_sock_recv_all(c->fd, &h, sizeof(h), NULL, 0, NULL, deadline);
 	if (rc)
 		return eht_err(rc, "attach %s: %s while waiting for the server's tables", c->key,
 			       rc == -ETIMEDOUT ? "timed out" : "connection lost");
@@ -225,12 +235,23 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 	}
 	snprintf(c->key, sizeof(c->key), "%s", key);
 	c->fd = fd;
+	c->device = o.device;
 	json_t *root = NULL;
 	int *fds = NULL;
 	size_t nfds = 0;
 	rc = receive(c, o.timeout_ms, &root, &fds, &nfds);
 	json_t *arr = root ? json_object_get(root, "tables") : NULL;
 	size_t n = json_array_size(arr);
+	/* Which copy the server sent (absent from an older server: the only one), and our pool budget. */
+	json_t *cj = root ? json_object_get(root, "copy") : NULL;
+	json_int_t cidx = json_integer_value(json_object_get(cj, "index")), ccount = json_integer_value(json_object_get(cj, "count"));
+	json_int_t cnode = json_object_get(cj, "numa_node") ? json_integer_value(json_object_get(cj, "numa_node")) : -1;
+	json_int_t budget = root ? json_integer_value(json_object_get(root, "pool_threads")) : 0;
+	if (!rc && cj && (ccount < 1 || ccount > EHT_COPIES_MAX || cidx < 0 || cidx >= ccount || cnode < -1 || cnode > 4095))
+		rc = eht_err(EPROTO, "attach %s: malformed copy (%lld of %lld, node %lld)", key, (long long)cidx,
+			     (long long)ccount, (long long)cnode);
+	if (!rc && (budget < 0 || budget > 65536))
+		rc = eht_err(EPROTO, "attach %s: malformed pool_threads %lld", key, (long long)budget);
 	if (!rc && !(c->tables = calloc(n ? n : 1, sizeof(*c->tables))))
 		rc = eht_err(ENOMEM, "attach: out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -253,6 +274,11 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 		if (!rc) {
 			c->tables[i]->alive = client_alive;
 			c->tables[i]->alive_arg = c;
+			if (cj)
+				eht_table_set_copy(c->tables[i], (int)cidx, (int)ccount, (int)cnode, 0);
+			else
+				c->tables[i]->copy.writer = 0;
+			c->tables[i]->copy.pool_threads = (unsigned)budget;
 			c->ntables = i + 1;
 			rc = receive_hotset(key, json_object_get(tj, "hotset"), fds, nfds, c->tables[i]);
 		}

@@ -5,8 +5,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <jansson.h>
 
 #include "eht.h"
+#include "table/numa_copy.h"
 #include "util/pool.h"
 
 /* One served table. */
@@ -15,7 +17,8 @@ struct served {
 	char weight[256]; /* tensor names in the checkpoint */
 	char scale[256];  /* "" when the table has no scale tensor */
 	uint64_t rows, row_bytes, wbytes, sbytes;
-	eht_table *table; /* whatever tier it was loaded in */
+	eht_table *table; /* whatever tier it was loaded in: copies[0] */
+	eht_table *copies[EHT_COPIES_MAX]; /* one per NUMA node with --per-numa (eht_server.ncopies) */
 	/* Its hot set (serve_hot.c): rows checked at load, nhot of them, the sealed memfd every worker
 	 * gets a duplicate of, and the file they came from. hot_fd means something only when hot is set. */
 	int64_t *hot;
@@ -33,6 +36,24 @@ int serve_pick_tables(eht_ckpt *ck, const char *pattern, struct served **out, si
  * device failed; names the file) or the checkpoint's error. */
 int serve_fill(eht_ckpt *ck, const struct served *t, void *dst, eht_pool *pool, uint64_t base_done,
 	       uint64_t total, eht_serve_progress_fn progress, void *arg, const volatile int *cancel);
+
+/* The node's CPU budget for workers' lookup pools (serve_budget.c). */
+struct serve_budget {
+	unsigned cores;      /* cores for eht's pools on the node */
+	unsigned workers;    /* worker processes expected to share them */
+	unsigned per_worker; /* pool threads each worker is handed: cores / workers, at least 1 */
+	unsigned usable;     /* cores this process may use (affinity, cgroup cpu.max) */
+	const char *source;  /* "option" (cpu_budget given), or "cores" (usable less 2 per worker) */
+};
+/* Plans the budget from opts' cpu_budget and workers (0: defaults, see eht_serve_opts). */
+void serve_budget_plan(unsigned cpu_budget, unsigned workers, struct serve_budget *b);
+/* Cores this process may run on: its affinity mask, capped by its cgroup's cpu.max quota (rounded
+ * up); EHT_TEST_CORES overrides (tests). */
+unsigned serve_usable_cores(void);
+
+/* The copies, their nodes, why there is only one (or ""), and the budget, as status fields:
+ * {"copies": [{"index", "numa_node", "bytes"}], "copies_note", "cpu_budget": {...}}. */
+json_t *serve_copies_json(const eht_server *s);
 
 /* Table i of a server (NULL past the end), for serve_status.c. */
 const struct served *serve_table_at(const eht_server *s, size_t i);

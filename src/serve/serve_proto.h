@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* serve_proto.h: the attach protocol between `eht serve` and its workers.
  *
- * The server listens on the abstract Unix socket "eht.serve.<uid>.<key>". For each worker that
+ * The server listens on the abstract Unix socket "eht.serve.<uid>.<key>". A worker first sends one
+ * struct serve_request (its GPU and NUMA node: which copy of the tables it gets when there is one
+ * per NUMA node, and what `eht status` shows); a server waits for it at most SERVE_REQUEST_MS
+ * (SERVE_REQUEST_COPIES_MS with several copies), then treats the worker as one of an older eht
+ * (copy 0, device unknown). For each worker that
  * connects (same uid, root, or the EHT_SERVE_ALLOW_GID group) it sends one struct serve_hello, then hello.json_len bytes of JSON
  * describing every table, then hello.nfds descriptors in batches of at most EHT_SOCK_FDS_PER_MSG,
  * each batch riding on one byte. The JSON (version 1):
- *   {"key": K, "tables": [{"name", "tier", "rows", "row_bytes", "fds": [first, count], and the
+ *   {"key": K, "copy": {"index", "count", "numa_node"} (the copy of every table this worker gets),
+ *    "pool_threads": n (the server's CPU budget for this worker's lookup pool; 0: none),
+ *    "tables": [{"name", "tier", "rows", "row_bytes", "fds": [first, count], and the
  *     fields the tier's export adds (eht_table_export; each tier's folder under src/table says which:
  *     host-numa the layout and FABRIC handles, region the data offset and file size, disk the
  *     checkpoint and tensor names), and for a table served with a hot set "hotset": {"rows": n,
@@ -38,6 +44,19 @@
 #define SERVE_KEY_MAX 64
 #define SERVE_JSON_MAX (64u << 20)
 #define SERVE_FDS_MAX 65536u
+
+#define SERVE_REQ_MAGIC 0x51544845u /* "EHTQ" */
+#define SERVE_REQUEST_MS 250
+#define SERVE_REQUEST_COPIES_MS 3000
+
+struct serve_request {
+	uint32_t magic;
+	uint32_t version;
+	int32_t device;    /* the worker's GPU, -1: none */
+	int32_t numa_node; /* its GPU's host NUMA node, else its CPU's (EHT_TEST_WORKER_NUMA in tests) */
+	uint32_t flags;    /* 0 */
+	uint32_t pad;
+};
 
 struct serve_hello {
 	uint32_t magic;

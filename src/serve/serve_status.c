@@ -35,6 +35,8 @@ struct worker {
 	int pid;
 	unsigned uid, gid;
 	int64_t since_ms;
+	int device, numa_node, copy; /* -1: not said (a worker of an older eht) */
+	unsigned pool_threads;
 };
 
 struct serve_status {
@@ -49,6 +51,7 @@ struct serve_status {
 	eht_serve_progress_fn user_progress; /* the caller's progress callback, called from ours */
 	void *user_arg;
 	json_t *tables;
+	json_t *copies; /* serve_copies_json at ready */
 	struct worker *w;
 	size_t nw, cap;
 	long allow_gid; /* whom the attach socket serves beside our uid and root */
@@ -76,10 +79,30 @@ static json_t *status_json(struct serve_status *st)
 	pthread_mutex_lock(&st->mu);
 	int64_t now = eht_now_ms();
 	json_t *workers = json_array();
-	for (size_t i = 0; i < st->nw; i++)
-		json_array_append_new(workers, json_pack("{s:i, s:I, s:I, s:n, s:f}", "pid", st->w[i].pid, "uid",
-							 (json_int_t)st->w[i].uid, "gid", (json_int_t)st->w[i].gid,
-							 "device", "attached_s", (double)(now - st->w[i].since_ms) / 1e3));
+	size_t ncopies = st->copies ? json_array_size(json_object_get(st->copies, "copies")) : 0;
+	unsigned *per_copy = calloc(ncopies ? ncopies : 1, sizeof(unsigned));
+	for (size_t i = 0; i < st->nw; i++) {
+		const struct worker *w = &st->w[i];
+		json_t *wj = json_pack("{s:i, s:I, s:I, s:n, s:f, s:n, s:n, s:I}", "pid", w->pid, "uid", (json_int_t)w->uid,
+				       "gid", (json_int_t)w->gid, "device", "attached_s",
+				       (double)(now - w->since_ms) / 1e3, "numa_node", "copy", "pool_threads",
+				       (json_int_t)w->pool_threads);
+		if (wj && w->device >= 0)
+			json_object_set_new(wj, "device", json_integer(w->device));
+		if (wj && w->numa_node >= 0)
+			json_object_set_new(wj, "numa_node", json_integer(w->numa_node));
+		if (wj && w->copy >= 0) {
+			json_object_set_new(wj, "copy", json_integer(w->copy));
+			if (per_copy && (size_t)w->copy < ncopies)
+				per_copy[w->copy]++;
+		}
+		json_array_append_new(workers, wj);
+	}
+	/* The copies, each with the count of workers reading it. */
+	json_t *copies = json_deep_copy(json_object_get(st->copies, "copies"));
+	for (size_t k = 0; copies && per_copy && k < ncopies; k++)
+		json_object_set_new(json_array_get(copies, k), "workers", json_integer(per_copy[k]));
+	free(per_copy);
 	json_t *tables = st->tables ? json_incref(st->tables) : json_array();
 	json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:i, s:s, s:b, s:f, s:I, s:o, s:o}", "key", st->key, "checkpoint",
 			      st->path, "pid", (int)getpid(), "uid", (json_int_t)geteuid(), "device", st->device, "state",
@@ -89,6 +112,13 @@ static json_t *status_json(struct serve_status *st)
 	if (o) {
 		json_object_set_new(o, "loaded_bytes", json_integer((json_int_t)st->load_done));
 		json_object_set_new(o, "load_bytes", json_integer((json_int_t)st->load_total));
+		/* Present in every state (an empty list and nulls while loading): one shape. */
+		json_t *note = json_object_get(st->copies, "copies_note"), *budget = json_object_get(st->copies, "cpu_budget");
+		json_object_set_new(o, "copies", copies ? copies : json_array());
+		json_object_set_new(o, "copies_note", note ? json_incref(note) : json_null());
+		json_object_set_new(o, "cpu_budget", budget ? json_incref(budget) : json_null());
+	} else {
+		json_decref(copies);
 	}
 	pthread_mutex_unlock(&st->mu);
 	return o;
@@ -220,11 +250,15 @@ void serve_status_ready(struct serve_status *st, const eht_server *s)
 			json_object_set_new(tj, "hotset", json_string(sv->hot_file));
 		}
 	}
+	json_t *copies = serve_copies_json(s);
+	size_t ncopies = json_array_size(json_object_get(copies, "copies"));
 	pthread_mutex_lock(&st->mu);
 	json_decref(st->tables);
 	st->tables = arr;
+	json_decref(st->copies);
+	st->copies = copies;
 	st->state = 1;
-	st->bytes = total;
+	st->bytes = total * (ncopies > 1 ? ncopies : 1); /* every copy is in memory */
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -248,7 +282,7 @@ void serve_status_attached(struct serve_status *st, int fd)
 		st->cap = cap;
 	}
 	st->w[st->nw++] = (struct worker){.fd = fd, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid,
-					  .since_ms = eht_now_ms()};
+					  .since_ms = eht_now_ms(), .device = -1, .numa_node = -1, .copy = -1};
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -265,6 +299,21 @@ void serve_status_detached(struct serve_status *st, int fd)
 	pthread_mutex_unlock(&st->mu);
 }
 
+void serve_status_placed(struct serve_status *st, int fd, int device, int numa_node, int copy, unsigned pool_threads)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < st->nw; i++)
+		if (st->w[i].fd == fd) {
+			st->w[i].device = device;
+			st->w[i].numa_node = numa_node;
+			st->w[i].copy = copy;
+			st->w[i].pool_threads = pool_threads;
+		}
+	pthread_mutex_unlock(&st->mu);
+}
+
 void serve_status_stop(struct serve_status *st)
 {
 	if (!st)
@@ -277,6 +326,7 @@ void serve_status_stop(struct serve_status *st)
 	close(st->wake[0]);
 	close(st->wake[1]);
 	json_decref(st->tables);
+	json_decref(st->copies);
 	free(st->w);
 	pthread_mutex_destroy(&st->mu);
 	free(st);

@@ -7,7 +7,10 @@
  * progress), "tables": [{"name", "tier",
  * "rows", "row_bytes", "bytes", "numa_node", "page_size", and with a hot set "hotset_rows" and
  * "hotset" (its file)}], "workers": [{"pid", "uid", "gid",
- * "device", "attached_s"}]}. A worker's device is null: the attach protocol does not carry it. */
+ * "device", "attached_s", "numa_node", "copy", "pool_threads"}], "copies": [{"index", "numa_node",
+ * "bytes", "workers"}] (one entry without --per-numa), "copies_note" (why one copy where more were
+ * asked for, else null), "cpu_budget": {"cores", "workers", "per_worker", "usable_cores", "source"}.
+ * A worker's device, node and copy are null when it did not say them (an older eht). */
 #ifndef EHT_SERVE_SERVE_STATUS_H
 #define EHT_SERVE_SERVE_STATUS_H
 
@@ -30,6 +33,9 @@ void serve_status_ready(struct serve_status *st, const eht_server *server);
 /* A worker attached on socket fd / the worker of socket fd is gone. */
 void serve_status_attached(struct serve_status *st, int fd);
 void serve_status_detached(struct serve_status *st, int fd);
+/* What the worker of socket fd said (GPU, NUMA node; -1: unknown), the copy it was sent and its
+ * pool's thread budget. */
+void serve_status_placed(struct serve_status *st, int fd, int device, int numa_node, int copy, unsigned pool_threads);
 /* Stops answering and frees; NULL is a no-op. */
 void serve_status_stop(struct serve_status *st);
 

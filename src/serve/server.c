@@ -54,6 +54,11 @@ struct eht_server {
 	atomic_uint live_clients;
 	struct serve_status *status; /* serve_status.c: what `eht status` sees; NULL when it failed */
 	long allow_gid;              /* EHT_SERVE_ALLOW_GID at start, or -1 */
+	/* One copy of every table per NUMA node (--per-numa), each worker sent its node's copy. */
+	int ncopies;
+	int copy_nodes[EHT_COPIES_MAX];
+	char copies_note[EHT_ERR_MAX]; /* why there is one copy when more were asked for, else "" */
+	struct serve_budget budget;
 };
 
 /* One warning per kind per WARN_INTERVAL_MS: a flood of bad connections must not flood the log. */
@@ -77,11 +82,14 @@ static void warn_limited(eht_server *s, int kind, const char *what, const char *
 		eht_warn("serve %s: %s: %s", s->key, what, why);
 }
 
-/* Sends the hello, the JSON and every descriptor to one worker. */
-static int send_tables(eht_server *s, int cfd)
+/* Sends the hello, the JSON and every descriptor of copy k of the tables to one worker. */
+static int send_tables(eht_server *s, int cfd, int k)
 {
 	json_t *root = json_object(), *arr = json_array();
 	json_object_set_new(root, "key", json_string(s->key));
+	json_object_set_new(root, "copy", json_pack("{s:i, s:i, s:i}", "index", k, "count", s->ncopies, "numa_node",
+						     s->copy_nodes[k]));
+	json_object_set_new(root, "pool_threads", json_integer((json_int_t)s->budget.per_worker));
 	json_object_set_new(root, "tables", arr);
 	/* Each table's tier describes and exports it; the descriptors of all tables travel in order,
 	 * each table's span named by "fds": [first, count]. */
@@ -93,7 +101,7 @@ static int send_tables(eht_server *s, int cfd)
 		int *tf = NULL;
 		size_t n = 0;
 		json_array_append_new(arr, tj);
-		rc = eht_table_export(s->tables[i].table, tj, &tf, &n);
+		rc = eht_table_export(s->tables[i].copies[k], tj, &tf, &n);
 		/* The hot set's memfd rides after the table's span: a worker of an older eht ignores the
 		 * "hotset" field and closes the extra descriptor with the rest. */
 		const struct served *sv = &s->tables[i];
@@ -170,7 +178,13 @@ static void *sender_thread(void *arg)
 	eht_server *s = sd->s;
 	int cfd = sd->cfd;
 	free(sd);
-	int rc = send_tables(s, cfd);
+	/* The worker says its GPU and node first; an older one says nothing and gets copy 0. */
+	struct serve_request rq = {0};
+	int64_t wait = s->ncopies > 1 ? SERVE_REQUEST_COPIES_MS : SERVE_REQUEST_MS;
+	if (eht_sock_recv_all(cfd, &rq, sizeof(rq), NULL, 0, NULL, eht_now_ms() + wait) != 0 || rq.magic != SERVE_REQ_MAGIC)
+		rq = (struct serve_request){.device = -1, .numa_node = -1};
+	int k = eht_copy_pick(s->copy_nodes, s->ncopies, rq.numa_node);
+	int rc = send_tables(s, cfd, k);
 	char why[256];
 	const char *msg = rc ? eht_last_error() : "";
 	snprintf(why, sizeof(why), "%s", *msg || !rc ? msg : strerror(-rc));
@@ -193,9 +207,11 @@ static void *sender_thread(void *arg)
 	if (keep) {
 		s->clients[s->nclients++] = cfd;
 		serve_status_attached(s->status, cfd);
+		serve_status_placed(s->status, cfd, rq.device, rq.numa_node, k, s->budget.per_worker);
 		atomic_fetch_add(&s->attaches, 1);
 		atomic_fetch_add(&s->live_clients, 1);
-		eht_info("serve %s: worker attached (%zu now)", s->key, s->nclients);
+		eht_info("serve %s: worker attached (%zu now; GPU %d, NUMA node %d: copy %d of %d, %u pool threads)",
+			 s->key, s->nclients, (int)rq.device, (int)rq.numa_node, k, s->ncopies, s->budget.per_worker);
 		char b = 'c'; /* the poll loop now watches this worker too */
 		if (write(s->wake[1], &b, 1) != 1)
 			eht_debug("serve %s: wake pipe full", s->key);
@@ -321,6 +337,52 @@ static void *serve_thread(void *arg)
 	return NULL;
 }
 
+/* --per-numa: the nodes that get a copy of every table (s->copy_nodes), or one copy and why
+ * (s->copies_note). Returns 0, or -EINVAL for a node list naming a node this machine lacks. */
+static int plan_copies(eht_server *s, const struct eht_serve_opts *o, uint64_t total)
+{
+	s->ncopies = 1;
+	s->copy_nodes[0] = -1;
+	if (!(o->flags & EHT_SERVE_PER_NUMA))
+		return 0;
+	const struct eht_tier_def *tier = eht_tier_of(s->tier);
+	int nodes[EHT_COPIES_MAX], n = 0;
+	if (tier && (tier->caps & EHT_TIER_IN_PLACE)) {
+		snprintf(s->copies_note, sizeof(s->copies_note),
+			 "the %s tier reads the checkpoint where it lies: there is no copy to place", tier->label);
+	} else if ((n = eht_copy_nodes(o->numa_nodes, o->nnuma_nodes, nodes)) < 0) {
+		return eht_err_prefix(n, "serve %s: --per-numa", s->key);
+	} else if (n == 0) {
+		snprintf(s->copies_note, sizeof(s->copies_note),
+			 "no GPU of this machine names its NUMA node (name the nodes: --per-numa=0,1)");
+	} else if (n == 1) {
+		snprintf(s->copies_note, sizeof(s->copies_note), "every GPU is on NUMA node %d", nodes[0]);
+	} else {
+		for (int i = 0; i < n; i++)
+			if (eht_copy_fits(nodes[i], total) != 0) {
+				snprintf(s->copies_note, sizeof(s->copies_note), "%d copies of %.1f MiB do not fit: %s", n,
+					 (double)total / (1 << 20), eht_last_error());
+				eht_err_clear();
+				return 0;
+			}
+		s->ncopies = n;
+		memcpy(s->copy_nodes, nodes, (size_t)n * sizeof(int));
+	}
+	return 0;
+}
+
+/* A copy past the first could not be made: every table keeps its first copy only. */
+static void drop_extra_copies(eht_server *s, int k, const char *why)
+{
+	snprintf(s->copies_note, sizeof(s->copies_note), "copy %d (NUMA node %d) failed: %s", k, s->copy_nodes[k], why);
+	for (size_t i = 0; i < s->ntables; i++)
+		for (int c = 1; c < EHT_COPIES_MAX; c++) {
+			eht_table_close(s->tables[i].copies[c]);
+			s->tables[i].copies[c] = NULL;
+		}
+	s->ncopies = 1;
+}
+
 static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts *o)
 {
 	int device = o->device;
@@ -329,54 +391,103 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 	uint64_t total = 0, done = 0;
 	for (size_t i = 0; i < s->ntables; i++)
 		total += s->tables[i].rows * s->tables[i].row_bytes;
+	int rc = plan_copies(s, o, total);
+	if (rc)
+		return rc;
+	if (s->copies_note[0])
+		eht_warn("serve %s: one copy of the tables for every NUMA node, not one per node: %s", s->key, s->copies_note);
 	/* A tier that reads the checkpoint where it lies opens it; the others are shared and filled. */
 	const struct eht_tier_def *tier = eht_tier_of(s->tier);
 	if (tier && (tier->caps & EHT_TIER_IN_PLACE)) {
-		int rc = 0;
 		for (size_t i = 0; !rc && i < s->ntables; i++) {
 			struct served *t = &s->tables[i];
 			rc = tier->open_in_place(s->path, t->weight, t->scale[0] ? t->scale : NULL, t->name, 0, 1,
 						 EHT_OPEN_EXPORT_ONLY, &t->table);
+			t->copies[0] = t->table;
 		}
 		return rc;
 	}
 	eht_group *g = NULL;
 	eht_pool *pool = NULL;
-	int rc = eht_group_create_single(&g);
+	rc = eht_group_create_single(&g);
 	if (!rc)
 		rc = eht_pool_create(o->threads, -1, 200, &pool);
+	uint64_t all = total * (uint64_t)s->ncopies;
 	for (size_t i = 0; !rc && i < s->ntables; i++) {
 		struct served *t = &s->tables[i];
-		if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_RELAXED)) {
-			rc = eht_err(EINTR, "serve %s: loading stopped by a signal before table %s", s->key, t->name);
-			break;
+		int tier0 = s->tier;
+		for (int k = 0; !rc && k < s->ncopies; k++) {
+			if (o->cancel && __atomic_load_n(o->cancel, __ATOMIC_RELAXED)) {
+				rc = eht_err(EINTR, "serve %s: loading stopped by a signal before table %s", s->key, t->name);
+				break;
+			}
+			/* A table's populate can take a minute (100 GB): the stop flag cuts it short too. */
+			struct eht_share_opts so = {.size = sizeof(so), .tier = tier0, .device = device,
+						    .row_bytes = t->row_bytes, .name = t->name, .cancel = o->cancel};
+			if (s->ncopies > 1) { /* copy k on its node; every copy in the tier the first got */
+				so.flags |= EHT_SHARE_NUMA_NODE;
+				so.numa_node = s->copy_nodes[k];
+			}
+			rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->copies[k]);
+			if (rc && k > 0 && rc != -EINTR) { /* the first copy serves every worker */
+				drop_extra_copies(s, k, eht_last_error());
+				eht_warn("serve %s: one copy of the tables for every NUMA node, not one per node: %s", s->key,
+					 s->copies_note);
+				eht_err_clear();
+				all = total;
+				rc = 0;
+				break;
+			}
+			if (rc) {
+				if (rc == -ENOSPC) /* the fix must cover every table, not the one that did not fit */
+					eht_err_prefix(rc, "table %s (%.2f GiB; the whole checkpoint needs %.2f GiB for its %zu table(s): "
+							   "for all of them give /dev/shm %lluG, e.g. Docker --shm-size=%lluG)",
+						       t->name, (double)(t->rows * t->row_bytes) / (1 << 30), (double)all / (1 << 30),
+						       s->ntables, (unsigned long long)((all >> 30) + 1),
+						       (unsigned long long)((all >> 30) + 1));
+				else
+					eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
+				break;
+			}
+			struct eht_table_info info = {.size = sizeof(info)};
+			rc = eht_table_get_info(t->copies[k], &info);
+			if (k == 0) {
+				t->table = t->copies[0];
+				tier0 = info.tier;
+			}
+			if (rc == 0)
+				rc = serve_fill(ck, t, info.host, pool, done, all, o->progress, o->progress_arg, o->cancel);
+			done += t->rows * t->row_bytes;
+			if (!rc) /* loaded: from now on the rows are only read (a region file loses its write bits) */
+				eht_table_seal(t->copies[k]);
 		}
-		/* A table's populate can take a minute (100 GB): the stop flag cuts it short too. */
-		struct eht_share_opts so = {.size = sizeof(so), .tier = s->tier, .device = device,
-					    .row_bytes = t->row_bytes, .name = t->name, .cancel = o->cancel};
-		rc = eht_table_share(t->rows * t->row_bytes, g, &so, &t->table);
-		if (rc) {
-			if (rc == -ENOSPC) /* the fix must cover every table, not the one that did not fit */
-				eht_err_prefix(rc, "table %s (%.2f GiB; the whole checkpoint needs %.2f GiB for its %zu table(s): "
-						   "for all of them give /dev/shm %lluG, e.g. Docker --shm-size=%lluG)",
-					       t->name, (double)(t->rows * t->row_bytes) / (1 << 30), (double)total / (1 << 30),
-					       s->ntables, (unsigned long long)((total >> 30) + 1),
-					       (unsigned long long)((total >> 30) + 1));
-			else
-				eht_err_prefix(rc, "table %s (%.2f GiB)", t->name, (double)(t->rows * t->row_bytes) / (1 << 30));
-			break;
-		}
-		struct eht_table_info info = {.size = sizeof(info)};
-		rc = eht_table_get_info(t->table, &info);
-		if (rc == 0)
-			rc = serve_fill(ck, t, info.host, pool, done, total, o->progress, o->progress_arg, o->cancel);
-		done += t->rows * t->row_bytes;
-		if (!rc) /* loaded: from now on the rows are only read (a region file loses its write bits) */
-			eht_table_seal(t->table);
 	}
+	for (size_t i = 0; !rc && i < s->ntables; i++)
+		for (int k = 0; k < s->ncopies; k++) {
+			if (s->ncopies == 1)
+				s->copy_nodes[0] = s->tables[0].table->info.numa_node;
+			eht_table_set_copy(s->tables[i].copies[k], k, s->ncopies, s->copy_nodes[k], 1);
+		}
 	eht_pool_destroy(pool);
 	eht_group_destroy(g);
 	return rc;
+}
+
+json_t *serve_copies_json(const eht_server *s)
+{
+	json_t *copies = json_array();
+	for (int k = 0; k < s->ncopies; k++) {
+		uint64_t bytes = 0;
+		for (size_t i = 0; i < s->ntables; i++)
+			bytes += s->tables[i].rows * s->tables[i].row_bytes;
+		json_array_append_new(copies, json_pack("{s:i, s:i, s:I}", "index", k, "numa_node", s->copy_nodes[k], "bytes",
+							(json_int_t)bytes));
+	}
+	const struct serve_budget *b = &s->budget;
+	return json_pack("{s:o, s:s?, s:{s:I, s:I, s:I, s:I, s:s}}", "copies", copies, "copies_note",
+			 s->copies_note[0] ? s->copies_note : NULL, "cpu_budget", "cores", (json_int_t)b->cores, "workers",
+			 (json_int_t)b->workers, "per_worker", (json_int_t)b->per_worker, "usable_cores",
+			 (json_int_t)b->usable, "source", b->source ? b->source : "cores");
 }
 
 /* A name of the key (what: "key", "status name of key") is bound: say by whom (another user
@@ -409,8 +520,11 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 	int orc = eht_opts_in(&o, sizeof(o), opts, "eht_serve_start: opts");
 	if (orc)
 		return orc;
-	if (o.flags)
-		return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", o.flags);
+	if (o.flags & ~EHT_SERVE_PER_NUMA)
+		return eht_err(EINVAL, "eht_serve_start: unknown flags 0x%x", o.flags & ~EHT_SERVE_PER_NUMA);
+	if (o.nnuma_nodes > EHT_COPIES_MAX || (o.nnuma_nodes && !o.numa_nodes))
+		return eht_err(EINVAL, "eht_serve_start: %zu NUMA nodes (at most %d, numa_nodes set)", o.nnuma_nodes,
+			       EHT_COPIES_MAX);
 	const struct eht_tier_def *tier = eht_tier_of(o.tier);
 	if (o.tier != 0 && !(tier && (tier->caps & (EHT_TIER_CAN_SHARE | EHT_TIER_IN_PLACE))))
 		return eht_err(EINVAL, "eht_serve_start: tier %d (%s) cannot be served", o.tier, eht_tier_name(o.tier));
@@ -430,6 +544,7 @@ int eht_serve_start(const char *path, const struct eht_serve_opts *opts, eht_ser
 		s->pending[i] = -1;
 	s->tier = o.tier;
 	s->allow_gid = serve_allowed_gid();
+	serve_budget_plan(o.cpu_budget, o.workers, &s->budget);
 	snprintf(s->key, sizeof(s->key), "%s", key);
 	if (!realpath(path, s->path))
 		snprintf(s->path, sizeof(s->path), "%s", path);
@@ -532,13 +647,14 @@ int eht_serve_stop(eht_server *s)
 	for (int i = 0; i < 2; i++)
 		if (s->wake[i] >= 0)
 			close(s->wake[i]);
-	for (size_t i = 0; i < s->ntables; i++) {
-		int rc = eht_table_close(s->tables[i].table);
-		if (rc) {
-			eht_warn("serve %s: closing table %s: %s", s->key, s->tables[i].name, eht_last_error());
-			first = first ? first : rc;
+	for (size_t i = 0; i < s->ntables; i++)
+		for (int k = 0; k < EHT_COPIES_MAX; k++) {
+			int rc = eht_table_close(s->tables[i].copies[k]);
+			if (rc) {
+				eht_warn("serve %s: closing table %s (copy %d): %s", s->key, s->tables[i].name, k, eht_last_error());
+				first = first ? first : rc;
+			}
 		}
-	}
 	serve_hot_free(s->tables, s->ntables);
 	free(s->tables);
 	pthread_mutex_destroy(&s->mu);

@@ -82,6 +82,8 @@ int eht_table_new(const struct eht_table_info *info, const struct eht_table_ops 
 	t->ops = &t->ops_full;
 	t->impl = impl;
 	t->ops->describe(t, &t->info);
+	t->copy = (struct eht_table_copy){.size = sizeof(t->copy), .count = 1, .numa_node = t->info.numa_node,
+					  .writer = 1};
 	*out = t;
 	return 0;
 }
@@ -149,6 +151,21 @@ int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_impor
 	if (!tier)
 		return eht_err(EPROTO, "table %s: unknown tier '%s'", name, id ? id : "(none)");
 	return tier->import(desc, fds, nfds, a, out); /* a tier without import refuses in its own words */
+}
+
+void eht_table_set_copy(eht_table *t, int index, int count, int numa_node, int writer)
+{
+	t->copy.index = index;
+	t->copy.count = count;
+	t->copy.numa_node = numa_node;
+	t->copy.writer = writer;
+}
+
+int eht_table_copy(const eht_table *t, struct eht_table_copy *copy)
+{
+	if (!t)
+		return eht_err(EINVAL, "eht_table_copy: NULL table");
+	return eht_opts_out(copy, &t->copy, sizeof(t->copy), "eht_table_copy: copy");
 }
 
 void eht_table_set_hotset(eht_table *t, int64_t *rows, uint64_t n)

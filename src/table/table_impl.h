@@ -60,7 +60,13 @@ struct eht_table {
 	 * malloc'ed and freed with the table; NULL when none (eht_table_hotset). */
 	int64_t *hot_rows;
 	uint64_t hot_n;
+	/* Which copy of the table this is (eht_table_copy): one per NUMA node with EHT_SHARE_PER_NUMA
+	 * or eht serve --per-numa; eht_table_new sets one copy, writer, on info's node. */
+	struct eht_table_copy copy;
 };
+
+/* Records which copy t is (see struct eht_table_copy). */
+void eht_table_set_copy(eht_table *t, int index, int count, int numa_node, int writer);
 
 /* Gives t the hot set rows[0..n) (malloc'ed; t frees it), replacing any it had. The caller has checked
  * the rows (src/serve/serve_hot.c). */

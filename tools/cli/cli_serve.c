@@ -79,7 +79,8 @@ static int parse_tier(const char *s)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: eht serve CHECKPOINT [--key KEY] [--tensors PATTERN] [--tier T] [--device N]\n"
-		   "                 [--threads N] [--hotset [NAME=]FILE]... [--ready-file PATH] [--json]\n"
+		   "                 [--threads N] [--hotset [NAME=]FILE]... [--per-numa[=NODES]]\n"
+		   "                 [--workers N] [--cpu-budget N] [--ready-file PATH] [--json]\n"
 		   "Loads the checkpoint's tables once and serves them to this node's workers under KEY until\n"
 		   "SIGINT or SIGTERM.\n"
 		   "  --key KEY          attach key (default \"default\")\n"
@@ -90,6 +91,14 @@ static void usage(FILE *f)
 		   "  --hotset [NAME=]FILE  hot set (`eht hotset build`) of table NAME, handed to every worker at\n"
 		   "                     attach for its GPU hot-row cache; read and checked once, before loading.\n"
 		   "                     FILE alone: for the only table served. Repeat for several tables\n"
+		   "  --per-numa[=NODES] one copy of every table on each NUMA node with a GPU (or each of NODES,\n"
+		   "                     e.g. 0,1); every worker attaches to its GPU's node's copy. One copy, and a\n"
+		   "                     warning saying why, when they do not fit the nodes' available memory\n"
+		   "  --workers N        GPU worker processes that share the CPU budget (default: one per GPU)\n"
+		   "  --cpu-budget N     cores for all workers' lookup pools together (default: the cores this\n"
+		   "                     process may use, by affinity and cgroup cpu.max, less 2 per worker);\n"
+		   "                     each worker's pool gets N / workers threads (at least 1) unless its\n"
+		   "                     EHT_THREADS or eht_lookup_opts.threads says otherwise\n"
 		   "  --ready-file PATH  written (JSON status) once serving, removed on exit\n"
 		   "  --json             the ready report and the stop report as JSON lines on stdout\n"
 		   "Readiness: READY=1 to $NOTIFY_SOCKET (systemd Type=notify, see examples/eht-serve.service),\n"
@@ -98,6 +107,33 @@ static void usage(FILE *f)
 }
 
 #define MAX_HOTSETS 256
+
+/* The copies (one per NUMA node, or why one) and the CPU budget, from the status. */
+static void print_copies(const char *status)
+{
+	json_t *st = status ? json_loads(status, 0, NULL) : NULL, *cj;
+	json_t *copies = json_object_get(st, "copies"), *note = json_object_get(st, "copies_note");
+	json_t *b = json_object_get(st, "cpu_budget");
+	size_t i;
+	if (json_array_size(copies) > 1) {
+		printf("copies: %zu, one per NUMA node:", json_array_size(copies));
+		json_array_foreach(copies, i, cj)
+		printf("%s %lld", i ? "," : "", json_integer_value(json_object_get(cj, "numa_node")));
+		printf("; each worker attaches to its GPU's node's copy\n");
+	}
+	if (json_is_string(note))
+		printf("copies: one for every NUMA node: %s\n", json_string_value(note));
+	if (b)
+		printf("CPU budget: %lld core(s) for %lld worker(s): %lld lookup pool thread(s) each (%s; %lld usable "
+		       "core(s))\n",
+		       json_integer_value(json_object_get(b, "cores")), json_integer_value(json_object_get(b, "workers")),
+		       json_integer_value(json_object_get(b, "per_worker")),
+		       !strcmp(json_string_value(json_object_get(b, "source")) ? json_string_value(json_object_get(b, "source")) : "", "option")
+			       ? "--cpu-budget"
+			       : "usable cores less 2 per worker",
+		       json_integer_value(json_object_get(b, "usable_cores")));
+	json_decref(st);
+}
 
 /* One line per served hot set, from the status (the server's own word on what workers receive). */
 static void print_hotsets(const char *status)
@@ -117,6 +153,25 @@ static void print_hotsets(const char *status)
 	json_decref(st);
 }
 
+static int numa_list[16];
+
+/* "0,1": the nodes of --per-numa=NODES. */
+static int parse_nodes(const char *arg, struct eht_serve_opts *o)
+{
+	size_t n = 0;
+	for (const char *s = arg; *s;) {
+		char *end;
+		long v = strtol(s, &end, 10);
+		if (end == s || v < 0 || v > 4095 || (*end && *end != ',') || n == 16)
+			return cli_usage_error("serve", "--per-numa=NODES takes up to 16 NUMA nodes like 0,1");
+		numa_list[n++] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	o->numa_nodes = n ? numa_list : NULL;
+	o->nnuma_nodes = n;
+	return 0;
+}
+
 static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const char **path, const char **ready_file,
 		       int *json, const char **hotsets)
 {
@@ -128,6 +183,9 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 						 {"ready-file", required_argument, NULL, 'r'},
 						 {"json", no_argument, NULL, 'j'},
 						 {"hotset", required_argument, NULL, 'H'},
+						 {"per-numa", optional_argument, NULL, 'N'},
+						 {"workers", required_argument, NULL, 'W'},
+						 {"cpu-budget", required_argument, NULL, 'B'},
 						 {"help", no_argument, NULL, 'h'},
 						 {0}};
 	int c, v = 0;
@@ -164,6 +222,19 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 			if (o->nhotsets == MAX_HOTSETS)
 				return cli_usage_error("serve", "at most 256 --hotset");
 			hotsets[o->nhotsets++] = optarg;
+			break;
+		case 'N':
+			o->flags |= EHT_SERVE_PER_NUMA;
+			if (optarg && parse_nodes(optarg, o))
+				return 2;
+			break;
+		case 'W':
+		case 'B':
+			if (cli_int("serve", c == 'W' ? "--workers" : "--cpu-budget", optarg, &v) || v < 1)
+				return v < 1 ? cli_usage_error("serve", c == 'W' ? "--workers takes a count >= 1"
+										 : "--cpu-budget takes a core count >= 1")
+					     : 2;
+			*(c == 'W' ? &o->workers : &o->cpu_budget) = (unsigned)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -237,12 +308,17 @@ int cmd_serve(int argc, char **argv)
 	char *status = NULL;
 	if (eht_serve_status(key, &status) != 0)
 		status = NULL; /* no status socket: the reports below still go out */
+	json_t *stj = status ? json_loads(status, 0, NULL) : NULL;
+	if (json_array_size(json_object_get(stj, "copies")) > 1) /* every copy is in memory */
+		total = (uint64_t)json_integer_value(json_object_get(stj, "bytes"));
+	json_decref(stj);
 	if (json) {
 		json_t *st = status ? json_loads(status, 0, NULL) : NULL;
 		cli_print_json(json_pack("{s:s, s:s, s:f, s:o}", "event", "ready", "key", key, "load_s", secs, "status",
 					 st ? st : json_null()));
 	} else {
 		print_hotsets(status);
+		print_copies(status);
 		printf("eht serve: %zu table(s), %.2f GiB loaded in %.1f s; serving under key '%s' "
 		       "(workers: eht_attach(\"%s\") or eht.attach(\"%s\")); SIGINT or SIGTERM stops\n",
 		       eht_serve_table_count(s), (double)total / (1 << 30), secs, key, key, key);

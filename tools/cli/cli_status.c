@@ -56,10 +56,31 @@ static void print_server(json_t *s)
 			printf("    hot set %lld rows%s%s\n", json_integer_value(hr), json_is_string(hf) ? " from " : "",
 			       json_is_string(hf) ? json_string_value(hf) : "");
 	}
+	json_t *copies = json_object_get(s, "copies"), *note = json_object_get(s, "copies_note");
+	json_array_foreach(copies, i, t)
+	{
+		human((uint64_t)json_integer_value(json_object_get(t, "bytes")), b, sizeof(b));
+		printf("  copy %lld on NUMA node %lld: %s, read by %lld worker(s)\n", json_integer_value(json_object_get(t, "index")),
+		       json_integer_value(json_object_get(t, "numa_node")), b, json_integer_value(json_object_get(t, "workers")));
+	}
+	if (json_is_string(note))
+		printf("  one copy for every NUMA node: %s\n", json_string_value(note));
+	json_t *bud = json_object_get(s, "cpu_budget");
+	if (bud)
+		printf("  CPU budget %lld core(s) for %lld worker(s): %lld pool thread(s) each\n",
+		       json_integer_value(json_object_get(bud, "cores")), json_integer_value(json_object_get(bud, "workers")),
+		       json_integer_value(json_object_get(bud, "per_worker")));
 	json_array_foreach(workers, i, t)
 	{
-		printf("  worker pid %lld uid %lld attached %.0f s ago\n", json_integer_value(json_object_get(t, "pid")),
-		       json_integer_value(json_object_get(t, "uid")), json_real_value(json_object_get(t, "attached_s")));
+		char place[96] = "";
+		json_t *dev = json_object_get(t, "device"), *node = json_object_get(t, "numa_node"), *cp = json_object_get(t, "copy");
+		if (json_is_integer(cp))
+			snprintf(place, sizeof(place), "  GPU %s%lld  node %s%lld  copy %lld  %lld pool thread(s)",
+				 json_is_integer(dev) ? "" : "-", json_is_integer(dev) ? json_integer_value(dev) : 1,
+				 json_is_integer(node) ? "" : "-", json_is_integer(node) ? json_integer_value(node) : 1,
+				 json_integer_value(cp), json_integer_value(json_object_get(t, "pool_threads")));
+		printf("  worker pid %lld uid %lld attached %.0f s ago%s\n", json_integer_value(json_object_get(t, "pid")),
+		       json_integer_value(json_object_get(t, "uid")), json_real_value(json_object_get(t, "attached_s")), place);
 	}
 }
 

@@ -413,6 +413,12 @@ int cmd_worker(int argc, char **argv)
 	eht_client *c = NULL;
 	int rc = eht_attach(o.key, &ao, &c);
 	int mismatches = 0;
+	eht_table *t0 = NULL;
+	struct eht_table_copy cp = {.size = sizeof(cp)};
+	/* Which copy the server sent (one per NUMA node with eht serve --per-numa) and the pool budget. */
+	if (!rc && !o.json && eht_client_table(c, 0, &t0) == 0 && eht_table_copy(t0, &cp) == 0)
+		printf("worker %d  attached: copy %d of %d (NUMA node %d), lookup pool budget %u thread(s)\n", o.id, cp.index,
+		       cp.count, cp.numa_node, cp.pool_threads);
 	for (size_t i = 0; !rc && i < eht_client_table_count(c); i++) {
 		eht_table *t = NULL;
 		rc = eht_client_table(c, i, &t);

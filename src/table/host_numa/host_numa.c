@@ -164,7 +164,8 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	int rc = eht_dev_attr(device, EHT_DEV_ATTR_HOST_NUMA_VMM, &vmm);
 	if (rc || !vmm)
 		return eht_err(EOPNOTSUPP, "unsupported here: GPU %d has no host-NUMA virtual memory management", device);
-	int numa = eht_dev_host_numa_id(device);
+	/* A copy per NUMA node (EHT_SHARE_PER_NUMA) names its node; else the GPU's own. */
+	int numa = opts && (opts->flags & EHT_SHARE_NUMA_NODE) ? opts->numa_node : eht_dev_host_numa_id(device);
 	if (numa < 0)
 		return numa;
 	h->numa = numa;
@@ -358,7 +359,7 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 
 	/* Local checks first, but every rank still takes part in every collective below: a rank that
 	 * returned early would leave the others waiting for their deadline. */
-	const uint32_t known = EHT_SHARE_NO_RESERVE | EHT_SHARE_FABRIC | EHT_SHARE_POSIX_FD;
+	const uint32_t known = EHT_SHARE_NO_RESERVE | EHT_SHARE_FABRIC | EHT_SHARE_POSIX_FD | EHT_SHARE_NUMA_NODE;
 	struct eht_share_opts oc = {0};
 	rc = eht_opts_in(&oc, sizeof(oc), opts, "opts");
 	opts = opts ? &oc : NULL;

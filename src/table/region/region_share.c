@@ -12,6 +12,7 @@
 
 #include "gpu/dev.h"
 #include "os/region_impl.h"
+#include "table/numa_copy.h"
 #include "table/region/region_table.h"
 #include "table/table_impl.h"
 #include "util/err.h"
@@ -70,6 +71,14 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	 * tier's seal can make unwritable once filled. */
 	if (size == 1)
 		ro.flags |= REGION_MEMFD;
+	/* A copy per NUMA node names its node; one this machine lacks (forced by a test) is not bound. */
+	if (opts && (opts->flags & EHT_SHARE_NUMA_NODE)) {
+		ro.flags &= ~EHT_REGION_NUMA_DEVICE;
+		if (eht_copy_bindable(opts->numa_node)) {
+			ro.flags |= EHT_REGION_NUMA_NODE;
+			ro.numa_node = opts->numa_node;
+		}
+	}
 	struct region_name_msg h = {0};
 	struct region_result mine = {0}, *all = NULL;
 	eht_region *r = NULL;
