@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "gpu_lookup_ref.h"
-#include "lookup/lk_hot.h"
+#include "table/hotset.h"
 #include "util/clock.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES

@@ -6,9 +6,9 @@
  * are ignored; a stream whose hot rows change is followed. */
 #include <string.h>
 
-#include "lookup/hot_adapt.h"
-#include "lookup/hot_refresh.h"
-#include "lookup/lk_hot.h"
+#include "lookup/hot/adapt.h"
+#include "lookup/hot/refresh.h"
+#include "table/hotset.h"
 #include "testutil.h"
 
 #define SLOTS 100
