@@ -49,7 +49,7 @@ static void compare_engines(eht_table *t, const int64_t *h, uint64_t nh, eht_str
 	if (!ids || !a || !b || !ti.host || t_cu(eht_dev_alloc(&da, (size_t)NIDS * RB)) ||
 	    t_cu(eht_dev_alloc(&db, (size_t)NIDS * RB)))
 		goto out;
-	for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++) {
+	for (int strategy = EHT_LOOKUP_AUTO; strategy < eht_lookup_strategy_count(); strategy++) {
 		if ((strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) && !ti.device_ptr)
 			continue;
 		struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .device = 0, .numa_node = -1,

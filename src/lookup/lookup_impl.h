@@ -49,8 +49,9 @@
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024
 
-/* Strategy ids are 0 .. LK_NSTRATEGIES - 1 (enum eht_lookup_strategy; strategy.c's table). */
-#define LK_NSTRATEGIES 4
+/* Strategy ids are 0 .. eht_lookup_strategy_count() - 1 (enum eht_lookup_strategy; strategy.c's
+ * table), at most LK_MAX_STRATEGIES. */
+#define LK_MAX_STRATEGIES 16
 
 struct lk_strategy;
 
@@ -74,8 +75,8 @@ struct eht_lookup {
 
 	/* Strategies: the engine's default, and each one's state once its init ran (strategy.c). */
 	const struct lk_strategy *st;
-	bool ready[LK_NSTRATEGIES];
-	void *state[LK_NSTRATEGIES];
+	bool ready[LK_MAX_STRATEGIES];
+	void *state[LK_MAX_STRATEGIES];
 
 	/* GPU core: the kernels and the counters every GPU piece writes. */
 	struct eht_gpu_lookup g;

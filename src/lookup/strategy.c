@@ -3,7 +3,8 @@
  * lookup_impl.h), the ops a strategy leaves out filled once with defaults (callers never test an op),
  * the checks of whether a strategy can serve an engine and a call, its init on first use, and the
  * public enumeration. The only place in src/lookup that tells strategies apart by id: a new strategy
- * is its file and one row here (and its id in include/eht.h). */
+ * is its file and one row here (and its id in include/eht.h); the CLI, Python and the completion
+ * list them through eht_lookup_strategy_count / _name. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,8 +15,8 @@
 
 extern const struct lk_strategy eht_lk_auto, eht_lk_direct, eht_lk_sorted, eht_lk_host_strategy;
 
-/* Indexed by id (enum eht_lookup_strategy). */
-static const struct lk_strategy *const defs[LK_NSTRATEGIES] = {
+/* Indexed by id (enum eht_lookup_strategy), no gaps. */
+static const struct lk_strategy *const defs[] = {
 	[EHT_LOOKUP_AUTO] = &eht_lk_auto,
 	[EHT_LOOKUP_DIRECT] = &eht_lk_direct,
 	[EHT_LOOKUP_SORTED] = &eht_lk_sorted,
@@ -53,7 +54,10 @@ static float share_cpu(const eht_lookup *lk, size_t n)
 	return 0.0f;
 }
 
-static struct lk_strategy table[LK_NSTRATEGIES];
+#define LK_NSTRATEGIES ((int)(sizeof(defs) / sizeof(defs[0])))
+_Static_assert(sizeof(defs) / sizeof(defs[0]) <= LK_MAX_STRATEGIES, "raise LK_MAX_STRATEGIES");
+
+static struct lk_strategy table[sizeof(defs) / sizeof(defs[0])];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 static void fill_defaults(void)
