@@ -276,7 +276,7 @@ static int gpu_piece(eht_lookup *lk, struct lk_piece *p) { return p->st->gpu_pie
 /* The run's pieces of at most max_batch ids each; *published: the last GPU piece's kernel
  * publishes the dead count itself. */
 static int run_pieces(eht_lookup *lk, const struct lk_run *r, const void *ids, int id64, int64_t off,
-		      uint64_t count, void *out, CUstream s, uint64_t *dead, bool *published)
+		      uint64_t count, void *out, void *s, uint64_t *dead, bool *published)
 {
 	int (*piece)(eht_lookup *, struct lk_piece *) = r->path == PATH_HOT ? eht_lk_hot_piece
 							: r->path == PATH_GPU ? gpu_piece
@@ -300,7 +300,7 @@ static int run_pieces(eht_lookup *lk, const struct lk_run *r, const void *ids, i
 /* The run's dead count: counted by the CPU (known now), or on the GPU, where it stays; a copy (or
  * the stage-in kernel itself) brings it to lk->h_dead for eht_lookup_last_dead_count once the
  * stream passes, the one place for eager runs and every graph replay. */
-static int run_finish(eht_lookup *lk, const struct lk_run *r, bool published, CUstream s, uint64_t *dead)
+static int run_finish(eht_lookup *lk, const struct lk_run *r, bool published, void *s, uint64_t *dead)
 {
 	if (r->path == PATH_CPU) {
 		lk->last.dead_host = *dead;
@@ -321,17 +321,16 @@ static int lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_o
 	if (rc)
 		return rc > 0 ? 0 : rc; /* 1: nothing to look up */
 	bool want_dead = dead_count || (flags & EHT_LOOKUP_RUN_DEAD_ERROR);
-	CUstream s = (CUstream)stream;
 	if ((rc = run_plan(lk, count, out, want_dead, &r)))
 		return rc;
-	if (lk->hot && !r.c.capture && (rc = eht_lk_hot_boundary(lk, s)))
+	if (lk->hot && !r.c.capture && (rc = eht_lk_hot_boundary(lk, stream)))
 		return rc; /* a step boundary: a pending hot-set refresh goes in here */
 	lk->last.strategy = r.st->id;
 	lk->ran = true;
 	uint64_t dead = 0;
 	bool published = false;
-	if ((rc = run_pieces(lk, &r, ids, id_type == EHT_ID_INT64, id_offset, count, out, s, &dead, &published)) ||
-	    (rc = run_finish(lk, &r, published, s, &dead)))
+	if ((rc = run_pieces(lk, &r, ids, id_type == EHT_ID_INT64, id_offset, count, out, stream, &dead, &published)) ||
+	    (rc = run_finish(lk, &r, published, stream, &dead)))
 		return rc;
 	if (dead_count)
 		*dead_count = dead;

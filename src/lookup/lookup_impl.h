@@ -80,23 +80,20 @@ struct eht_lookup {
 
 	/* GPU core: the kernels and the counters every GPU piece writes. */
 	struct eht_gpu_lookup g;
-	CUdeviceptr d_counters; /* 2 u64: dead ids, distinct rows of the piece */
-	uint64_t *h_dead;       /* pinned, mapped: a GPU-counted run's dead ids (copied, or written by a kernel) */
-	CUdeviceptr d_h_dead;
+	uint64_t *h_dead; /* pinned, mapped: a GPU-counted run's dead ids (copied, or written by a kernel) */
+	CUdeviceptr d_counters, d_h_dead; /* 2 u64 (dead ids, distinct rows of the piece); h_dead's address */
 	/* GPU parts (parts.c), each made at its first request and kept. */
-	struct lk_ids {    /* host ids of a GPU piece pass through pinned h_ids into d_ids */
+	struct lk_ids {    /* host ids of a GPU piece pass through pinned h_ids into d_ids (ev: the copy) */
 		void *h_ids;
-		CUdeviceptr d_ids;
-		CUevent ev;
 		bool used;
+		CUdeviceptr d_ids; CUevent ev;
 	} ids;
 	struct lk_scratch { /* distinct rows (compact) and slots of a sorted / deduplicated piece */
 		CUdeviceptr d_compact, d_slot;
 		uint64_t compact_rows;
 	} scr;
 	struct lk_fork {   /* a side stream for a piece split between two gatherers */
-		CUstream side;
-		CUevent ev_fork, ev_join;
+		CUstream side; CUevent ev_fork, ev_join;
 	} fork;
 
 	/* The last run's dead count (where it is kept) and strategy (lookup.c: run_finish). */
@@ -194,12 +191,11 @@ void eht_lk_core_gpu_fini(eht_lookup *lk);
 int eht_lk_scratch(eht_lookup *lk);
 int eht_lk_fork_init(eht_lookup *lk);
 /* Forks the side stream off s (events, so a capture follows it) / joins it back into s. */
-int eht_lk_fork(eht_lookup *lk, CUstream s);
-int eht_lk_join(eht_lookup *lk, CUstream s);
+int eht_lk_fork(eht_lookup *lk, CUstream s), eht_lk_join(eht_lookup *lk, CUstream s);
 /* Ids of one piece as a device pointer: in place when on the GPU, else copied through pinned h_ids
  * into d_ids on s (not capturable). */
-int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
-			 CUdeviceptr *dptr);
+int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n,
+			 CUstream s, CUdeviceptr *dptr);
 /* Ids in GPU memory for the CPU: copied back into h_ids, s synchronized. */
 int eht_lk_ids_to_host(eht_lookup *lk, const void *d_ids, size_t bytes, CUstream s, const void **out);
 

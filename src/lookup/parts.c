@@ -68,8 +68,7 @@ int eht_lk_core_gpu_init(eht_lookup *lk)
 		rc = EHT_CU_CHECK(cuEventCreate(&lk->ids.ev, CU_EVENT_DISABLE_TIMING));
 	/* The dead word: mapped, so a stage-in kernel can publish a run's count itself. */
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemHostAlloc((void **)&lk->h_dead, sizeof(uint64_t),
-						 CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+		rc = EHT_CU_CHECK(cuMemHostAlloc((void **)&lk->h_dead, 8, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
 	if (!rc)
 		rc = EHT_CU_CHECK(cuMemHostGetDevicePointer(&lk->d_h_dead, lk->h_dead, 0));
 	if (!rc)
@@ -111,14 +110,12 @@ int eht_lk_scratch(eht_lookup *lk)
 int eht_lk_fork_init(eht_lookup *lk)
 {
 	struct lk_fork *f = &lk->fork;
-	int rc = 0;
-	if (!f->ev_fork)
-		rc = EHT_CU_CHECK(cuEventCreate(&f->ev_fork, CU_EVENT_DISABLE_TIMING));
-	if (!rc && !f->ev_join)
+	if (f->side)
+		return 0;
+	int rc = EHT_CU_CHECK(cuEventCreate(&f->ev_fork, CU_EVENT_DISABLE_TIMING));
+	if (!rc)
 		rc = EHT_CU_CHECK(cuEventCreate(&f->ev_join, CU_EVENT_DISABLE_TIMING));
-	if (!rc && !f->side)
-		rc = EHT_CU_CHECK(cuStreamCreate(&f->side, CU_STREAM_NON_BLOCKING));
-	return rc;
+	return rc ? rc : EHT_CU_CHECK(cuStreamCreate(&f->side, CU_STREAM_NON_BLOCKING));
 }
 
 int eht_lk_fork(eht_lookup *lk, CUstream s)
@@ -139,8 +136,8 @@ static int ids_wait(struct lk_ids *x)
 	return EHT_CU_CHECK(cuEventSynchronize(x->ev));
 }
 
-int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n, CUstream s,
-			 CUdeviceptr *dptr)
+int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n,
+			 CUstream s, CUdeviceptr *dptr)
 {
 	if (ids_dev) {
 		*dptr = (CUdeviceptr)(uintptr_t)ids;
@@ -162,9 +159,7 @@ int eht_lk_ids_to_host(eht_lookup *lk, const void *d_ids, size_t bytes, CUstream
 {
 	struct lk_ids *x = &lk->ids;
 	int rc = ids_wait(x);
-	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(x->h_ids, (CUdeviceptr)(uintptr_t)d_ids, bytes, s));
-	if (!rc)
+	if (!rc && !(rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(x->h_ids, (CUdeviceptr)(uintptr_t)d_ids, bytes, s))))
 		rc = EHT_CU_CHECK(cuStreamSynchronize(s));
 	*out = x->h_ids;
 	return rc;

@@ -503,7 +503,7 @@ int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p)
 		rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_join, lk->fork.side));
 	if (!rc && share < 1.0f) {
 		p->dead_published = p->publish_dead;
-		rc = eht_lk_bell_compact(lk, h->d_uniq, ucount, share, p->n, compact, s, p->capture, p->publish_dead);
+		rc = eht_lk_bell_compact(lk, h->d_uniq, ucount, compact, share, p->n, s, p->capture, p->publish_dead);
 	}
 	if (!rc && split)
 		rc = eht_lk_join(lk, s);

@@ -116,16 +116,15 @@ static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, 
 		       CUdeviceptr out, CUstream s, bool timed)
 {
 	struct lk_autos *st = A(lk);
-	CUstream side = lk->fork.side;
 	int rc = eht_lk_fork(lk, s);
 	if (!rc && timed)
-		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t0, side));
+		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t0, lk->fork.side));
 	if (!rc)
-		rc = eht_lk_direct_piece(lk, ids, ids_dev, id64, off, k, out, side);
+		rc = eht_lk_direct_piece(lk, ids, ids_dev, id64, off, k, out, lk->fork.side);
 	if (!rc && timed)
-		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t1, side));
+		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t1, lk->fork.side));
 	if (!rc)
-		rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_join, side));
+		rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_join, lk->fork.side));
 	return rc;
 }
 

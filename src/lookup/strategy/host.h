@@ -129,8 +129,8 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead);
 /* The same for the distinct rows of a dedup pass (hot/hot.c): uniq (u32 local rows) after the GPU's
  * share of the *ucount there are (both on the GPU; n bounds them) into compact (raw, same places). */
-int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, float share, size_t n,
-			CUdeviceptr compact, CUstream s, bool capturing, bool publish_dead);
+int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, CUdeviceptr compact, float share,
+			size_t n, CUstream s, bool capturing, bool publish_dead);
 /* Allocates the path's buffers (host memory without a GPU: the CPU emulation the tests drive) and
  * joins the poller. */
 int eht_lk_bell_init(eht_lookup *lk);

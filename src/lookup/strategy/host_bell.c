@@ -529,8 +529,8 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	return bell_launch(lk, &a, n, out, lk->fmt, s, capturing, publish_dead, idx);
 }
 
-int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, float share, size_t n,
-			CUdeviceptr compact, CUstream s, bool capturing, bool publish_dead)
+int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, CUdeviceptr compact, float share,
+			size_t n, CUstream s, bool capturing, bool publish_dead)
 {
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
