@@ -134,6 +134,7 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 
 static void job_task(void *arg, size_t c, unsigned worker)
 {
+	(void)worker;
 	struct lk_job *j = arg;
 	eht_lookup *lk = j->lk;
 	const uint8_t *host = lk->ti.host;
