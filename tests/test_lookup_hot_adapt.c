@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_lookup_hot_adapt.c: the adapting hot set's choice (hot_adapt.c) on the CPU, through the real
- * refresh hand-off (hot_refresh.c): a cache that starts with rows nobody asks for, fed sampled hits and
+/* test_lookup_hot_adapt.c: the adapting hot set's choice (src/lookup/hot/adapt.c) on the CPU, through the real
+ * refresh hand-off (hot/refresh.c): a cache that starts with rows nobody asks for, fed sampled hits and
  * misses of a skewed stream, must within a few periods hold (nearly) the stream's hot rows, then stay
  * put (a miss must clearly beat the slot it takes: no churn once right); samples outside the table
  * are ignored; a stream whose hot rows change is followed. */

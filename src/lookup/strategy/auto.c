@@ -165,7 +165,7 @@ static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 }
 
 /* Ids the calling thread does not read (GPU memory, or a capture): the same split, the CPU part
- * triggered by the stream (lk_bell.c). With host ids in a capture the GPU cannot read the ids: CPU. */
+ * triggered by the stream (host_bell.c). With host ids in a capture the GPU cannot read the ids: CPU. */
 static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	size_t n = p->n, k = 0, isz = p->id64 ? 8 : 4;
