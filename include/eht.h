@@ -335,10 +335,18 @@ EHT_API int eht_table_close(eht_table *table);
 /* The hot set a served table came with (`eht serve --hotset`, eht_serve_opts.hotsets): *rows
  * (absolute row ids, most useful first, distinct, each inside [0, info.rows); owned by the table,
  * valid until it is closed) and *n. The attach checked them against the descriptor they arrived in.
- * A worker on a GPU passes them to eht_lookup_set_hotset (a disk table split over ranks: only the
- * rows inside [first_row, first_row + local_rows)). Returns 0; -ENOENT (the table has none: not
+ * An engine on a GPU takes them by default (eht_lookup_opts.hotset; a disk table split over ranks:
+ * only the rows inside [first_row, first_row + local_rows)). Returns 0; -ENOENT (the table has none: not
  * served, or served without one; *rows NULL, *n 0); -EINVAL (NULL argument). */
 EHT_API EHT_MUST_CHECK int eht_table_hotset(const eht_table *table, const int64_t **rows, uint64_t *n);
+/* Hot-set files (`eht hotset build` writes them, `eht serve --hotset` and engines read them):
+ * "EHTHOT1\n", a uint64 count, then count int64 absolute row ids (all little-endian), most useful
+ * first. eht_hotset_read: *rows (malloc'ed: free with eht_hotset_free) and *n; returns 0, -EINVAL
+ * (bad magic, a size not matching the count, a negative row, empty), -ENOMEM, -errno of open/read.
+ * eht_hotset_write: 0 or -errno. */
+EHT_API EHT_MUST_CHECK int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n);
+EHT_API EHT_MUST_CHECK int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n);
+EHT_API void eht_hotset_free(int64_t *rows);
 
 /* ===================================================================================== region == */
 /* Shared host regions in /dev/shm (src/os). */
@@ -782,7 +790,10 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * once, whatever the strategy (always so with a hot set; see eht_lookup_set_hotset). Wins where ids
  * repeat (real text: 55-66 % distinct per prefill step); costs two light kernels where they do not. */
 #define EHT_LOOKUP_GPU_DEDUP 0x4u
-#define EHT_LOOKUP_OPTS_FLAGS (EHT_LOOKUP_CPU_ONLY | EHT_LOOKUP_HOST_SORT | EHT_LOOKUP_GPU_DEDUP)
+/* No hot set unless the options give one: not even the table's (eht_table_hotset), which an engine
+ * with a GPU and the kernels otherwise loads at create when opts.hotset is NULL. */
+#define EHT_LOOKUP_NO_HOTSET 0x8u
+#define EHT_LOOKUP_OPTS_FLAGS (EHT_LOOKUP_CPU_ONLY | EHT_LOOKUP_HOST_SORT | EHT_LOOKUP_GPU_DEDUP | EHT_LOOKUP_NO_HOTSET)
 
 struct eht_lookup_opts {
 	uint32_t size;         /* sizeof(struct eht_lookup_opts) */
@@ -797,10 +808,13 @@ struct eht_lookup_opts {
 	uint64_t staging_bytes;/* pinned staging for HOST (0: max_batch rows, at most 256 MiB) */
 	int numa_node;         /* node for the CPU threads; -1: the table's node (or unbound) */
 	unsigned spin_us;      /* how long idle CPU threads spin before sleeping (0: 2000 us) */
-	/* A GPU hot set loaded at create (as eht_lookup_set_hotset after the calibration; NULL: none):
-	 * hotset[0..hotset_rows), most frequent first (e.g. eht_table_hotset of a served table, or a
-	 * file of `eht hotset build`), of which only the first rows that fit hotset_max_bytes of GPU
-	 * memory (row_bytes + 48 a row, see eht_lookup_set_hotset; 0: no cap) are taken. */
+	/* A GPU hot set loaded at create (as eht_lookup_set_hotset after the calibration):
+	 * hotset[0..hotset_rows), most frequent first (e.g. a file of `eht hotset build`), of which only
+	 * the first rows that fit hotset_max_bytes of GPU memory (row_bytes + 48 a row, see
+	 * eht_lookup_set_hotset; 0: no cap) are taken. NULL: the table's own hot set (eht_table_hotset:
+	 * the one its server handed over; of it the rows this process holds, under the same cap) on an
+	 * engine with a GPU and the kernels, unless EHT_LOOKUP_NO_HOTSET; it is skipped with a warning
+	 * where it cannot be loaded, and eht_lookup_set_hotset before the first run replaces it. */
 	const int64_t *hotset;
 	uint64_t hotset_rows;
 	uint64_t hotset_max_bytes;
@@ -896,6 +910,11 @@ EHT_API uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
 /* The strategy the last run used (AUTO resolved), and the name of a strategy ("direct", ...). */
 EHT_API int eht_lookup_last_strategy(const eht_lookup *lk);
 EHT_API const char *eht_lookup_strategy_name(int strategy);
+/* The strategies this library has: ids 0 .. eht_lookup_strategy_count() - 1 (enum
+ * eht_lookup_strategy), each named by eht_lookup_strategy_name (the names the CLI and Python take).
+ * eht_lookup_strategy_by_name: the id of a name, or -EINVAL (NULL or unknown: the message lists them). */
+EHT_API int eht_lookup_strategy_count(void);
+EHT_API EHT_MUST_CHECK int eht_lookup_strategy_by_name(const char *name);
 
 /* Frees everything the engine allocated (after synchronizing its streams); NULL is a no-op. */
 EHT_API void eht_lookup_destroy(eht_lookup *lk);

@@ -23,7 +23,11 @@ _eht()
 		COMPREPLY=($(compgen -W "raw bf16" -- "$cur"))
 		return ;;
 	--strategies)
-		COMPREPLY=($(compgen -W "direct sorted host auto direct,sorted,host,auto" -- "$cur"))
+		# the library's own list (one name a line); a comma-separated word completes its last name
+		local names pre=""
+		names=$("${COMP_WORDS[0]}" bench lookup --list-strategies 2>/dev/null)
+		[[ "$cur" == *,* ]] && pre=${cur%,*},
+		COMPREPLY=($(compgen -P "$pre" -W "$names" -- "${cur##*,}"))
 		return ;;
 	esac
 	local opts=""

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "lookup/lk_hot.h"
+#include "table/hotset.h"
 #include "util/file.h"
 
 static const char *cli;

@@ -22,7 +22,7 @@ static void check_table(const char *tier, eht_table *t, eht_stream s, uint64_t *
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	CHECK_RC(eht_table_get_info(t, &ti), 0);
 	for (int fmt = 0; fmt < 2; fmt++)
-		for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++) {
+		for (int strategy = EHT_LOOKUP_AUTO; strategy < eht_lookup_strategy_count(); strategy++) {
 			if ((strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) && !ti.device_ptr)
 				continue;
 			struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .format = fmt, .device = 0,

@@ -99,7 +99,7 @@ static void check_table(const char *tier, eht_table *t, eht_stream s, uint64_t *
 	g_tab = ti.host;
 	for (int mode = 0; mode < 3; mode++)
 		for (int fmt = 0; fmt < 2; fmt++)
-			for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++) {
+			for (int strategy = EHT_LOOKUP_AUTO; strategy < eht_lookup_strategy_count(); strategy++) {
 				if ((strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) && !ti.device_ptr)
 					continue;
 				if (mode == 2 && (strategy != EHT_LOOKUP_AUTO || !ti.device_ptr))

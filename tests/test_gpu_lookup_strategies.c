@@ -140,7 +140,7 @@ static void check_capture(eht_lookup *lk, eht_stream s)
 	}
 	cu(eht_dev_h2d(d_ids, ids, sizeof(ids)));
 	cu(eht_dev_sync()); /* the copy's DMA may still be in flight; s does not wait */
-	for (int strategy = EHT_LOOKUP_DIRECT; strategy <= EHT_LOOKUP_HOST; strategy++) {
+	for (int strategy = EHT_LOOKUP_DIRECT; strategy < eht_lookup_strategy_count(); strategy++) {
 		eht_graph g = NULL;
 		eht_graph_exec ge = NULL;
 		CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
@@ -207,7 +207,7 @@ int main(void)
 		CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
 		if (!lk)
 			break;
-		for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++)
+		for (int strategy = EHT_LOOKUP_AUTO; strategy < eht_lookup_strategy_count(); strategy++)
 			for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++)
 				for (int v = 0; v < 4; v++) {
 					int id64 = v & 1, gpu_ids = v >> 1;

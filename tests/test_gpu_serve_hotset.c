@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_serve_hotset.c: a served hot set on the GPU: a worker attached for GPU 0 finds the rows
- * the server was given (eht_table_hotset), and every strategy's engine with them in its hot-row cache
+ * the server was given (eht_table_hotset), every strategy's engine takes them by default (not with
+ * EHT_LOOKUP_NO_HOTSET), and with them in its hot-row cache
  * gives the same output and dead count as one without, and as the table's own bytes, for ids with
  * hits, misses, repeats and dead ids; `eht worker` uses the served hot set by default (JSON "hotset":
  * "served", hotset_fill_ms) and none with --no-hotset. Exit 77 without a GPU. */
@@ -12,7 +13,7 @@
 #include <unistd.h>
 
 #include "gpu_lookup_ref.h"
-#include "lookup/lk_hot.h"
+#include "table/hotset.h"
 #include "util/clock.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
@@ -48,18 +49,22 @@ static void compare_engines(eht_table *t, const int64_t *h, uint64_t nh, eht_str
 	if (!ids || !a || !b || !ti.host || t_cu(eht_dev_alloc(&da, (size_t)NIDS * RB)) ||
 	    t_cu(eht_dev_alloc(&db, (size_t)NIDS * RB)))
 		goto out;
-	for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy++) {
+	for (int strategy = EHT_LOOKUP_AUTO; strategy < eht_lookup_strategy_count(); strategy++) {
 		if ((strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED) && !ti.device_ptr)
 			continue;
 		struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .device = 0, .numa_node = -1,
 					    .threads = 4, .max_batch = NIDS};
 		eht_lookup *plain = NULL, *cached = NULL;
-		CHECK_RC(eht_lookup_create(t, &o, &plain), 0);
+		/* The table's served hot set is the engine's by default; NO_HOTSET turns it down. */
 		CHECK_RC(eht_lookup_create(t, &o, &cached), 0);
+		o.flags |= EHT_LOOKUP_NO_HOTSET;
+		CHECK_RC(eht_lookup_create(t, &o, &plain), 0);
 		if (!plain || !cached)
 			goto next;
+		CHECK(eht_lookup_hotset_rows(cached) == nh);
+		CHECK(eht_lookup_hotset_rows(plain) == 0);
 		double t0 = (double)eht_now_ns() / 1e6;
-		CHECK_RC(eht_lookup_set_hotset(cached, h, nh), 0);
+		CHECK_RC(eht_lookup_set_hotset(cached, h, nh), 0); /* the caller's replaces the default */
 		CHECK(eht_lookup_hotset_rows(cached) == nh);
 		fprintf(stderr, "%s: served hot set of %llu rows filled in %.2f ms\n", eht_lookup_strategy_name(strategy),
 			(unsigned long long)nh, (double)eht_now_ns() / 1e6 - t0);

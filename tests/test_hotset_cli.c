@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lookup/lk_hot.h"
+#include "table/hotset.h"
 #include "testutil.h"
 
 /* Runs the CLI with args; returns its exit status and its stdout and stderr together in out. */

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/strategy/host.h"
 #include "table/table_impl.h"
 #include "testutil.h"
 #include "util/err.h"

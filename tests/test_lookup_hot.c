@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lookup/lk_hot.h"
+#include "table/hotset.h"
 #include "testutil.h"
 
 static void check_index(size_t n, uint64_t *rs)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_lookup_hot_adapt.c: the adapting hot set's choice (hot_adapt.c) on the CPU, through the real
- * refresh hand-off (hot_refresh.c): a cache that starts with rows nobody asks for, fed sampled hits and
+/* test_lookup_hot_adapt.c: the adapting hot set's choice (src/lookup/hot/adapt.c) on the CPU, through the real
+ * refresh hand-off (hot/refresh.c): a cache that starts with rows nobody asks for, fed sampled hits and
  * misses of a skewed stream, must within a few periods hold (nearly) the stream's hot rows, then stay
  * put (a miss must clearly beat the slot it takes: no churn once right); samples outside the table
  * are ignored; a stream whose hot rows change is followed. */
 #include <string.h>
 
-#include "lookup/hot_adapt.h"
-#include "lookup/hot_refresh.h"
-#include "lookup/lk_hot.h"
+#include "lookup/hot/adapt.h"
+#include "lookup/hot/refresh.h"
+#include "table/hotset.h"
 #include "testutil.h"
 
 #define SLOTS 100

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lookup/hot_refresh.h"
-#include "lookup/lk_hot.h"
+#include "lookup/hot/refresh.h"
+#include "table/hotset.h"
 #include "testutil.h"
 
 #define RB 24

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lookup/lk_hot.h"
+#include "table/hotset.h"
 #include "os/sock_io.h"
 #include "serve/serve_client.h"
 #include "serve/serve_proto.h"

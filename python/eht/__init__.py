@@ -13,8 +13,8 @@ tables and lookup outputs can be zero-copy torch tensors on the right device.
 libeht is found through $EHT_LIB, the build tree of a source checkout, pkg-config, $EHT_PREFIX, this
 Python's prefix, /usr/local, then the system's library path (eht._libfind). Type hints: eht/__init__.pyi.
 """
-import ctypes
 import collections.abc as _abc
+import ctypes
 import ctypes.util
 import errno as _errno
 import json as _json
@@ -24,7 +24,7 @@ from ._libfind import candidates as _lib_candidates, find_library as _find_lib
 from ._version import __version__
 
 __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
-           "read_hotset",
+           "read_hotset", "HotsetError",
            "TIERS", "STRATEGIES", "FORMATS", "__version__"]
 
 
@@ -60,7 +60,35 @@ class _TierNames(_abc.Mapping):
 
 
 TIERS = _TierNames()
-STRATEGIES = {"auto": 0, "direct": 1, "sorted": 2, "host": 3}
+
+
+class _Strategies(_abc.Mapping):
+    """Lookup strategy name -> id, as the loaded libeht lists them (eht_lookup_strategy_count and
+    eht_lookup_strategy_name), read at first use."""
+
+    def __init__(self):
+        self._d = None
+
+    def _m(self):
+        if self._d is None:
+            lib = _L()
+            self._d = {lib.eht_lookup_strategy_name(i).decode(): i for i in range(lib.eht_lookup_strategy_count())}
+        return self._d
+
+    def __getitem__(self, name):
+        return self._m()[name]
+
+    def __iter__(self):
+        return iter(self._m())
+
+    def __len__(self):
+        return len(self._m())
+
+    def __repr__(self):
+        return repr(self._m())
+
+
+STRATEGIES = _Strategies()
 FORMATS = {"raw": 0, "bf16": 1}
 ENGRAM_ROW_BYTES = 264
 
@@ -133,6 +161,9 @@ def _L():
         "eht_lookup_last_strategy": (I, [VP]),
         "eht_lookup_last_dead_count": (U64, [VP]),
         "eht_lookup_strategy_name": (ctypes.c_char_p, [I]),
+        "eht_lookup_strategy_count": (I, []),
+        "eht_hotset_read": (I, [ctypes.c_char_p, P(P(ctypes.c_int64)), P(U64)]),
+        "eht_hotset_free": (None, [P(ctypes.c_int64)]),
         "eht_lookup_destroy": (None, [VP]),
     }
     optional = {
@@ -175,34 +206,22 @@ def _hot_rows(rows):
     return arr, buf, n
 
 
+class HotsetError(EhtError, ValueError):
+    """A file that is not a valid hot set (read_hotset): an EhtError that is also a ValueError."""
+
+
 def read_hotset(path):
-    """Row ids of a hot-set file of `eht hotset build` ("EHTHOT1\\n", uint64 count, int64 rows, LE)."""
-    import stat
-    import struct
-    # The file rule of libeht (src/util/file.h): O_NONBLOCK so a FIFO in the file's place fails
-    # instead of blocking, then fstat: a regular file only.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    """Row ids of a hot-set file of `eht hotset build`, read by libeht (eht_hotset_read)."""
+    lib = _L()
+    rows, n = ctypes.POINTER(ctypes.c_int64)(), ctypes.c_uint64(0)
+    rc = lib.eht_hotset_read(os.fsencode(path), ctypes.byref(rows), ctypes.byref(n))
+    if rc < 0:
+        msg = lib.eht_last_error().decode(errors="replace") or os.strerror(-rc)
+        raise (HotsetError if rc == -_errno.EINVAL else EhtError)(-rc, "read_hotset(%s): %s" % (path, msg))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise ValueError("%s: not a regular file (%s)" % (path, "a FIFO" if stat.S_ISFIFO(mode) else
-                                                                  "mode 0o%o" % stat.S_IFMT(mode)))
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as f:
-            fd = -1
-            data = f.read()
+        return rows[:n.value]
     finally:
-        if fd >= 0:
-            os.close(fd)
-    if len(data) < 16 or data[:8] != b"EHTHOT1\n":
-        raise ValueError("%s: not a hot-set file" % path)
-    (n,) = struct.unpack_from("<Q", data, 8)
-    if n == 0 or len(data) != 16 + 8 * n:
-        raise ValueError("%s: header says %d rows, the file has %d bytes" % (path, n, len(data)))
-    rows = list(struct.unpack_from("<%dq" % n, data, 16))
-    if min(rows) < 0:
-        raise ValueError("%s: a negative row" % path)
-    return rows
+        lib.eht_hotset_free(rows)
 
 
 def _check(rc, what):

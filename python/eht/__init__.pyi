@@ -2,11 +2,11 @@
 """Type hints of the eht module's public API (the implementation is eht/__init__.py)."""
 import array
 import os
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 __version__: str
 TIERS: Dict[int, str]
-STRATEGIES: Dict[str, int]
+STRATEGIES: Mapping[str, int]  # as the loaded libeht lists them
 FORMATS: Dict[str, int]
 ENGRAM_ROW_BYTES: int
 
@@ -94,5 +94,8 @@ def wrap(buffer: Buffer, rows: int, row_bytes: int, device: Device = -1, name: s
 def attach(key: str, device: Device = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1) -> Client:
     """Attaches to the tables served under `key`; see Client."""
 
+class HotsetError(EhtError, ValueError):
+    """A file that is not a valid hot set (read_hotset)."""
+
 def read_hotset(path: Union[str, "os.PathLike[str]"]) -> List[int]:
-    """Row ids of a hot-set file of `eht hotset build`."""
+    """Row ids of a hot-set file of `eht hotset build`, read by libeht (HotsetError: not a hot set)."""

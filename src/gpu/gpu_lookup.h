@@ -92,8 +92,8 @@ struct eht_gpu_stage_in {
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, eht_dptr out, int fmt, eht_dptr counters);
 
-/* A deduplicating run (src/lookup/lk_hot.c): the hot set's index keys/vals (2^bits entries,
- * src/lookup/lk_hot.h; keys 0: no hot set) and rows (raw, slot order); the step's dedup table
+/* A deduplicating run (src/lookup/hot/hot.c): the hot set's index keys/vals (2^bits entries,
+ * src/table/hotset.h; keys 0: no hot set) and rows (raw, slot order); the step's dedup table
  * dkeys/dvals (2^dbits entries, keys all ones between steps); per-id codes and the distinct rows uniq
  * (u32 x max_batch each). */
 struct eht_gpu_hot {

@@ -13,41 +13,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lookup/lk_hot.h"
+#include "table/hotset.h"
 #include "util/err.h"
-
-#define HOT_HDR 16u
 
 /* ------------------------------------------------------------------- checks (both sides) */
 int serve_hot_check(const int64_t *rows, uint64_t n, uint64_t table_rows, const char *what)
 {
-	/* The lookup engine's own checks (range, then repeats through the index it would build). */
-	uint64_t *loc = malloc((n ? n : 1) * sizeof(*loc));
-	if (!loc)
-		return eht_err(ENOMEM, "%s: out of memory checking %llu rows", what, (unsigned long long)n);
-	struct eht_hot_index ix;
-	int rc = eht_hot_rows_local(rows, n, 0, (int64_t)table_rows, loc);
-	if (!rc && !(rc = eht_hot_index_build(loc, n, &ix)))
-		eht_hot_index_free(&ix);
-	free(loc);
-	return rc ? eht_err_prefix(rc, "%s", what) : 0;
+	return eht_hotset_check(rows, n, 0, (int64_t)table_rows, what);
 }
 
 /* ------------------------------------------------------------------- server */
-static void put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 /* The rows in the hot-set format in a memfd that nobody can change any more: the server's own
  * descriptor is as read-only as the workers' once sealed. */
 static int make_memfd(const struct served *t, int *out)
@@ -58,17 +33,14 @@ static int make_memfd(const struct served *t, int *out)
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return eht_err_sys(errno, "hot set %s for table %s: memfd_create", t->hot_file, t->name);
-	size_t len = HOT_HDR + t->nhot * 8;
+	size_t len = (size_t)eht_hotset_bytes(t->nhot);
 	unsigned char *buf = malloc(len);
 	int rc = 0;
 	if (!buf) {
 		rc = eht_err(ENOMEM, "hot set %s: out of memory", t->hot_file);
 		goto out;
 	}
-	memcpy(buf, EHT_HOTSET_MAGIC, 8);
-	put_le64(buf + 8, t->nhot);
-	for (uint64_t i = 0; i < t->nhot; i++)
-		put_le64(buf + HOT_HDR + 8 * i, (uint64_t)t->hot[i]);
+	eht_hotset_encode(t->hot, t->nhot, buf);
 	for (size_t at = 0; at < len;) {
 		ssize_t w = write(fd, buf + at, len - at);
 		if (w < 0 && errno == EINTR)
@@ -192,10 +164,10 @@ int serve_hot_receive(int fd, uint64_t n, uint64_t table_rows, const char *key, 
 	if (fstat(fd, &st) != 0)
 		return eht_err_sys(errno, "attach %s: table %s: the hot set's descriptor", key, table);
 	/* n distinct rows of a table_rows-row table: more is a lie, whatever the descriptor holds. */
-	if (n == 0 || n > table_rows || n > (UINT64_MAX - HOT_HDR) / 8)
+	if (n == 0 || n > table_rows || n > (UINT64_MAX - EHT_HOTSET_HDR) / 8)
 		return eht_err(EPROTO, "attach %s: table %s: a hot set of %llu rows for a table of %llu rows", key, table,
 			       (unsigned long long)n, (unsigned long long)table_rows);
-	uint64_t want = HOT_HDR + 8 * n;
+	uint64_t want = eht_hotset_bytes(n);
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != want)
 		return eht_err(EPROTO, "attach %s: table %s: the hot set's descriptor is %s of %lld bytes, want %llu "
 				       "(16 + 8 x %llu rows)",
@@ -226,13 +198,12 @@ int serve_hot_receive(int fd, uint64_t n, uint64_t table_rows, const char *key, 
 		}
 		at += (uint64_t)k;
 	}
-	if (memcmp(buf, EHT_HOTSET_MAGIC, 8) || get_le64(buf + 8) != n) {
+	int drc = eht_hotset_decode(buf, n, r);
+	if (drc) {
 		rc = eht_err(EPROTO, "attach %s: table %s: the hot set's descriptor %s", key, table,
-			     memcmp(buf, EHT_HOTSET_MAGIC, 8) ? "is not in the hot-set format" : "holds another row count");
+			     drc == -EBADMSG ? "is not in the hot-set format" : "holds another row count");
 		goto out;
 	}
-	for (uint64_t i = 0; i < n; i++)
-		r[i] = (int64_t)get_le64(buf + HOT_HDR + 8 * i);
 	char what[512];
 	snprintf(what, sizeof(what), "attach %s: the served hot set of table %s", key, table);
 	rc = serve_hot_check(r, n, table_rows, what);

@@ -168,23 +168,3 @@ int eht_table_copy(const eht_table *t, struct eht_table_copy *copy)
 	return eht_opts_out(copy, &t->copy, sizeof(t->copy), "eht_table_copy: copy");
 }
 
-void eht_table_set_hotset(eht_table *t, int64_t *rows, uint64_t n)
-{
-	free(t->hot_rows);
-	t->hot_rows = rows;
-	t->hot_n = rows ? n : 0;
-}
-
-int eht_table_hotset(const eht_table *t, const int64_t **rows, uint64_t *n)
-{
-	if (!t || !rows || !n)
-		return eht_err(EINVAL, "eht_table_hotset: NULL %s", !t ? "table" : !rows ? "rows" : "n");
-	*rows = NULL;
-	*n = 0;
-	if (!t->hot_rows)
-		return eht_err(ENOENT, "table %s has no hot set (its server was started without one for it: "
-				       "eht serve --hotset %s=FILE)", t->name, t->name);
-	*rows = t->hot_rows;
-	*n = t->hot_n;
-	return 0;
-}

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "bench_workload.h"
-#include "lookup/lk_hot.h"
 #include "bench.h"
 #include "cli.h"
 #include "os/numa.h"
@@ -76,10 +75,11 @@ static double hit_fraction(const int64_t *hot, size_t nhot, const int32_t *ids, 
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--sweep] [--strategies direct,sorted,host,auto]\n"
+	fprintf(f, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--sweep] [--strategies S,S...]\n"
 		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
 		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
 		   "                        [--json] [--help]\n"
+		   "  --strategies  which to time (default direct,sorted,host,auto; --list-strategies lists them)\n"
 		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
 		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
 		   "             its id buffer (ids in GPU memory)\n"
@@ -95,13 +95,11 @@ static void usage(FILE *f)
 		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
 }
 
-static int parse_strategy(const char *s)
+/* The library's strategies, one a line (--list-strategies: what the shell completion offers). */
+static void list_strategies(void)
 {
-	static const char *names[] = {"auto", "direct", "sorted", "host"};
-	for (int i = 0; i < 4; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	return -1;
+	for (int i = 0; i < eht_lookup_strategy_count(); i++)
+		printf("%s\n", eht_lookup_strategy_name(i));
 }
 
 static double cpu_seconds(void)
@@ -206,9 +204,9 @@ static int parse_strategies(struct lk_opts *o, const char *arg)
 	o->nstrat = 0;
 	snprintf(buf, sizeof(buf), "%s", arg);
 	for (char *tok = strtok(buf, ","); tok && o->nstrat < 4; tok = strtok(NULL, ",")) {
-		int st = parse_strategy(tok);
+		int st = eht_lookup_strategy_by_name(tok);
 		if (st < 0) {
-			fprintf(stderr, "eht bench lookup: unknown strategy '%s' (direct, sorted, host, auto)\n", tok);
+			fprintf(stderr, "eht bench lookup: %s\n", eht_last_error());
 			return 2;
 		}
 		o->strategies[o->nstrat++] = st;
@@ -265,6 +263,7 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 	case 'c': o->cpu = 1; return 0;
 	case 'j': o->json = 1; return 0;
 	case 'h': usage(stdout); return -1;
+	case 'L': list_strategies(); return -1;
 	case ':':
 		fprintf(stderr, "eht bench lookup: %s needs a value\n", argv[optind - 1]);
 		usage(stderr);
@@ -288,7 +287,8 @@ static int parse_args(int argc, char **argv, struct lk_opts *o)
 		{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
 		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
 		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
-		{"dedup", no_argument, NULL, 'D'},           {NULL, 0, NULL, 0}};
+		{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
+		{NULL, 0, NULL, 0}};
 	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2,
 			      .strategies = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO},
 			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform",

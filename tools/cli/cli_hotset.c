@@ -9,7 +9,6 @@
 #include "bench_workload.h"
 #include "cli.h"
 #include "eht.h"
-#include "lookup/lk_hot.h"
 
 static void usage(FILE *f)
 {

@@ -12,7 +12,6 @@
 #include "cli.h"
 #include "gpu/dev.h"
 #include "eht.h"
-#include "lookup/lk_hot.h"
 #include "os/mem_guard.h"
 #include "util/err.h"
 
@@ -206,7 +205,8 @@ static int run_strategy(const struct wtable *w, int strategy, int *mismatches)
 	const struct wopts *o = w->o;
 	uint64_t n = w->n;
 	struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = strategy, .device = w->gpu ? w->info.device : -1,
-				     .flags = w->gpu ? 0 : EHT_LOOKUP_CPU_ONLY, .max_batch = n};
+				     .flags = (w->gpu ? 0 : EHT_LOOKUP_CPU_ONLY) | EHT_LOOKUP_NO_HOTSET, /* its own pick */
+				     .max_batch = n};
 	eht_lookup *lk = NULL;
 	int rc = eht_lookup_create(w->t, &lo, &lk);
 	if (rc)

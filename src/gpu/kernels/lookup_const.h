@@ -30,7 +30,7 @@
 
 /* A hot-set hit's code bit (eht_lk_dedup_mark -> eht_lk_expand_codes). */
 #define EHT_LK_HOT 0x80000000u
-/* Hash of the hot-set index and the dedup table: (row * MUL) >> shift (src/lookup/lk_hot.h's
+/* Hash of the hot-set index and the dedup table: (row * MUL) >> shift (src/table/hotset.h's
  * EHT_HOT_MUL). */
 #define EHT_LK_HASH_MUL 0x9E3779B97F4A7C15ull
 

@@ -150,6 +150,29 @@ static uint64_t reserve_of(const struct eht_share_opts *opts, uint64_t node_tota
 	return env ? env : node_total / 10;
 }
 
+/* The handle kind: FABRIC where asked or exportable (unless POSIX_FD is asked), else POSIX fds. */
+static int pick_handle_type(int device, uint32_t flags, struct share_hdr *h)
+{
+	int rc;
+	char why[192] = "";
+	if (flags & EHT_SHARE_FABRIC) {
+		rc = eht_vmm_export_supported(device, EHT_VMM_FABRIC, why, sizeof(why));
+		if (rc <= 0)
+			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "FABRIC handles %s", why);
+		h->handle_type = EHT_VMM_FABRIC;
+	} else if (!(flags & EHT_SHARE_POSIX_FD) &&
+		   eht_vmm_export_supported(device, EHT_VMM_FABRIC, NULL, 0) == 1) {
+		h->handle_type = EHT_VMM_FABRIC;
+	} else {
+		rc = eht_vmm_export_supported(device, EHT_VMM_FD, why, sizeof(why));
+		if (rc <= 0)
+			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "POSIX-fd handles %s", why);
+		h->handle_type = EHT_VMM_FD;
+	}
+	eht_err_clear();
+	return 0;
+}
+
 /* Rank 0: decide the handle kind, then create and export every chunk. On failure everything created
  * is released and hdr->status/msg say why. */
 static int create_and_export(uint64_t bytes, int device, const struct eht_share_opts *opts, struct share_hdr *h,
@@ -170,23 +193,8 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 		return numa;
 	h->numa = numa;
 
-	uint32_t flags = opts ? opts->flags : 0;
-	char why[192] = "";
-	if (flags & EHT_SHARE_FABRIC) {
-		rc = eht_vmm_export_supported(device, EHT_VMM_FABRIC, why, sizeof(why));
-		if (rc <= 0)
-			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "FABRIC handles %s", why);
-		h->handle_type = EHT_VMM_FABRIC;
-	} else if (!(flags & EHT_SHARE_POSIX_FD) &&
-		   eht_vmm_export_supported(device, EHT_VMM_FABRIC, NULL, 0) == 1) {
-		h->handle_type = EHT_VMM_FABRIC;
-	} else {
-		rc = eht_vmm_export_supported(device, EHT_VMM_FD, why, sizeof(why));
-		if (rc <= 0)
-			return rc < 0 ? rc : eht_err(EOPNOTSUPP, "POSIX-fd handles %s", why);
-		h->handle_type = EHT_VMM_FD;
-	}
-	eht_err_clear();
+	if ((rc = pick_handle_type(device, opts ? opts->flags : 0, h)))
+		return rc;
 
 	const enum eht_vmm_kind kind = (enum eht_vmm_kind)h->handle_type;
 	size_t gran = 0;
@@ -339,6 +347,85 @@ out:
 	return rc;
 }
 
+/* This rank's options (copied into *oc; *opts then points there), the size, the driver and the
+ * device (*device). Returns 0 or the reason. */
+static int share_local_checks(uint64_t bytes, uint64_t row_bytes, const struct eht_share_opts **opts,
+			      struct eht_share_opts *oc, int *device)
+{
+	const uint32_t known = EHT_SHARE_NO_RESERVE | EHT_SHARE_FABRIC | EHT_SHARE_POSIX_FD | EHT_SHARE_NUMA_NODE;
+	int rc = eht_opts_in(oc, sizeof(*oc), *opts, "opts");
+	const struct eht_share_opts *o = *opts ? oc : NULL;
+	*opts = o;
+	if (rc)
+		return rc; /* eht_opts_in named the problem */
+	if (o && (o->flags & ~known))
+		return eht_err(EINVAL, "unknown flags 0x%x", o->flags & ~known);
+	if (o && (o->flags & EHT_SHARE_FABRIC) && (o->flags & EHT_SHARE_POSIX_FD))
+		return eht_err(EINVAL, "EHT_SHARE_FABRIC and EHT_SHARE_POSIX_FD together");
+	if (bytes == 0 || bytes % row_bytes)
+		return eht_err(EINVAL, "%llu bytes is not a positive multiple of the %llu-byte rows",
+			       (unsigned long long)bytes, (unsigned long long)row_bytes);
+	if ((rc = eht_dev_load()))
+		return rc;
+	*device = pick_device(o);
+	return eht_dev_use(*device);
+}
+
+/* All or none: gathers every rank's result (*rc, this rank's). Returns 0 when every rank succeeded;
+ * else *rc is the reason and the return says how it ended: 1 the group itself failed (*grc; or this
+ * rank cannot take part: it breaks the group so no rank waits for it), 2 a rank failed. */
+static int share_agree(eht_group *g, int *rc, int *grc)
+{
+	struct share_result mine = {.rc = *rc};
+	if (*rc)
+		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
+	struct share_result *all = calloc((size_t)eht_group_size(g), sizeof(*all));
+	if (!all) {
+		*rc = eht_err(ENOMEM, "host-numa: out of memory");
+		return 1;
+	}
+	int out = 0;
+	*grc = eht_group_allgather(g, &mine, sizeof(mine), all);
+	if (*grc) {
+		*rc = *grc;
+		out = 1;
+	}
+	for (int r = 0; !out && r < eht_group_size(g); r++)
+		if (all[r].rc) {
+			*rc = eht_err(all[r].rc, "rank %d: %s", r, all[r].msg);
+			out = 2;
+		}
+	free(all);
+	return out;
+}
+
+/* The table over the mapped range va (every rank agreed). On failure this rank alone unmaps it. */
+static int share_table_new(const struct share_hdr *h, uint64_t bytes, uint64_t row_bytes, const char *name,
+			   int device, eht_dptr va, eht_table **out)
+{
+	struct hn_impl *m = calloc(1, sizeof(*m));
+	struct eht_table_info info = {
+		.size = sizeof(info), .rows = bytes / row_bytes, .row_bytes = row_bytes,
+		.local_rows = bytes / row_bytes, .name = name,
+	};
+	int rc;
+	if (m) {
+		*m = (struct hn_impl){.device = device, .va = va, .padded = h->padded, .chunk = h->chunk, .nchunks = h->nchunks,
+				      .layout = {.numa = h->numa, .handle_type = h->handle_type, .bytes = bytes,
+						 .padded = h->padded, .chunk = h->chunk, .nchunks = h->nchunks,
+						 .granularity = h->granularity}};
+		rc = eht_table_new(&info, &hn_ops, m, out);
+	} else {
+		rc = eht_err(ENOMEM, "host-numa: out of memory");
+	}
+	if (rc) {
+		/* Too late to undo the others' success: this rank alone reports the failure. */
+		free(m);
+		unmap_range(va, h->padded, h->chunk, h->nchunks);
+	}
+	return rc;
+}
+
 int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, bool quiet,
 			    eht_table **out, struct eht_share_times *times)
 {
@@ -351,7 +438,6 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	const char *name = opts && opts->name ? opts->name : "table";
 	uint64_t row_bytes = opts && opts->row_bytes ? opts->row_bytes : 1;
 	struct share_hdr h = {0};
-	struct share_result mine = {0}, *all = NULL;
 	eht_vmm_mem *handles = NULL;
 	int *fds = NULL;
 	struct eht_vmm_fabric *fab = NULL;
@@ -359,25 +445,8 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 
 	/* Local checks first, but every rank still takes part in every collective below: a rank that
 	 * returned early would leave the others waiting for their deadline. */
-	const uint32_t known = EHT_SHARE_NO_RESERVE | EHT_SHARE_FABRIC | EHT_SHARE_POSIX_FD | EHT_SHARE_NUMA_NODE;
 	struct eht_share_opts oc = {0};
-	rc = eht_opts_in(&oc, sizeof(oc), opts, "opts");
-	opts = opts ? &oc : NULL;
-	if (rc) {
-		/* eht_opts_in named the problem */
-	} else if (opts && (opts->flags & ~known))
-		rc = eht_err(EINVAL, "unknown flags 0x%x", opts->flags & ~known);
-	else if (opts && (opts->flags & EHT_SHARE_FABRIC) && (opts->flags & EHT_SHARE_POSIX_FD))
-		rc = eht_err(EINVAL, "EHT_SHARE_FABRIC and EHT_SHARE_POSIX_FD together");
-	else if (bytes == 0 || bytes % row_bytes)
-		rc = eht_err(EINVAL, "%llu bytes is not a positive multiple of the %llu-byte rows",
-			     (unsigned long long)bytes, (unsigned long long)row_bytes);
-	if (!rc)
-		rc = eht_dev_load();
-	if (!rc) {
-		device = pick_device(opts);
-		rc = eht_dev_use(device);
-	}
+	rc = share_local_checks(bytes, row_bytes, &opts, &oc, &device);
 
 	if (rank == 0) {
 		if (!rc)
@@ -433,57 +502,14 @@ int eht_host_table_share_ex(uint64_t bytes, eht_group *g, const struct eht_share
 	}
 
 	/* All or none. */
-	mine.rc = rc;
-	if (rc)
-		snprintf(mine.msg, sizeof(mine.msg), "%s", eht_last_error());
-	all = calloc((size_t)eht_group_size(g), sizeof(*all));
-	if (!all) {
-		/* Cannot take part in the decision: break the group so no rank waits for us. */
-		if (va)
-			unmap_range(va, h.padded, h.chunk, h.nchunks);
-		rc = eht_err(ENOMEM, "host-numa: out of memory");
-		goto local_fail;
-	}
-	grc = eht_group_allgather(g, &mine, sizeof(mine), all);
-	if (grc) {
-		if (va)
-			unmap_range(va, h.padded, h.chunk, h.nchunks);
-		rc = grc;
-		goto local_fail;
-	}
-	int bad = -1;
-	for (int r = 0; r < eht_group_size(g); r++)
-		if (all[r].rc) {
-			bad = r;
-			break;
-		}
-	if (bad >= 0) {
-		if (va)
-			unmap_range(va, h.padded, h.chunk, h.nchunks);
-		rc = eht_err(all[bad].rc, "rank %d: %s", bad, all[bad].msg);
-		goto decided;
-	}
-
-	struct hn_impl *m = calloc(1, sizeof(*m));
-	struct eht_table_info info = {
-		.size = sizeof(info), .rows = bytes / row_bytes, .row_bytes = row_bytes,
-		.local_rows = bytes / row_bytes, .name = name,
-	};
-	if (m) {
-		*m = (struct hn_impl){.device = device, .va = va, .padded = h.padded, .chunk = h.chunk, .nchunks = h.nchunks,
-				      .layout = {.numa = h.numa, .handle_type = h.handle_type, .bytes = bytes,
-						 .padded = h.padded, .chunk = h.chunk, .nchunks = h.nchunks,
-						 .granularity = h.granularity}};
-		rc = eht_table_new(&info, &hn_ops, m, out);
-	} else {
-		rc = eht_err(ENOMEM, "host-numa: out of memory");
-	}
-	if (rc) {
-		/* Too late to undo the others' success: this rank alone reports the failure. */
-		free(m);
+	int agreed = share_agree(g, &rc, &grc);
+	if (agreed && va)
 		unmap_range(va, h.padded, h.chunk, h.nchunks);
-	}
-	free(all);
+	if (agreed == 1)
+		goto local_fail;
+	if (agreed == 2)
+		goto decided;
+	rc = share_table_new(&h, bytes, row_bytes, name, device, va, out);
 	free(handles);
 	free(fds);
 	free(fab);
@@ -493,7 +519,6 @@ decided:
 	if (rank == 0 && !quiet && rc != -EINVAL)
 		eht_warn("table %s: host-NUMA sharing unavailable on all %d ranks (%s)", name, eht_group_size(g),
 			 eht_last_error());
-	free(all);
 	free(handles);
 	free(fds);
 	free(fab);
@@ -504,7 +529,6 @@ local_fail:
 	if (handles && rank == 0)
 		release_handles(handles, h.nchunks);
 	close_fds(fds, h.nchunks);
-	free(all);
 	free(handles);
 	free(fds);
 	free(fab);

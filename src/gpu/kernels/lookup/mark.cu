@@ -4,7 +4,7 @@
 #include "rows.cuh"
 
 /* ------------------------------------------------------------------------ hot-row cache */
-/* Same index as src/lookup/lk_hot.h: keys (local rows, all ones where free), vals (slots), linear
+/* Same index as src/table/hotset.h: keys (local rows, all ones where free), vals (slots), linear
  * probing from (key * 0x9E3779B97F4A7C15) >> shift; at most half full. */
 __device__ __forceinline__ uint32_t hot_find(const unsigned long long *keys, const uint32_t *vals,
 					     unsigned long long mask, int shift, unsigned long long loc)
@@ -24,7 +24,7 @@ __device__ __forceinline__ uint32_t hot_find(const unsigned long long *keys, con
  * rows. Entries are below 2^31 (the table has at most 2^31 entries), hot slots below 2^31 - 1. */
 #define HOT EHT_LK_HOT
 
-/* Mark pass of a deduplicating run (src/lookup/lk_hot.c): each live id is looked up in the hot set
+/* Mark pass of a deduplicating run (src/lookup/hot/hot.c): each live id is looked up in the hot set
  * (hkeys NULL: none), and a miss is inserted into the dedup table dkeys/dvals (local row -> index;
  * empty entries all ones, left empty again by eht_lk_expand_codes). The first inserter of a row takes
  * the next index (counters[1], zero before; one atomic per warp) and writes the row there in uniq;

@@ -12,7 +12,7 @@ __device__ __forceinline__ unsigned long long gtime(void)
 }
 
 /* The GPU half of HOST with ids the CPU cannot see when the call is made (ids in GPU memory, or a
- * CUDA-graph replay; src/lookup/lk_bell.c). Every block first copies its share of the ids into pinned
+ * CUDA-graph replay; src/lookup/strategy/host_bell.c). Every block first copies its share of the ids into pinned
  * host memory h_ids (when ids is not NULL: no separate copy on the stream); the last block to finish
  * that rings the doorbell (a host-mapped word) that the CPU side polls. The CPU pool then gathers
  * chunk c (rows [c*chunk, ...)) into staging slot c % nslots and publishes it with

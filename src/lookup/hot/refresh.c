@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hot_refresh.c: preparing a new hot set beside the live one and handing it over at a step boundary
- * (see hot_refresh.h). The plan is built relative to what the GPU has, so rows that stay hot keep
+/* refresh.c: preparing a new hot set beside the live one and handing it over at a step boundary
+ * (see refresh.h). The plan is built relative to what the GPU has, so rows that stay hot keep
  * their slots and only the new ones are gathered and copied. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lookup/hot_refresh.h"
-#include "lookup/lk_hot.h"
+#include "lookup/hot/refresh.h"
+#include "table/hotset.h"
 #include "util/err.h"
 
 int eht_hot_refresh_init(struct eht_hot_refresh *r, const int64_t *live_rows, uint64_t slots, uint32_t bits,

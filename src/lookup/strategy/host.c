@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk_host.c: the CPU side of lookups: sort + dedup of ids, the persistent pool copying rows into
+/* host.c: the HOST strategy (host.h): its state, and the CPU side of lookups: sort + dedup of ids, the persistent pool copying rows into
  * pinned staging chunk by chunk, and the DMA of each finished run of chunks while later chunks are
  * still being gathered (the main thread only issues copies; a random row costs a DRAM miss plus an address translation,
  * ~170 ns per thread on the lent H200 machine (README), so the pool must spread even a 6,144-id
  * decode batch over all threads). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/strategy/host.h"
 #include "util/cpu.h"
 #include "util/err.h"
 #include "util/radix.h"
@@ -132,6 +134,7 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 
 static void job_task(void *arg, size_t c, unsigned worker)
 {
+	(void)worker;
 	struct lk_job *j = arg;
 	eht_lookup *lk = j->lk;
 	const uint8_t *host = lk->ti.host;
@@ -161,9 +164,9 @@ static void job_task(void *arg, size_t c, unsigned worker)
 		}
 		break;
 	}
-	if (lk->chunk_dead)
-		lk->chunk_dead[c] = dead;
-	atomic_store_explicit(&lk->chunk_done[c], 1, memory_order_release);
+	struct lk_host *H = eht_lk_host(lk);
+	H->chunk_dead[c] = dead;
+	atomic_store_explicit(&H->chunk_done[c], 1, memory_order_release);
 }
 
 /* Chunks small enough that every thread gets several (a 6,144-id batch over 15 threads: ~100 rows),
@@ -186,14 +189,15 @@ size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n)
  * caller gathers too. Adds the job's dead rows to *dead. */
 static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstream s, uint64_t *dead)
 {
+	struct lk_host *H = eht_lk_host(lk);
 	if (j->n == 0)
 		return 0;
 	j->chunk = eht_lk_chunk_for(lk, j->n);
 	size_t nchunks = (j->n + j->chunk - 1) / j->chunk;
 	atomic_init(&j->err, 0);
 	for (size_t c = 0; c < nchunks; c++) {
-		atomic_store_explicit(&lk->chunk_done[c], 0, memory_order_relaxed);
-		lk->chunk_dead[c] = 0;
+		atomic_store_explicit(&H->chunk_done[c], 0, memory_order_relaxed);
+		H->chunk_dead[c] = 0;
 	}
 	int rc = 0;
 	if (!dma_dst) {
@@ -206,11 +210,11 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 		while (c < nchunks) {
 			size_t want = c + batch < nchunks ? c + batch : nchunks, e = c;
 			while (e < want) {
-				while (!atomic_load_explicit(&lk->chunk_done[e], memory_order_acquire))
+				while (!atomic_load_explicit(&H->chunk_done[e], memory_order_acquire))
 					eht_cpu_relax();
 				e++;
 			}
-			while (e < nchunks && atomic_load_explicit(&lk->chunk_done[e], memory_order_acquire))
+			while (e < nchunks && atomic_load_explicit(&H->chunk_done[e], memory_order_acquire))
 				e++;
 			size_t b0 = c * j->chunk, b1 = e * j->chunk < j->n ? e * j->chunk : j->n;
 			if (!rc)
@@ -221,7 +225,7 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 		eht_pool_wait(lk->pool);
 	}
 	for (size_t c = 0; c < nchunks; c++)
-		*dead += lk->chunk_dead[c];
+		*dead += H->chunk_dead[c];
 	int err = atomic_load(&j->err);
 	if (err && j->errmsg[0]) /* [disk hook] error messages are thread-local: move it to the caller */
 		eht_err(err, "%s", j->errmsg);
@@ -231,7 +235,7 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 /* ------------------------------------------------------------------- (b) */
 int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, CUdeviceptr dma_dst, CUstream s)
 {
-	struct lk_job j = {.lk = lk, .kind = JOB_ROWS, .rows = rows, .n = n, .dst = lk->staging,
+	struct lk_job j = {.lk = lk, .kind = JOB_ROWS, .rows = rows, .n = n, .dst = eht_lk_host(lk)->staging,
 			   .stride = lk->rb, .fmt = EHT_LOOKUP_RAW};
 	uint64_t dead = 0;
 	int rc = run_job(lk, &j, dma_dst, s, &dead);
@@ -250,33 +254,34 @@ static int wait_event(CUevent e, bool *used)
 int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
 			     bool out_dev, CUstream s, uint64_t *dead)
 {
+	struct lk_host *H = eht_lk_host(lk);
 	int rc = 0;
-	if (out_dev && (rc = wait_event(lk->ev_stage, &lk->stage_used)))
+	if (out_dev && (rc = wait_event(H->ev_stage, &H->stage_used)))
 		return rc;
 	for (size_t p = 0; p < n; p++)
-		lk->h_rows[p] = eht_lk_local(ids, id64, p, off, lk->lo, lk->hi);
+		H->h_rows[p] = eht_lk_local(ids, id64, p, off, lk->lo, lk->hi);
 	size_t nu = 0;
-	*dead += eht_lk_sort_dedup(lk->h_rows, n, lk->h_tmp, lk->h_uniq, lk->h_slot, &nu);
+	*dead += eht_lk_sort_dedup(H->h_rows, n, H->h_tmp, H->h_uniq, H->h_slot, &nu);
 	if (!lk->ti.host)
 		for (size_t u = 0; u < nu; u++)
-			lk->h_uniq[u] += (uint64_t)lk->lo; /* read_rows takes absolute rows */
+			H->h_uniq[u] += (uint64_t)lk->lo; /* read_rows takes absolute rows */
 	if (!out_dev) {
-		rc = eht_lk_gather_stage(lk, lk->h_uniq, nu, 0, NULL);
+		rc = eht_lk_gather_stage(lk, H->h_uniq, nu, 0, NULL);
 		if (rc)
 			return rc;
-		struct lk_job j = {.lk = lk, .kind = JOB_EXPAND, .slot = lk->h_slot, .src = lk->staging, .n = n,
+		struct lk_job j = {.lk = lk, .kind = JOB_EXPAND, .slot = H->h_slot, .src = H->staging, .n = n,
 				   .dst = out, .stride = lk->out_rb, .fmt = lk->fmt};
 		uint64_t none = 0;
 		return run_job(lk, &j, 0, NULL, &none);
 	}
-	rc = eht_lk_gather_stage(lk, lk->h_uniq, nu, lk->d_compact, s);
+	rc = eht_lk_gather_stage(lk, H->h_uniq, nu, lk->scr.d_compact, s);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(lk->d_slot, lk->h_slot, n * sizeof(uint32_t), s));
+		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(lk->scr.d_slot, H->h_slot, n * sizeof(uint32_t), s));
 	if (!rc)
-		rc = eht_gpu_expand(&lk->g, s, lk->d_slot, n, lk->d_compact, lk->rb, (CUdeviceptr)(uintptr_t)out,
+		rc = eht_gpu_expand(&lk->g, s, lk->scr.d_slot, n, lk->scr.d_compact, lk->rb, (CUdeviceptr)(uintptr_t)out,
 				    lk->fmt);
-	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(lk->ev_stage, s))))
-		lk->stage_used = true;
+	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(H->ev_stage, s))))
+		H->stage_used = true;
 	return rc;
 }
 
@@ -289,27 +294,125 @@ int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t 
 		return run_job(lk, &j, 0, NULL, dead);
 	}
 	/* Staging halves: the pool fills one half while the other half's copies drain. */
+	struct lk_host *H = eht_lk_host(lk);
 	size_t half = lk->staging_rows / 2, isz = id64 ? 8 : 4;
 	int rc = 0;
 	for (size_t base = 0, k = 0; base < n && !rc; base += half, k++) {
 		size_t m = n - base < half ? n - base : half;
 		int h = (int)(k & 1);
-		if ((rc = wait_event(lk->ev_half[h], &lk->half_used[h])))
+		if ((rc = wait_event(H->ev_half[h], &H->half_used[h])))
 			break;
-		uint8_t *stage = lk->staging + (size_t)h * half * lk->rb;
+		uint8_t *stage = H->staging + (size_t)h * half * lk->rb;
 		struct lk_job j = {.lk = lk, .kind = JOB_IDS, .ids = (const uint8_t *)ids + base * isz, .id64 = id64,
 				   .off = off, .n = m, .dst = stage, .stride = lk->rb, .fmt = EHT_LOOKUP_RAW};
 		CUdeviceptr o = (CUdeviceptr)(uintptr_t)out + base * lk->out_rb;
 		if (lk->fmt == EHT_LOOKUP_RAW) {
 			rc = run_job(lk, &j, o, s, dead);
 		} else {
-			CUdeviceptr raw = lk->d_compact + (CUdeviceptr)h * half * lk->rb;
+			CUdeviceptr raw = lk->scr.d_compact + (CUdeviceptr)h * half * lk->rb;
 			rc = run_job(lk, &j, raw, s, dead);
 			if (!rc)
 				rc = eht_gpu_expand(&lk->g, s, 0, m, raw, lk->rb, o, lk->fmt);
 		}
-		if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(lk->ev_half[h], s))))
-			lk->half_used[h] = true;
+		if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(H->ev_half[h], s))))
+			H->half_used[h] = true;
 	}
 	return rc;
 }
+
+/* ------------------------------------------------------------------- the strategy */
+int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
+		      CUstream s, uint64_t *dead)
+{
+	/* Without a host pointer (disk) rows come through read_rows: in request order like the
+	 * in-memory path (no sort, no expand: measured faster warm), except for CPU-side bf16 output,
+	 * which needs the raw rows staged first. */
+	if ((lk->flags & EHT_LOOKUP_HOST_SORT) || (!lk->ti.host && !out_dev && lk->fmt != EHT_LOOKUP_RAW)) {
+		/* The sorted path's pieces must fit the staging too (distinct rows live there). */
+		size_t cap = lk->staging_rows < lk->max_batch ? lk->staging_rows : lk->max_batch, isz = id64 ? 8 : 4;
+		for (size_t b = 0; b < n; b += cap) {
+			size_t m = n - b < cap ? n - b : cap;
+			int rc = eht_lk_host_sorted_piece(lk, (const uint8_t *)ids + b * isz, id64, off, m,
+							  (uint8_t *)out + b * lk->out_rb, out_dev, s, dead);
+			if (rc)
+				return rc;
+		}
+		return 0;
+	}
+	return eht_lk_host_direct_piece(lk, ids, id64, off, n, out, out_dev, s, dead);
+}
+
+static int eht_lk_host_gpu(eht_lookup *lk, struct lk_piece *p)
+{
+	p->dead_published = p->publish_dead;
+	return eht_lk_bell_piece(lk, p->ids, p->ids_dev, p->id64, p->off, p->n, (CUdeviceptr)(uintptr_t)p->out, p->s,
+				 p->capture, p->publish_dead);
+}
+
+static int eht_lk_host_cpu(eht_lookup *lk, struct lk_piece *p)
+{
+	return eht_lk_host_piece(lk, p->ids, p->id64, p->off, p->n, p->out, p->out_dev, p->s, p->dead);
+}
+
+/* Staging and the per-piece host buffers (pinned with a GPU), the staging halves' events, the GPU
+ * scratch (the sorted path and BF16 halves expand from it), and the stream-triggered path where the
+ * kernels are loaded. */
+static int eht_lk_host_init(eht_lookup *lk)
+{
+	struct lk_host *H = calloc(1, sizeof(*H));
+	if (!H)
+		return eht_err(ENOMEM, "lookup: out of memory");
+	lk->state[EHT_LOOKUP_HOST] = H;
+	size_t mb = lk->max_batch;
+	int rc = 0;
+	H->staging = eht_lk_host_alloc(lk, lk->staging_rows * lk->rb, &rc);
+	H->h_slot = eht_lk_host_alloc(lk, mb * sizeof(uint32_t), &rc);
+	H->h_rows = malloc(mb * sizeof(uint64_t));
+	H->h_tmp = malloc(2 * mb * sizeof(uint64_t));
+	H->h_uniq = malloc(mb * sizeof(uint64_t));
+	H->chunk_done = calloc(lk->max_chunks, sizeof(atomic_uint));
+	H->chunk_dead = calloc(lk->max_chunks, sizeof(uint64_t));
+	if (!rc && (!H->h_rows || !H->h_tmp || !H->h_uniq || !H->chunk_done || !H->chunk_dead))
+		rc = eht_err(ENOMEM, "lookup: out of memory for %zu-id buffers", mb);
+	if (rc || !lk->gpu)
+		return rc;
+	if ((rc = eht_lk_scratch(lk)))
+		return rc;
+	CUevent *evs[] = {&H->ev_half[0], &H->ev_half[1], &H->ev_stage};
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]) && !rc; i++)
+		rc = EHT_CU_CHECK(cuEventCreate(evs[i], CU_EVENT_DISABLE_TIMING));
+	if (!rc && lk->kernels)
+		rc = eht_lk_bell_init(lk);
+	return rc;
+}
+
+static void eht_lk_host_fini(eht_lookup *lk)
+{
+	struct lk_host *H = eht_lk_host(lk);
+	if (!H)
+		return;
+	eht_lk_bell_fini(lk); /* leaves the poller first: nothing reads the engine after */
+	CUevent evs[] = {H->ev_half[0], H->ev_half[1], H->ev_stage};
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (evs[i])
+			eht_cu.cuEventDestroy(evs[i]);
+	eht_lk_host_free(lk, H->staging);
+	eht_lk_host_free(lk, H->h_slot);
+	free(H->h_rows);
+	free(H->h_tmp);
+	free(H->h_uniq);
+	free(H->chunk_done);
+	free(H->chunk_dead);
+	free(H);
+	lk->state[EHT_LOOKUP_HOST] = NULL;
+}
+
+const struct lk_strategy eht_lk_host_strategy = {
+	.id = EHT_LOOKUP_HOST,
+	.name = "host",
+	.caps = LK_CAPTURABLE,
+	.init = eht_lk_host_init,
+	.fini = eht_lk_host_fini,
+	.gpu_piece = eht_lk_host_gpu,
+	.cpu_piece = eht_lk_host_cpu,
+};

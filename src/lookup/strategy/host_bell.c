@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk_bell.c: HOST lookups triggered by the stream itself, so that ids in GPU memory and CUDA-graph
+/* host_bell.c: HOST lookups triggered by the stream itself, so that ids in GPU memory and CUDA-graph
  * replays need no host synchronization. The call only enqueues work: a copy of the ids into pinned
  * memory, then the stage-in kernel (src/cuda/kernels/lookup.cu), whose first block writes a doorbell
  * word in host-mapped memory. One poller thread per process watches every engine's doorbells and
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/strategy/host.h"
 #include "util/cpu.h"
 #include "util/env.h"
 #include "util/err.h"
@@ -53,9 +53,9 @@ void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t 
 	size_t c = eht_lk_chunk_for(lk, n);
 	if (n > (1u << 30) && c < 64) /* chunk + 1 must stay below the tag bits (LK_TAG_SHIFT) */
 		c = 64;
-	if (c > lk->bell.staging_rows / 2) /* two slots at least: gather one while the GPU reads the other */
-		c = lk->bell.staging_rows / 2;
-	size_t nchunks = (n + c - 1) / c, s = lk->bell.staging_rows / c;
+	if (c > eht_lk_host(lk)->bell.staging_rows / 2) /* two slots at least: gather one while the GPU reads the other */
+		c = eht_lk_host(lk)->bell.staging_rows / 2;
+	size_t nchunks = (n + c - 1) / c, s = eht_lk_host(lk)->bell.staging_rows / c;
 	if (s > nchunks)
 		s = nchunks;
 	*chunk = (uint32_t)c;
@@ -84,7 +84,7 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 	(void)worker;
 	struct bell_job *j = arg;
 	eht_lookup *lk = j->lk;
-	struct lk_bell *b = &lk->bell;
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	const struct lk_req *r = j->r;
 	uint32_t slot = (uint32_t)(c % j->nslots);
 	if (c >= j->nslots) {
@@ -143,7 +143,7 @@ static void trace_take(struct lk_bell *b)
 /* Serves request i of lk: its doorbell rang. Called by the poller with P.mu held. */
 static void serve(eht_lookup *lk, unsigned i)
 {
-	struct lk_bell *b = &lk->bell;
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	struct lk_req *r = &b->reqs[i];
 	atomic_store_explicit(&bells(b)[i], 0, memory_order_relaxed);
 	if (!atomic_load_explicit(&r->armed, memory_order_acquire))
@@ -208,9 +208,9 @@ static void *poll_main(void *arg)
 		pthread_mutex_lock(&P.mu);
 		for (unsigned e = 0; e < P.n; e++) {
 			eht_lookup *lk = P.engines[e];
-			unsigned scan = atomic_load_explicit(&lk->bell.scan, memory_order_acquire);
+			unsigned scan = atomic_load_explicit(&eht_lk_host(lk)->bell.scan, memory_order_acquire);
 			for (unsigned i = 0; i < scan; i++)
-				if (atomic_load_explicit(&bells(&lk->bell)[i], memory_order_acquire)) {
+				if (atomic_load_explicit(&bells(&eht_lk_host(lk)->bell)[i], memory_order_acquire)) {
 					serve(lk, i);
 					served = true;
 				}
@@ -263,7 +263,7 @@ static int poller_add(eht_lookup *lk)
 		}
 	}
 	if (!rc)
-		lk->bell.registered = true;
+		eht_lk_host(lk)->bell.registered = true;
 	pthread_mutex_unlock(&P.life);
 	return rc;
 }
@@ -285,7 +285,7 @@ static void poller_remove(eht_lookup *lk)
 		pthread_join(P.th, NULL);
 		P.running = false;
 	}
-	lk->bell.registered = false;
+	eht_lk_host(lk)->bell.registered = false;
 	pthread_mutex_unlock(&P.life);
 }
 
@@ -322,7 +322,7 @@ static void bell_free(eht_lookup *lk, void *p)
 
 int eht_lk_bell_init(eht_lookup *lk)
 {
-	struct lk_bell *b = &lk->bell;
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	int rc = 0;
 	b->staging_rows = lk->staging_rows;
 	b->staging = bell_alloc(lk, b->staging_rows * lk->rb, &b->d_staging, &rc);
@@ -330,7 +330,6 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->cdead = bell_alloc(lk, lk->max_chunks * sizeof(uint64_t), &b->d_cdead, &rc);
 	b->arena_cap = 2 * lk->max_batch * 8;
 	b->arena = bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
-	b->h_dead = bell_alloc(lk, sizeof(uint64_t), &b->d_h_dead, &rc);
 	b->h_count = bell_alloc(lk, LK_REQS * sizeof(uint64_t), &b->d_h_count, &rc);
 	b->trace = eht_env_u64("EHT_BELL_TRACE", 0) != 0;
 	if (b->trace)
@@ -357,7 +356,7 @@ int eht_lk_bell_init(eht_lookup *lk)
 
 void eht_lk_bell_fini(eht_lookup *lk)
 {
-	struct lk_bell *b = &lk->bell;
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	if (!b->ready_alloc)
 		return;
 	if (b->registered)
@@ -367,7 +366,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		if (b->g_n[k])
 			fprintf(stderr, "eht: %s (%s): GPU side of %llu stage-in launches (class %s): start to doorbell %.1f us, "
 				"doorbell to first chunk ready %.1f us, first to last chunk ready %.1f us, last chunk to kernel "
-				"end %.1f us\n", lk->ti.name, eht_lookup_strategy_name(lk->strategy),
+				"end %.1f us\n", lk->ti.name, lk->st->name,
 				(unsigned long long)b->g_n[k], k == 2 ? "prefill" : k == 1 ? "decode" : "small", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_first_s[k] / (double)b->g_n[k] * 1e6, b->g_span_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_tail_s[k] / (double)b->g_n[k] * 1e6);
@@ -375,7 +374,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		if (b->st_reqs[k] && eht_env_u64("EHT_BELL_TRACE", 0))
 			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
 				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s)\n", lk->ti.name,
-				eht_lookup_strategy_name(lk->strategy), (unsigned long long)b->st_reqs[k],
+				lk->st->name, (unsigned long long)b->st_reqs[k],
 				(double)b->st_rows[k] / (double)b->st_reqs[k], b->st_wait_s[k] / (double)b->st_reqs[k] * 1e6,
 				b->st_gather_s[k] / (double)b->st_reqs[k] * 1e6,
 				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6);
@@ -391,7 +390,6 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	if (b->d_sync)
 		eht_cu.cuMemFree(b->d_sync);
 	bell_free(lk, b->arena);
-	bell_free(lk, b->h_dead);
 	bell_free(lk, b->h_count);
 	bell_free(lk, b->gtrace);
 	bell_free(lk, b->staging);
@@ -403,8 +401,8 @@ void eht_lk_bell_fini(eht_lookup *lk)
 
 int eht_lk_bell_take_error(eht_lookup *lk)
 {
-	struct lk_bell *b = &lk->bell;
-	if (!b->ready_alloc || !atomic_load(&b->err))
+	struct lk_bell *b = eht_lk_bell(lk);
+	if (!b || !atomic_load(&b->err))
 		return 0;
 	int rc = atomic_exchange(&b->err, 0);
 	return rc ? eht_err(rc, "%s (in an earlier stream-triggered lookup)", b->errmsg) : 0;
@@ -414,7 +412,7 @@ int eht_lk_bell_take_error(eht_lookup *lk)
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
 			bool compact, bool capturing, unsigned *idx)
 {
-	struct lk_bell *b = &lk->bell;
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	size_t bytes = n * (id64 ? 8 : 4);
 	struct lk_req *r = NULL;
 	int rc = 0;
@@ -480,7 +478,7 @@ void eht_lk_bell_arm(eht_lookup *lk, unsigned idx)
 {
 	if (idx >= LK_EAGER_REQS)
 		return;
-	atomic_store_explicit(&lk->bell.reqs[idx].armed, true, memory_order_release);
+	atomic_store_explicit(&eht_lk_host(lk)->bell.reqs[idx].armed, true, memory_order_release);
 	atomic_fetch_add(&P.pending, 1);
 	poller_wake();
 }
@@ -495,7 +493,7 @@ static void bell_disarm(unsigned idx, struct lk_req *r)
 static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, CUdeviceptr out, int fmt, CUstream s,
 		       bool capturing, bool publish_dead, unsigned idx)
 {
-	struct lk_bell *b = &lk->bell;
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	struct lk_req *r = &b->reqs[idx];
 	a->h_ids = r->d_h_ids;
 	a->staging = b->d_staging;
@@ -503,7 +501,7 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, CUd
 	a->chunk_dead = b->d_cdead;
 	a->bell = b->d_words + idx * sizeof(uint32_t);
 	a->sync = b->d_sync + idx * 2 * sizeof(uint32_t);
-	a->h_dead = publish_dead ? b->d_h_dead : 0;
+	a->h_dead = publish_dead ? lk->d_h_dead : 0;
 	a->trace = b->d_gtrace;
 	eht_lk_bell_geom(lk, n, &a->chunk, &a->nslots);
 	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
@@ -531,8 +529,8 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	return bell_launch(lk, &a, n, out, lk->fmt, s, capturing, publish_dead, idx);
 }
 
-int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, float share, size_t n,
-			CUdeviceptr compact, CUstream s, bool capturing, bool publish_dead)
+int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, CUdeviceptr compact, float share,
+			size_t n, CUstream s, bool capturing, bool publish_dead)
 {
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
@@ -540,6 +538,6 @@ int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, fl
 	if (rc)
 		return rc;
 	struct eht_gpu_stage_in a = {.ids = uniq, .id_bytes = n * 4, .ucount = ucount, .share = share,
-				     .h_count = lk->bell.d_h_count + idx * sizeof(uint64_t)};
+				     .h_count = eht_lk_host(lk)->bell.d_h_count + idx * sizeof(uint64_t)};
 	return bell_launch(lk, &a, n, compact, EHT_LOOKUP_RAW, s, capturing, publish_dead, idx);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk_hot.c: deduplicating runs and the GPU hot-row cache. eht_lookup_set_hotset copies a fixed set of
+/* hot.c: deduplicating runs and the GPU hot-row cache. eht_lookup_set_hotset copies a fixed set of
  * rows into GPU memory with an open-addressing index. A run through here (a hot set, or
  * EHT_LOOKUP_GPU_DEDUP) is three steps on the stream: a mark kernel sorts every id into dead, hot hit
  * or miss, and gives the misses' distinct rows a place in a compact list (a hash table on the GPU, one
@@ -13,14 +13,12 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "lookup/hot_adapt.h"
-#include "lookup/hot_refresh.h"
-#include "lookup/lk_hot.h"
-#include "lookup/lookup_impl.h"
+#include "lookup/hot/adapt.h"
+#include "lookup/hot/refresh.h"
+#include "lookup/strategy/host.h"
+#include "table/hotset.h"
 #include "util/err.h"
-#include "util/file.h"
 #include "util/log.h"
 
 struct lk_hot {
@@ -30,7 +28,6 @@ struct lk_hot {
 	uint32_t dbits;
 	CUdeviceptr d_dkeys, d_dvals, d_uniq, d_code;
 	bool dirty; /* the dedup table may hold entries of a run that failed half way */
-	float force_share; /* EHT_LOOKUP_DEDUP_SHARE (tests, diagnosis): AUTO's GPU share; < 0: calibrated */
 	/* Refresh (eht_lookup_update_hotset): plans from any thread, applied on a run's stream. */
 	struct eht_hot_refresh rf;
 	_Atomic uint64_t live_rows; /* rows of the set the GPU has (n: the capacity) */
@@ -52,146 +49,6 @@ struct lk_hot {
 #define ADAPT_RING (1u << 16)
 
 #define LOAD_CHUNK 65536
-
-/* ------------------------------------------------------------------- index (host) */
-int eht_hot_index_build(const uint64_t *loc, size_t n, struct eht_hot_index *ix)
-{
-	memset(ix, 0, sizeof(*ix));
-	if (n >= (1ull << 31))
-		return eht_err(EINVAL, "hot set: %zu rows (at most 2^31 - 1)", n);
-	uint32_t bits = 1;
-	while ((1ull << bits) < 2 * (uint64_t)n)
-		bits++;
-	ix->bits = bits;
-	ix->cap = 1ull << bits;
-	ix->keys = malloc(ix->cap * sizeof(*ix->keys));
-	ix->vals = malloc(ix->cap * sizeof(*ix->vals));
-	if (!ix->keys || !ix->vals) {
-		eht_hot_index_free(ix);
-		return eht_err(ENOMEM, "hot set: out of memory for an index of %zu rows", n);
-	}
-	memset(ix->keys, 0xff, ix->cap * sizeof(*ix->keys));
-	memset(ix->vals, 0xff, ix->cap * sizeof(*ix->vals));
-	for (size_t i = 0; i < n; i++) {
-		uint32_t old;
-		if (eht_hot_insert(ix->keys, ix->vals, bits, loc[i], (uint32_t)i, &old)) {
-			int rc = eht_err(EINVAL, "hot set: local row %llu appears twice (entries %u and %zu)",
-					 (unsigned long long)loc[i], old, i);
-			eht_hot_index_free(ix);
-			return rc;
-		}
-	}
-	return 0;
-}
-
-void eht_hot_index_free(struct eht_hot_index *ix)
-{
-	free(ix->keys);
-	free(ix->vals);
-	memset(ix, 0, sizeof(*ix));
-}
-
-int eht_hot_rows_local(const int64_t *rows, size_t n, int64_t lo, int64_t hi, uint64_t *loc)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (rows[i] < lo || rows[i] >= hi)
-			return eht_err(EINVAL, "hot set: row %lld (entry %zu) is dead here: outside the rows [%lld, %lld)",
-				       (long long)rows[i], i, (long long)lo, (long long)hi);
-		loc[i] = (uint64_t)(rows[i] - lo);
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------------- hot-set file */
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n)
-{
-	*rows = NULL;
-	*n = 0;
-	/* The file rule (util/file.h): a FIFO named as a hot set fails here instead of blocking. */
-	int fd = eht_file_open_read(path, "hot set", NULL);
-	if (fd < 0)
-		return fd;
-	FILE *f = fdopen(fd, "rb");
-	if (!f) {
-		close(fd);
-		return eht_err_sys(errno, "hot set %s: fdopen", path);
-	}
-	int rc = 0;
-	int64_t *r = NULL;
-	uint8_t hdr[16], b[8];
-	if (fseek(f, 0, SEEK_END) || ftell(f) < 0) {
-		rc = eht_err_sys(errno ? errno : EIO, "hot set %s: seek", path);
-		goto out;
-	}
-	uint64_t len = (uint64_t)ftell(f);
-	rewind(f);
-	if (len < 16 || fread(hdr, 1, 16, f) != 16 || memcmp(hdr, EHT_HOTSET_MAGIC, 8)) {
-		rc = eht_err(EINVAL, "hot set %s: not a hot-set file (no %.7s header)", path, EHT_HOTSET_MAGIC);
-		goto out;
-	}
-	uint64_t cnt = get_le64(hdr + 8);
-	if (cnt == 0 || cnt > (len - 16) / 8 || len != 16 + cnt * 8) {
-		rc = eht_err(EINVAL, "hot set %s: header says %llu rows, the file has %llu bytes (want 16 + 8 x rows)",
-			     path, (unsigned long long)cnt, (unsigned long long)len);
-		goto out;
-	}
-	if (!(r = malloc(cnt * sizeof(*r)))) {
-		rc = eht_err(ENOMEM, "hot set %s: out of memory for %llu rows", path, (unsigned long long)cnt);
-		goto out;
-	}
-	for (uint64_t i = 0; i < cnt; i++) {
-		if (fread(b, 1, 8, f) != 8) {
-			rc = eht_err(EIO, "hot set %s: short read at row %llu", path, (unsigned long long)i);
-			goto out;
-		}
-		r[i] = (int64_t)get_le64(b);
-		if (r[i] < 0) {
-			rc = eht_err(EINVAL, "hot set %s: entry %llu is the negative row %lld", path,
-				     (unsigned long long)i, (long long)r[i]);
-			goto out;
-		}
-	}
-	*rows = r;
-	*n = cnt;
-	r = NULL;
-out:
-	free(r);
-	fclose(f);
-	return rc;
-}
-
-int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n)
-{
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return eht_err_sys(errno, "hot set %s: create", path);
-	uint8_t hdr[16], b[8];
-	memcpy(hdr, EHT_HOTSET_MAGIC, 8);
-	put_le64(hdr + 8, n);
-	int ok = fwrite(hdr, 1, 16, f) == 16;
-	for (uint64_t i = 0; i < n && ok; i++) {
-		put_le64(b, (uint64_t)rows[i]);
-		ok = fwrite(b, 1, 8, f) == 8;
-	}
-	int e = errno;
-	if (fclose(f) || !ok)
-		return eht_err_sys(e ? e : EIO, "hot set %s: write", path);
-	return 0;
-}
 
 /* ------------------------------------------------------------------- the engine's cache */
 static void eht_lk_hot_adapt_stop(struct lk_hot *h);
@@ -223,23 +80,25 @@ static int dalloc(CUdeviceptr *d, size_t bytes, int rc)
 	return rc ? eht_err_prefix(rc, "hot set: %zu bytes of GPU memory", bytes) : 0;
 }
 
-/* Copies the hot rows into d_rows through the pinned staging (the table's host pointer or read_rows). */
+/* Copies the hot rows into d_rows through a bounce buffer (from the table's host pointer or
+ * read_rows), LOAD_CHUNK rows at a time: whatever the strategy, no staging of its is needed. */
 static int fill_rows(eht_lookup *lk, struct lk_hot *h, const int64_t *rows)
 {
-	size_t step = lk->staging_rows;
-	for (uint64_t b = 0; b < h->n; b += step) {
+	size_t step = h->n < LOAD_CHUNK ? (size_t)h->n : LOAD_CHUNK;
+	int rc = 0;
+	uint8_t *buf = eht_lk_host_alloc(lk, step * lk->rb, &rc);
+	for (uint64_t b = 0; !rc && b < h->n; b += step) {
 		size_t m = h->n - b < step ? (size_t)(h->n - b) : step;
 		uint64_t dead = 0;
-		int rc = eht_lk_gather_ids(lk, rows + b, 1, 0, 0, m, lk->staging, lk->rb, EHT_LOOKUP_RAW, &dead);
+		rc = eht_lk_gather_ids(lk, rows + b, 1, 0, 0, m, buf, lk->rb, EHT_LOOKUP_RAW, &dead);
 		if (!rc && dead)
 			rc = eht_err(EINVAL, "hot set: %llu rows of entries %llu.. are dead", (unsigned long long)dead,
 				     (unsigned long long)b);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_rows + b * lk->rb, lk->staging, m * lk->rb));
-		if (rc)
-			return rc;
+			rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_rows + b * lk->rb, buf, m * lk->rb));
 	}
-	return 0;
+	eht_lk_host_free(lk, buf);
+	return rc;
 }
 
 /* The dedup state every deduplicating run needs, hot set or not: the step's table (2 x max_batch
@@ -259,9 +118,7 @@ static int dedup_alloc(eht_lookup *lk, struct lk_hot *h)
 	rc = dalloc(&h->d_code, lk->max_batch * 4, rc);
 	if (!rc)
 		rc = EHT_CU_CHECK(cuMemsetD8(h->d_dkeys, 0xff, 8ull << h->dbits));
-	const char *fs = getenv("EHT_LOOKUP_DEDUP_SHARE");
-	h->force_share = fs && *fs ? strtof(fs, NULL) : -1.0f;
-	return rc;
+	return rc ? rc : eht_lk_scratch(lk); /* the distinct misses' rows go to its compact buffer */
 }
 
 int eht_lk_dedup_init(eht_lookup *lk)
@@ -553,10 +410,17 @@ int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: NULL engine");
 	if (!rows && n)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: NULL rows");
+	if (lk->hot_default && !lk->ran) { /* the table's, taken by default: the caller's replaces it */
+		eht_lk_hot_free(lk);
+		lk->hot_default = false;
+		int drc = (lk->flags & EHT_LOOKUP_GPU_DEDUP) ? eht_lk_dedup_init(lk) : 0;
+		if (drc)
+			return drc;
+	}
 	if ((lk->hot && lk->hot->n) || lk->ran)
 		return eht_err(EBUSY, "eht_lookup_set_hotset: table %s: the hot set is set once, before the first run",
 			       lk->ti.name);
-	if (!lk->gpu || !lk->kernels || !lk->bell.ready_alloc)
+	if (!lk->gpu || !lk->kernels)
 		return eht_err(EINVAL, "eht_lookup_set_hotset: table %s: a hot set needs a GPU engine with the kernels",
 			       lk->ti.name);
 	if (n == 0)
@@ -602,25 +466,11 @@ uint64_t eht_lookup_hotset_rows(const eht_lookup *lk)
 	return lk && lk->hot && lk->hot->n ? atomic_load(&lk->hot->live_rows) : 0;
 }
 
-/* The GPU's share of the distinct misses under strategy st: 1 in place on the GPU (DIRECT, SORTED, and
- * AUTO where calibrated so), 0 the CPU pool, between: both at once. */
-static float gpu_share(const eht_lookup *lk, const struct lk_strategy *st, size_t n)
-{
-	if (st->id == EHT_LOOKUP_DIRECT || st->id == EHT_LOOKUP_SORTED)
-		return 1.0f;
-	if (st->id != EHT_LOOKUP_AUTO || !lk->table_gpu)
-		return 0.0f;
-	if (lk->hot->force_share >= 0.0f)
-		return lk->hot->force_share > 1.0f ? 1.0f : lk->hot->force_share;
-	const struct lk_auto *a = &lk->autos[1][LK_AUTO_CLASS(n)];
-	return a->mode == EHT_LOOKUP_DIRECT ? 1.0f : a->mode == EHT_LOOKUP_AUTO ? (float)a->f : 0.0f;
-}
-
-int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_piece *p)
+int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p)
 {
 	struct lk_hot *h = lk->hot;
 	CUstream s = p->s;
-	CUdeviceptr d, ucount = lk->d_counters + sizeof(uint64_t), compact = lk->d_compact;
+	CUdeviceptr d, ucount = lk->d_counters + sizeof(uint64_t), compact = lk->scr.d_compact;
 	int rc = eht_lk_piece_ids_dev(lk, p->ids, p->ids_dev, p->id64 ? 8 : 4, p->n, s, &d);
 	/* A run that failed between mark and expand left entries in the dedup table. */
 	if (!rc && h->dirty && !(rc = EHT_CU_CHECK(cuMemsetD8Async(h->d_dkeys, 0xff, 8ull << h->dbits, s))))
@@ -639,28 +489,77 @@ int eht_lk_hot_piece(eht_lookup *lk, const struct lk_strategy *st, struct lk_pie
 	if ((rc = eht_gpu_dedup_mark(&lk->g, s, &gi, p->n, &gh, lk->d_counters)))
 		return rc;
 	h->dirty = true;
-	float share = gpu_share(lk, st, p->n);
+	/* The strategy's share of the distinct misses: 1 in place on the GPU, 0 the CPU pool, between:
+	 * both at once (the fork). */
+	float share = p->st->miss_share(lk, p->n);
 	bool split = share > 0.0f && share < 1.0f;
-	CUstream gs = split ? lk->side : s;
-	if (split) {
-		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
-		if (!rc)
-			rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
-	}
+	CUstream gs = split ? lk->fork.side : s;
+	if (split)
+		rc = eht_lk_fork(lk, s);
 	if (!rc && share > 0.0f)
 		rc = eht_gpu_gather_uniq(&lk->g, gs, h->d_uniq, lk->d_counters, share, p->n, lk->ti.device_ptr, lk->rb,
 					 compact);
 	if (!rc && split)
-		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
+		rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_join, lk->fork.side));
 	if (!rc && share < 1.0f) {
 		p->dead_published = p->publish_dead;
-		rc = eht_lk_bell_compact(lk, h->d_uniq, ucount, share, p->n, compact, s, p->capture, p->publish_dead);
+		rc = eht_lk_bell_compact(lk, h->d_uniq, ucount, compact, share, p->n, s, p->capture, p->publish_dead);
 	}
 	if (!rc && split)
-		rc = EHT_CU_CHECK(cuStreamWaitEvent(s, lk->ev_join, 0));
+		rc = eht_lk_join(lk, s);
 	if (!rc)
 		rc = eht_gpu_expand_codes(&lk->g, s, &gh, p->n, compact, lk->rb, (CUdeviceptr)(uintptr_t)p->out, lk->fmt);
 	if (!rc)
 		h->dirty = false;
+	return rc;
+}
+
+/* The table's hot set, where it can be served here: the rows this process holds (a disk table
+ * split over ranks holds a range of them), on an engine that can cache rows on its GPU. */
+static int table_default(eht_lookup *lk, int64_t **rows, uint64_t *n)
+{
+	*rows = NULL;
+	*n = 0;
+	if ((lk->flags & EHT_LOOKUP_NO_HOTSET) || !lk->t->hot_rows || !lk->gpu || !lk->kernels)
+		return 0;
+	int64_t *r = malloc(lk->t->hot_n * sizeof(*r));
+	if (!r)
+		return eht_err(ENOMEM, "lookup on %s: out of memory for its table's hot set", lk->ti.name);
+	uint64_t k = 0;
+	for (uint64_t i = 0; i < lk->t->hot_n; i++)
+		if (lk->t->hot_rows[i] >= lk->lo && lk->t->hot_rows[i] < lk->hi)
+			r[k++] = lk->t->hot_rows[i];
+	*rows = r;
+	*n = k;
+	return 0;
+}
+
+int eht_lk_hot_create(eht_lookup *lk)
+{
+	const struct eht_lookup_opts *o = &lk->opts;
+	if (!o->hotset && o->hotset_rows)
+		return eht_err(EINVAL, "lookup on %s: opts hotset_rows %llu without hotset", lk->ti.name,
+			       (unsigned long long)o->hotset_rows);
+	int64_t *own = NULL;
+	const int64_t *rows = o->hotset;
+	uint64_t n = o->hotset_rows;
+	int rc = rows ? 0 : table_default(lk, &own, &n);
+	if (rc)
+		return rc;
+	rows = rows ? rows : own;
+	uint64_t per = (uint64_t)lk->rb + 48;
+	if (o->hotset_max_bytes && n > o->hotset_max_bytes / per)
+		n = o->hotset_max_bytes / per;
+	if (n && (rc = eht_lookup_set_hotset(lk, rows, n))) {
+		if (own) { /* the table's, not asked for: an engine without it still serves every row */
+			eht_warn("lookup on %s: its table's hot set of %llu rows is not used (%s)", lk->ti.name,
+				 (unsigned long long)n, eht_last_error());
+			rc = 0;
+		} else {
+			eht_err_prefix(rc, "lookup on %s: opts hotset", lk->ti.name);
+		}
+	}
+	lk->hot_default = own && !rc && lk->hot && lk->hot->n;
+	free(own);
 	return rc;
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hot_adapt.h: choosing a hot set from the traffic itself (eht_lookup_hotset_adapt, lk_hot.c). The
+/* adapt.h: choosing a hot set from the traffic itself (eht_lookup_hotset_adapt, hot.c). The
  * mark kernel samples every 16th id of a run: a hit counts into its slot, a miss's row goes into a
  * ring. Each period the counts decay into scores; a missed row replaces the coldest hot row when it
  * scores margin times more (frequency with memory, not recency: an LRU below one step's distinct
  * rows thrashes). CPU only, tested without a GPU. */
-#ifndef EHT_LOOKUP_HOT_ADAPT_H
-#define EHT_LOOKUP_HOT_ADAPT_H
+#ifndef EHT_LOOKUP_HOT_ADAPT_H_
+#define EHT_LOOKUP_HOT_ADAPT_H_
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hot_refresh.h: replacing a hot set while lookups run (used by lk_hot.c). Any thread prepares a
+/* refresh.h: replacing a hot set while lookups run (used by hot.c). Any thread prepares a
  * refresh: which slots keep their rows, which get new ones, the new index (same size and hash as the
  * live one, so every GPU address and captured kernel argument stays valid) and the bytes of the rows
  * to load. The thread that runs the engine takes it at a step boundary and hands it to an apply
- * callback (lk_hot.c: copies on the run's stream). CPU only: tested under TSan. */
-#ifndef EHT_LOOKUP_HOT_REFRESH_H
-#define EHT_LOOKUP_HOT_REFRESH_H
+ * callback (hot.c: copies on the run's stream). CPU only: tested under TSan. */
+#ifndef EHT_LOOKUP_HOT_REFRESH_H_
+#define EHT_LOOKUP_HOT_REFRESH_H_
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,7 +25,7 @@ struct eht_hot_plan {
 	uint64_t rows; /* rows of the new set */
 };
 
-/* Where the plan's buffers come from (lk_hot.c: pinned memory the GPU copies from), and how to wait
+/* Where the plan's buffers come from (hot.c: pinned memory the GPU copies from), and how to wait
  * until the last applied plan's copies have read them (NULL: nothing to wait for). */
 struct eht_hot_mem {
 	void *(*alloc)(void *ctx, size_t bytes);

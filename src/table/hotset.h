@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk_hot.h: the GPU hot-row cache of a lookup engine (lk_hot.c): its open-addressing index (local row
- * -> cache slot, built on the host, probed by the kernels in lookup.cu with the same hash), the
- * hot-set file format, and the run hook. */
-#ifndef EHT_LOOKUP_LK_HOT_H
-#define EHT_LOOKUP_LK_HOT_H
+/* hotset.h: a table's hot set (hotset.c; the table keeps the one its server sent, table_impl.h):
+ * the hot-set file format and its memory form, the checks, and the open-addressing index (local row
+ * -> cache slot, built on the host, probed by the kernels in lookup.cu with the same hash) that the
+ * lookup engine's GPU cache (src/lookup/hot) and its refresh use. src/serve only transports it. */
+#ifndef EHT_TABLE_HOTSET_H
+#define EHT_TABLE_HOTSET_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -66,11 +67,21 @@ static inline uint32_t eht_hot_index_find(const struct eht_hot_index *ix, uint64
  * row, its index and the range (what a hot set built for another table or shard gives). */
 int eht_hot_rows_local(const int64_t *rows, size_t n, int64_t lo, int64_t hi, uint64_t *loc);
 
-/* Hot-set file: "EHTHOT1\n", uint64 count, then count int64 row ids (all little-endian), most
- * frequent first. read: *rows malloc'd (free it). Returns 0; -EINVAL (bad magic, size not matching the
- * count, a negative row, empty), -errno of open/read; write: 0 or -errno. */
+/* Hot-set file (and memfd): "EHTHOT1\n", uint64 count, then count int64 row ids (all little-endian),
+ * most frequent first. Reading and writing files: eht_hotset_read / eht_hotset_write (eht.h). */
 #define EHT_HOTSET_MAGIC "EHTHOT1\n"
-int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n);
-int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n);
+#define EHT_HOTSET_HDR 16u
+/* Bytes of the format for n rows. */
+static inline uint64_t eht_hotset_bytes(uint64_t n) { return EHT_HOTSET_HDR + 8 * n; }
+/* buf (eht_hotset_bytes(n) bytes) <- rows[0..n) in the format. */
+void eht_hotset_encode(const int64_t *rows, uint64_t n, uint8_t *buf);
+/* rows[0..n) <- buf (eht_hotset_bytes(n) bytes). Returns 0; -EBADMSG (no magic); -ERANGE (its
+ * header holds another count). Checks no row (eht_hotset_check does). */
+int eht_hotset_decode(const uint8_t *buf, uint64_t n, int64_t *rows);
+
+/* Checks rows[0..n): each inside [lo, hi), none twice. what names them in the message ("hot set FILE
+ * for table NAME"). Returns 0, -EINVAL (names the entry, the row and the range, or both entries of
+ * a repeated row) or -ENOMEM. */
+int eht_hotset_check(const int64_t *rows, uint64_t n, int64_t lo, int64_t hi, const char *what);
 
 #endif

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* hot_adapt.c: hot-set choice from sampled hits and misses (see hot_adapt.h). */
+/* adapt.c: hot-set choice from sampled hits and misses (see adapt.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lookup/hot_adapt.h"
-#include "lookup/lk_hot.h"
+#include "lookup/hot/adapt.h"
+#include "table/hotset.h"
 #include "util/err.h"
 
 int eht_hot_adapt_init(struct eht_hot_adapt *a, uint64_t slots, float decay, float margin)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk_cpu.c: one CPU pool per process for every lookup engine and table, sized to this process's share
+/* cpu_pool.c: one CPU pool per process for every lookup engine and table, sized to this process's share
  * of its GPU's NUMA node (a node's cores divided among the GPU processes on it), idle threads asleep. */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,30 +1,81 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lk_auto.c: AUTO: per place of the ids (host or GPU memory) and batch-size class, the side that
+/* auto.c: AUTO: per place of the ids (host or GPU memory) and batch-size class, the side that
  * takes the batch, or the share the GPU's in-place gather takes while the CPU pool gathers the rest at
  * the same time; all of it measured at create on this machine (no constants from another one), and
  * the share of host-id splits following each call's measured times so both sides finish together. */
+#include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/strategy/host.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/clock.h"
 
-void eht_lk_auto_init(eht_lookup *lk)
+/* Per place of the ids (host, GPU) and batch-size class: which side takes the batch, or what
+ * fraction the GPU takes when both gather at once. Calibrated at create; the split fraction then
+ * follows each call's measured times, so both sides finish together. */
+enum { AUTO_CPU, AUTO_GPU, AUTO_SPLIT };
+struct lk_auto {
+	int mode;          /* AUTO_CPU (HOST), AUTO_GPU (DIRECT) or AUTO_SPLIT (both) */
+	double f;          /* GPU's share of a split batch */
+	double f0;         /* the share calibration settled on */
+	double t_cpu;      /* last split: seconds of the CPU part */
+	size_t k, n;       /* last split: GPU ids, all ids (k == 0: nothing to learn from) */
+	bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
+};
+
+/* AUTO's state (lk->state[EHT_LOOKUP_AUTO]): it composes HOST and DIRECT's piece, on the fork. */
+struct lk_autos {
+	struct lk_auto a[2][LK_AUTO_NCLASS]; /* [ids in GPU memory][class] */
+	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
+	float force_share; /* EHT_LOOKUP_DEDUP_SHARE (tests, diagnosis): the GPU share of a dedup pass; < 0: calibrated */
+};
+
+static struct lk_autos *A(const eht_lookup *lk) { return lk->state[EHT_LOOKUP_AUTO]; }
+
+static int auto_init(eht_lookup *lk)
 {
+	struct lk_autos *st = calloc(1, sizeof(*st));
+	if (!st)
+		return eht_err(ENOMEM, "lookup: out of memory");
+	lk->state[EHT_LOOKUP_AUTO] = st;
 	/* Until calibrated (or where it cannot be: no in-place GPU reads): the CPU pool alone. */
 	for (int p = 0; p < 2; p++)
 		for (int c = 0; c < LK_AUTO_NCLASS; c++)
-			lk->autos[p][c] = (struct lk_auto){.mode = EHT_LOOKUP_HOST, .f = 0.5, .f0 = 0.5};
+			st->a[p][c] = (struct lk_auto){.mode = AUTO_CPU, .f = 0.5, .f0 = 0.5};
+	const char *fs = getenv("EHT_LOOKUP_DEDUP_SHARE");
+	st->force_share = fs && *fs ? strtof(fs, NULL) : -1.0f;
+	int rc = eht_lk_strategy_ready(lk, eht_lk_strategy(EHT_LOOKUP_HOST), false);
+	if (rc || !lk->gpu)
+		return rc;
+	rc = eht_lk_fork_init(lk);
+	if (!rc)
+		rc = EHT_CU_CHECK(cuEventCreate(&st->ev_t0, CU_EVENT_DEFAULT));
+	if (!rc)
+		rc = EHT_CU_CHECK(cuEventCreate(&st->ev_t1, CU_EVENT_DEFAULT));
+	return rc;
+}
+
+static void auto_fini(eht_lookup *lk)
+{
+	struct lk_autos *st = A(lk);
+	if (!st)
+		return;
+	if (st->ev_t0)
+		eht_cu.cuEventDestroy(st->ev_t0);
+	if (st->ev_t1)
+		eht_cu.cuEventDestroy(st->ev_t1);
+	free(st);
+	lk->state[EHT_LOOKUP_AUTO] = NULL;
 }
 
 /* Ids [0, k) of an n-id batch go to the GPU's in-place gather. */
 static size_t split_k(const struct lk_auto *a, size_t n)
 {
-	size_t k = a->mode == EHT_LOOKUP_DIRECT ? n : 0;
-	if (a->mode == EHT_LOOKUP_AUTO && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1)) {
+	size_t k = a->mode == AUTO_GPU ? n : 0;
+	if (a->mode == AUTO_SPLIT && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1)) {
 		k = (size_t)((double)n * a->f);
 		if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
 			k = 0;
@@ -44,11 +95,12 @@ static uint64_t count_dead(const eht_lookup *lk, const void *ids, int id64, int6
  * sides had while running together give the fraction at which they finish together (moving average). */
 static void auto_learn(eht_lookup *lk, struct lk_auto *a)
 {
-	if (!a->pending || eht_cu.cuEventQuery(lk->ev_t1) != CUDA_SUCCESS)
+	struct lk_autos *st = A(lk);
+	if (!a->pending || eht_cu.cuEventQuery(st->ev_t1) != CUDA_SUCCESS)
 		return;
 	a->pending = false;
 	float ms = 0;
-	if (eht_cu.cuEventElapsedTime(&ms, lk->ev_t0, lk->ev_t1) != CUDA_SUCCESS || ms <= 0 || a->t_cpu <= 0 ||
+	if (eht_cu.cuEventElapsedTime(&ms, st->ev_t0, st->ev_t1) != CUDA_SUCCESS || ms <= 0 || a->t_cpu <= 0 ||
 	    a->k == 0 || a->k >= a->n)
 		return;
 	double rg = (double)a->k / (ms * 1e-3), rc = (double)(a->n - a->k) / a->t_cpu;
@@ -63,27 +115,26 @@ static void auto_learn(eht_lookup *lk, struct lk_auto *a)
 static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t k,
 		       CUdeviceptr out, CUstream s, bool timed)
 {
-	int rc = EHT_CU_CHECK(cuEventRecord(lk->ev_fork, s));
-	if (!rc)
-		rc = EHT_CU_CHECK(cuStreamWaitEvent(lk->side, lk->ev_fork, 0));
+	struct lk_autos *st = A(lk);
+	int rc = eht_lk_fork(lk, s);
 	if (!rc && timed)
-		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t0, lk->side));
+		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t0, lk->fork.side));
 	if (!rc)
-		rc = eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, ids, ids_dev, id64, off, k, out, lk->side);
+		rc = eht_lk_direct_piece(lk, ids, ids_dev, id64, off, k, out, lk->fork.side);
 	if (!rc && timed)
-		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_t1, lk->side));
+		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t1, lk->fork.side));
 	if (!rc)
-		rc = EHT_CU_CHECK(cuEventRecord(lk->ev_join, lk->side));
+		rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_join, lk->fork.side));
 	return rc;
 }
 
 /* Host ids, read now by the calling thread: the calibrated side takes the batch, or ids [0, k) go to
  * DIRECT on the side stream and [k, n) to the CPU pool on s, both at once. */
-int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p)
+static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 {
 	if (!p->out_dev || !lk->table_gpu || !lk->ti.host || (lk->flags & EHT_LOOKUP_HOST_SORT))
 		return eht_lk_host_piece(lk, p->ids, p->id64, p->off, p->n, p->out, p->out_dev, p->s, p->dead);
-	struct lk_auto *a = &lk->autos[0][LK_AUTO_CLASS(p->n)];
+	struct lk_auto *a = &A(lk)->a[0][LK_AUTO_CLASS(p->n)];
 	auto_learn(lk, a);
 	size_t n = p->n, k = split_k(a, n), isz = p->id64 ? 8 : 4;
 	bool timed = k && k < n && !a->pending;
@@ -91,7 +142,7 @@ int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p)
 	int rc = 0;
 	if (k == n) { /* the GPU counts into its counter, which this (host-counted) run does not read */
 		*p->dead += count_dead(lk, p->ids, p->id64, p->off, n);
-		return eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, p->ids, false, p->id64, p->off, n, out, p->s);
+		return eht_lk_direct_piece(lk, p->ids, false, p->id64, p->off, n, out, p->s);
 	}
 	if (k && (rc = fork_direct(lk, p->ids, false, p->id64, p->off, k, out, p->s, timed)))
 		return rc;
@@ -106,7 +157,7 @@ int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p)
 	}
 	if (k) {
 		*p->dead += count_dead(lk, p->ids, p->id64, p->off, k); /* the GPU part, counted while it runs */
-		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(p->s, lk->ev_join, 0));
+		int jrc = eht_lk_join(lk, p->s);
 		if (!rc)
 			rc = jrc;
 	}
@@ -114,23 +165,23 @@ int eht_lk_auto_cpu(eht_lookup *lk, struct lk_piece *p)
 }
 
 /* Ids the calling thread does not read (GPU memory, or a capture): the same split, the CPU part
- * triggered by the stream (lk_bell.c). With host ids in a capture the GPU cannot read the ids: CPU. */
-int eht_lk_auto_gpu(eht_lookup *lk, struct lk_piece *p)
+ * triggered by the stream (host_bell.c). With host ids in a capture the GPU cannot read the ids: CPU. */
+static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	size_t n = p->n, k = 0, isz = p->id64 ? 8 : 4;
 	if (p->ids_dev && lk->table_gpu)
-		k = split_k(&lk->autos[1][LK_AUTO_CLASS(n)], n);
+		k = split_k(&A(lk)->a[1][LK_AUTO_CLASS(n)], n);
 	CUdeviceptr out = (CUdeviceptr)(uintptr_t)p->out;
 	int rc = 0;
 	if (k == n)
-		return eht_lk_gpu_piece(lk, EHT_LOOKUP_DIRECT, p->ids, true, p->id64, p->off, n, out, p->s);
+		return eht_lk_direct_piece(lk, p->ids, true, p->id64, p->off, n, out, p->s);
 	if (k && (rc = fork_direct(lk, p->ids, true, p->id64, p->off, k, out, p->s, false)))
 		return rc;
 	p->dead_published = p->publish_dead && k == 0;
 	rc = eht_lk_bell_piece(lk, (const uint8_t *)p->ids + k * isz, p->ids_dev, p->id64, p->off, n - k,
 			       out + k * lk->out_rb, p->s, p->capture, p->dead_published);
 	if (k) {
-		int jrc = EHT_CU_CHECK(cuStreamWaitEvent(p->s, lk->ev_join, 0));
+		int jrc = eht_lk_join(lk, p->s);
 		if (!rc)
 			rc = jrc;
 	}
@@ -187,8 +238,10 @@ static double time_runs(eht_lookup *lk, int64_t *ids, CUdeviceptr d_ids, size_t 
  * uniform ids (the shape of Engram lookups), and keeps the fastest for AUTO. The two gatherers share
  * the host's memory and IOMMU, so running both at once is not always a win; measuring is the only
  * honest way to choose. */
-void eht_lk_auto_calibrate(eht_lookup *lk)
+static void auto_calibrate(eht_lookup *lk)
 {
+	if (!lk->table_gpu || !lk->kernels || !lk->ti.host)
+		return;
 	const size_t sizes[LK_AUTO_NCLASS] = {1024, 6144, 196608};
 	size_t nmax = lk->max_batch < sizes[LK_AUTO_NCLASS - 1] ? lk->max_batch : sizes[LK_AUTO_NCLASS - 1];
 	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
@@ -203,11 +256,11 @@ void eht_lk_auto_calibrate(eht_lookup *lk)
 	}
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (int place = 0; place < 2; place++) {
-		if (place == 1 && !lk->bell.ready_alloc)
+		if (place == 1 && !eht_lk_bell(lk))
 			break; /* GPU ids then go through the old synchronous path: CPU */
 		for (int c = 0; c < LK_AUTO_NCLASS; c++) {
 			size_t n = sizes[c] < nmax ? sizes[c] : nmax;
-			struct lk_auto *a = &lk->autos[place][c];
+			struct lk_auto *a = &A(lk)->a[place][c];
 			CUdeviceptr di = place ? d_ids : 0;
 			int reps = c < LK_AUTO_NCLASS - 1 ? 9 : 5;
 			double td = time_runs(lk, ids, di, n, out, EHT_LOOKUP_DIRECT, reps, &seed);
@@ -216,26 +269,26 @@ void eht_lk_auto_calibrate(eht_lookup *lk)
 				eht_warn("lookup: calibration failed (%s); AUTO uses HOST", eht_last_error());
 				goto out;
 			}
-			*a = (struct lk_auto){.mode = EHT_LOOKUP_AUTO, .f = th / (td + th), .f0 = th / (td + th)};
+			*a = (struct lk_auto){.mode = AUTO_SPLIT, .f = th / (td + th), .f0 = th / (td + th)};
 			double ts = time_runs(lk, ids, di, n, out, EHT_LOOKUP_AUTO, reps + 4, &seed);
 			if (ts < 0)
 				ts = 1e30;
 			/* HOST unless another choice is clearly (5%) faster: it has the steadiest times. */
 			double best = th;
-			a->mode = EHT_LOOKUP_HOST;
+			a->mode = AUTO_CPU;
 			if (td < 0.95 * best) {
-				a->mode = EHT_LOOKUP_DIRECT;
+				a->mode = AUTO_GPU;
 				best = td;
 			}
 			if (ts < 0.95 * best)
-				a->mode = EHT_LOOKUP_AUTO;
+				a->mode = AUTO_SPLIT;
 			a->f0 = a->f;
 			eht_info("lookup %s, %zu ids in %s memory: DIRECT %.3f ms, HOST %.3f ms, both at once %.3f ms (GPU "
 				 "share %.2f): AUTO uses %s", lk->ti.name, n, place ? "GPU" : "host", td * 1e3, th * 1e3,
-				 ts * 1e3, a->f, a->mode == EHT_LOOKUP_AUTO ? "both" : eht_lookup_strategy_name(a->mode));
+				 ts * 1e3, a->f, a->mode == AUTO_SPLIT ? "both" : a->mode == AUTO_GPU ? "direct" : "host");
 			if (n == nmax) { /* batches never reach the larger classes: the same choice */
 				for (int k = c + 1; k < LK_AUTO_NCLASS; k++)
-					lk->autos[place][k] = *a;
+					A(lk)->a[place][k] = *a;
 				break;
 			}
 		}
@@ -246,5 +299,39 @@ out:
 	if (d_ids)
 		eht_cu.cuMemFree(d_ids);
 	free(ids);
-	lk->last_strategy = -1;
+	lk->last.strategy = -1;
 }
+
+/* Where AUTO cannot split (host output, no in-place GPU reads, no kernels): HOST. */
+static const struct lk_strategy *auto_resolve(eht_lookup *lk, const struct lk_strategy *self,
+					      const struct lk_call *c)
+{
+	if (!c->out_dev || !lk->table_gpu || !lk->kernels)
+		return eht_lk_strategy(EHT_LOOKUP_HOST);
+	return self;
+}
+
+/* The GPU's share of a dedup pass's distinct misses: as calibrated for ids in GPU memory. */
+static float auto_miss_share(const eht_lookup *lk, size_t n)
+{
+	const struct lk_autos *st = A(lk);
+	if (!lk->table_gpu)
+		return 0.0f;
+	if (st->force_share >= 0.0f)
+		return st->force_share > 1.0f ? 1.0f : st->force_share;
+	const struct lk_auto *a = &st->a[1][LK_AUTO_CLASS(n)];
+	return a->mode == AUTO_GPU ? 1.0f : a->mode == AUTO_SPLIT ? (float)a->f : 0.0f;
+}
+
+const struct lk_strategy eht_lk_auto = {
+	.id = EHT_LOOKUP_AUTO,
+	.name = "auto",
+	.caps = LK_CAPTURABLE,
+	.init = auto_init,
+	.fini = auto_fini,
+	.calibrate = auto_calibrate,
+	.resolve = auto_resolve,
+	.gpu_piece = auto_gpu,
+	.cpu_piece = auto_cpu,
+	.miss_share = auto_miss_share,
+};
