@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_dev_seam.py: the device layer is the only way to the GPU driver. No file outside src/gpu/cuda
 (the CUDA backend; the rest of src/gpu is backend-neutral) names the CUDA driver (eht_cu.*, EHT_CU_*, CU* types and constants, CUDA_* results, cuda/ headers),
-except src/lookup (moving onto gpu/dev.h; its count is printed and may only shrink) and the ABI check
-of src/gpu/cuda/cu_types.h; no file outside src/gpu/cuda includes a src/gpu/cuda header; and every
+except the ABI check of src/gpu/cuda/cu_types.h; no file outside src/gpu/cuda includes a src/gpu/cuda header; and every
 driver entry point the loader resolves is called somewhere (an unused one would be a symbol the
 loader demands for nothing). A failure names the file, line and token. Runs without a GPU."""
 import os
@@ -14,10 +13,7 @@ src = os.environ.get("EHT_SOURCE_DIR") or os.path.join(os.path.dirname(__file__)
 DRIVER = re.compile(r"\beht_cu[._]\w+|\bEHT_CU_(?!HIDE\b)\w+|\bCU(?:result|device|deviceptr|stream|event|graph|graphExec|"
                     r"module|function|context|hostFn|mem\w+)\b|\bCU_[A-Z0-9_]+\b|\bCUDA_(?:SUCCESS|ERROR_\w+)\b|"
                     r'#include\s+"(?:gpu/)?cuda/')
-# Until src/lookup calls gpu/dev.h (its driver calls map one to one: see src/gpu/dev.h).
-TRANSITIONAL = ("src/lookup/", "src/cuda/")
 ABI_CHECK = ("tests/cu_abi_eht.c", "tests/test_cu_abi.c", "tests/cu_abi_list.h")
-LOOKUP_MAX = 200  # lines of src/lookup naming the driver when the seam landed
 
 
 def sources():
@@ -37,7 +33,6 @@ def code_lines(text):
 
 
 bad = 0
-lookup_lines = 0
 for rel, path in sources():
     if rel.startswith("src/gpu/cuda/") or rel in ABI_CHECK:
         continue
@@ -47,20 +42,12 @@ for rel, path in sources():
         m = DRIVER.search(line)
         if not m:
             continue
-        if rel.startswith(TRANSITIONAL):
-            lookup_lines += 1
-            continue
         print("%s:%d: names the CUDA driver (%s): call src/gpu/dev.h instead" % (rel, n, m.group(0)), file=sys.stderr)
         bad += 1
-print("src/lookup: %d lines still name the driver (transitional)" % lookup_lines, file=sys.stderr)
-if lookup_lines > LOOKUP_MAX:
-    print("src/lookup: more driver lines than when the seam landed (%d > %d)" % (lookup_lines, LOOKUP_MAX),
-          file=sys.stderr)
-    bad += 1
 
-# src/gpu/cuda headers stay inside the backend (and src/cuda's forwarding headers).
+# src/gpu/cuda headers stay inside the backend.
 for rel, path in sources():
-    if rel.startswith(("src/gpu/cuda/",) + TRANSITIONAL) or rel in ABI_CHECK:
+    if rel.startswith("src/gpu/cuda/") or rel in ABI_CHECK:
         continue
     with open(path, encoding="utf-8", errors="replace") as f:
         for n, line in enumerate(f, 1):

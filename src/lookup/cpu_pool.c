@@ -44,13 +44,10 @@ static unsigned node_cpu_count(int node)
 /* GPUs whose host NUMA node is `node` (each is assumed to have its own process), at least 1. */
 static unsigned node_gpus(int node)
 {
-	int n = eht_cu_device_count(), count = 0;
+	int n = eht_dev_count(), count = 0;
 	for (int d = 0; d < n; d++) {
-		CUdevice dev;
 		int id = -1;
-		if (eht_cu.cuDeviceGet(&dev, d) == CUDA_SUCCESS &&
-		    eht_cu.cuDeviceGetAttribute(&id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) == CUDA_SUCCESS &&
-		    (id == node || node < 0))
+		if (eht_dev_attr(d, EHT_DEV_ATTR_HOST_NUMA_ID, &id) == 0 && (id == node || node < 0))
 			count++;
 	}
 	return count > 0 ? (unsigned)count : 1;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* dequant.c: the CPU reference of the BF16 output format (eht.h documents the formula). The GPU kernel
- * (src/cuda/kernels/lookup.cu, dq1) follows the same integer steps, so both agree bit for bit. */
+ * (src/gpu/kernels/lookup/rows.cuh, dq1) follows the same integer steps, so both agree bit for bit. */
 #include <pthread.h>
 #include <string.h>
 

@@ -22,10 +22,10 @@ void eht_lookup_destroy(eht_lookup *lk)
 	if (!lk)
 		return;
 	if (lk->gpu) {
-		eht_cu_use_device(lk->device);
+		eht_dev_use(lk->device);
 		if (lk->fork.side)
-			eht_cu.cuStreamSynchronize(lk->fork.side);
-		eht_cu.cuCtxSynchronize(); /* copies may still read staging */
+			eht_dev_stream_sync(lk->fork.side);
+		eht_dev_sync(); /* copies may still read staging */
 		eht_lk_hot_free(lk);
 	}
 	eht_lk_strategies_fini(lk);
@@ -135,7 +135,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 		return eht_err(ENOMEM, "lookup: out of memory");
 	pthread_mutex_init(&lk->run_mu, NULL);
 	create_geometry(lk, table, &o);
-	if ((rc = create_checks(lk)) || (lk->gpu && (rc = eht_cu_use_device(lk->device))))
+	if ((rc = create_checks(lk)) || (lk->gpu && (rc = eht_dev_use(lk->device))))
 		goto fail;
 	lk->table_gpu = lk->gpu && lk->ti.device_ptr && lk->ti.device == lk->device;
 	/* CPU pool: one per process, NUMA-local, shared by every engine (cpu_pool.c). */
@@ -180,13 +180,6 @@ struct lk_run {
 	bool dead_sync; /* the caller wants a GPU-counted dead count now: the stream is synchronized */
 };
 
-static bool is_device_ptr(const void *p)
-{
-	int type = 0;
-	CUresult r = eht_cu.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)p);
-	return r == CUDA_SUCCESS && (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED);
-}
-
 /* The call's arguments alone: flags, id type, where ids and out live, the stream. */
 static int run_args(eht_lookup *lk, const void *ids, int id_type, uint64_t count, void *out, void *stream,
 		    unsigned flags, struct lk_run *r)
@@ -215,16 +208,16 @@ static int run_args(eht_lookup *lk, const void *ids, int id_type, uint64_t count
 		return eht_err(EINVAL, "eht_lookup_run: NULL %s", ids ? "out" : "ids");
 	if (count > UINT32_MAX)
 		return eht_err(EINVAL, "eht_lookup_run: %llu ids in one call (at most 2^32-1)", (unsigned long long)count);
-	if (lk->gpu && (flags & EHT_LOOKUP_RUN_OUT_HOST) == 0 && eht_cu_use_device(lk->device))
+	if (lk->gpu && (flags & EHT_LOOKUP_RUN_OUT_HOST) == 0 && eht_dev_use(lk->device))
 		return -ENODEV;
-	r->c.ids_dev = (flags & EHT_LOOKUP_RUN_IDS_DEVICE) || (lk->gpu && !(flags & EHT_LOOKUP_RUN_IDS_HOST) && is_device_ptr(ids));
-	r->c.out_dev = (flags & EHT_LOOKUP_RUN_OUT_DEVICE) || (lk->gpu && !(flags & EHT_LOOKUP_RUN_OUT_HOST) && is_device_ptr(out));
+	r->c.ids_dev = (flags & EHT_LOOKUP_RUN_IDS_DEVICE) || (lk->gpu && !(flags & EHT_LOOKUP_RUN_IDS_HOST) && eht_dev_is_device_ptr(ids));
+	r->c.out_dev = (flags & EHT_LOOKUP_RUN_OUT_DEVICE) || (lk->gpu && !(flags & EHT_LOOKUP_RUN_OUT_HOST) && eht_dev_is_device_ptr(out));
 	if ((r->c.ids_dev || r->c.out_dev) && !lk->gpu)
 		return eht_err(EINVAL, "eht_lookup_run: GPU memory given to a CPU-only lookup engine");
-	int capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-	if (lk->gpu && EHT_CU_CHECK(cuStreamIsCapturing((CUstream)stream, &capturing)) != 0)
+	bool capturing = false;
+	if (lk->gpu && eht_dev_stream_capturing((eht_stream)stream, &capturing) != 0)
 		return eht_err_prefix(-EINVAL, "eht_lookup_run: bad stream");
-	r->c.capture = capturing != CU_STREAM_CAPTURE_STATUS_NONE;
+	r->c.capture = capturing;
 	return 0;
 }
 
@@ -283,7 +276,7 @@ static int run_pieces(eht_lookup *lk, const struct lk_run *r, const void *ids, i
 							: r->c.ids_dev ? cpu_piece_dev_ids : cpu_piece;
 	const size_t isz = id64 ? 8 : 4;
 	int rc = 0;
-	if (r->path != PATH_CPU && (rc = EHT_CU_CHECK(cuMemsetD32Async(lk->d_counters, 0, 4, s))))
+	if (r->path != PATH_CPU && (rc = eht_dev_memset32_async(lk->d_counters, 0, 4, s)))
 		return rc;
 	for (uint64_t b = 0; b < count && !rc; b += lk->max_batch) {
 		size_t m = count - b < lk->max_batch ? (size_t)(count - b) : (size_t)lk->max_batch;
@@ -307,8 +300,8 @@ static int run_finish(eht_lookup *lk, const struct lk_run *r, bool published, vo
 		return 0;
 	}
 	lk->last.dead_gpu = true;
-	int rc = published ? 0 : EHT_CU_CHECK(cuMemcpyDtoHAsync(lk->h_dead, lk->d_counters, sizeof(uint64_t), s));
-	if (!rc && r->dead_sync && !(rc = EHT_CU_CHECK(cuStreamSynchronize(s))))
+	int rc = published ? 0 : eht_dev_d2h_async(lk->h_dead, lk->d_counters, sizeof(uint64_t), s);
+	if (!rc && r->dead_sync && !(rc = eht_dev_stream_sync(s)))
 		*dead = eht_lookup_last_dead_count(lk);
 	return rc;
 }

@@ -3,7 +3,7 @@
  * same stream (the ids never pass through the caller). */
 #include <stdlib.h>
 
-#include "cuda/cu_driver.h"
+#include "gpu/dev.h"
 #include "eht.h"
 #include "engram/engram_impl.h"
 #include "util/err.h"
@@ -13,7 +13,7 @@ struct eht_engram_lookup {
 	uint32_t li;
 	eht_lookup *lk;
 	size_t max_tokens;
-	CUdeviceptr ids;
+	eht_dptr ids;
 };
 
 int eht_engram_lookup_create(const eht_engram_layout *l, uint32_t li, eht_lookup *lk, size_t max_tokens,
@@ -32,7 +32,7 @@ int eht_engram_lookup_create(const eht_engram_layout *l, uint32_t li, eht_lookup
 	if (!el)
 		return eht_err(ENOMEM, "engram lookup: out of memory");
 	*el = (eht_engram_lookup){l, li, lk, max_tokens, 0};
-	if ((rc = EHT_CU_CHECK(cuMemAlloc(&el->ids, max_tokens * l->cols * 4)))) {
+	if ((rc = eht_dev_alloc(&el->ids, max_tokens * l->cols * 4))) {
 		free(el);
 		return rc;
 	}
@@ -63,8 +63,8 @@ void eht_engram_lookup_destroy(eht_engram_lookup *el)
 		return;
 	if (el->ids) {
 		/* the ids buffer may still be read by queued work */
-		eht_cu.cuCtxSynchronize();
-		eht_cu.cuMemFree(el->ids);
+		eht_dev_sync();
+		eht_dev_free(el->ids);
 	}
 	free(el);
 }

@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda/cu_driver.h"
-#include "cuda/gpu_lookup.h"
+#include "gpu/dev.h"
+#include "gpu/gpu_lookup.h"
 #include "eht.h"
 #include "table/table_impl.h"
 #include "util/pool.h"
@@ -81,19 +81,19 @@ struct eht_lookup {
 	/* GPU core: the kernels and the counters every GPU piece writes. */
 	struct eht_gpu_lookup g;
 	uint64_t *h_dead; /* pinned, mapped: a GPU-counted run's dead ids (copied, or written by a kernel) */
-	CUdeviceptr d_counters, d_h_dead; /* 2 u64 (dead ids, distinct rows of the piece); h_dead's address */
+	eht_dptr d_counters, d_h_dead; /* 2 u64 (dead ids, distinct rows of the piece); h_dead's address */
 	/* GPU parts (parts.c), each made at its first request and kept. */
 	struct lk_ids {    /* host ids of a GPU piece pass through pinned h_ids into d_ids (ev: the copy) */
 		void *h_ids;
 		bool used;
-		CUdeviceptr d_ids; CUevent ev;
+		eht_dptr d_ids; eht_event ev;
 	} ids;
 	struct lk_scratch { /* distinct rows (compact) and slots of a sorted / deduplicated piece */
-		CUdeviceptr d_compact, d_slot;
+		eht_dptr d_compact, d_slot;
 		uint64_t compact_rows;
 	} scr;
 	struct lk_fork {   /* a side stream for a piece split between two gatherers */
-		CUstream side; CUevent ev_fork, ev_join;
+		eht_stream side; eht_event ev_fork, ev_join;
 	} fork;
 
 	/* The last run's dead count (where it is kept) and strategy (lookup.c: run_finish). */
@@ -124,7 +124,7 @@ struct lk_piece {
 	size_t n;
 	void *out;
 	bool out_dev, capture;
-	CUstream s;
+	eht_stream s;
 	uint64_t *dead; /* the CPU piece adds the dead ids it saw (the GPU piece counts on the GPU) */
 	bool publish_dead;   /* GPU piece, the run's only one: may have its kernel publish the count */
 	bool dead_published; /* ... and did (lk->h_dead holds it once the stream passed) */
@@ -182,7 +182,7 @@ int eht_lk_check_call(const eht_lookup *lk, const struct lk_strategy *st, const 
  * then nothing is allocated: chains of calls check once). */
 void *eht_lk_host_alloc(eht_lookup *lk, size_t bytes, int *rc);
 void eht_lk_host_free(eht_lookup *lk, void *p);
-CUdeviceptr eht_lk_dev_alloc(size_t bytes, int *rc);
+eht_dptr eht_lk_dev_alloc(size_t bytes, int *rc);
 /* The core GPU state: kernels (a failure is an error where st reads the table on the GPU or the
  * output is BF16, else a warning), counters, the dead word, the ids copy. */
 int eht_lk_core_gpu_init(eht_lookup *lk);
@@ -191,18 +191,18 @@ void eht_lk_core_gpu_fini(eht_lookup *lk);
 int eht_lk_scratch(eht_lookup *lk);
 int eht_lk_fork_init(eht_lookup *lk);
 /* Forks the side stream off s (events, so a capture follows it) / joins it back into s. */
-int eht_lk_fork(eht_lookup *lk, CUstream s), eht_lk_join(eht_lookup *lk, CUstream s);
+int eht_lk_fork(eht_lookup *lk, eht_stream s), eht_lk_join(eht_lookup *lk, eht_stream s);
 /* Ids of one piece as a device pointer: in place when on the GPU, else copied through pinned h_ids
  * into d_ids on s (not capturable). */
 int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n,
-			 CUstream s, CUdeviceptr *dptr);
+			 eht_stream s, eht_dptr *dptr);
 /* Ids in GPU memory for the CPU: copied back into h_ids, s synchronized. */
-int eht_lk_ids_to_host(eht_lookup *lk, const void *d_ids, size_t bytes, CUstream s, const void **out);
+int eht_lk_ids_to_host(eht_lookup *lk, const void *d_ids, size_t bytes, eht_stream s, const void **out);
 
 /* ------------------------------------------------------------------- pieces other files use */
 /* DIRECT of one piece into GPU out (strategy/direct.c; AUTO's GPU side). */
 int eht_lk_direct_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			CUdeviceptr out, CUstream s);
+			eht_dptr out, eht_stream s);
 
 /* One id (int32/int64 at index i) + off -> local row, or LK_DEAD. */
 static inline uint64_t eht_lk_local(const void *ids, int id64, size_t i, int64_t off, int64_t lo, int64_t hi)
@@ -236,7 +236,7 @@ void eht_lk_hot_free(eht_lookup *lk);
 /* The dedup state alone (EHT_LOOKUP_GPU_DEDUP without a hot set). */
 int eht_lk_dedup_init(eht_lookup *lk);
 /* A step boundary of an eager run on s: a pending hot-set refresh is applied there. */
-int eht_lk_hot_boundary(eht_lookup *lk, CUstream s);
+int eht_lk_hot_boundary(eht_lookup *lk, eht_stream s);
 /* At create: the hot set of the options, else the table's (its server's) unless
  * EHT_LOOKUP_NO_HOTSET, capped to hotset_max_bytes. */
 int eht_lk_hot_create(eht_lookup *lk);

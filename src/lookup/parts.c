@@ -21,7 +21,7 @@ void *eht_lk_host_alloc(eht_lookup *lk, size_t bytes, int *rc)
 		bytes = 8;
 	if (lk->gpu) {
 		/* Pinned once here so every copy is a true async DMA; PORTABLE for any context. */
-		*rc = EHT_CU_CHECK(cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE));
+		*rc = eht_dev_host_alloc(&p, bytes, EHT_DEV_HOST_PORTABLE);
 		if (*rc)
 			eht_err_prefix(*rc, "lookup: pinning %zu bytes of staging", bytes);
 	} else if (!(p = malloc(bytes))) {
@@ -35,17 +35,17 @@ void eht_lk_host_free(eht_lookup *lk, void *p)
 	if (!p)
 		return;
 	if (lk->gpu)
-		eht_cu.cuMemFreeHost(p);
+		eht_dev_host_free(p);
 	else
 		free(p);
 }
 
-CUdeviceptr eht_lk_dev_alloc(size_t bytes, int *rc)
+eht_dptr eht_lk_dev_alloc(size_t bytes, int *rc)
 {
-	CUdeviceptr d = 0;
+	eht_dptr d = 0;
 	if (*rc)
 		return 0;
-	*rc = EHT_CU_CHECK(cuMemAlloc(&d, bytes ? bytes : 8));
+	*rc = eht_dev_alloc(&d, bytes ? bytes : 8);
 	if (*rc)
 		eht_err_prefix(*rc, "lookup: %zu bytes of GPU memory", bytes);
 	return d;
@@ -65,12 +65,12 @@ int eht_lk_core_gpu_init(eht_lookup *lk)
 	lk->ids.d_ids = eht_lk_dev_alloc(lk->max_batch * 8, &rc);
 	lk->d_counters = eht_lk_dev_alloc(2 * sizeof(uint64_t), &rc);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuEventCreate(&lk->ids.ev, CU_EVENT_DISABLE_TIMING));
+		rc = eht_dev_event_create(&lk->ids.ev, EHT_EVENT_TIMING);
 	/* The dead word: mapped, so a stage-in kernel can publish a run's count itself. */
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemHostAlloc((void **)&lk->h_dead, 8, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+		rc = eht_dev_host_alloc((void **)&lk->h_dead, 8, EHT_DEV_HOST_PORTABLE | EHT_DEV_HOST_MAPPED);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemHostGetDevicePointer(&lk->d_h_dead, lk->h_dead, 0));
+		rc = eht_dev_host_dptr(&lk->d_h_dead, lk->h_dead);
 	if (!rc)
 		*lk->h_dead = 0;
 	return rc;
@@ -78,19 +78,19 @@ int eht_lk_core_gpu_init(eht_lookup *lk)
 
 void eht_lk_core_gpu_fini(eht_lookup *lk)
 {
-	CUevent evs[] = {lk->ids.ev, lk->fork.ev_fork, lk->fork.ev_join};
+	eht_event evs[] = {lk->ids.ev, lk->fork.ev_fork, lk->fork.ev_join};
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		if (evs[i])
-			eht_cu.cuEventDestroy(evs[i]);
+			eht_dev_event_destroy(evs[i]);
 	if (lk->fork.side)
-		eht_cu.cuStreamDestroy(lk->fork.side);
-	CUdeviceptr ds[] = {lk->ids.d_ids, lk->scr.d_compact, lk->scr.d_slot, lk->d_counters};
+		eht_dev_stream_destroy(lk->fork.side);
+	eht_dptr ds[] = {lk->ids.d_ids, lk->scr.d_compact, lk->scr.d_slot, lk->d_counters};
 	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
 		if (ds[i])
-			eht_cu.cuMemFree(ds[i]);
+			eht_dev_free(ds[i]);
 	eht_lk_host_free(lk, lk->ids.h_ids);
 	if (lk->h_dead)
-		eht_cu.cuMemFreeHost(lk->h_dead);
+		eht_dev_host_free(lk->h_dead);
 	eht_gpu_lookup_unload(&lk->g);
 }
 
@@ -112,19 +112,19 @@ int eht_lk_fork_init(eht_lookup *lk)
 	struct lk_fork *f = &lk->fork;
 	if (f->side)
 		return 0;
-	int rc = EHT_CU_CHECK(cuEventCreate(&f->ev_fork, CU_EVENT_DISABLE_TIMING));
+	int rc = eht_dev_event_create(&f->ev_fork, EHT_EVENT_TIMING);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuEventCreate(&f->ev_join, CU_EVENT_DISABLE_TIMING));
-	return rc ? rc : EHT_CU_CHECK(cuStreamCreate(&f->side, CU_STREAM_NON_BLOCKING));
+		rc = eht_dev_event_create(&f->ev_join, EHT_EVENT_TIMING);
+	return rc ? rc : eht_dev_stream_create(&f->side, EHT_STREAM_NONBLOCKING);
 }
 
-int eht_lk_fork(eht_lookup *lk, CUstream s)
+int eht_lk_fork(eht_lookup *lk, eht_stream s)
 {
-	int rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_fork, s));
-	return rc ? rc : EHT_CU_CHECK(cuStreamWaitEvent(lk->fork.side, lk->fork.ev_fork, 0));
+	int rc = eht_dev_event_record(lk->fork.ev_fork, s);
+	return rc ? rc : eht_dev_stream_wait_event(lk->fork.side, lk->fork.ev_fork);
 }
 
-int eht_lk_join(eht_lookup *lk, CUstream s) { return EHT_CU_CHECK(cuStreamWaitEvent(s, lk->fork.ev_join, 0)); }
+int eht_lk_join(eht_lookup *lk, eht_stream s) { return eht_dev_stream_wait_event(s, lk->fork.ev_join); }
 
 /* ------------------------------------------------------------------- the ids copy */
 /* Waits until the copy that last read h_ids has finished. */
@@ -133,14 +133,14 @@ static int ids_wait(struct lk_ids *x)
 	if (!x->used)
 		return 0;
 	x->used = false;
-	return EHT_CU_CHECK(cuEventSynchronize(x->ev));
+	return eht_dev_event_sync(x->ev);
 }
 
 int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n,
-			 CUstream s, CUdeviceptr *dptr)
+			 eht_stream s, eht_dptr *dptr)
 {
 	if (ids_dev) {
-		*dptr = (CUdeviceptr)(uintptr_t)ids;
+		*dptr = (eht_dptr)(uintptr_t)ids;
 		return 0;
 	}
 	struct lk_ids *x = &lk->ids;
@@ -148,19 +148,19 @@ int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t i
 	if (rc)
 		return rc;
 	memcpy(x->h_ids, ids, n * isz);
-	rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(x->d_ids, x->h_ids, n * isz, s));
-	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(x->ev, s))))
+	rc = eht_dev_h2d_async(x->d_ids, x->h_ids, n * isz, s);
+	if (!rc && !(rc = eht_dev_event_record(x->ev, s)))
 		x->used = true;
 	*dptr = x->d_ids;
 	return rc;
 }
 
-int eht_lk_ids_to_host(eht_lookup *lk, const void *d_ids, size_t bytes, CUstream s, const void **out)
+int eht_lk_ids_to_host(eht_lookup *lk, const void *d_ids, size_t bytes, eht_stream s, const void **out)
 {
 	struct lk_ids *x = &lk->ids;
 	int rc = ids_wait(x);
-	if (!rc && !(rc = EHT_CU_CHECK(cuMemcpyDtoHAsync(x->h_ids, (CUdeviceptr)(uintptr_t)d_ids, bytes, s))))
-		rc = EHT_CU_CHECK(cuStreamSynchronize(s));
+	if (!rc && !(rc = eht_dev_d2h_async(x->h_ids, (eht_dptr)(uintptr_t)d_ids, bytes, s)))
+		rc = eht_dev_stream_sync(s);
 	*out = x->h_ids;
 	return rc;
 }

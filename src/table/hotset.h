@@ -11,7 +11,7 @@
 
 /* Index: keys[cap] (local rows, EHT_HOT_EMPTY where free) and vals[cap] (slot in the row buffer),
  * cap = 2^bits >= 2 x rows (at most half full, so a probe always meets a free entry). Linear probing
- * from (key * EHT_HOT_MUL) >> (64 - bits); the kernels (src/cuda/kernels/lookup.cu) use the same. */
+ * from (key * EHT_HOT_MUL) >> (64 - bits); the kernels (src/gpu/kernels/lookup_const.h) use the same. */
 #define EHT_HOT_EMPTY UINT64_MAX
 #define EHT_HOT_MUL 0x9E3779B97F4A7C15ull
 #define EHT_HOT_NONE UINT32_MAX

@@ -24,19 +24,19 @@
 struct lk_hot {
 	uint64_t n; /* hot rows (0: dedup only) */
 	struct eht_hot_index ix;
-	CUdeviceptr d_keys, d_vals, d_rows;
+	eht_dptr d_keys, d_vals, d_rows;
 	uint32_t dbits;
-	CUdeviceptr d_dkeys, d_dvals, d_uniq, d_code;
+	eht_dptr d_dkeys, d_dvals, d_uniq, d_code;
 	bool dirty; /* the dedup table may hold entries of a run that failed half way */
 	/* Refresh (eht_lookup_update_hotset): plans from any thread, applied on a run's stream. */
 	struct eht_hot_refresh rf;
 	_Atomic uint64_t live_rows; /* rows of the set the GPU has (n: the capacity) */
-	CUdeviceptr d_lslot, d_lrows; /* a refresh's new rows pass through these, LOAD_CHUNK at a time */
-	CUevent ev_applied;   /* after the last applied plan's copies (its pinned buffers free again) */
+	eht_dptr d_lslot, d_lrows; /* a refresh's new rows pass through these, LOAD_CHUNK at a time */
+	eht_event ev_applied;   /* after the last applied plan's copies (its pinned buffers free again) */
 	bool applied_used;    /* both only under rf.mu */
 	eht_lookup *lk;
 	/* Adapting (eht_lookup_hotset_adapt): the mark kernel's samples, read by a thread each period. */
-	CUdeviceptr d_hits, d_ring, d_ring_head; /* u32 per slot; ADAPT_RING u64 rows; u64 head */
+	eht_dptr d_hits, d_ring, d_ring_head; /* u32 per slot; ADAPT_RING u64 rows; u64 head */
 	pthread_t adapt_th;
 	bool adapt_running;
 	unsigned adapt_ms;
@@ -61,22 +61,22 @@ void eht_lk_hot_free(eht_lookup *lk)
 	eht_lk_hot_adapt_stop(h);
 	eht_hot_refresh_fini(&h->rf);
 	if (h->ev_applied)
-		eht_cu.cuEventDestroy(h->ev_applied);
-	CUdeviceptr ds[] = {h->d_keys, h->d_vals, h->d_rows, h->d_dkeys, h->d_dvals, h->d_uniq, h->d_code, h->d_lslot,
+		eht_dev_event_destroy(h->ev_applied);
+	eht_dptr ds[] = {h->d_keys, h->d_vals, h->d_rows, h->d_dkeys, h->d_dvals, h->d_uniq, h->d_code, h->d_lslot,
 			    h->d_lrows, h->d_hits, h->d_ring, h->d_ring_head};
 	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
 		if (ds[i])
-			eht_cu.cuMemFree(ds[i]);
+			eht_dev_free(ds[i]);
 	eht_hot_index_free(&h->ix);
 	free(h);
 	lk->hot = NULL;
 }
 
-static int dalloc(CUdeviceptr *d, size_t bytes, int rc)
+static int dalloc(eht_dptr *d, size_t bytes, int rc)
 {
 	if (rc)
 		return rc;
-	rc = EHT_CU_CHECK(cuMemAlloc(d, bytes ? bytes : 8));
+	rc = eht_dev_alloc(d, bytes ? bytes : 8);
 	return rc ? eht_err_prefix(rc, "hot set: %zu bytes of GPU memory", bytes) : 0;
 }
 
@@ -95,7 +95,7 @@ static int fill_rows(eht_lookup *lk, struct lk_hot *h, const int64_t *rows)
 			rc = eht_err(EINVAL, "hot set: %llu rows of entries %llu.. are dead", (unsigned long long)dead,
 				     (unsigned long long)b);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_rows + b * lk->rb, buf, m * lk->rb));
+			rc = eht_dev_h2d(h->d_rows + b * lk->rb, buf, m * lk->rb);
 	}
 	eht_lk_host_free(lk, buf);
 	return rc;
@@ -111,13 +111,13 @@ static int dedup_alloc(eht_lookup *lk, struct lk_hot *h)
 	h->dbits = 1;
 	while ((1ull << h->dbits) < 2 * lk->max_batch)
 		h->dbits++;
-	int rc = eht_cu_use_device(lk->device);
+	int rc = eht_dev_use(lk->device);
 	rc = dalloc(&h->d_dkeys, (8ull << h->dbits), rc);
 	rc = dalloc(&h->d_dvals, (4ull << h->dbits), rc);
 	rc = dalloc(&h->d_uniq, lk->max_batch * 4, rc);
 	rc = dalloc(&h->d_code, lk->max_batch * 4, rc);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemsetD8(h->d_dkeys, 0xff, 8ull << h->dbits));
+		rc = eht_dev_memset8(h->d_dkeys, 0xff, 8ull << h->dbits);
 	return rc ? rc : eht_lk_scratch(lk); /* the distinct misses' rows go to its compact buffer */
 }
 
@@ -139,7 +139,7 @@ static void *pinned_alloc(void *ctx, size_t bytes)
 {
 	struct lk_hot *h = ctx;
 	void *p = NULL;
-	if (eht_cu_use_device(h->lk->device) || EHT_CU_CHECK(cuMemHostAlloc(&p, bytes ? bytes : 8, CU_MEMHOSTALLOC_PORTABLE)))
+	if (eht_dev_use(h->lk->device) || eht_dev_host_alloc(&p, bytes ? bytes : 8, EHT_DEV_HOST_PORTABLE))
 		return NULL;
 	return p;
 }
@@ -147,7 +147,7 @@ static void *pinned_alloc(void *ctx, size_t bytes)
 static void pinned_free(void *ctx, void *p)
 {
 	(void)ctx;
-	eht_cu.cuMemFreeHost(p);
+	eht_dev_host_free(p);
 }
 
 /* The last applied plan's copies must have read the pinned buffers before they are rewritten. */
@@ -156,8 +156,8 @@ static int applied_wait(void *ctx)
 	struct lk_hot *h = ctx;
 	if (!h->applied_used)
 		return 0;
-	int rc = eht_cu_use_device(h->lk->device);
-	if (!rc && !(rc = EHT_CU_CHECK(cuEventSynchronize(h->ev_applied))))
+	int rc = eht_dev_use(h->lk->device);
+	if (!rc && !(rc = eht_dev_event_sync(h->ev_applied)))
 		h->applied_used = false;
 	return rc;
 }
@@ -172,7 +172,7 @@ static int refresh_gather(void *ctx, const int64_t *rows, size_t n, uint8_t *dst
 
 struct apply_ctx {
 	struct lk_hot *h;
-	CUstream s;
+	eht_stream s;
 };
 
 /* Enqueues a plan on the run's stream: the whole index (same size and hash: captured kernels keep
@@ -182,18 +182,18 @@ static int refresh_apply(void *ctx, const struct eht_hot_plan *p)
 	struct apply_ctx *a = ctx;
 	struct lk_hot *h = a->h;
 	eht_lookup *lk = h->lk;
-	int rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_keys, p->keys, h->ix.cap * 8, a->s));
+	int rc = eht_dev_h2d_async(h->d_keys, p->keys, h->ix.cap * 8, a->s);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_vals, p->vals, h->ix.cap * 4, a->s));
+		rc = eht_dev_h2d_async(h->d_vals, p->vals, h->ix.cap * 4, a->s);
 	for (uint64_t b = 0; !rc && b < p->nload; b += LOAD_CHUNK) {
 		uint64_t m = p->nload - b < LOAD_CHUNK ? p->nload - b : LOAD_CHUNK;
-		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_lrows, p->load_bytes + b * lk->rb, m * lk->rb, a->s));
+		rc = eht_dev_h2d_async(h->d_lrows, p->load_bytes + b * lk->rb, m * lk->rb, a->s);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(h->d_lslot, p->load_slot + b, m * 4, a->s));
+			rc = eht_dev_h2d_async(h->d_lslot, p->load_slot + b, m * 4, a->s);
 		if (!rc)
 			rc = eht_gpu_scatter_rows(&lk->g, a->s, h->d_lslot, m, h->d_lrows, lk->rb, h->d_rows);
 	}
-	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(h->ev_applied, a->s)))) {
+	if (!rc && !(rc = eht_dev_event_record(h->ev_applied, a->s))) {
 		h->applied_used = true;
 		h->live_rows = p->rows;
 		atomic_fetch_add(&h->refreshes, 1);
@@ -204,7 +204,7 @@ static int refresh_apply(void *ctx, const struct eht_hot_plan *p)
 static int refresh_init(eht_lookup *lk, struct lk_hot *h, const int64_t *rows)
 {
 	uint64_t lrows = h->n < LOAD_CHUNK ? h->n : LOAD_CHUNK;
-	int rc = EHT_CU_CHECK(cuEventCreate(&h->ev_applied, CU_EVENT_DISABLE_TIMING));
+	int rc = eht_dev_event_create(&h->ev_applied, EHT_EVENT_TIMING);
 	rc = dalloc(&h->d_lslot, lrows * 4, rc);
 	rc = dalloc(&h->d_lrows, lrows * lk->rb, rc);
 	struct eht_hot_mem mem = {.alloc = pinned_alloc, .free = pinned_free, .wait = applied_wait, .ctx = h};
@@ -223,7 +223,7 @@ int eht_lookup_update_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 	return eht_hot_refresh_prepare(&lk->hot->rf, rows, n, refresh_gather, lk);
 }
 
-int eht_lk_hot_boundary(eht_lookup *lk, CUstream s)
+int eht_lk_hot_boundary(eht_lookup *lk, eht_stream s)
 {
 	struct lk_hot *h = lk->hot;
 	if (!h || !h->n)
@@ -239,12 +239,12 @@ int eht_lookup_hotset_apply(eht_lookup *lk, void *stream)
 		return eht_err(EINVAL, "eht_lookup_hotset_apply: NULL engine");
 	if (!lk->hot || !lk->hot->n)
 		return 0;
-	CUstream s = (CUstream)stream;
-	int capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-	int rc = eht_cu_use_device(lk->device);
-	if (!rc && (rc = EHT_CU_CHECK(cuStreamIsCapturing(s, &capturing))))
+	eht_stream s = (eht_stream)stream;
+	bool capturing = false;
+	int rc = eht_dev_use(lk->device);
+	if (!rc && (rc = eht_dev_stream_capturing(s, &capturing)))
 		return eht_err_prefix(rc, "eht_lookup_hotset_apply: bad stream");
-	if (!rc && capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+	if (!rc && capturing)
 		return eht_err(EOPNOTSUPP, "eht_lookup_hotset_apply: the stream is capturing (apply between replays)");
 	struct apply_ctx a = {.h = lk->hot, .s = s};
 	return rc ? rc : eht_hot_refresh_take(&lk->hot->rf, refresh_apply, &a);
@@ -264,14 +264,14 @@ static void *adapt_main(void *arg)
 	bool first = true; /* the counters may hold an earlier run of adapting: the first read is the base */
 	int64_t *live = malloc(S * 8), *next = malloc(S * 8);
 	struct eht_hot_adapt a = {0};
-	CUstream st = NULL;
-	int rc = eht_cu_use_device(lk->device);
+	eht_stream st = NULL;
+	int rc = eht_dev_use(lk->device);
 	if (!rc && (!hits || !prev || !delta || !ring || !miss || !live || !next))
 		rc = eht_err(ENOMEM, "hot set %s: out of memory for adapting", lk->ti.name);
 	if (!rc)
 		rc = eht_hot_adapt_init(&a, S, 0.7f, 2.0f);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+		rc = eht_dev_stream_create(&st, EHT_STREAM_NONBLOCKING);
 	if (rc)
 		eht_warn("hot set %s: adapting stopped (%s)", lk->ti.name, eht_last_error());
 	pthread_mutex_lock(&h->adapt_mu);
@@ -287,13 +287,13 @@ static void *adapt_main(void *arg)
 		pthread_mutex_unlock(&h->adapt_mu);
 		/* Read while kernels may be writing: counts are monotonic (differences), ring slots
 		 * torn or overwritten only misplace a sample or two. */
-		int crc = EHT_CU_CHECK(cuMemcpyDtoHAsync(hits, h->d_hits, S * 4, st));
+		int crc = eht_dev_d2h_async(hits, h->d_hits, S * 4, st);
 		if (!crc)
-			crc = EHT_CU_CHECK(cuMemcpyDtoHAsync(ring, h->d_ring, ADAPT_RING * 8, st));
+			crc = eht_dev_d2h_async(ring, h->d_ring, ADAPT_RING * 8, st);
 		if (!crc)
-			crc = EHT_CU_CHECK(cuMemcpyDtoHAsync(&head, h->d_ring_head, 8, st));
+			crc = eht_dev_d2h_async(&head, h->d_ring_head, 8, st);
 		if (!crc)
-			crc = EHT_CU_CHECK(cuStreamSynchronize(st));
+			crc = eht_dev_stream_sync(st);
 		if (crc) {
 			eht_warn("hot set %s: adapting stopped (%s)", lk->ti.name, eht_last_error());
 			pthread_mutex_lock(&h->adapt_mu);
@@ -328,7 +328,7 @@ static void *adapt_main(void *arg)
 	}
 	pthread_mutex_unlock(&h->adapt_mu);
 	if (st)
-		eht_cu.cuStreamDestroy(st);
+		eht_dev_stream_destroy(st);
 	eht_hot_adapt_fini(&a);
 	free(hits);
 	free(prev);
@@ -365,15 +365,15 @@ int eht_lookup_hotset_adapt(eht_lookup *lk, unsigned period_ms)
 	eht_lk_hot_adapt_stop(h);
 	if (period_ms == 0)
 		return 0;
-	int rc = eht_cu_use_device(lk->device);
+	int rc = eht_dev_use(lk->device);
 	if (!h->d_hits || !h->d_ring || !h->d_ring_head) {
 		rc = h->d_hits ? rc : dalloc(&h->d_hits, h->n * 4, rc);
 		rc = h->d_ring ? rc : dalloc(&h->d_ring, ADAPT_RING * 8, rc);
 		rc = h->d_ring_head ? rc : dalloc(&h->d_ring_head, 8, rc);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemsetD8(h->d_hits, 0, h->n * 4));
+			rc = eht_dev_memset8(h->d_hits, 0, h->n * 4);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemsetD8(h->d_ring_head, 0, 8));
+			rc = eht_dev_memset8(h->d_ring_head, 0, 8);
 		if (rc)
 			return rc;
 	}
@@ -438,14 +438,14 @@ int eht_lookup_set_hotset(eht_lookup *lk, const int64_t *rows, uint64_t n)
 	if ((rc = eht_hot_rows_local(rows, n, lk->lo, lk->hi, loc)) || (rc = eht_hot_index_build(loc, n, &h->ix)))
 		goto out;
 	h->n = n;
-	rc = eht_cu_use_device(lk->device);
+	rc = eht_dev_use(lk->device);
 	rc = dalloc(&h->d_keys, h->ix.cap * 8, rc);
 	rc = dalloc(&h->d_vals, h->ix.cap * 4, rc);
 	rc = dalloc(&h->d_rows, n * lk->rb, rc);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_keys, h->ix.keys, h->ix.cap * 8));
+		rc = eht_dev_h2d(h->d_keys, h->ix.keys, h->ix.cap * 8);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoD(h->d_vals, h->ix.vals, h->ix.cap * 4));
+		rc = eht_dev_h2d(h->d_vals, h->ix.vals, h->ix.cap * 4);
 	if (!rc)
 		rc = fill_rows(lk, h, rows);
 	if (!rc)
@@ -469,16 +469,16 @@ uint64_t eht_lookup_hotset_rows(const eht_lookup *lk)
 int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p)
 {
 	struct lk_hot *h = lk->hot;
-	CUstream s = p->s;
-	CUdeviceptr d, ucount = lk->d_counters + sizeof(uint64_t), compact = lk->scr.d_compact;
+	eht_stream s = p->s;
+	eht_dptr d, ucount = lk->d_counters + sizeof(uint64_t), compact = lk->scr.d_compact;
 	int rc = eht_lk_piece_ids_dev(lk, p->ids, p->ids_dev, p->id64 ? 8 : 4, p->n, s, &d);
 	/* A run that failed between mark and expand left entries in the dedup table. */
-	if (!rc && h->dirty && !(rc = EHT_CU_CHECK(cuMemsetD8Async(h->d_dkeys, 0xff, 8ull << h->dbits, s))))
+	if (!rc && h->dirty && !(rc = eht_dev_memset8_async(h->d_dkeys, 0xff, 8ull << h->dbits, s)))
 		h->dirty = false;
 	/* The distinct count starts at zero: eht_lookup_run zeroed it for the run's first piece (a run of
 	 * one piece, the common case, needs no second memset node in its graph). */
 	if (!rc && !p->publish_dead)
-		rc = EHT_CU_CHECK(cuMemsetD32Async(ucount, 0, 2, s));
+		rc = eht_dev_memset32_async(ucount, 0, 2, s);
 	if (rc)
 		return rc;
 	struct eht_gpu_ids gi = {.ids = d, .id64 = p->id64, .off = p->off, .lo = lk->lo, .hi = lk->hi};
@@ -493,14 +493,14 @@ int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p)
 	 * both at once (the fork). */
 	float share = p->st->miss_share(lk, p->n);
 	bool split = share > 0.0f && share < 1.0f;
-	CUstream gs = split ? lk->fork.side : s;
+	eht_stream gs = split ? lk->fork.side : s;
 	if (split)
 		rc = eht_lk_fork(lk, s);
 	if (!rc && share > 0.0f)
 		rc = eht_gpu_gather_uniq(&lk->g, gs, h->d_uniq, lk->d_counters, share, p->n, lk->ti.device_ptr, lk->rb,
 					 compact);
 	if (!rc && split)
-		rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_join, lk->fork.side));
+		rc = eht_dev_event_record(lk->fork.ev_join, lk->fork.side);
 	if (!rc && share < 1.0f) {
 		p->dead_published = p->publish_dead;
 		rc = eht_lk_bell_compact(lk, h->d_uniq, ucount, compact, share, p->n, s, p->capture, p->publish_dead);
@@ -508,7 +508,7 @@ int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p)
 	if (!rc && split)
 		rc = eht_lk_join(lk, s);
 	if (!rc)
-		rc = eht_gpu_expand_codes(&lk->g, s, &gh, p->n, compact, lk->rb, (CUdeviceptr)(uintptr_t)p->out, lk->fmt);
+		rc = eht_gpu_expand_codes(&lk->g, s, &gh, p->n, compact, lk->rb, (eht_dptr)(uintptr_t)p->out, lk->fmt);
 	if (!rc)
 		h->dirty = false;
 	return rc;

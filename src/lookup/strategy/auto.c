@@ -29,7 +29,7 @@ struct lk_auto {
 /* AUTO's state (lk->state[EHT_LOOKUP_AUTO]): it composes HOST and DIRECT's piece, on the fork. */
 struct lk_autos {
 	struct lk_auto a[2][LK_AUTO_NCLASS]; /* [ids in GPU memory][class] */
-	CUevent ev_t0, ev_t1; /* timing events around the GPU part of a split */
+	eht_event ev_t0, ev_t1; /* timing events around the GPU part of a split */
 	float force_share; /* EHT_LOOKUP_DEDUP_SHARE (tests, diagnosis): the GPU share of a dedup pass; < 0: calibrated */
 };
 
@@ -52,9 +52,9 @@ static int auto_init(eht_lookup *lk)
 		return rc;
 	rc = eht_lk_fork_init(lk);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuEventCreate(&st->ev_t0, CU_EVENT_DEFAULT));
+		rc = eht_dev_event_create(&st->ev_t0, EHT_EVENT_TIMING);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuEventCreate(&st->ev_t1, CU_EVENT_DEFAULT));
+		rc = eht_dev_event_create(&st->ev_t1, EHT_EVENT_TIMING);
 	return rc;
 }
 
@@ -64,9 +64,9 @@ static void auto_fini(eht_lookup *lk)
 	if (!st)
 		return;
 	if (st->ev_t0)
-		eht_cu.cuEventDestroy(st->ev_t0);
+		eht_dev_event_destroy(st->ev_t0);
 	if (st->ev_t1)
-		eht_cu.cuEventDestroy(st->ev_t1);
+		eht_dev_event_destroy(st->ev_t1);
 	free(st);
 	lk->state[EHT_LOOKUP_AUTO] = NULL;
 }
@@ -96,11 +96,11 @@ static uint64_t count_dead(const eht_lookup *lk, const void *ids, int id64, int6
 static void auto_learn(eht_lookup *lk, struct lk_auto *a)
 {
 	struct lk_autos *st = A(lk);
-	if (!a->pending || eht_cu.cuEventQuery(st->ev_t1) != CUDA_SUCCESS)
+	if (!a->pending || eht_dev_event_done(st->ev_t1) != 1)
 		return;
 	a->pending = false;
 	float ms = 0;
-	if (eht_cu.cuEventElapsedTime(&ms, st->ev_t0, st->ev_t1) != CUDA_SUCCESS || ms <= 0 || a->t_cpu <= 0 ||
+	if (eht_dev_event_ms(&ms, st->ev_t0, st->ev_t1) != 0 || ms <= 0 || a->t_cpu <= 0 ||
 	    a->k == 0 || a->k >= a->n)
 		return;
 	double rg = (double)a->k / (ms * 1e-3), rc = (double)(a->n - a->k) / a->t_cpu;
@@ -113,18 +113,18 @@ static void auto_learn(eht_lookup *lk, struct lk_auto *a)
 
 /* Forks ids [0, k) to DIRECT on the side stream (events, so a capture follows it). */
 static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t k,
-		       CUdeviceptr out, CUstream s, bool timed)
+		       eht_dptr out, eht_stream s, bool timed)
 {
 	struct lk_autos *st = A(lk);
 	int rc = eht_lk_fork(lk, s);
 	if (!rc && timed)
-		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t0, lk->fork.side));
+		rc = eht_dev_event_record(st->ev_t0, lk->fork.side);
 	if (!rc)
 		rc = eht_lk_direct_piece(lk, ids, ids_dev, id64, off, k, out, lk->fork.side);
 	if (!rc && timed)
-		rc = EHT_CU_CHECK(cuEventRecord(st->ev_t1, lk->fork.side));
+		rc = eht_dev_event_record(st->ev_t1, lk->fork.side);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuEventRecord(lk->fork.ev_join, lk->fork.side));
+		rc = eht_dev_event_record(lk->fork.ev_join, lk->fork.side);
 	return rc;
 }
 
@@ -138,7 +138,7 @@ static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 	auto_learn(lk, a);
 	size_t n = p->n, k = split_k(a, n), isz = p->id64 ? 8 : 4;
 	bool timed = k && k < n && !a->pending;
-	CUdeviceptr out = (CUdeviceptr)(uintptr_t)p->out;
+	eht_dptr out = (eht_dptr)(uintptr_t)p->out;
 	int rc = 0;
 	if (k == n) { /* the GPU counts into its counter, which this (host-counted) run does not read */
 		*p->dead += count_dead(lk, p->ids, p->id64, p->off, n);
@@ -171,7 +171,7 @@ static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 	size_t n = p->n, k = 0, isz = p->id64 ? 8 : 4;
 	if (p->ids_dev && lk->table_gpu)
 		k = split_k(&A(lk)->a[1][LK_AUTO_CLASS(n)], n);
-	CUdeviceptr out = (CUdeviceptr)(uintptr_t)p->out;
+	eht_dptr out = (eht_dptr)(uintptr_t)p->out;
 	int rc = 0;
 	if (k == n)
 		return eht_lk_direct_piece(lk, p->ids, true, p->id64, p->off, n, out, p->s);
@@ -192,7 +192,7 @@ static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 /* Times one shape: the median of reps after one warm-up run (medians: one slow run, e.g. a pool
  * thread that was asleep, must not decide). d_ids: ids in GPU memory (copied there untimed), else
  * host ids. Returns seconds, or a negative errno. */
-static double time_runs(eht_lookup *lk, int64_t *ids, CUdeviceptr d_ids, size_t n, CUdeviceptr out, int strategy,
+static double time_runs(eht_lookup *lk, int64_t *ids, eht_dptr d_ids, size_t n, eht_dptr out, int strategy,
 			int reps, uint64_t *seed)
 {
 	double t[16];
@@ -208,9 +208,9 @@ static double time_runs(eht_lookup *lk, int64_t *ids, CUdeviceptr d_ids, size_t 
 			ids[i] = lk->lo + (int64_t)(x % rows);
 		}
 		*seed = x;
-		int rc = d_ids ? EHT_CU_CHECK(cuMemcpyHtoD(d_ids, ids, n * sizeof(*ids))) : 0;
+		int rc = d_ids ? eht_dev_h2d(d_ids, ids, n * sizeof(*ids)) : 0;
 		if (!rc && d_ids)
-			rc = EHT_CU_CHECK(cuCtxSynchronize());
+			rc = eht_dev_sync();
 		if (rc)
 			return rc;
 		double t0 = eht_now_s();
@@ -219,7 +219,7 @@ static double time_runs(eht_lookup *lk, int64_t *ids, CUdeviceptr d_ids, size_t 
 		rc = eht_lookup_run(lk, d_ids ? (const void *)(uintptr_t)d_ids : ids, EHT_ID_INT64, 0, n,
 				    (void *)(uintptr_t)out, NULL, fl, NULL);
 		if (!rc)
-			rc = EHT_CU_CHECK(cuCtxSynchronize());
+			rc = eht_dev_sync();
 		if (rc)
 			return rc;
 		if (rep)
@@ -248,9 +248,9 @@ static void auto_calibrate(eht_lookup *lk)
 	if (rows == 0 || nmax < 256)
 		return;
 	int64_t *ids = malloc(nmax * sizeof(*ids));
-	CUdeviceptr out = 0, d_ids = 0;
-	if (!ids || EHT_CU_CHECK(cuMemAlloc(&out, nmax * lk->out_rb)) != 0 ||
-	    EHT_CU_CHECK(cuMemAlloc(&d_ids, nmax * sizeof(*ids))) != 0) {
+	eht_dptr out = 0, d_ids = 0;
+	if (!ids || eht_dev_alloc(&out, nmax * lk->out_rb) != 0 ||
+	    eht_dev_alloc(&d_ids, nmax * sizeof(*ids)) != 0) {
 		eht_warn("lookup: calibration skipped (%s)", eht_last_error());
 		goto out;
 	}
@@ -261,7 +261,7 @@ static void auto_calibrate(eht_lookup *lk)
 		for (int c = 0; c < LK_AUTO_NCLASS; c++) {
 			size_t n = sizes[c] < nmax ? sizes[c] : nmax;
 			struct lk_auto *a = &A(lk)->a[place][c];
-			CUdeviceptr di = place ? d_ids : 0;
+			eht_dptr di = place ? d_ids : 0;
 			int reps = c < LK_AUTO_NCLASS - 1 ? 9 : 5;
 			double td = time_runs(lk, ids, di, n, out, EHT_LOOKUP_DIRECT, reps, &seed);
 			double th = time_runs(lk, ids, di, n, out, EHT_LOOKUP_HOST, reps, &seed);
@@ -295,9 +295,9 @@ static void auto_calibrate(eht_lookup *lk)
 	}
 out:
 	if (out)
-		eht_cu.cuMemFree(out);
+		eht_dev_free(out);
 	if (d_ids)
-		eht_cu.cuMemFree(d_ids);
+		eht_dev_free(d_ids);
 	free(ids);
 	lk->last.strategy = -1;
 }

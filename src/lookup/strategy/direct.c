@@ -4,9 +4,9 @@
 #include "lookup/lookup_impl.h"
 
 int eht_lk_direct_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			CUdeviceptr out, CUstream s)
+			eht_dptr out, eht_stream s)
 {
-	CUdeviceptr d;
+	eht_dptr d;
 	int rc = eht_lk_piece_ids_dev(lk, ids, ids_dev, id64 ? 8 : 4, n, s, &d);
 	if (rc)
 		return rc;
@@ -16,7 +16,7 @@ int eht_lk_direct_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 
 static int direct_gpu(eht_lookup *lk, struct lk_piece *p)
 {
-	return eht_lk_direct_piece(lk, p->ids, p->ids_dev, p->id64, p->off, p->n, (CUdeviceptr)(uintptr_t)p->out, p->s);
+	return eht_lk_direct_piece(lk, p->ids, p->ids_dev, p->id64, p->off, p->n, (eht_dptr)(uintptr_t)p->out, p->s);
 }
 
 const struct lk_strategy eht_lk_direct = {

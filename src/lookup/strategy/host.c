@@ -187,7 +187,7 @@ size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n)
 /* Runs job j over n rows. With dma_dst, the caller thread issues cuMemcpyHtoDAsync for each run of
  * finished chunks (row i of j->dst goes to dma_dst + i * stride) while the pool works; without, the
  * caller gathers too. Adds the job's dead rows to *dead. */
-static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstream s, uint64_t *dead)
+static int run_job(eht_lookup *lk, struct lk_job *j, eht_dptr dma_dst, eht_stream s, uint64_t *dead)
 {
 	struct lk_host *H = eht_lk_host(lk);
 	if (j->n == 0)
@@ -218,8 +218,8 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 				e++;
 			size_t b0 = c * j->chunk, b1 = e * j->chunk < j->n ? e * j->chunk : j->n;
 			if (!rc)
-				rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(dma_dst + b0 * j->stride, j->dst + b0 * j->stride,
-								    (b1 - b0) * j->stride, s));
+				rc = eht_dev_h2d_async(dma_dst + b0 * j->stride, j->dst + b0 * j->stride,
+								    (b1 - b0) * j->stride, s);
 			c = e;
 		}
 		eht_pool_wait(lk->pool);
@@ -233,7 +233,7 @@ static int run_job(eht_lookup *lk, struct lk_job *j, CUdeviceptr dma_dst, CUstre
 }
 
 /* ------------------------------------------------------------------- (b) */
-int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, CUdeviceptr dma_dst, CUstream s)
+int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, eht_dptr dma_dst, eht_stream s)
 {
 	struct lk_job j = {.lk = lk, .kind = JOB_ROWS, .rows = rows, .n = n, .dst = eht_lk_host(lk)->staging,
 			   .stride = lk->rb, .fmt = EHT_LOOKUP_RAW};
@@ -243,16 +243,16 @@ int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, CUdevice
 }
 
 /* Waits until the copies that last read a reused host buffer have finished. */
-static int wait_event(CUevent e, bool *used)
+static int wait_event(eht_event e, bool *used)
 {
 	if (!*used)
 		return 0;
 	*used = false;
-	return EHT_CU_CHECK(cuEventSynchronize(e));
+	return eht_dev_event_sync(e);
 }
 
 int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
-			     bool out_dev, CUstream s, uint64_t *dead)
+			     bool out_dev, eht_stream s, uint64_t *dead)
 {
 	struct lk_host *H = eht_lk_host(lk);
 	int rc = 0;
@@ -276,17 +276,17 @@ int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t 
 	}
 	rc = eht_lk_gather_stage(lk, H->h_uniq, nu, lk->scr.d_compact, s);
 	if (!rc)
-		rc = EHT_CU_CHECK(cuMemcpyHtoDAsync(lk->scr.d_slot, H->h_slot, n * sizeof(uint32_t), s));
+		rc = eht_dev_h2d_async(lk->scr.d_slot, H->h_slot, n * sizeof(uint32_t), s);
 	if (!rc)
-		rc = eht_gpu_expand(&lk->g, s, lk->scr.d_slot, n, lk->scr.d_compact, lk->rb, (CUdeviceptr)(uintptr_t)out,
+		rc = eht_gpu_expand(&lk->g, s, lk->scr.d_slot, n, lk->scr.d_compact, lk->rb, (eht_dptr)(uintptr_t)out,
 				    lk->fmt);
-	if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(H->ev_stage, s))))
+	if (!rc && !(rc = eht_dev_event_record(H->ev_stage, s)))
 		H->stage_used = true;
 	return rc;
 }
 
 int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
-			     bool out_dev, CUstream s, uint64_t *dead)
+			     bool out_dev, eht_stream s, uint64_t *dead)
 {
 	if (!out_dev) {
 		struct lk_job j = {.lk = lk, .kind = JOB_IDS, .ids = ids, .id64 = id64, .off = off, .n = n,
@@ -305,16 +305,16 @@ int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t 
 		uint8_t *stage = H->staging + (size_t)h * half * lk->rb;
 		struct lk_job j = {.lk = lk, .kind = JOB_IDS, .ids = (const uint8_t *)ids + base * isz, .id64 = id64,
 				   .off = off, .n = m, .dst = stage, .stride = lk->rb, .fmt = EHT_LOOKUP_RAW};
-		CUdeviceptr o = (CUdeviceptr)(uintptr_t)out + base * lk->out_rb;
+		eht_dptr o = (eht_dptr)(uintptr_t)out + base * lk->out_rb;
 		if (lk->fmt == EHT_LOOKUP_RAW) {
 			rc = run_job(lk, &j, o, s, dead);
 		} else {
-			CUdeviceptr raw = lk->scr.d_compact + (CUdeviceptr)h * half * lk->rb;
+			eht_dptr raw = lk->scr.d_compact + (eht_dptr)h * half * lk->rb;
 			rc = run_job(lk, &j, raw, s, dead);
 			if (!rc)
 				rc = eht_gpu_expand(&lk->g, s, 0, m, raw, lk->rb, o, lk->fmt);
 		}
-		if (!rc && !(rc = EHT_CU_CHECK(cuEventRecord(H->ev_half[h], s))))
+		if (!rc && !(rc = eht_dev_event_record(H->ev_half[h], s)))
 			H->half_used[h] = true;
 	}
 	return rc;
@@ -322,7 +322,7 @@ int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t 
 
 /* ------------------------------------------------------------------- the strategy */
 int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
-		      CUstream s, uint64_t *dead)
+		      eht_stream s, uint64_t *dead)
 {
 	/* Without a host pointer (disk) rows come through read_rows: in request order like the
 	 * in-memory path (no sort, no expand: measured faster warm), except for CPU-side bf16 output,
@@ -345,7 +345,7 @@ int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 static int eht_lk_host_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	p->dead_published = p->publish_dead;
-	return eht_lk_bell_piece(lk, p->ids, p->ids_dev, p->id64, p->off, p->n, (CUdeviceptr)(uintptr_t)p->out, p->s,
+	return eht_lk_bell_piece(lk, p->ids, p->ids_dev, p->id64, p->off, p->n, (eht_dptr)(uintptr_t)p->out, p->s,
 				 p->capture, p->publish_dead);
 }
 
@@ -378,9 +378,9 @@ static int eht_lk_host_init(eht_lookup *lk)
 		return rc;
 	if ((rc = eht_lk_scratch(lk)))
 		return rc;
-	CUevent *evs[] = {&H->ev_half[0], &H->ev_half[1], &H->ev_stage};
+	eht_event *evs[] = {&H->ev_half[0], &H->ev_half[1], &H->ev_stage};
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]) && !rc; i++)
-		rc = EHT_CU_CHECK(cuEventCreate(evs[i], CU_EVENT_DISABLE_TIMING));
+		rc = eht_dev_event_create(evs[i], EHT_EVENT_TIMING);
 	if (!rc && lk->kernels)
 		rc = eht_lk_bell_init(lk);
 	return rc;
@@ -392,10 +392,10 @@ static void eht_lk_host_fini(eht_lookup *lk)
 	if (!H)
 		return;
 	eht_lk_bell_fini(lk); /* leaves the poller first: nothing reads the engine after */
-	CUevent evs[] = {H->ev_half[0], H->ev_half[1], H->ev_stage};
+	eht_event evs[] = {H->ev_half[0], H->ev_half[1], H->ev_stage};
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		if (evs[i])
-			eht_cu.cuEventDestroy(evs[i]);
+			eht_dev_event_destroy(evs[i]);
 	eht_lk_host_free(lk, H->staging);
 	eht_lk_host_free(lk, H->h_slot);
 	free(H->h_rows);

@@ -6,7 +6,7 @@
  * The sorted HOST path is (a) eht_lk_sort_dedup (host-side sort + dedup of ids), (b)
  * eht_lk_gather_stage (distinct rows by memcpy from the host pointer, or through the tier's read_rows
  * for tiers without one, into pinned staging by the CPU pool, each chunk sent to a fixed GPU buffer as
- * soon as it is ready), (c) eht_gpu_expand (src/cuda/gpu_lookup.h) from that GPU buffer to the
+ * soon as it is ready), (c) eht_gpu_expand (src/gpu/gpu_lookup.h) from that GPU buffer to the
  * requested order; eht_lk_host_sorted_piece runs all three for one piece of a batch. */
 #ifndef EHT_LOOKUP_STRATEGY_HOST_H
 #define EHT_LOOKUP_STRATEGY_HOST_H
@@ -26,7 +26,7 @@ struct lk_req {
 	const void *key;  /* captured: the caller's ids pointer (with n, id64, off: the request's key) */
 	const void *ids;  /* what the CPU reads: h_ids, or the caller's host ids */
 	void *h_ids;      /* pinned copy of ids in GPU memory (the kernel copies them before ringing) */
-	CUdeviceptr d_h_ids; /* its device address */
+	eht_dptr d_h_ids; /* its device address */
 	size_t h_cap, n;  /* bytes of h_ids; ids */
 	int id64;
 	int64_t off;
@@ -34,7 +34,7 @@ struct lk_req {
 	atomic_bool armed; /* fields above published (release) for the poller */
 	bool taken;       /* captured slot in use */
 	bool done_used;
-	CUevent done;     /* eager ring: recorded after the request's kernel */
+	eht_event done;     /* eager ring: recorded after the request's kernel */
 };
 
 /* State of the stream-triggered path, allocated at its first use. */
@@ -42,19 +42,19 @@ struct lk_bell {
 	bool ready_alloc;
 	uint8_t *staging;   /* pinned, mapped: slots of chunk rows */
 	size_t staging_rows;
-	CUdeviceptr d_staging;
+	eht_dptr d_staging;
 	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], then ready[max_chunks] */
 	atomic_uint *slot_pub;   /* CPU only: chunk + 1 last gathered into each slot */
 	uint8_t *arena;          /* pinned: ids copies of captured requests, bump-allocated */
-	CUdeviceptr d_arena;
+	eht_dptr d_arena;
 	/* (the dead ids of a run whose kernel publishes them go to the engine's h_dead) */
 	uint64_t *h_count;       /* pinned, mapped: rows of each compact request, written by its kernel */
-	CUdeviceptr d_h_count;
+	eht_dptr d_h_count;
 	size_t arena_cap, arena_used;
-	CUdeviceptr d_words;
+	eht_dptr d_words;
 	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
-	CUdeviceptr d_cdead;
-	CUdeviceptr d_sync; /* 2 x LK_REQS u32, zero between launches */
+	eht_dptr d_cdead;
+	eht_dptr d_sync; /* 2 x LK_REQS u32, zero between launches */
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
@@ -68,7 +68,7 @@ struct lk_bell {
 	double st_wait_s[LK_AUTO_NCLASS], st_gather_s[LK_AUTO_NCLASS];
 	bool trace;          /* EHT_BELL_TRACE: the kernel also stamps GPU times into gtrace */
 	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end */
-	CUdeviceptr d_gtrace;
+	eht_dptr d_gtrace;
 	int gclass;          /* class of the launch gtrace belongs to */
 	uint64_t g_n[LK_AUTO_NCLASS];
 	double g_ring_s[LK_AUTO_NCLASS], g_first_s[LK_AUTO_NCLASS], g_span_s[LK_AUTO_NCLASS], g_tail_s[LK_AUTO_NCLASS];
@@ -81,7 +81,7 @@ struct lk_host {
 	uint32_t *h_slot;                  /* max_batch */
 	atomic_uint *chunk_done;
 	uint64_t *chunk_dead;
-	CUevent ev_half[2], ev_stage;
+	eht_event ev_half[2], ev_stage;
 	bool half_used[2], stage_used;
 	struct lk_bell bell; /* with a GPU and the kernels (ready_alloc), or the tests' CPU emulation */
 };
@@ -104,33 +104,33 @@ size_t eht_lk_sort_dedup(const uint64_t *rows, size_t n, uint64_t *tmp, uint64_t
 /* (b) Gathers rows rows[0..n) into lk->staging by the pool (from the host pointer, or with the
  * table's read_rows: `rows` are then absolute rows, else local), and when dma_dst is not 0 sends each
  * finished run of chunks to dma_dst (same layout) on stream s. Returns 0 or the first error. */
-int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, CUdeviceptr dma_dst, CUstream s);
+int eht_lk_gather_stage(eht_lookup *lk, const uint64_t *rows, size_t n, eht_dptr dma_dst, eht_stream s);
 
 /* One piece (n <= min(max_batch, staging_rows)) of the sorted HOST path: ids -> local rows ->
  * (a) -> (b) -> (c) into out (GPU when out_dev, else host memory, expanded by the CPU). Adds the dead
  * ids to *dead. */
 int eht_lk_host_sorted_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
-			     bool out_dev, CUstream s, uint64_t *dead);
+			     bool out_dev, eht_stream s, uint64_t *dead);
 
 /* The HOST path in request order for n <= max_batch ids (no sort): rows copied (or dequantized)
  * straight into host out, or through staging halves into GPU out. Adds the dead ids to *dead. */
 int eht_lk_host_direct_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out,
-			     bool out_dev, CUstream s, uint64_t *dead);
+			     bool out_dev, eht_stream s, uint64_t *dead);
 
 /* HOST of one piece with host ids, by the calling thread (into GPU or host out). */
 int eht_lk_host_piece(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t n, void *out, bool out_dev,
-		      CUstream s, uint64_t *dead);
+		      eht_stream s, uint64_t *dead);
 
 /* host_bell.c: HOST (and the CPU share of AUTO) triggered by the stream itself: enqueues the ids copy
  * (ids_dev) and the stage-in kernel for ids[0..n) into GPU out on s; the process's poller thread
  * gathers when the kernel rings. Capturable. Dead ids go to lk->d_counters[0], and with publish_dead
  * (the run's only GPU work) from there to lk->h_dead when the kernel ends. */
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead);
+		      eht_dptr out, eht_stream s, bool capturing, bool publish_dead);
 /* The same for the distinct rows of a dedup pass (hot/hot.c): uniq (u32 local rows) after the GPU's
  * share of the *ucount there are (both on the GPU; n bounds them) into compact (raw, same places). */
-int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, CUdeviceptr compact, float share,
-			size_t n, CUstream s, bool capturing, bool publish_dead);
+int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, float share,
+			size_t n, eht_stream s, bool capturing, bool publish_dead);
 /* Allocates the path's buffers (host memory without a GPU: the CPU emulation the tests drive) and
  * joins the poller. */
 int eht_lk_bell_init(eht_lookup *lk);

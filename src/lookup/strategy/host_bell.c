@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* host_bell.c: HOST lookups triggered by the stream itself, so that ids in GPU memory and CUDA-graph
  * replays need no host synchronization. The call only enqueues work: a copy of the ids into pinned
- * memory, then the stage-in kernel (src/cuda/kernels/lookup.cu), whose first block writes a doorbell
+ * memory, then the stage-in kernel (src/gpu/kernels/lookup/stage_in.cu), whose first block writes a doorbell
  * word in host-mapped memory. One poller thread per process watches every engine's doorbells and
  * runs the gather on the shared CPU pool: chunk c of the request into staging slot c % nslots, then
  * ready[slot] = the request's tag | (c + 1). The kernel copies each slot into the output as soon as it is ready and frees it
@@ -290,7 +290,7 @@ static void poller_remove(eht_lookup *lk)
 }
 
 /* ------------------------------------------------------------------- set-up and teardown */
-static void *bell_alloc(eht_lookup *lk, size_t bytes, CUdeviceptr *dptr, int *rc)
+static void *bell_alloc(eht_lookup *lk, size_t bytes, eht_dptr *dptr, int *rc)
 {
 	void *p = NULL;
 	if (*rc)
@@ -299,12 +299,12 @@ static void *bell_alloc(eht_lookup *lk, size_t bytes, CUdeviceptr *dptr, int *rc
 		if (!(p = calloc(1, bytes)))
 			*rc = eht_err(ENOMEM, "lookup: out of memory (%zu bytes)", bytes);
 		if (dptr)
-			*dptr = (CUdeviceptr)(uintptr_t)p;
+			*dptr = (eht_dptr)(uintptr_t)p;
 		return p;
 	}
-	*rc = EHT_CU_CHECK(cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+	*rc = eht_dev_host_alloc(&p, bytes, EHT_DEV_HOST_PORTABLE | EHT_DEV_HOST_MAPPED);
 	if (!*rc && dptr)
-		*rc = EHT_CU_CHECK(cuMemHostGetDevicePointer(dptr, p, 0));
+		*rc = eht_dev_host_dptr(dptr, p);
 	if (*rc)
 		eht_err_prefix(*rc, "lookup: %zu bytes of pinned memory for stream-triggered lookups", bytes);
 	else
@@ -315,7 +315,7 @@ static void *bell_alloc(eht_lookup *lk, size_t bytes, CUdeviceptr *dptr, int *rc
 static void bell_free(eht_lookup *lk, void *p)
 {
 	if (p && lk->gpu)
-		eht_cu.cuMemFreeHost(p);
+		eht_dev_host_free(p);
 	else
 		free(p);
 }
@@ -338,14 +338,14 @@ int eht_lk_bell_init(eht_lookup *lk)
 		b->reqs[i].h_cap = lk->max_batch * 8;
 		b->reqs[i].h_ids = bell_alloc(lk, b->reqs[i].h_cap, &b->reqs[i].d_h_ids, &rc);
 		if (!rc && lk->gpu)
-			rc = EHT_CU_CHECK(cuEventCreate(&b->reqs[i].done, CU_EVENT_DISABLE_TIMING));
+			rc = eht_dev_event_create(&b->reqs[i].done, EHT_EVENT_TIMING);
 	}
 	if (!rc && !(b->slot_pub = calloc(lk->max_chunks, sizeof(*b->slot_pub))))
 		rc = eht_err(ENOMEM, "lookup: out of memory");
 	if (!rc && lk->gpu) {
-		rc = EHT_CU_CHECK(cuMemAlloc(&b->d_sync, LK_REQS * 2 * sizeof(uint32_t)));
+		rc = eht_dev_alloc(&b->d_sync, LK_REQS * 2 * sizeof(uint32_t));
 		if (!rc)
-			rc = EHT_CU_CHECK(cuMemsetD8(b->d_sync, 0, LK_REQS * 2 * sizeof(uint32_t)));
+			rc = eht_dev_memset8(b->d_sync, 0, LK_REQS * 2 * sizeof(uint32_t));
 	}
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	if (!rc)
@@ -385,10 +385,10 @@ void eht_lk_bell_fini(eht_lookup *lk)
 					      (uint8_t *)b->reqs[i].h_ids >= b->arena + b->arena_cap))
 			bell_free(lk, b->reqs[i].h_ids);
 		if (b->reqs[i].done)
-			eht_cu.cuEventDestroy(b->reqs[i].done);
+			eht_dev_event_destroy(b->reqs[i].done);
 	}
 	if (b->d_sync)
-		eht_cu.cuMemFree(b->d_sync);
+		eht_dev_free(b->d_sync);
 	bell_free(lk, b->arena);
 	bell_free(lk, b->h_count);
 	bell_free(lk, b->gtrace);
@@ -423,7 +423,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 		*idx = i;
 		if (r->done_used) { /* its last kernel has long finished in practice */
 			r->done_used = false;
-			if ((rc = EHT_CU_CHECK(cuEventSynchronize(r->done))))
+			if ((rc = eht_dev_event_sync(r->done)))
 				return rc;
 		}
 		while (atomic_load_explicit(&r->armed, memory_order_acquire)) /* CPU emulation: not served yet */
@@ -490,7 +490,7 @@ static void bell_disarm(unsigned idx, struct lk_req *r)
 }
 
 /* Enqueues request idx's stage-in kernel (a: everything but the request's own fields). */
-static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, CUdeviceptr out, int fmt, CUstream s,
+static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht_dptr out, int fmt, eht_stream s,
 		       bool capturing, bool publish_dead, unsigned idx)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
@@ -510,13 +510,13 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, CUd
 	int rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, fmt, lk->d_counters);
 	if (rc)
 		bell_disarm(idx, r);
-	if (!rc && !capturing && !(rc = EHT_CU_CHECK(cuEventRecord(r->done, s))))
+	if (!rc && !capturing && !(rc = eht_dev_event_record(r->done, s)))
 		r->done_used = true;
 	return rc;
 }
 
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-		      CUdeviceptr out, CUstream s, bool capturing, bool publish_dead)
+		      eht_dptr out, eht_stream s, bool capturing, bool publish_dead)
 {
 	unsigned idx;
 	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, capturing, &idx);
@@ -524,13 +524,13 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 		return rc;
 	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
 	 * microseconds of extra latency per step). */
-	struct eht_gpu_stage_in a = {.ids = ids_dev ? (CUdeviceptr)(uintptr_t)ids : 0,
+	struct eht_gpu_stage_in a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
 				     .id_bytes = n * (id64 ? 8 : 4)};
 	return bell_launch(lk, &a, n, out, lk->fmt, s, capturing, publish_dead, idx);
 }
 
-int eht_lk_bell_compact(eht_lookup *lk, CUdeviceptr uniq, CUdeviceptr ucount, CUdeviceptr compact, float share,
-			size_t n, CUstream s, bool capturing, bool publish_dead)
+int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, float share,
+			size_t n, eht_stream s, bool capturing, bool publish_dead)
 {
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */

@@ -10,7 +10,7 @@
 
 struct lk_sorted {
 	struct eht_gpu_sort_bufs sb;
-	CUdeviceptr d_uniq; /* max_batch u32 */
+	eht_dptr d_uniq; /* max_batch u32 */
 };
 
 static int sorted_init(eht_lookup *lk)
@@ -37,11 +37,11 @@ static void sorted_fini(eht_lookup *lk)
 	struct lk_sorted *S = lk->state[EHT_LOOKUP_SORTED];
 	if (!S)
 		return;
-	CUdeviceptr ds[] = {S->d_uniq, S->sb.keys[0], S->sb.keys[1], S->sb.vals[0], S->sb.vals[1], S->sb.hist,
+	eht_dptr ds[] = {S->d_uniq, S->sb.keys[0], S->sb.keys[1], S->sb.vals[0], S->sb.vals[1], S->sb.hist,
 			    S->sb.heads};
 	for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
 		if (ds[i])
-			eht_cu.cuMemFree(ds[i]);
+			eht_dev_free(ds[i]);
 	free(S);
 	lk->state[EHT_LOOKUP_SORTED] = NULL;
 }
@@ -49,7 +49,7 @@ static void sorted_fini(eht_lookup *lk)
 static int sorted_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	struct lk_sorted *S = lk->state[EHT_LOOKUP_SORTED];
-	CUdeviceptr d, out = (CUdeviceptr)(uintptr_t)p->out;
+	eht_dptr d, out = (eht_dptr)(uintptr_t)p->out;
 	int rc = eht_lk_piece_ids_dev(lk, p->ids, p->ids_dev, p->id64 ? 8 : 4, p->n, p->s, &d);
 	if (rc)
 		return rc;
