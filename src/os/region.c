@@ -402,7 +402,7 @@ static void huge_choice(const struct req *q, uint64_t *memfd_page, bool *thp)
 	char a[32], b[32];
 	eht_warn_once("region %s: 4 KiB pages (CPU gathers of its rows run about half as fast as on 2 MiB): "
 		      "%s and shmem THP is '%s'; fix: sysctl vm.nr_hugepages=%llu (%llu more %s pages for this %s "
-		      "table; every table served needs its own), or echo advise > "
+		      "table; eht probe --ckpt CHECKPOINT: the total for every table), or echo advise > "
 		      "/sys/kernel/mm/transparent_hugepage/shmem_enabled",
 		      q->name,
 		      !have ? "the kernel has no huge pages" : q->no_memfd ? "a hugetlb memfd could not be made"
