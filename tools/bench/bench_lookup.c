@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_tier.h"
 #include "bench_workload.h"
 #include "bench.h"
 #include "cli.h"
@@ -39,6 +40,22 @@ static void fill_task(void *arg, size_t task, unsigned worker)
 		uint64_t x = i * 0x9e3779b97f4a7c15ull;
 		j->p[i] = x ^ (x >> 29);
 	}
+}
+
+/* bench_table_open's fill: a pool of this process's CPUs, gone before the lookups' own start. */
+static void fill_table(void *host, size_t bytes, void *arg)
+{
+	eht_pool *pool = NULL;
+	struct fill_job fj = {.p = host, .words = bytes / 8, .per_task = 1u << 21};
+	size_t tasks = (fj.words + fj.per_task - 1) / fj.per_task;
+	if (eht_pool_create(0, -1, 100, &pool) == 0) {
+		eht_pool_run(pool, tasks, fill_task, &fj);
+		eht_pool_destroy(pool);
+	} else {
+		for (size_t i = 0; i < tasks; i++)
+			fill_task(&fj, i, 0);
+	}
+	(void)arg;
 }
 
 enum { ON_HOST, ON_GPU, ON_GRAPH, NMODES };
@@ -75,11 +92,16 @@ static double hit_fraction(const int64_t *hot, size_t nhot, const int32_t *ids, 
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--sweep] [--strategies S,S...]\n"
+	fprintf(f, "usage: eht bench lookup [--table-gib G] [--tier memory|region|host-numa] [--ids N,N...] [--sweep]\n"
+		   "                        [--strategies S,S...]\n"
 		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
 		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
 		   "                        [--json] [--help]\n"
 		   "  --strategies  which to time (default direct,sorted,host,auto; --list-strategies lists them)\n"
+		   "  --tier     where the rows live: memory (default: this process's anonymous memory, THP advised,\n"
+		   "             wrapped), region or host-numa (eht_table_share, the tables eht serve hands workers);\n"
+		   "             the CPU page size the rows are mapped with is reported (CPU gathers run about twice as\n"
+		   "             fast on 2 MiB pages: region tables get them from the hugetlb pool, vm.nr_hugepages)\n"
 		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
 		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
 		   "             its id buffer (ids in GPU memory)\n"
@@ -177,7 +199,7 @@ struct lk_opts {
 	size_t shapes[MAX_SHAPES];
 	int nshapes, strategies[4], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup;
 	unsigned threads;
-	const char *workload, *hotset;
+	const char *workload, *hotset, *tier;
 	long long rbeg, rend;
 };
 
@@ -229,6 +251,11 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 		return 0;
 	case 'i': return parse_ids(o, arg);
 	case 'W': o->workload = arg; return 0;
+	case 'T':
+		if (bench_tier_parse(arg))
+			return 2;
+		o->tier = arg;
+		return 0;
 	case 'H': o->hotset = arg; return 0;
 	case 'R':
 		if (sscanf(arg, "%lld:%lld", &o->rbeg, &o->rend) != 2 || o->rbeg < 0 || o->rend <= o->rbeg) {
@@ -288,10 +315,11 @@ static int parse_args(int argc, char **argv, struct lk_opts *o)
 		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
 		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
 		{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
+		{"tier", required_argument, NULL, 'T'},
 		{NULL, 0, NULL, 0}};
 	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2,
 			      .strategies = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO},
-			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform",
+			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform", .tier = "memory",
 			      .rbeg = -1, .rend = -1};
 	optind = 1;
 	opterr = 0;
@@ -319,8 +347,12 @@ struct lk_run {
 	double gib, link, idle, t_hot;
 	uint64_t rows;
 	size_t bytes, maxn, ob, nhot;
-	uint8_t *table, *hout;
+	uint8_t *hout;
+	struct bench_table bt;
 	eht_table *t;
+	char pages[64];    /* the CPU page size of the rows' mapping, in words */
+	uint64_t cpu_page; /* and in bytes (0: unknown) */
+	int table_tier;
 	int32_t *ids;
 	double *times;
 	struct bench_workload *wl;
@@ -334,36 +366,25 @@ struct lk_run {
 	int nres;
 };
 
-/* The table: an anonymous mapping filled by a pool, wrapped (and pinned with a GPU). 0 or 1. */
+/* The table in the tier asked (memory: an anonymous mapping filled by a pool, wrapped and pinned
+ * with a GPU; region / host-NUMA: eht_table_share, then filled), and the CPU page size it got. 0 or 1. */
 static int lk_table(struct lk_run *d)
 {
-	double t0 = bench_now_s();
-	d->table = mmap(NULL, d->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (d->table == MAP_FAILED) {
-		fprintf(stderr, "eht bench lookup: mmap of %zu bytes: %s\n", d->bytes, strerror(errno));
-		return 1;
-	}
-	madvise(d->table, d->bytes, MADV_HUGEPAGE); /* fewer CPU translation misses; a hint only */
-	eht_pool *pool = NULL;
-	if (eht_pool_create(0, -1, 100, &pool))
+	double t_fill = 0, t_make = 0;
+	if (bench_table_open(d->o->tier, d->rows, RB, d->gpu ? d->o->dev : -1, fill_table, NULL, &t_fill, &t_make, &d->bt))
 		return cli_fail("bench lookup", NULL);
-	struct fill_job fj = {.p = (uint64_t *)(void *)d->table, .words = d->bytes / 8, .per_task = 1u << 21};
-	eht_pool_run(pool, (fj.words + fj.per_task - 1) / fj.per_task, fill_task, &fj);
-	eht_pool_destroy(pool); /* its threads would sit beside the lookups' own */
-	double t_fill = bench_now_s() - t0;
-	t0 = bench_now_s();
-	if (eht_table_wrap(d->table, d->rows, RB, d->gpu ? d->o->dev : -1, "bench", &d->t))
-		return cli_fail("bench lookup", NULL);
+	d->t = d->bt.t;
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	if (eht_table_get_info(d->t, &ti))
 		return cli_fail("bench lookup", NULL);
-	double t_pin = bench_now_s() - t0;
+	d->table_tier = ti.tier;
+	d->cpu_page = bench_table_pages(&d->bt, d->pages, sizeof(d->pages));
 	if (d->gpu && !ti.device_ptr)
 		fprintf(d->info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", d->o->dev);
-	fprintf(d->info, "table: %.2f GiB, %llu rows of %d B, filled in %.1f s", d->gib, (unsigned long long)d->rows, RB,
-		t_fill);
+	fprintf(d->info, "table: %.2f GiB in %s (%s), %llu rows of %d B, CPU pages %s, filled in %.1f s", d->gib,
+		d->o->tier, eht_tier_name(ti.tier), (unsigned long long)d->rows, RB, d->pages, t_fill);
 	if (d->gpu)
-		fprintf(d->info, ", pinned in %.1f s", t_pin);
+		fprintf(d->info, ", %s in %.1f s", strcmp(d->o->tier, "memory") ? "made" : "pinned", t_make);
 	fprintf(d->info, "\n");
 	return 0;
 }
@@ -546,7 +567,10 @@ static int lk_report_json(const struct lk_run *d)
 	const struct lk_opts *o = d->o;
 	json_t *rep = bench_report_new("lookup"), *jres = json_array();
 	if (rep && jres)
-		json_object_update_new(rep, json_pack("{s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}", "table_gib", d->gib,
+		json_object_update_new(rep, json_pack("{s:s, s:s, s:I, s:s, s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}",
+						      "tier", o->tier, "table_tier", eht_tier_name(d->table_tier),
+						      "cpu_page_size", (json_int_t)d->cpu_page, "cpu_pages", d->pages,
+						      "table_gib", d->gib,
 						      "rows", (json_int_t)d->rows, "row_bytes", RB, "format",
 						      o->fmt ? "bf16" : "raw", "gpu", d->gpu, "link_gbs",
 						      bench_real_or_null(d->link, d->link > 0), "reps", o->reps, "idle_cpu_cores",
@@ -588,7 +612,7 @@ static void lk_result_row(const struct lk_run *d, const struct result *r)
 static void lk_report_table(const struct lk_run *d)
 {
 	const struct lk_opts *o = d->o;
-	printf("workload: %s\n", bench_workload_name(d->wl));
+	printf("workload: %s, table in %s, CPU pages %s\n", bench_workload_name(d->wl), o->tier, d->pages);
 	printf("%-7s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
 	for (int m = 0; m < NMODES; m++)
 		if (d->want[m])
@@ -627,9 +651,7 @@ static void lk_free(struct lk_run *d)
 		eht_dev_stream_destroy(d->s);
 	free(d->hout);
 	free(d->ids);
-	eht_table_close(d->t);
-	if (d->table && d->table != MAP_FAILED)
-		munmap(d->table, d->bytes);
+	bench_table_close(&d->bt);
 }
 
 /* Which modes run, and the table's size: a quarter of the available memory, at most 48 GiB
