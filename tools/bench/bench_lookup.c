@@ -17,6 +17,7 @@
 
 #include "bench_tier.h"
 #include "bench_workload.h"
+#include "lookup/lookup_impl.h"
 #include "bench.h"
 #include "cli.h"
 #include "os/numa.h"
@@ -114,6 +115,9 @@ static void usage(FILE *f)
 		   "             text outside the measured tokens, or a file of `eht hotset build` (built for this\n"
 		   "             table: --table-rows); the steps then come from tokens [0, T/2) unless --workload-range\n"
 		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n"
+		   "  --knob-sweep  then the HOST and AUTO engines again on every shape and mode for each setting of\n"
+		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNKS, then\n"
+		   "             EHT_LOOKUP_DMA_SPLIT), one line per setting (with --json: JSON lines on stderr)\n"
 		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
 }
 
@@ -197,7 +201,7 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 struct lk_opts {
 	double gib;
 	size_t shapes[MAX_SHAPES];
-	int nshapes, strategies[4], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup;
+	int nshapes, strategies[4], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup, knob_sweep;
 	unsigned threads;
 	const char *workload, *hotset, *tier;
 	long long rbeg, rend;
@@ -277,6 +281,7 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 		return 0;
 	case 'G': o->graph = 1; return 0;
 	case 'D': o->dedup = 1; return 0;
+	case 'K': o->knob_sweep = 1; return 0;
 	case 'r': o->reps = (int)strtol(arg, &end, 10); if (*end) o->reps = 0; return 0;
 	case 't': o->threads = (unsigned)strtoul(arg, &end, 10); return 0;
 	case 'f':
@@ -315,7 +320,7 @@ static int parse_args(int argc, char **argv, struct lk_opts *o)
 		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
 		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
 		{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
-		{"tier", required_argument, NULL, 'T'},
+		{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
 		{NULL, 0, NULL, 0}};
 	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2,
 			      .strategies = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO},
@@ -511,6 +516,88 @@ static int lk_shapes(struct lk_run *d)
 		}
 	}
 	return 0;
+}
+
+/* One setting of the CPU gather's knobs (lk_host.c: EHT_LOOKUP_PREFETCH, _CHUNKS, _DMA_SPLIT). */
+struct knob_set {
+	unsigned pf, chunks, split;
+};
+
+/* --knob-sweep: the HOST and AUTO engines on every shape and mode again for each setting of the
+ * gather's knobs (prefetch distance x chunks per worker, then the eager DMA split at the defaults),
+ * one line per setting on stdout (JSON lines on stderr with --json). The knobs go back to the environment's
+ * values after. 0 or 1. */
+static int lk_knob_sweep(struct lk_run *d)
+{
+	static const unsigned pfs[] = {0, 2, 4, 8, 16, 32}, chs[] = {1, 2, 4, 8}, splits[] = {1, 2, 4, 16};
+	static const char *names[3] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNKS", "EHT_LOOKUP_DMA_SPLIT"};
+	const struct lk_opts *o = d->o;
+	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .maxn = d->maxn,
+			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
+			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
+	struct knob_set sets[64];
+	int ns = 0;
+	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
+		for (size_t b = 0; b < sizeof(chs) / sizeof(chs[0]); b++)
+			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8};
+	for (size_t a = 0; a < sizeof(splits) / sizeof(splits[0]); a++)
+		sets[ns++] = (struct knob_set){LK_PREFETCH, 4, splits[a]};
+	char *saved[3];
+	for (int i = 0; i < 3; i++)
+		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+	if (!o->json)
+		printf("knob sweep (median ms per step; prefetch rows, chunks per worker, eager DMA split):\n");
+	int rc = 0;
+	for (int k = 0; k < o->nshapes && !rc; k++) {
+		double distinct = 0;
+		if (bench_workload_fill(d->wl, o->shapes[k], (size_t)d->batches, d->maxn, d->ids, &distinct) ||
+		    (d->gpu && eht_dev_h2d(d->dids, d->ids, (size_t)d->batches * d->maxn * sizeof(*d->ids)))) {
+			rc = cli_fail("bench lookup", NULL);
+			break;
+		}
+		for (int q = 0; q < ns; q++) {
+			char v[3][16];
+			snprintf(v[0], sizeof(v[0]), "%u", sets[q].pf);
+			snprintf(v[1], sizeof(v[1]), "%u", sets[q].chunks);
+			snprintf(v[2], sizeof(v[2]), "%u", sets[q].split);
+			for (int i = 0; i < 3; i++)
+				setenv(names[i], v[i], 1);
+			eht_lk_knobs_reload();
+			for (int si = 0; si < o->nstrat; si++) {
+				int st = o->strategies[si];
+				if (!d->engines[si] || (st != EHT_LOOKUP_HOST && st != EHT_LOOKUP_AUTO))
+					continue;
+				char line[512];
+				int len = snprintf(line, sizeof(line),
+						   o->json ? "{\"knobs\": {\"prefetch\": %u, \"chunks\": %u, \"dma_split\": %u}, "
+							     "\"strategy\": \"%s\", \"ids\": %zu"
+							   : "  pf %2u chunks %u split %2u  %-5s %7zu ids",
+						   sets[q].pf, sets[q].chunks, sets[q].split, eht_lookup_strategy_name(st),
+						   o->shapes[k]);
+				for (int m = 0; m < NMODES; m++) {
+					if (!d->want[m])
+						continue;
+					double med = 0, p90 = 0;
+					int e = time_mode(&bc, d->engines[si], st, m, o->shapes[k], &med, &p90);
+					len += snprintf(line + len, sizeof(line) - (size_t)len,
+							o->json ? (e ? ", \"%s\": null" : ", \"%s\": %.4f")
+								: (e ? "  %s fail" : "  %s %.4f"),
+							mode_names[m], med);
+				}
+				/* JSON lines beside the report, on stderr: stdout stays one JSON document. */
+				fprintf(o->json ? stderr : stdout, "%s%s\n", line, o->json ? "}" : "");
+			}
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (saved[i])
+			setenv(names[i], saved[i], 1);
+		else
+			unsetenv(names[i]);
+		free(saved[i]);
+	}
+	eht_lk_knobs_reload();
+	return rc;
 }
 
 /* Idle CPU of this process with every engine made and nothing to do (the pool and the doorbell
@@ -710,6 +797,8 @@ int bench_lookup(int argc, char **argv)
 		goto out;
 	lk_engines(&d);
 	if (lk_shapes(&d))
+		goto out;
+	if (o.knob_sweep && lk_knob_sweep(&d))
 		goto out;
 	if (d.gpu)
 		d.idle = lk_idle_cpu();
