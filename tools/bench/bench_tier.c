@@ -3,6 +3,7 @@
 #include "bench_tier.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -70,8 +71,34 @@ int bench_table_open(const char *tier, uint64_t rows, uint64_t rb, int device,
 	return 0;
 }
 
+/* EHT_BENCH_SMAPS=1: the smaps blocks of the first two mappings over the rows, to stderr (what the
+ * kernel says of a driver's mapping beyond the page size). */
+static void smaps_dump(const void *host, size_t bytes)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	if (!f)
+		return;
+	uint64_t a = (uint64_t)(uintptr_t)host, b = a + bytes;
+	char line[512];
+	int in = 0, shown = 0;
+	while (fgets(line, sizeof(line), f) && shown <= 2) {
+		unsigned long long lo, hi;
+		if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2) {
+			in = hi > a && lo < b;
+			shown += in;
+			if (shown > 2)
+				break;
+		}
+		if (in)
+			fputs(line, stderr);
+	}
+	fclose(f);
+}
+
 uint64_t bench_table_pages(const struct bench_table *bt, char *text, size_t len)
 {
+	if (getenv("EHT_BENCH_SMAPS") && bt->host)
+		smaps_dump(bt->host, bt->bytes);
 	eht_table_page_text(bt->t, text, len);
 	return eht_table_page_size(bt->t);
 }
