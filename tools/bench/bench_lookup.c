@@ -800,7 +800,7 @@ int bench_lookup(int argc, char **argv)
 		goto out;
 	if (o.knob_sweep && lk_knob_sweep(&d))
 		goto out;
-	if (d.gpu)
+	if (d.gpu && !getenv("EHT_BENCH_NO_IDLE")) /* 3 s: a device run of several benches may skip it */
 		d.idle = lk_idle_cpu();
 	if (o.json) {
 		if (lk_report_json(&d))
