@@ -33,6 +33,9 @@
 #include "util/pool.h"
 #include "util/clock.h"
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -847,6 +850,9 @@ int region_seal(eht_region *r)
 		rc = eht_err_sys(errno, "region %s: sealing its memfd", r->name);
 	if (!rc)
 		r->sealed = true;
+	/* The new mapping starts empty: map the pages again now (page tables only, no copy), so that
+	 * this process's reads and its page size report (eht_table_page_size) see them. Best effort. */
+	madvise(r->map, r->map_bytes, MADV_POPULATE_READ);
 out:
 	close(ro);
 	return rc;
