@@ -541,7 +541,7 @@ static int lk_knob_sweep(struct lk_run *d)
 		for (size_t b = 0; b < sizeof(chs) / sizeof(chs[0]); b++)
 			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8};
 	for (size_t a = 0; a < sizeof(splits) / sizeof(splits[0]); a++)
-		sets[ns++] = (struct knob_set){LK_PREFETCH, 4, splits[a]};
+		sets[ns++] = (struct knob_set){LK_PREFETCH, 8, splits[a]};
 	char *saved[3];
 	for (int i = 0; i < 3; i++)
 		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;

@@ -17,10 +17,17 @@
 #include "util/radix.h"
 
 /* ------------------------------------------------------------------- the gather's knobs */
+/* Chunks per pool worker. Measured on the H200 (48 GiB, THP, 15 workers, ids in GPU memory, graph
+ * replays; eht bench lookup --knob-sweep, 2026-12-01): a 6,144-id decode batch took 163 / 124 / 116 /
+ * 106 us with 1 / 2 / 4 / 8 chunks per worker (prefetch 0; 144 / 122 / 114 / 106 at prefetch 8): more,
+ * smaller chunks (51 rows) even out the threads' finish. A 196,608-id prefill is at LK_CHUNK_MAX
+ * (1,024 rows) either way (1.63-1.66 ms). Prefetch 8 rows stays: prefill 1.63 ms against 1.73-1.95
+ * at none and 2.1-2.2 at 32 (decode: no difference above noise). */
+#define LK_CHUNKS_PER_WORKER 8
 /* Read once per process from the environment, so one bench run can sweep them (eht bench lookup
  * --knob-sweep re-reads them between settings: eht_lk_knobs_reload):
  *   EHT_LOOKUP_PREFETCH     rows a thread prefetches ahead (0 = none; default LK_PREFETCH)
- *   EHT_LOOKUP_CHUNKS       chunks per worker a batch is cut into (default 4)
+ *   EHT_LOOKUP_CHUNKS       chunks per worker a batch is cut into (default LK_CHUNKS_PER_WORKER)
  *   EHT_LOOKUP_CHUNK_MIN    the smallest chunk in rows (default LK_CHUNK_MIN, never below it)
  *   EHT_LOOKUP_DMA_SPLIT    eager HOST: copies to the GPU per job, overlapped with the gather
  *                           (1 = one copy after the whole gather; default 8) */
@@ -32,7 +39,7 @@ static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 static void knobs_read(void)
 {
 	uint64_t pf = eht_env_u64("EHT_LOOKUP_PREFETCH", LK_PREFETCH);
-	uint64_t ch = eht_env_u64("EHT_LOOKUP_CHUNKS", 4);
+	uint64_t ch = eht_env_u64("EHT_LOOKUP_CHUNKS", LK_CHUNKS_PER_WORKER);
 	uint64_t cm = eht_env_u64("EHT_LOOKUP_CHUNK_MIN", LK_CHUNK_MIN);
 	uint64_t ds = eht_env_u64("EHT_LOOKUP_DMA_SPLIT", 8);
 	knobs.prefetch = pf > 64 ? 64 : (unsigned)pf;
@@ -219,7 +226,7 @@ static void job_task(void *arg, size_t c, unsigned worker)
 	atomic_store_explicit(&H->chunk_done[c], 1, memory_order_release);
 }
 
-/* Chunks small enough that every thread gets several (a 6,144-id batch over 15 threads: ~100 rows),
+/* Chunks small enough that every thread gets several (a 6,144-id batch over 15 threads: 51 rows),
  * large enough that the per-chunk DMA call and task claim stay cheap. */
 size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n)
 {
