@@ -323,8 +323,9 @@ EHT_API EHT_MUST_CHECK int eht_table_get_info(const eht_table *table, struct eht
 /* The CPU page size this process maps the table's rows with, as the kernel reports it now
  * (/proc/self/smaps over the rows' range): the hugetlb page size, 2 MiB when at least half of the
  * resident rows are on transparent huge pages, else the base page size. The disk tier: the page
- * size of the page cache its reads go through. 0: unknown (NULL table, rows not resident, or a
- * driver mapping smaps cannot see into). CPU gathers (HOST, AUTO) run about twice as fast on 2 MiB
+ * size of the page cache its reads go through. Rows not touched yet in this process: the page size
+ * of their mapping. 0: unknown (NULL table, nothing resident of a mapping THP may still make huge,
+ * or a driver mapping smaps cannot see into). CPU gathers (HOST, AUTO) run about twice as fast on 2 MiB
  * pages as on 4 KiB. Reads smaps: for reports, not for every step. */
 EHT_API uint64_t eht_table_page_size(const eht_table *table);
 

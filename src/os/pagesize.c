@@ -27,7 +27,7 @@ static uint64_t pmd_size(void)
 struct vma {
 	uint64_t lo, hi, overlap;
 	uint64_t rss, huge, hugetlb, kps;
-	bool ht, hg, pf;
+	bool ht, hg, pf, eligible;
 	bool open;
 };
 
@@ -45,6 +45,7 @@ static void vma_add(struct eht_page_stat *st, const struct vma *v)
 	st->hugetlb |= v->ht;
 	st->thp_advised |= v->hg;
 	st->pfnmap |= v->pf;
+	st->thp_eligible |= v->eligible;
 }
 
 int eht_page_stat(const void *addr, size_t len, struct eht_page_stat *st)
@@ -93,6 +94,8 @@ int eht_page_stat(const void *addr, size_t len, struct eht_page_stat *st)
 			v.huge += x;
 		else if (!strcmp(key, "Shared_Hugetlb") || !strcmp(key, "Private_Hugetlb"))
 			v.hugetlb += x;
+		else if (!strcmp(key, "THPeligible"))
+			v.eligible = x != 0;
 	}
 	vma_add(st, &v);
 	fclose(f);
@@ -103,8 +106,11 @@ uint64_t eht_page_stat_size(const struct eht_page_stat *st)
 {
 	if (st->hugetlb)
 		return st->kernel_page;
-	if (st->pfnmap || !st->resident)
+	if (st->pfnmap)
 		return 0;
+	/* Nothing faulted in yet: the mapping's own page size, unless THP may still give huge pages. */
+	if (!st->resident)
+		return st->thp_eligible ? 0 : st->kernel_page;
 	if (st->huge * 2 >= st->resident)
 		return pmd_size();
 	long ps = sysconf(_SC_PAGESIZE);

@@ -17,6 +17,7 @@ struct eht_page_stat {
 	bool hugetlb;         /* some mapping is hugetlb (hugetlbfs, memfd MFD_HUGETLB, MAP_HUGETLB) */
 	bool thp_advised;     /* some mapping has MADV_HUGEPAGE (VmFlags hg) */
 	bool pfnmap;          /* some mapping is a driver's (VmFlags pf / io): smaps cannot see its page size */
+	bool thp_eligible;    /* some mapping may get transparent huge pages (THPeligible: 1) */
 };
 
 /* Fills *st for [addr, addr + len). Returns 0, or -errno (smaps unreadable: -ENOENT etc.). */
@@ -24,7 +25,8 @@ int eht_page_stat(const void *addr, size_t len, struct eht_page_stat *st);
 
 /* The page size most of the range's resident bytes are mapped with: the hugetlb page size; 2 MiB
  * THP (the PMD size) when at least half of the resident bytes are PMD-mapped; else the base page
- * size. 0 when nothing of the range is resident or the mapping is a driver's (st->pfnmap). */
+ * size; with nothing resident yet, the mapping's own page size (a fresh mapping of a 4 KiB file).
+ * 0: unknown (nothing resident of a THP-eligible mapping, or a driver's PFN map). */
 uint64_t eht_page_stat_size(const struct eht_page_stat *st);
 
 /* "2 MiB (hugetlb)", "2 MiB (THP 97%)", "4 KiB (THP advised, 3% huge)", "unknown (driver mapping)",
