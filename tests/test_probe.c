@@ -97,6 +97,10 @@ int main(void)
 			json_int_t total = json_integer_value(json_object_get(c, "hugepages_total"));
 			json_int_t avail = json_integer_value(json_object_get(c, "hugepages_available"));
 			CHECK(json_integer_value(json_object_get(c, "nr_hugepages")) == total - avail + 4);
+			json_t *tp = json_object_get(c, "table_pages");
+			CHECK(json_array_size(tp) == 2);
+			const char *cp = json_string_value(json_object_get(json_array_get(tp, 0), "cpu_pages"));
+			CHECK(cp && (avail >= 2 ? strstr(cp, "hugetlb") != NULL : strstr(cp, "hugetlb") == NULL));
 		}
 		json_decref(c);
 		snprintf(cmd, sizeof(cmd), "'%s' probe --tensors x > /dev/null 2>&1", cli);

@@ -50,15 +50,37 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	uint64_t used = pool.total - pool.available, set = used + need;
 	char mode[32];
 	eht_thp_shmem_mode(mode, sizeof(mode));
+	bool thp = strcmp(mode, "never") && strcmp(mode, "deny") && strcmp(mode, "unknown");
+	/* The CPU pages each table would get from a region-tier eht serve now: tables take huge pages in
+	 * order while the pool has room for the whole table (as region.c's choice does). */
+	const char **got = calloc(n ? n : 1, sizeof(*got));
+	uint64_t left = pool.available;
+	for (size_t i = 0; got && i < n; i++) {
+		uint64_t pages = 1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp;
+		bool fits = have && left >= pages;
+		left -= fits ? pages : 0;
+		got[i] = fits ? "2 MiB (hugetlb)" : thp ? "2 MiB (shmem THP, advised)" : "4 KiB";
+	}
 	if (json) {
 		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:b}", "checkpoint", path, "tables",
 				      (json_int_t)n, "bytes", (json_int_t)bytes, "hugepage_size", (json_int_t)hp,
 				      "hugepages_total", (json_int_t)pool.total, "hugepages_available",
 				      (json_int_t)pool.available, "hugepages_needed", (json_int_t)need, "nr_hugepages",
 				      (json_int_t)set, "shmem_thp", mode, "fits", pool.available >= need);
+		json_t *arr = json_array();
+		for (size_t i = 0; o && arr && got && i < n; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:s}", "name", tabs[i].name, "bytes",
+							     (json_int_t)(tabs[i].rows * tabs[i].row_bytes), "hugepages",
+							     (json_int_t)(1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp),
+							     "cpu_pages", got[i]));
+		if (o && arr)
+			json_object_set_new(o, "table_pages", arr);
+		else
+			json_decref(arr);
 		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 		json_decref(o);
 		free(tabs);
+		free(got);
 		if (!s)
 			return cli_error("probe", json, "out of memory");
 		printf("%s\n", s);
@@ -67,13 +89,14 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	}
 	printf("%s: %zu table(s), %.2f GiB\n", path, n, (double)bytes / (double)(1ull << 30));
 	for (size_t i = 0; i < n; i++)
-		printf("  %-44s %.2f GiB, %llu huge pages\n", tabs[i].name,
+		printf("  %-44s %.2f GiB, %llu huge pages; on the region tier now: %s CPU pages\n", tabs[i].name,
 		       (double)(tabs[i].rows * tabs[i].row_bytes) / (double)(1ull << 30),
-		       (unsigned long long)(1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp));
+		       (unsigned long long)(1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp),
+		       got ? got[i] : "?");
 	free(tabs);
+	free(got);
 	if (!have) {
-		printf("hugetlb: none in this kernel; region tables get %s pages\n",
-		       strcmp(mode, "never") ? "shmem THP" : "4 KiB");
+		printf("hugetlb: none in this kernel; region tables get %s pages\n", thp ? "shmem THP" : "4 KiB");
 		return 0;
 	}
 	printf("hugetlb: %llu of %llu %llu KiB pages available; the tables need %llu\n",
@@ -86,7 +109,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 		       "  %.1f GiB; per NUMA node: /sys/devices/system/node/nodeN/hugepages/hugepages-%llukB/nr_hugepages)\n"
 		       "  without: region tables on %s pages, CPU gathers about half as fast\n",
 		       (unsigned long long)set, (double)(need * hp) / (double)(1ull << 30), (unsigned long long)(hp >> 10),
-		       strcmp(mode, "never") && strcmp(mode, "deny") ? "shmem THP (advised)" : "4 KiB");
+		       thp ? "shmem THP (advised)" : "4 KiB");
 	return 0;
 }
 
