@@ -320,6 +320,15 @@ struct eht_table_info {
 /* Fills *info (info->size must be set). Returns 0 or -EINVAL. */
 EHT_API EHT_MUST_CHECK int eht_table_get_info(const eht_table *table, struct eht_table_info *info);
 
+/* The CPU page size this process maps the table's rows with, as the kernel reports it now
+ * (/proc/self/smaps over the rows' range): the hugetlb page size, 2 MiB when at least half of the
+ * resident rows are on transparent huge pages, else the base page size. The disk tier: the page
+ * size of the page cache its reads go through. Rows not touched yet in this process: the page size
+ * of their mapping. 0: unknown (NULL table, nothing resident of a mapping THP may still make huge,
+ * or a driver mapping smaps cannot see into). CPU gathers (HOST, AUTO) run about twice as fast on 2 MiB
+ * pages as on 4 KiB. Reads smaps: for reports, not for every step. */
+EHT_API uint64_t eht_table_page_size(const eht_table *table);
+
 /* Wraps caller-owned memory as a table of the memory tier. With device >= 0 the memory is
  * registered for DMA to that GPU (in chunks of at most 64 GiB) so GPU strategies can read it; if
  * registration fails, one warning is logged and the table stays CPU-only. The memory must outlive
@@ -374,6 +383,12 @@ typedef struct eht_region eht_region;
 #define EHT_REGION_NUMA_DEVICE 0x0040u /* bind the pages to GPU opts.device's host NUMA node when the
 					* driver knows it (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID), else local */
 #define EHT_REGION_GROUP 0x0080u      /* mode 0660 and group opts.gid instead of 0600 */
+#define EHT_REGION_HUGE 0x0100u       /* huge pages where the node has them (CPU gathers run about twice as
+				       * fast on them): a hugetlbfs directory as is; else, when the huge page
+				       * pool has room, a hugetlb memfd that has no name in the directory
+				       * (other processes get it by descriptor: eht_table_share, eht serve);
+				       * else EHT_REGION_THP where shmem THP allows it; else 4 KiB pages and
+				       * one warning naming the fix (vm.nr_hugepages, shmem_enabled) */
 
 struct eht_region_opts {
 	uint32_t size;              /* sizeof(struct eht_region_opts) */

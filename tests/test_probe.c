@@ -84,6 +84,27 @@ int main(void)
 		json_decref(c);
 		snprintf(cmd, sizeof(cmd), "'%s' probe > /dev/null", cli);
 		CHECK(system(cmd) == 0);
+		/* What a checkpoint's region tables need: its two ~1 MiB tables take a header page and a data
+		 * page each, on top of the pages in use. */
+		snprintf(cmd, sizeof(cmd), "'%s' probe --json --ckpt '%s/safetensors/engram_single.safetensors'", cli, t_fixtures());
+		f = popen(cmd, "r");
+		c = f ? json_loadf(f, 0, &err) : NULL;
+		CHECK(f && pclose(f) == 0);
+		CHECK(c != NULL);
+		if (c && p->hugepage_size == (2u << 20)) {
+			CHECK(json_integer_value(json_object_get(c, "tables")) == 2);
+			CHECK(json_integer_value(json_object_get(c, "hugepages_needed")) == 4);
+			json_int_t total = json_integer_value(json_object_get(c, "hugepages_total"));
+			json_int_t avail = json_integer_value(json_object_get(c, "hugepages_available"));
+			CHECK(json_integer_value(json_object_get(c, "nr_hugepages")) == total - avail + 4);
+			json_t *tp = json_object_get(c, "table_pages");
+			CHECK(json_array_size(tp) == 2);
+			const char *cp = json_string_value(json_object_get(json_array_get(tp, 0), "cpu_pages"));
+			CHECK(cp && (avail >= 2 ? strstr(cp, "hugetlb") != NULL : strstr(cp, "hugetlb") == NULL));
+		}
+		json_decref(c);
+		snprintf(cmd, sizeof(cmd), "'%s' probe --tensors x > /dev/null 2>&1", cli);
+		CHECK(system(cmd) != 0);
 	}
 	eht_probe_free(p);
 	eht_probe_free(NULL);

@@ -45,6 +45,7 @@ class TestEht(unittest.TestCase):
         buf = bytearray(os.urandom(rows * rb))
         t = eht.wrap(buf, rows, rb, name="py")
         self.assertEqual((t.rows, t.row_bytes, t.tier), (rows, rb, "memory"))
+        self.assertGreaterEqual(t.cpu_page_size(), 4096)  # the buffer is resident: smaps knows its pages
         lk = t.lookup_engine(strategy="host", cpu_only=True)
         ids = array.array("q", [5, 999, -1, 5, 1000, 0])
         out = bytearray(b"\xab" * (len(ids) * rb))

@@ -42,6 +42,10 @@ static void in_process(const char *ckpt)
 	CHECK(j && !strcmp(json_string_value(json_object_get(j, "state")), "ready"));
 	CHECK(j && json_array_size(json_object_get(j, "tables")) == 2);
 	CHECK(j && json_integer_value(json_object_get(j, "bytes")) == 2 * 700 * 264);
+	/* Each table's CPU page size as the server maps it (4 KiB or huge: whatever this node gives). */
+	json_t *t0 = j ? json_array_get(json_object_get(j, "tables"), 0) : NULL;
+	CHECK(t0 && json_integer_value(json_object_get(t0, "cpu_page_size")) >= 4096);
+	CHECK(t0 && json_is_string(json_object_get(t0, "cpu_pages")));
 	CHECK(j && json_integer_value(json_object_get(j, "pid")) == getpid());
 	CHECK(j && json_array_size(json_object_get(j, "workers")) == 0);
 	json_decref(j);

@@ -181,6 +181,7 @@ def _L():
         "eht_lookup_hotset_hit_rate": (ctypes.c_double, [VP]),
         "eht_lookup_hotset_refreshes": (U64, [VP]),
         "eht_table_hotset": (I, [VP, P(P(ctypes.c_int64)), P(U64)]),
+        "eht_table_page_size": (U64, [VP]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         try:
@@ -600,6 +601,14 @@ class Table:
             holder.owner = self._n
             return torch.as_tensor(holder, device=torch.device("cuda", self.device))
         return torch.frombuffer(self.host_view(), dtype=torch.uint8).view(*shape)
+
+    def cpu_page_size(self):
+        """The CPU page size this process maps the rows with now (eht_table_page_size: 2 MiB on
+        hugetlb or mostly-THP memory, else 4 KiB; the disk tier: its page cache's; 0 unknown). CPU
+        gathers (HOST, AUTO) run about twice as fast on 2 MiB pages."""
+        h = self._live()
+        fn = getattr(_L(), "eht_table_page_size", None)  # optional: an older libeht has none
+        return int(fn(h)) if fn else 0
 
     def hotset(self):
         """The hot set its server handed over with this table (eht_table_hotset: `eht serve --hotset`),

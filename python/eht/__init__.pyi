@@ -68,6 +68,8 @@ class Table:
         """A read-only memoryview of the table's bytes (tiers with a host pointer)."""
     def as_tensor(self, device: Device = None) -> Any:
         """The table as a zero-copy torch uint8 tensor [rows, row_bytes]."""
+    def cpu_page_size(self) -> int:
+        """The CPU page size the rows are mapped with now (eht_table_page_size; 0: unknown)."""
     def hotset(self) -> Optional["array.array[int]"]:
         """The hot set its server handed over with the table (`eht serve --hotset`), or None."""
     def lookup_engine(self, **kw: Any) -> Lookup:

@@ -46,6 +46,9 @@
 /* Rows a CPU thread reads ahead with software prefetch: enough to overlap a few DRAM misses, few
  * enough not to evict rows still being copied (8 measured a little faster than none). */
 #define LK_PREFETCH 8
+/* Re-reads the gather's knobs (EHT_LOOKUP_PREFETCH, _CHUNKS, _CHUNK_MIN, _DMA_SPLIT; lk_host.c) from
+ * the environment: for a bench that sweeps them between runs, never while a lookup runs. */
+void eht_lk_knobs_reload(void);
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024
 

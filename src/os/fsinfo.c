@@ -42,6 +42,50 @@ uint64_t eht_hugetlb_free(uint64_t page_size, int node)
 	return n * page_size;
 }
 
+/* One number from a hugepages sysfs file of the given page size (whole machine), 0 when unreadable. */
+static uint64_t hugetlb_count(uint64_t page_size, const char *file)
+{
+	char path[160];
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%llukB/%s", (unsigned long long)(page_size >> 10),
+		 file);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	unsigned long long n = 0;
+	if (fscanf(f, "%llu", &n) != 1)
+		n = 0;
+	fclose(f);
+	return n;
+}
+
+uint64_t eht_hugetlb_default_size(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Hugepagesize: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+int eht_hugetlb_pool(uint64_t page_size, struct eht_hugetlb_pool *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->page_size = page_size ? page_size : eht_hugetlb_default_size();
+	if (!p->page_size)
+		return -ENOENT;
+	p->total = hugetlb_count(p->page_size, "nr_hugepages");
+	p->free = hugetlb_count(p->page_size, "free_hugepages");
+	p->reserved = hugetlb_count(p->page_size, "resv_hugepages");
+	/* Reserved pages are free but promised to mappings made already. */
+	p->available = p->free > p->reserved ? p->free - p->reserved : 0;
+	return 0;
+}
+
 int eht_fs_info(const char *dir, struct eht_fs_info *fi)
 {
 	memset(fi, 0, sizeof(*fi));

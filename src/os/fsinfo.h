@@ -19,6 +19,16 @@ struct eht_fs_info {
 int eht_fs_info(const char *dir, struct eht_fs_info *fi);
 /* Free huge pages of a size, on one node (node >= 0) or the whole machine, in bytes. */
 uint64_t eht_hugetlb_free(uint64_t page_size, int node);
+/* The default huge page size (/proc/meminfo Hugepagesize), 0 when the kernel has none. */
+uint64_t eht_hugetlb_default_size(void);
+/* The machine's pool of huge pages of one size (0: the default size), in pages. */
+struct eht_hugetlb_pool {
+	uint64_t page_size;
+	uint64_t total, free, reserved; /* nr_hugepages, free_hugepages, resv_hugepages */
+	uint64_t available;             /* free - reserved: what a new mapping can still get */
+};
+/* Returns 0, or -ENOENT (no huge pages of that size; *p zeroed but page_size). */
+int eht_hugetlb_pool(uint64_t page_size, struct eht_hugetlb_pool *p);
 /* The active word of /sys/kernel/mm/transparent_hugepage/shmem_enabled ("never", "advise",
  * "always", "within_size", "deny", "force") into buf; "unknown" when unreadable. */
 const char *eht_thp_shmem_mode(char *buf, size_t len);

@@ -12,8 +12,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef MFD_HUGETLB
+#define MFD_HUGETLB 0x0004u
+#endif
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 0x0002u
+#endif
+#define MFD_HUGE_SHIFT_ 26
 
 #include "os/fsinfo.h"
 #include "os/numa.h"
@@ -24,6 +33,9 @@
 #include "util/pool.h"
 #include "util/clock.h"
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -33,7 +45,7 @@
 
 static const uint32_t known_flags = EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_OPEN_ONLY |
 				    EHT_REGION_NO_RECLAIM | EHT_REGION_THP | EHT_REGION_NUMA_NODE |
-				    EHT_REGION_NUMA_DEVICE | EHT_REGION_GROUP | REGION_MEMFD;
+				    EHT_REGION_NUMA_DEVICE | EHT_REGION_GROUP | EHT_REGION_HUGE | REGION_MEMFD;
 
 /* What one eht_region_open call asked for, checked and with defaults filled in. */
 struct req {
@@ -49,6 +61,7 @@ struct req {
 	struct eht_fs_info fs;
 	const struct region_gpu_ops *gpu; /* may be NULL: no GPU steps */
 	const volatile int *cancel;       /* may be NULL: opts->cancel, read by populate */
+	bool no_memfd; /* EHT_REGION_HUGE: a hugetlb memfd failed once; the directory's pages then */
 };
 
 static void sleep_s(double s)
@@ -369,21 +382,78 @@ static void reclaim_once(const char *dir)
 	pthread_mutex_unlock(&mu);
 }
 
+/* How EHT_REGION_HUGE backs a region in a directory that is not hugetlbfs: *memfd_page set to the
+ * huge page size when the pool has room for a hugetlb memfd, else *thp when shmem THP can be
+ * advised; otherwise one warning naming the fix, and 4 KiB pages. */
+static void huge_choice(const struct req *q, uint64_t *memfd_page, bool *thp)
+{
+	*memfd_page = 0;
+	struct eht_hugetlb_pool pool;
+	bool have = eht_hugetlb_pool(0, &pool) == 0;
+	uint64_t hp = have ? pool.page_size : 0;
+	uint64_t need = hp ? 1 + (q->bytes + hp - 1) / hp : 0; /* a header page + the data */
+	if (have && !q->no_memfd && pool.available >= need) {
+		*memfd_page = hp;
+		return;
+	}
+	char mode[32];
+	eht_thp_shmem_mode(mode, sizeof(mode));
+	if (strcmp(mode, "never") && strcmp(mode, "deny") && strcmp(mode, "unknown")) {
+		*thp = true;
+		return;
+	}
+	char a[32], b[32];
+	eht_warn_once("region %s: 4 KiB pages (CPU gathers of its rows run about half as fast as on 2 MiB): "
+		      "%s and shmem THP is '%s'; fix: sysctl vm.nr_hugepages=%llu (%llu more %s pages for this %s "
+		      "table; eht probe --ckpt CHECKPOINT: the total for every table), or echo advise > "
+		      "/sys/kernel/mm/transparent_hugepage/shmem_enabled",
+		      q->name,
+		      !have ? "the kernel has no huge pages" : q->no_memfd ? "a hugetlb memfd could not be made"
+							    : "the huge page pool has no room",
+		      mode, (unsigned long long)(pool.total + (need > pool.available ? need - pool.available : 0)),
+		      (unsigned long long)(need > pool.available ? need - pool.available : 0),
+		      fmt_bytes(hp ? hp : THP_SIZE, a, sizeof(a)), fmt_bytes(q->bytes, b, sizeof(b)));
+}
+
+/* A hugetlb memfd for the region (no name in the directory). Returns the fd, or -1 with errno. */
+static int memfd_huge(const struct req *q, uint64_t page)
+{
+	unsigned lg = 0;
+	while ((1ull << lg) < page)
+		lg++;
+	/* Named as the plain memfd is: /proc/PID/maps shows "/memfd:NAME" either way. */
+	return (int)syscall(SYS_memfd_create, q->name, MFD_CLOEXEC | MFD_HUGETLB | MFD_ALLOW_SEALING | (lg << MFD_HUGE_SHIFT_));
+}
+
+/* What backs a new region: a hugetlb memfd (anon), hugetlb pages (a hugetlbfs directory or that
+ * memfd) of hpage bytes, or shmem THP advised. */
+struct backing {
+	bool thp, hugetlb;
+	bool memfd; /* a hugetlb memfd (EHT_REGION_HUGE): mapped aligned to its pages; a failed map retries */
+	bool anon;  /* any memfd: no name in the directory */
+	uint64_t hpage;
+};
+
 /* Maps the new file (file_bytes, data at data_offset) and binds its pages to node before the first
  * touch; THP advised where asked. 0 or -errno (message set). */
-static int map_new(const struct req *q, struct eht_region *r, const char *tmp, uint64_t file_bytes,
-		   uint64_t data_offset, int node, bool strict)
+static int map_new(const struct req *q, struct eht_region *r, const struct backing *k, const char *tmp,
+		   uint64_t file_bytes, uint64_t data_offset, int node, bool strict)
 {
 	char a[32];
-	bool thp = q->flags & EHT_REGION_THP;
+	const bool thp = k->thp && !k->hugetlb;
 	r->map_bytes = (size_t)file_bytes;
-	r->map = map_file(r->fd, r->map_bytes, thp && !q->fs.hugetlbfs ? THP_SIZE : 4096);
+	r->map = map_file(r->fd, r->map_bytes, k->memfd ? (size_t)k->hpage : thp ? THP_SIZE : 4096);
+	if (!r->map && k->memfd) {
+		/* The pool emptied since it was read (mapping reserves every huge page up front). */
+		eht_info("region %s: mapping a hugetlb memfd failed (%s); the directory's pages", q->name, strerror(errno));
+		return RETRY;
+	}
 	if (!r->map)
 		return eht_err_sys(errno == ENOMEM && q->fs.hugetlbfs ? ENOSPC : errno, "region %s: mapping %s of %s",
 				   q->name, fmt_bytes(file_bytes, a, sizeof(a)), tmp);
 	r->hdr = r->map;
 	r->data = (char *)r->map + data_offset;
-	r->page_size = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
+	r->page_size = k->hugetlb ? k->hpage : (thp ? THP_SIZE : q->fs.page_size);
 	r->numa_node = node;
 	/* Bind before the first touch: the policy lands on the shared file (tmpfs and hugetlbfs keep it
 	 * per inode), so the pages are placed on the node whoever faults them in. */
@@ -395,13 +465,14 @@ static int map_new(const struct req *q, struct eht_region *r, const char *tmp, u
 			r->numa_node = -1;
 		}
 	}
-	if (thp && !q->fs.hugetlbfs && !thp_advise(q, r->data, (size_t)(file_bytes - data_offset)))
+	if (thp && !thp_advise(q, r->data, (size_t)(file_bytes - data_offset)))
 		r->page_size = q->fs.page_size; /* still 2 MiB aligned, so a later THP mode change helps */
 	return 0;
 }
 
 /* The header of a new region (not ready, no one attached), creator's identity included. */
-static void write_header(const struct req *q, struct eht_region *r, uint64_t file_bytes, uint64_t data_offset)
+static void write_header(const struct req *q, struct eht_region *r, const struct backing *k, uint64_t file_bytes,
+			 uint64_t data_offset)
 {
 	struct region_hdr *h = r->hdr;
 	memcpy(h->magic, REGION_MAGIC, 8);
@@ -413,7 +484,10 @@ static void write_header(const struct req *q, struct eht_region *r, uint64_t fil
 	h->rows = q->rows;
 	h->row_bytes = q->row_bytes;
 	h->page_size = r->page_size;
-	h->policy = (q->flags & REGION_HDR_POLICY) | (q->fs.hugetlbfs ? REGION_HDR_HUGETLB : 0);
+	h->policy = (q->flags & REGION_HDR_POLICY) | (k->hugetlb ? REGION_HDR_HUGETLB : 0) |
+		    (k->anon ? REGION_HDR_ANON : 0);
+	if (k->thp && !k->hugetlb && r->page_size >= THP_SIZE)
+		h->policy |= EHT_REGION_THP; /* openers align their mapping for the huge pages */
 	h->expected_peers = (q->flags & EHT_REGION_UNLINK_WHEN_MAPPED) ? q->expected_peers : 0;
 	h->numa_node = r->numa_node;
 	h->creator_pid = (int32_t)getpid();
@@ -436,10 +510,16 @@ static int create(struct req *q, struct eht_region **out)
 	bool strict = false;
 	int node = pick_node(q, &strict);
 	bool thp = q->flags & EHT_REGION_THP;
-	uint64_t unit = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : q->fs.page_size);
-	uint64_t data_offset = q->fs.hugetlbfs ? q->fs.page_size : (thp ? THP_SIZE : 4096);
+	uint64_t memfd_page = 0;
+	if ((q->flags & EHT_REGION_HUGE) && !q->fs.hugetlbfs)
+		huge_choice(q, &memfd_page, &thp);
+	/* A memfd: asked for (REGION_MEMFD: a group of one), or EHT_REGION_HUGE's hugetlb one. */
+	const bool hmemfd = memfd_page != 0, anon = hmemfd || (q->flags & REGION_MEMFD);
+	const bool hugetlb = q->fs.hugetlbfs || hmemfd;
+	const uint64_t hpage = hmemfd ? memfd_page : q->fs.page_size;
+	uint64_t unit = hugetlb ? hpage : (thp ? THP_SIZE : q->fs.page_size);
+	uint64_t data_offset = hugetlb ? hpage : (thp ? THP_SIZE : 4096);
 	uint64_t file_bytes = data_offset + round_up(q->bytes, unit);
-	const bool anon = q->flags & REGION_MEMFD;
 	/* Reclaim first: what a killed creator left (a populate cut short by SIGKILL) may be the very
 	 * space this create needs, and the restart of that creator is the usual next create. */
 	if (!anon) {
@@ -447,9 +527,16 @@ static int create(struct req *q, struct eht_region **out)
 		if (eht_fs_info(q->dir, &q->fs) != 0)
 			eht_err_clear(); /* keep the figures region_open read */
 	}
-	int rc = capacity_check(q, file_bytes - data_offset, node, strict);
+	/* A hugetlb memfd takes huge pages, checked by huge_choice; a plain memfd memory (checked here). */
+	int rc = hmemfd ? 0 : capacity_check(q, file_bytes - data_offset, node, strict);
 	if (rc)
 		return rc;
+	if (hmemfd && strict && eht_numa_node_count() > 1 && eht_hugetlb_free(hpage, node) < file_bytes) {
+		eht_info("region %s: NUMA node %d has too few free huge pages for a hugetlb memfd", q->name, node);
+		q->no_memfd = true;
+		return RETRY;
+	}
+	const struct backing k = {.thp = thp, .hugetlb = hugetlb, .memfd = hmemfd, .anon = anon, .hpage = hpage};
 	char tmp[4096 + 64];
 	/* Unpredictable: another user cannot pre-create it (O_EXCL would then fail the create). */
 	snprintf(tmp, sizeof(tmp), "%s/" REGION_TMP_PREFIX "%s.%d.%u.%016llx", q->dir, q->name, (int)getpid(),
@@ -459,18 +546,24 @@ static int create(struct req *q, struct eht_region **out)
 		return eht_err(ENOMEM, "region %s: out of memory", q->name);
 	r->fd = -1;
 	r->device = -1;
+	r->anon = anon;
 	bool linked = false, tmp_made = false;
 	mode_t mode = (q->flags & EHT_REGION_GROUP) ? 0660 : 0600;
 	if (anon) {
 		/* Sealable, and gone with its last descriptor and mapping: a killed creator leaves nothing. */
-		r->fd = memfd_create(q->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		r->fd = hmemfd ? memfd_huge(q, hpage) : memfd_create(q->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (r->fd < 0 && hmemfd) {
+			eht_info("region %s: no hugetlb memfd (%s); 4 KiB pages", q->name, strerror(errno));
+			q->no_memfd = true;
+			rc = RETRY;
+			goto fail;
+		}
 		if (r->fd < 0) {
 			rc = eht_err_sys(errno, "region %s: memfd_create", q->name);
 			goto fail;
 		}
-		r->anon = true;
 		snprintf(tmp, sizeof(tmp), "memfd:%s", q->name);
-		goto sized;
+		goto sized_file;
 	}
 	r->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (r->fd < 0) {
@@ -487,19 +580,22 @@ static int create(struct req *q, struct eht_region **out)
 		rc = eht_err_sys(errno, "region %s: chown to group %u", q->name, (unsigned)q->gid);
 		goto fail;
 	}
+sized_file:
 	rc = region_lock(r->fd, F_WRLCK);
 	if (rc) {
 		rc = eht_err(rc, "region %s: locking %s: %s", q->name, tmp, strerror(-rc));
 		goto fail;
 	}
-sized:
 	if (ftruncate(r->fd, (off_t)file_bytes) != 0) {
 		rc = eht_err_sys(errno, "region %s: sizing %s to %s", q->name, tmp, fmt_bytes(file_bytes, a, sizeof(a)));
 		goto fail;
 	}
-	if ((rc = map_new(q, r, tmp, file_bytes, data_offset, node, strict)))
+	int mrc = map_new(q, r, &k, tmp, file_bytes, data_offset, node, strict);
+	if (mrc == RETRY)
+		q->no_memfd = true;
+	if ((rc = mrc))
 		goto fail;
-	write_header(q, r, file_bytes, data_offset);
+	write_header(q, r, &k, file_bytes, data_offset);
 
 	if (anon) {
 		snprintf(q->path, sizeof(q->path), "%.4000s", tmp);
@@ -533,7 +629,8 @@ named:;
 	if (rc)
 		goto fail;
 	eht_info("region %s: created %s in %s (node %d%s%s)", q->name, fmt_bytes(q->bytes, a, sizeof(a)),
-		 anon ? "a memfd" : q->dir, r->numa_node, thp ? ", THP" : "", q->fs.hugetlbfs ? ", hugetlbfs" : "");
+		 anon ? (hugetlb ? "a hugetlb memfd" : "a memfd") : q->dir, r->numa_node, thp && !hugetlb ? ", THP" : "",
+		 q->fs.hugetlbfs ? ", hugetlbfs" : "");
 	*out = r;
 	return 0;
 fail:
@@ -611,6 +708,8 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 		if (atomic_load(&h.ready))
 			break;
 		/* We hold a read lock and it is not ready: its creator died before marking it ready. */
+		if (h.policy & REGION_HDR_ANON)
+			return eht_err(EINVAL, "region %s: handed over before its creator marked it ready", q->name);
 		if (!same_file(q->path, &st))
 			return RETRY;
 		if (q->flags & EHT_REGION_NO_RECLAIM)
@@ -634,7 +733,8 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 	if (!r)
 		return eht_err(ENOMEM, "region %s: out of memory", q->name);
 	r->map_bytes = (size_t)h.file_bytes;
-	r->map = map_file(fd, r->map_bytes, (h.policy & EHT_REGION_THP) ? THP_SIZE : 4096);
+	r->map = map_file(fd, r->map_bytes, (h.policy & REGION_HDR_HUGETLB) ? (size_t)h.page_size
+					     : (h.policy & EHT_REGION_THP) ? THP_SIZE : 4096);
 	if (!r->map) {
 		rc = eht_err_sys(errno, "region %s: mapping %s", q->name, q->path);
 		free(r);
@@ -648,10 +748,13 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 	r->numa_node = h.numa_node;
 	r->ready = true;
 	r->device = -1;
+	r->anon = (h.policy & REGION_HDR_ANON) != 0;
 	r->dev = st.st_dev;
 	r->ino = st.st_ino;
 	snprintf(r->name, sizeof(r->name), "%s", q->name);
-	snprintf(r->path, sizeof(r->path), "%s", q->path);
+	snprintf(r->path, sizeof(r->path), "%s", r->anon ? "memfd" : q->path);
+	if (!(h.policy & REGION_HDR_HUGETLB) && r->page_size >= THP_SIZE)
+		madvise(r->data, (size_t)(r->map_bytes - h.data_offset), MADV_HUGEPAGE); /* map the creator's THP */
 	attach_count(r);
 	eht_debug("region %s: opened %s (creator pid %d)", q->name, q->path, h.creator_pid);
 	*out = r;
@@ -678,7 +781,10 @@ int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *
 	if (q.flags & REGION_MEMFD) {
 		if (!q.fs.hugetlbfs) {
 			q.fs.page_size = 4096;
-			return create(&q, out);
+			/* RETRY only once: a hugetlb memfd (EHT_REGION_HUGE) that could not be made. */
+			while ((rc = create(&q, out)) == RETRY)
+				;
+			return rc;
 		}
 		q.flags &= ~REGION_MEMFD; /* hugetlbfs: a named file, as before (not sealable) */
 		if (!(q.flags & (EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED)))
@@ -733,7 +839,8 @@ int region_seal(eht_region *r)
 	}
 	int sr = fcntl(r->fd, F_ADD_SEALS, REGION_SEALS);
 	if (sr != 0 && errno == EBUSY) {
-		if (mmap(r->map, r->map_bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED, ro, 0) == MAP_FAILED) {
+		/* No reserve: a private hugetlb mapping would reserve a copy of every huge page. */
+		if (mmap(r->map, r->map_bytes, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, ro, 0) == MAP_FAILED) {
 			rc = eht_err_sys(errno, "region %s: remapping read-only", r->name);
 			goto out;
 		}
@@ -743,9 +850,30 @@ int region_seal(eht_region *r)
 		rc = eht_err_sys(errno, "region %s: sealing its memfd", r->name);
 	if (!rc)
 		r->sealed = true;
+	/* The new mapping starts empty: map the pages again now (page tables only, no copy), so that
+	 * this process's reads and its page size report (eht_table_page_size) see them. Best effort. */
+	madvise(r->map, r->map_bytes, MADV_POPULATE_READ);
 out:
 	close(ro);
 	return rc;
+}
+
+int region_open_fd(const char *name, int fd, const struct eht_region_opts *opts, eht_region **out)
+{
+	*out = NULL;
+	struct req q;
+	int rc = req_init(&q, name, 0, opts);
+	if (rc)
+		return rc;
+	int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (own < 0)
+		return eht_err_sys(errno, "region %s: dup of its descriptor", name);
+	rc = attach(&q, own, eht_now_s() + q.timeout_s, out);
+	if (rc) {
+		close(own);
+		return rc == RETRY ? eht_err(EINVAL, "region %s: the descriptor names no ready region", name) : rc;
+	}
+	return 0;
 }
 
 int eht_region_mark_ready(eht_region *r)

@@ -25,6 +25,7 @@
  * with no name in the directory (nobody opens it by name; it goes out by descriptor), which
  * region_seal can seal once filled. On a hugetlbfs directory it stays a named file for now. */
 #define REGION_MEMFD 0x40000000u
+#define REGION_HDR_ANON 0x20000u /* a memfd (EHT_REGION_HUGE): no name in the directory, shared by descriptor */
 
 /* The first bytes of the file. Shared by every process mapping it; ready and attached change after
  * creation and are accessed atomically (lock-free 32-bit atomics work across processes). */
@@ -73,7 +74,7 @@ struct eht_region {
 	const struct region_gpu_ops *gpu; /* what pinned it, to unpin at close */
 	dev_t dev;           /* identity of the file, to unlink only our own */
 	ino_t ino;
-	bool anon;           /* a memfd (REGION_MEMFD): no name to unlink */
+	bool anon;           /* a memfd (REGION_MEMFD, or EHT_REGION_HUGE's hugetlb one): no name to unlink */
 	bool sealed;         /* region_seal done: no descriptor can write the file any more */
 };
 
@@ -92,6 +93,10 @@ int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *
  * (a named region: files in a directory cannot be sealed), -EBUSY (pinned) or -errno. */
 int region_seal(eht_region *r);
 #define REGION_SEALS (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW)
+/* Opens the ready region behind fd (a memfd region another rank created, received by descriptor):
+ * fd is dup'ed, the caller keeps its own. opts as for an opener (flags, geometry, expected_peers).
+ * Returns 0 or -errno. */
+int region_open_fd(const char *name, int fd, const struct eht_region_opts *opts, eht_region **out);
 /* eht_region_pin through gpu (NULL: -ENODEV). The region keeps gpu to unpin itself at close. */
 int region_pin(eht_region *r, int device, const struct region_gpu_ops *gpu);
 /* OFD locks on the whole file: type F_RDLCK / F_WRLCK / F_UNLCK, never blocking. 0, -EAGAIN or -errno. */

@@ -22,6 +22,7 @@
 #include "os/sock_io.h"
 #include "serve/serve_impl.h"
 #include "serve/serve_proto.h"
+#include "table/table_impl.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -244,8 +245,13 @@ void serve_status_ready(struct serve_status *st, const eht_server *s)
 						     info.numa_node, "page_size", (json_int_t)info.page_size, "in_memory",
 						     info.host != NULL));
 		const struct served *sv = serve_table_at(s, i);
+		json_t *tj = json_array_get(arr, json_array_size(arr) - 1);
+		if (sv && sv->table) { /* the CPU page size the server maps the rows with (smaps) */
+			char pt[64];
+			json_object_set_new(tj, "cpu_page_size", json_integer((json_int_t)eht_table_page_size(sv->table)));
+			json_object_set_new(tj, "cpu_pages", json_string(eht_table_page_text(sv->table, pt, sizeof(pt))));
+		}
 		if (sv && sv->hot) { /* what every worker receives at attach */
-			json_t *tj = json_array_get(arr, json_array_size(arr) - 1);
 			json_object_set_new(tj, "hotset_rows", json_integer((json_int_t)sv->nhot));
 			json_object_set_new(tj, "hotset", json_string(sv->hot_file));
 		}

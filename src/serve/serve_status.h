@@ -5,7 +5,7 @@
  * "eht.status.<uid>.<key>". A client (same uid, root, or of the EHT_SERVE_ALLOW_GID group) connects and receives a uint32 length then
  * that many bytes of JSON: {"key", "checkpoint", "pid", "uid", "device", "state": "loading" | "ready", "ready": bool, "uptime_s", "bytes" (in memory, once ready), "loaded_bytes" and "load_bytes" (loading
  * progress), "tables": [{"name", "tier",
- * "rows", "row_bytes", "bytes", "numa_node", "page_size", and with a hot set "hotset_rows" and
+ * "rows", "row_bytes", "bytes", "numa_node", "page_size", "cpu_page_size" and "cpu_pages" (eht_table_page_size, and in words), and with a hot set "hotset_rows" and
  * "hotset" (its file)}], "workers": [{"pid", "uid", "gid",
  * "device", "attached_s", "numa_node", "copy", "pool_threads"}], "copies": [{"index", "numa_node",
  * "bytes", "workers"}] (one entry without --per-numa), "copies_note" (why one copy where more were

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <errno.h>
 
+#include <unistd.h>
+
+#include "os/pagesize.h"
 #include "util/err.h"
 #include "util/opts.h"
 
@@ -168,3 +171,36 @@ int eht_table_copy(const eht_table *t, struct eht_table_copy *copy)
 	return eht_opts_out(copy, &t->copy, sizeof(t->copy), "eht_table_copy: copy");
 }
 
+int eht_table_page_stat(const eht_table *t, struct eht_page_stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!t || !t->info.host)
+		return -ENOENT;
+	uint64_t bytes = t->info.local_rows * t->info.row_bytes;
+	return eht_page_stat(t->info.host, (size_t)bytes, st);
+}
+
+uint64_t eht_table_page_size(const eht_table *t)
+{
+	if (!t)
+		return 0;
+	if (t->info.tier == EHT_TIER_DISK) {
+		/* Reads go through the page cache, which maps nothing here: its page is the base page. */
+		long ps = sysconf(_SC_PAGESIZE);
+		return ps > 0 ? (uint64_t)ps : 4096;
+	}
+	struct eht_page_stat st;
+	return eht_table_page_stat(t, &st) == 0 ? eht_page_stat_size(&st) : 0;
+}
+
+const char *eht_table_page_text(const eht_table *t, char *buf, size_t len)
+{
+	struct eht_page_stat st;
+	if (t && t->info.tier == EHT_TIER_DISK)
+		snprintf(buf, len, "%llu KiB (page cache)", (unsigned long long)(eht_table_page_size(t) >> 10));
+	else if (eht_table_page_stat(t, &st) != 0)
+		snprintf(buf, len, "unknown");
+	else
+		eht_page_stat_text(&st, buf, len);
+	return buf;
+}

@@ -72,6 +72,12 @@ void eht_table_set_copy(eht_table *t, int index, int count, int numa_node, int w
  * the rows (src/serve/serve_hot.c). */
 void eht_table_set_hotset(eht_table *t, int64_t *rows, uint64_t n);
 
+struct eht_page_stat;
+/* smaps' word on the CPU mapping of t's rows (os/pagesize.h). 0, or -ENOENT (no host pointer). */
+int eht_table_page_stat(const eht_table *t, struct eht_page_stat *st);
+/* eht_table_page_size in words for reports: "2 MiB (hugetlb)", "4 KiB (page cache)", "unknown". */
+const char *eht_table_page_text(const eht_table *t, char *buf, size_t len);
+
 /* 0, or the alive hook's error (with its message). */
 int eht_table_check(eht_table *t);
 

@@ -15,7 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_tier.h"
 #include "bench_workload.h"
+#include "lookup/lookup_impl.h"
 #include "bench.h"
 #include "cli.h"
 #include "os/numa.h"
@@ -39,6 +41,22 @@ static void fill_task(void *arg, size_t task, unsigned worker)
 		uint64_t x = i * 0x9e3779b97f4a7c15ull;
 		j->p[i] = x ^ (x >> 29);
 	}
+}
+
+/* bench_table_open's fill: a pool of this process's CPUs, gone before the lookups' own start. */
+static void fill_table(void *host, size_t bytes, void *arg)
+{
+	eht_pool *pool = NULL;
+	struct fill_job fj = {.p = host, .words = bytes / 8, .per_task = 1u << 21};
+	size_t tasks = (fj.words + fj.per_task - 1) / fj.per_task;
+	if (eht_pool_create(0, -1, 100, &pool) == 0) {
+		eht_pool_run(pool, tasks, fill_task, &fj);
+		eht_pool_destroy(pool);
+	} else {
+		for (size_t i = 0; i < tasks; i++)
+			fill_task(&fj, i, 0);
+	}
+	(void)arg;
 }
 
 enum { ON_HOST, ON_GPU, ON_GRAPH, NMODES };
@@ -75,11 +93,16 @@ static double hit_fraction(const int64_t *hot, size_t nhot, const int32_t *ids, 
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: eht bench lookup [--table-gib G] [--ids N,N...] [--sweep] [--strategies S,S...]\n"
+	fprintf(f, "usage: eht bench lookup [--table-gib G] [--tier memory|region|host-numa] [--ids N,N...] [--sweep]\n"
+		   "                        [--strategies S,S...]\n"
 		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
 		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
 		   "                        [--json] [--help]\n"
 		   "  --strategies  which to time (default direct,sorted,host,auto; --list-strategies lists them)\n"
+		   "  --tier     where the rows live: memory (default: this process's anonymous memory, THP advised,\n"
+		   "             wrapped), region or host-numa (eht_table_share, the tables eht serve hands workers);\n"
+		   "             the CPU page size the rows are mapped with is reported (CPU gathers run about twice as\n"
+		   "             fast on 2 MiB pages: region tables get them from the hugetlb pool, vm.nr_hugepages)\n"
 		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
 		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
 		   "             its id buffer (ids in GPU memory)\n"
@@ -92,6 +115,9 @@ static void usage(FILE *f)
 		   "             text outside the measured tokens, or a file of `eht hotset build` (built for this\n"
 		   "             table: --table-rows); the steps then come from tokens [0, T/2) unless --workload-range\n"
 		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n"
+		   "  --knob-sweep  then the HOST and AUTO engines again on every shape and mode for each setting of\n"
+		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNKS, then\n"
+		   "             EHT_LOOKUP_DMA_SPLIT), one line per setting (with --json: JSON lines on stderr)\n"
 		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
 }
 
@@ -175,9 +201,9 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 struct lk_opts {
 	double gib;
 	size_t shapes[MAX_SHAPES];
-	int nshapes, strategies[4], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup;
+	int nshapes, strategies[4], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup, knob_sweep;
 	unsigned threads;
-	const char *workload, *hotset;
+	const char *workload, *hotset, *tier;
 	long long rbeg, rend;
 };
 
@@ -229,6 +255,11 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 		return 0;
 	case 'i': return parse_ids(o, arg);
 	case 'W': o->workload = arg; return 0;
+	case 'T':
+		if (bench_tier_parse(arg))
+			return 2;
+		o->tier = arg;
+		return 0;
 	case 'H': o->hotset = arg; return 0;
 	case 'R':
 		if (sscanf(arg, "%lld:%lld", &o->rbeg, &o->rend) != 2 || o->rbeg < 0 || o->rend <= o->rbeg) {
@@ -250,6 +281,7 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 		return 0;
 	case 'G': o->graph = 1; return 0;
 	case 'D': o->dedup = 1; return 0;
+	case 'K': o->knob_sweep = 1; return 0;
 	case 'r': o->reps = (int)strtol(arg, &end, 10); if (*end) o->reps = 0; return 0;
 	case 't': o->threads = (unsigned)strtoul(arg, &end, 10); return 0;
 	case 'f':
@@ -288,10 +320,11 @@ static int parse_args(int argc, char **argv, struct lk_opts *o)
 		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
 		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
 		{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
+		{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
 		{NULL, 0, NULL, 0}};
 	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2,
 			      .strategies = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO},
-			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform",
+			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform", .tier = "memory",
 			      .rbeg = -1, .rend = -1};
 	optind = 1;
 	opterr = 0;
@@ -319,8 +352,12 @@ struct lk_run {
 	double gib, link, idle, t_hot;
 	uint64_t rows;
 	size_t bytes, maxn, ob, nhot;
-	uint8_t *table, *hout;
+	uint8_t *hout;
+	struct bench_table bt;
 	eht_table *t;
+	char pages[64];    /* the CPU page size of the rows' mapping, in words */
+	uint64_t cpu_page; /* and in bytes (0: unknown) */
+	int table_tier;
 	int32_t *ids;
 	double *times;
 	struct bench_workload *wl;
@@ -334,36 +371,25 @@ struct lk_run {
 	int nres;
 };
 
-/* The table: an anonymous mapping filled by a pool, wrapped (and pinned with a GPU). 0 or 1. */
+/* The table in the tier asked (memory: an anonymous mapping filled by a pool, wrapped and pinned
+ * with a GPU; region / host-NUMA: eht_table_share, then filled), and the CPU page size it got. 0 or 1. */
 static int lk_table(struct lk_run *d)
 {
-	double t0 = bench_now_s();
-	d->table = mmap(NULL, d->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (d->table == MAP_FAILED) {
-		fprintf(stderr, "eht bench lookup: mmap of %zu bytes: %s\n", d->bytes, strerror(errno));
-		return 1;
-	}
-	madvise(d->table, d->bytes, MADV_HUGEPAGE); /* fewer CPU translation misses; a hint only */
-	eht_pool *pool = NULL;
-	if (eht_pool_create(0, -1, 100, &pool))
+	double t_fill = 0, t_make = 0;
+	if (bench_table_open(d->o->tier, d->rows, RB, d->gpu ? d->o->dev : -1, fill_table, NULL, &t_fill, &t_make, &d->bt))
 		return cli_fail("bench lookup", NULL);
-	struct fill_job fj = {.p = (uint64_t *)(void *)d->table, .words = d->bytes / 8, .per_task = 1u << 21};
-	eht_pool_run(pool, (fj.words + fj.per_task - 1) / fj.per_task, fill_task, &fj);
-	eht_pool_destroy(pool); /* its threads would sit beside the lookups' own */
-	double t_fill = bench_now_s() - t0;
-	t0 = bench_now_s();
-	if (eht_table_wrap(d->table, d->rows, RB, d->gpu ? d->o->dev : -1, "bench", &d->t))
-		return cli_fail("bench lookup", NULL);
+	d->t = d->bt.t;
 	struct eht_table_info ti = {.size = sizeof(ti)};
 	if (eht_table_get_info(d->t, &ti))
 		return cli_fail("bench lookup", NULL);
-	double t_pin = bench_now_s() - t0;
+	d->table_tier = ti.tier;
+	d->cpu_page = bench_table_pages(&d->bt, d->pages, sizeof(d->pages));
 	if (d->gpu && !ti.device_ptr)
 		fprintf(d->info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", d->o->dev);
-	fprintf(d->info, "table: %.2f GiB, %llu rows of %d B, filled in %.1f s", d->gib, (unsigned long long)d->rows, RB,
-		t_fill);
+	fprintf(d->info, "table: %.2f GiB in %s (%s), %llu rows of %d B, CPU pages %s, filled in %.1f s", d->gib,
+		d->o->tier, eht_tier_name(ti.tier), (unsigned long long)d->rows, RB, d->pages, t_fill);
 	if (d->gpu)
-		fprintf(d->info, ", pinned in %.1f s", t_pin);
+		fprintf(d->info, ", %s in %.1f s", strcmp(d->o->tier, "memory") ? "made" : "pinned", t_make);
 	fprintf(d->info, "\n");
 	return 0;
 }
@@ -492,6 +518,88 @@ static int lk_shapes(struct lk_run *d)
 	return 0;
 }
 
+/* One setting of the CPU gather's knobs (lk_host.c: EHT_LOOKUP_PREFETCH, _CHUNKS, _DMA_SPLIT). */
+struct knob_set {
+	unsigned pf, chunks, split;
+};
+
+/* --knob-sweep: the HOST and AUTO engines on every shape and mode again for each setting of the
+ * gather's knobs (prefetch distance x chunks per worker, then the eager DMA split at the defaults),
+ * one line per setting on stdout (JSON lines on stderr with --json). The knobs go back to the environment's
+ * values after. 0 or 1. */
+static int lk_knob_sweep(struct lk_run *d)
+{
+	static const unsigned pfs[] = {0, 2, 4, 8, 16, 32}, chs[] = {1, 2, 4, 8}, splits[] = {1, 2, 4, 16};
+	static const char *names[3] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNKS", "EHT_LOOKUP_DMA_SPLIT"};
+	const struct lk_opts *o = d->o;
+	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .maxn = d->maxn,
+			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
+			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
+	struct knob_set sets[64];
+	int ns = 0;
+	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
+		for (size_t b = 0; b < sizeof(chs) / sizeof(chs[0]); b++)
+			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8};
+	for (size_t a = 0; a < sizeof(splits) / sizeof(splits[0]); a++)
+		sets[ns++] = (struct knob_set){LK_PREFETCH, 8, splits[a]};
+	char *saved[3];
+	for (int i = 0; i < 3; i++)
+		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+	if (!o->json)
+		printf("knob sweep (median ms per step; prefetch rows, chunks per worker, eager DMA split):\n");
+	int rc = 0;
+	for (int k = 0; k < o->nshapes && !rc; k++) {
+		double distinct = 0;
+		if (bench_workload_fill(d->wl, o->shapes[k], (size_t)d->batches, d->maxn, d->ids, &distinct) ||
+		    (d->gpu && eht_dev_h2d(d->dids, d->ids, (size_t)d->batches * d->maxn * sizeof(*d->ids)))) {
+			rc = cli_fail("bench lookup", NULL);
+			break;
+		}
+		for (int q = 0; q < ns; q++) {
+			char v[3][16];
+			snprintf(v[0], sizeof(v[0]), "%u", sets[q].pf);
+			snprintf(v[1], sizeof(v[1]), "%u", sets[q].chunks);
+			snprintf(v[2], sizeof(v[2]), "%u", sets[q].split);
+			for (int i = 0; i < 3; i++)
+				setenv(names[i], v[i], 1);
+			eht_lk_knobs_reload();
+			for (int si = 0; si < o->nstrat; si++) {
+				int st = o->strategies[si];
+				if (!d->engines[si] || (st != EHT_LOOKUP_HOST && st != EHT_LOOKUP_AUTO))
+					continue;
+				char line[512];
+				int len = snprintf(line, sizeof(line),
+						   o->json ? "{\"knobs\": {\"prefetch\": %u, \"chunks\": %u, \"dma_split\": %u}, "
+							     "\"strategy\": \"%s\", \"ids\": %zu"
+							   : "  pf %2u chunks %u split %2u  %-5s %7zu ids",
+						   sets[q].pf, sets[q].chunks, sets[q].split, eht_lookup_strategy_name(st),
+						   o->shapes[k]);
+				for (int m = 0; m < NMODES; m++) {
+					if (!d->want[m])
+						continue;
+					double med = 0, p90 = 0;
+					int e = time_mode(&bc, d->engines[si], st, m, o->shapes[k], &med, &p90);
+					len += snprintf(line + len, sizeof(line) - (size_t)len,
+							o->json ? (e ? ", \"%s\": null" : ", \"%s\": %.4f")
+								: (e ? "  %s fail" : "  %s %.4f"),
+							mode_names[m], med);
+				}
+				/* JSON lines beside the report, on stderr: stdout stays one JSON document. */
+				fprintf(o->json ? stderr : stdout, "%s%s\n", line, o->json ? "}" : "");
+			}
+		}
+	}
+	for (int i = 0; i < 3; i++) {
+		if (saved[i])
+			setenv(names[i], saved[i], 1);
+		else
+			unsetenv(names[i]);
+		free(saved[i]);
+	}
+	eht_lk_knobs_reload();
+	return rc;
+}
+
 /* Idle CPU of this process with every engine made and nothing to do (the pool and the doorbell
  * poller asleep): after a second of quiet, CPU seconds over two seconds of wall time. */
 static double lk_idle_cpu(void)
@@ -546,7 +654,10 @@ static int lk_report_json(const struct lk_run *d)
 	const struct lk_opts *o = d->o;
 	json_t *rep = bench_report_new("lookup"), *jres = json_array();
 	if (rep && jres)
-		json_object_update_new(rep, json_pack("{s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}", "table_gib", d->gib,
+		json_object_update_new(rep, json_pack("{s:s, s:s, s:I, s:s, s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}",
+						      "tier", o->tier, "table_tier", eht_tier_name(d->table_tier),
+						      "cpu_page_size", (json_int_t)d->cpu_page, "cpu_pages", d->pages,
+						      "table_gib", d->gib,
 						      "rows", (json_int_t)d->rows, "row_bytes", RB, "format",
 						      o->fmt ? "bf16" : "raw", "gpu", d->gpu, "link_gbs",
 						      bench_real_or_null(d->link, d->link > 0), "reps", o->reps, "idle_cpu_cores",
@@ -588,7 +699,7 @@ static void lk_result_row(const struct lk_run *d, const struct result *r)
 static void lk_report_table(const struct lk_run *d)
 {
 	const struct lk_opts *o = d->o;
-	printf("workload: %s\n", bench_workload_name(d->wl));
+	printf("workload: %s, table in %s, CPU pages %s\n", bench_workload_name(d->wl), o->tier, d->pages);
 	printf("%-7s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
 	for (int m = 0; m < NMODES; m++)
 		if (d->want[m])
@@ -627,9 +738,7 @@ static void lk_free(struct lk_run *d)
 		eht_dev_stream_destroy(d->s);
 	free(d->hout);
 	free(d->ids);
-	eht_table_close(d->t);
-	if (d->table && d->table != MAP_FAILED)
-		munmap(d->table, d->bytes);
+	bench_table_close(&d->bt);
 }
 
 /* Which modes run, and the table's size: a quarter of the available memory, at most 48 GiB
@@ -689,7 +798,9 @@ int bench_lookup(int argc, char **argv)
 	lk_engines(&d);
 	if (lk_shapes(&d))
 		goto out;
-	if (d.gpu)
+	if (o.knob_sweep && lk_knob_sweep(&d))
+		goto out;
+	if (d.gpu && !getenv("EHT_BENCH_NO_IDLE")) /* 3 s: a device run of several benches may skip it */
 		d.idle = lk_idle_cpu();
 	if (o.json) {
 		if (lk_report_json(&d))

@@ -12,6 +12,8 @@
 
 #include "cli.h"
 #include "eht.h"
+#include "serve/serve_impl.h"
+#include "table/table_impl.h"
 
 struct progress {
 	double start;
@@ -293,14 +295,16 @@ int cmd_serve(int argc, char **argv)
 	double secs = cli_now_s() - p.start;
 	uint64_t total = 0;
 	if (!json)
-		printf("%-44s %12s %6s %-14s %5s %9s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "PAGE");
+		printf("%-44s %12s %6s %-14s %5s  %s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "CPU PAGES");
 	for (size_t i = 0; i < eht_serve_table_count(s); i++) {
 		struct eht_table_info info = {.size = sizeof(info)};
 		if (eht_serve_table_info(s, i, &info) == 0) {
+			const struct served *sv = serve_table_at(s, i);
+			char pt[64];
 			if (!json)
-				printf("%-44s %12llu %6llu %-14s %5d %8lluK\n", info.name, (unsigned long long)info.rows,
+				printf("%-44s %12llu %6llu %-14s %5d  %s\n", info.name, (unsigned long long)info.rows,
 				       (unsigned long long)info.row_bytes, eht_tier_name(info.tier), info.numa_node,
-				       (unsigned long long)(info.page_size >> 10));
+				       sv && sv->table ? eht_table_page_text(sv->table, pt, sizeof(pt)) : "?");
 			if (info.host) /* loaded into memory, not read in place */
 				total += info.rows * info.row_bytes;
 		}

@@ -47,10 +47,11 @@ static void print_server(json_t *s)
 	json_array_foreach(tables, i, t)
 	{
 		human((uint64_t)json_integer_value(json_object_get(t, "bytes")), b, sizeof(b));
-		printf("  table %-44s %-13s node %2lld %12lld rows x %4lld B  %s\n",
+		const char *pages = json_string_value(json_object_get(t, "cpu_pages"));
+		printf("  table %-44s %-13s node %2lld %12lld rows x %4lld B  %s  pages %s\n",
 		       json_string_value(json_object_get(t, "name")), json_string_value(json_object_get(t, "tier")),
 		       json_integer_value(json_object_get(t, "numa_node")), json_integer_value(json_object_get(t, "rows")),
-		       json_integer_value(json_object_get(t, "row_bytes")), b);
+		       json_integer_value(json_object_get(t, "row_bytes")), b, pages ? pages : "?");
 		json_t *hr = json_object_get(t, "hotset_rows"), *hf = json_object_get(t, "hotset");
 		if (json_integer_value(hr) > 0)
 			printf("    hot set %lld rows%s%s\n", json_integer_value(hr), json_is_string(hf) ? " from " : "",

@@ -5,14 +5,61 @@
  * ~170 ns per thread on the lent H200 machine (README), so the pool must spread even a 6,144-id
  * decode batch over all threads). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lookup/strategy/host.h"
 #include "util/cpu.h"
+#include "util/env.h"
 #include "util/err.h"
 #include "util/radix.h"
+
+/* ------------------------------------------------------------------- the gather's knobs */
+/* Chunks per pool worker. Measured on the H200 (48 GiB, THP, 15 workers, ids in GPU memory, graph
+ * replays; eht bench lookup --knob-sweep, 2026-12-01): a 6,144-id decode batch took 163 / 124 / 116 /
+ * 106 us with 1 / 2 / 4 / 8 chunks per worker (prefetch 0; 144 / 122 / 114 / 106 at prefetch 8): more,
+ * smaller chunks (51 rows) even out the threads' finish. A 196,608-id prefill is at LK_CHUNK_MAX
+ * (1,024 rows) either way (1.63-1.66 ms). Prefetch 8 rows stays: prefill 1.63 ms against 1.73-1.95
+ * at none and 2.1-2.2 at 32 (decode: no difference above noise). */
+#define LK_CHUNKS_PER_WORKER 8
+/* Read once per process from the environment, so one bench run can sweep them (eht bench lookup
+ * --knob-sweep re-reads them between settings: eht_lk_knobs_reload):
+ *   EHT_LOOKUP_PREFETCH     rows a thread prefetches ahead (0 = none; default LK_PREFETCH)
+ *   EHT_LOOKUP_CHUNKS       chunks per worker a batch is cut into (default LK_CHUNKS_PER_WORKER)
+ *   EHT_LOOKUP_CHUNK_MIN    the smallest chunk in rows (default LK_CHUNK_MIN, never below it)
+ *   EHT_LOOKUP_DMA_SPLIT    eager HOST: copies to the GPU per job, overlapped with the gather
+ *                           (1 = one copy after the whole gather; default 8) */
+static struct {
+	unsigned prefetch, chunks, chunk_min, dma_split;
+} knobs;
+static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
+
+static void knobs_read(void)
+{
+	uint64_t pf = eht_env_u64("EHT_LOOKUP_PREFETCH", LK_PREFETCH);
+	uint64_t ch = eht_env_u64("EHT_LOOKUP_CHUNKS", LK_CHUNKS_PER_WORKER);
+	uint64_t cm = eht_env_u64("EHT_LOOKUP_CHUNK_MIN", LK_CHUNK_MIN);
+	uint64_t ds = eht_env_u64("EHT_LOOKUP_DMA_SPLIT", 8);
+	knobs.prefetch = pf > 64 ? 64 : (unsigned)pf;
+	knobs.chunks = ch < 1 ? 1 : ch > 64 ? 64 : (unsigned)ch;
+	/* Below LK_CHUNK_MIN a batch would need more chunks than max_chunks holds. */
+	knobs.chunk_min = cm < LK_CHUNK_MIN ? LK_CHUNK_MIN : cm > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cm;
+	knobs.dma_split = ds < 1 ? 1 : ds > 1024 ? 1024 : (unsigned)ds;
+}
+
+void eht_lk_knobs_reload(void)
+{
+	pthread_once(&knobs_once, knobs_read);
+	knobs_read();
+}
+
+static inline unsigned knob_prefetch(void)
+{
+	pthread_once(&knobs_once, knobs_read);
+	return knobs.prefetch;
+}
 
 /* ------------------------------------------------------------------- (a) sort + dedup */
 size_t eht_lk_sort_dedup(const uint64_t *rows, size_t n, uint64_t *tmp, uint64_t *uniq, uint32_t *slot,
@@ -119,9 +166,16 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 		}
 		return 0;
 	}
+	const size_t pf = knob_prefetch();
+	/* The first rows' misses start together instead of one after the other. */
+	for (size_t i = begin; pf && i < begin + pf && i < end; i++) {
+		uint64_t r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi);
+		if (r != LK_DEAD)
+			prefetch_row(host + r * rb, rb);
+	}
 	for (size_t i = begin; i < end; i++) {
-		if (i + LK_PREFETCH < end) {
-			uint64_t r = eht_lk_local(ids, id64, i + LK_PREFETCH, off, lk->lo, lk->hi);
+		if (pf && i + pf < end) {
+			uint64_t r = eht_lk_local(ids, id64, i + pf, off, lk->lo, lk->hi);
 			if (r != LK_DEAD)
 				prefetch_row(host + r * rb, rb);
 		}
@@ -151,9 +205,12 @@ static void job_task(void *arg, size_t c, unsigned worker)
 			job_fail(j, lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb, 0));
 			break;
 		}
+		const size_t pf = knob_prefetch();
+		for (size_t i = begin; pf && i < begin + pf && i < end; i++)
+			prefetch_row(host + j->rows[i] * rb, rb);
 		for (size_t i = begin; i < end; i++) {
-			if (i + LK_PREFETCH < end)
-				prefetch_row(host + j->rows[i + LK_PREFETCH] * rb, rb);
+			if (pf && i + pf < end)
+				prefetch_row(host + j->rows[i + pf] * rb, rb);
 			memcpy(j->dst + i * rb, host + j->rows[i] * rb, rb);
 		}
 		break;
@@ -169,13 +226,14 @@ static void job_task(void *arg, size_t c, unsigned worker)
 	atomic_store_explicit(&H->chunk_done[c], 1, memory_order_release);
 }
 
-/* Chunks small enough that every thread gets several (a 6,144-id batch over 15 threads: ~100 rows),
+/* Chunks small enough that every thread gets several (a 6,144-id batch over 15 threads: 51 rows),
  * large enough that the per-chunk DMA call and task claim stay cheap. */
 size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n)
 {
-	size_t workers = lk->nthreads + 1, c = (n + workers * 4 - 1) / (workers * 4);
-	if (c < LK_CHUNK_MIN)
-		c = LK_CHUNK_MIN;
+	pthread_once(&knobs_once, knobs_read);
+	size_t workers = lk->nthreads + 1, per = workers * knobs.chunks, c = (n + per - 1) / per;
+	if (c < knobs.chunk_min)
+		c = knobs.chunk_min;
 	if (c > LK_CHUNK_MAX)
 		c = LK_CHUNK_MAX;
 	size_t need = (n + c - 1) / c;
@@ -206,7 +264,7 @@ static int run_job(eht_lookup *lk, struct lk_job *j, eht_dptr dma_dst, eht_strea
 		eht_pool_start(lk->pool, nchunks, job_task, j);
 		/* Copies of at least an eighth of the job each: every cuMemcpyHtoDAsync costs the caller
 		 * microseconds, and a decode batch has ~64 chunks; fewer, larger copies still overlap. */
-		size_t c = 0, batch = nchunks / 8 ? nchunks / 8 : 1;
+		size_t c = 0, batch = nchunks / knobs.dma_split ? nchunks / knobs.dma_split : 1;
 		while (c < nchunks) {
 			size_t want = c + batch < nchunks ? c + batch : nchunks, e = c;
 			while (e < want) {

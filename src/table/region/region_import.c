@@ -3,6 +3,7 @@
  * of eht serve): maps the same pages, pins them for its GPU when it can. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -54,6 +55,30 @@ static void shared_map_describe(const eht_table *t, struct eht_table_info *info)
 static const struct eht_table_ops shared_map_ops = {.describe = shared_map_describe,
 						    .close = shared_map_close};
 
+/* mmap of fd, at an address aligned to align (0: anywhere); MAP_FAILED with errno on failure. */
+static void *map_aligned(int fd, size_t len, int prot, int flags, size_t align)
+{
+	if (!align)
+		return mmap(NULL, len, prot, flags, fd, 0);
+	char *res = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (res == MAP_FAILED)
+		return MAP_FAILED;
+	char *a = (char *)(((uintptr_t)res + align - 1) & ~(uintptr_t)(align - 1));
+	void *p = mmap(a, len, prot, flags | MAP_FIXED, fd, 0);
+	if (p == MAP_FAILED) {
+		int e = errno;
+		munmap(res, len + align);
+		errno = e;
+		return MAP_FAILED;
+	}
+	if (a > res)
+		munmap(res, (size_t)(a - res));
+	size_t tail = (size_t)((res + len + align) - (a + len));
+	if (tail)
+		munmap(a + len, tail);
+	return a;
+}
+
 int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)
 {
 	*out = NULL;
@@ -83,11 +108,15 @@ int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_impo
 	struct shared_map *m = calloc(1, sizeof(*m));
 	if (!m)
 		return eht_err(ENOMEM, "attach: out of memory");
-	m->map = mmap(NULL, (size_t)fbytes, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	/* Huge pages of the region's file map as huge pages only at an address aligned to them. */
+	uint64_t ps = eht_desc_u64(desc, "page_size");
+	size_t align = ps >= (2u << 20) && ps <= (1u << 30) ? (size_t)ps : 0;
+	m->map = map_aligned(fds[0], (size_t)fbytes, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, align);
 	/* A write-sealed memfd (eht serve's tables): kernels before 6.7 refuse every shared mapping of
-	 * it; a private read-only one maps the same pages (nothing can write them any more). */
+	 * it; a private read-only one maps the same pages (nothing can write them any more). No
+	 * reserve: a private hugetlb mapping would otherwise reserve a copy of every page. */
 	if (m->map == MAP_FAILED && errno == EPERM && ro)
-		m->map = mmap(NULL, (size_t)fbytes, PROT_READ, MAP_PRIVATE, fds[0], 0);
+		m->map = map_aligned(fds[0], (size_t)fbytes, PROT_READ, MAP_PRIVATE | MAP_NORESERVE, align);
 	if (m->map == MAP_FAILED) {
 		free(m);
 		return eht_err_sys(errno, "table %s: mapping %llu bytes", name, (unsigned long long)fbytes);
@@ -99,6 +128,8 @@ int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_impo
 	m->numa = (int)json_integer_value(json_object_get(desc, "numa"));
 	m->page_size = eht_desc_u64(desc, "page_size");
 	madvise(m->map, m->len, MADV_RANDOM);
+	if (m->page_size >= (2u << 20))
+		madvise(m->data, (size_t)m->bytes, MADV_HUGEPAGE); /* shmem THP in 'advise' mode asks per mapping */
 	if (a->device >= 0 && m->bytes) {
 		if (eht_gpu_pin(m->data, m->bytes, a->device, ro ? EHT_DEV_HOST_READ_ONLY : 0, &m->dptr) == 0) {
 			m->pinned = true;

@@ -14,6 +14,7 @@
 #include "os/region_impl.h"
 #include "table/numa_copy.h"
 #include "table/region/region_table.h"
+#include "os/region_impl.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 
@@ -22,6 +23,7 @@
 
 struct region_name_msg { /* rank 0 to the others: the fresh region's name, or why it failed */
 	int32_t rc;
+	int32_t anon; /* a hugetlb memfd: its descriptor follows (eht_group_broadcast_fds) */
 	char name[224];
 	char msg[MSG_LEN];
 };
@@ -63,7 +65,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	uint64_t row_bytes = opts && opts->row_bytes ? opts->row_bytes : 1;
 	int device = opts && opts->device >= 0 ? opts->device : 0;
 	struct eht_region_opts ro = {
-		.size = sizeof(ro), .flags = EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_NUMA_DEVICE,
+		.size = sizeof(ro), .flags = EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_NUMA_DEVICE | EHT_REGION_HUGE,
 		.rows = bytes / row_bytes, .row_bytes = row_bytes, .device = device, .expected_peers = (unsigned)size,
 		.cancel = opts ? opts->cancel : NULL, /* a long populate stops when the caller asks */
 	};
@@ -103,6 +105,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 			eht_region_close(&r);
 		}
 		h.rc = rc;
+		h.anon = !rc && r->anon;
 	}
 	int grc = eht_group_broadcast(g, &h, sizeof(h));
 	if (grc) {
@@ -112,11 +115,18 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	if (h.rc)
 		return eht_err(h.rc, "%s", h.msg);
 	h.name[sizeof(h.name) - 1] = '\0';
+	int fd = rank == 0 && h.anon ? r->fd : -1;
+	if (h.anon && (grc = eht_group_broadcast_fds(g, &fd, 1)) != 0) {
+		eht_region_close(&r);
+		return grc;
+	}
 	if (rank != 0) {
 		ro.flags |= EHT_REGION_OPEN_ONLY;
 		rc = eht_fault("region", rank);
 		if (!rc)
-			rc = eht_region_open(h.name, bytes, &ro, &r);
+			rc = h.anon ? region_open_fd(h.name, fd, &ro, &r) : eht_region_open(h.name, bytes, &ro, &r);
+		if (h.anon)
+			close(fd);
 	}
 	/* The open's message is kept before the pin attempt clears the error state. */
 	mine.rc = rc;
