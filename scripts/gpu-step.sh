@@ -9,6 +9,10 @@
 # decode with the old spinning settings beside the new ones (same build).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
+# Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
+# files of $OUT.
+FINAL=$OUT
+OUT=$FINAL/logs
 mkdir -p "$OUT"
 [ $# -gt 0 ] || set -- build step
 . "$(dirname "$0")/debs-env.sh"
@@ -64,4 +68,5 @@ for x in json.load(open(sys.argv[1]))["results"]:
   esac
 done
 stamp done
+tar czf "$FINAL/gpu-step.tgz" -C "$OUT" . && rm -rf "$OUT"
 exit $rc
