@@ -569,6 +569,9 @@ def run(a, rep, log):
                     add = res["step"]["median_ms"] - base["median_ms"]
                     res["added_us"] = add * 1e3
                     res["added_pct"] = 100.0 * add / base["median_ms"]
+                    # Against the none step's own run too: on the H200 the two baselines differed by up
+                    # to 0.15 ms (decode) and 0.9 ms (prefill), so both are reported.
+                    res["added_vs_none_alone_us"] = (res["step"]["median_ms"] - none_alone["median_ms"]) * 1e3
                     res["cpu_added_ms_per_step"] = res["step"]["cpu_ms_per_step"] - none_alone["cpu_ms_per_step"]
                 except Exception as e:  # noqa: BLE001 (one variant failing must not lose the others)
                     res["error"] = "%s: %s" % (type(e).__name__, e)
@@ -598,6 +601,8 @@ def line(r):
                                                           s["p90_ms"])
     if "added_us" in r:
         out += "  added %+9.1f us (%+6.2f %%)" % (r["added_us"], r["added_pct"])
+        if r.get("none_paired"):
+            out += " [%+.1f us against the none run]" % r["added_vs_none_alone_us"]
     out += "  cpu %7.2f ms/step" % s["cpu_ms_per_step"]
     if "lookups_alone" in r:
         out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
