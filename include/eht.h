@@ -766,8 +766,13 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * opts.threads threads, else EHT_THREADS, else the budget a served table's server handed this worker
  * (eht serve --cpu-budget / --workers: eht_table_copy's pool_threads), else the CPUs of the table's
  * NUMA node divided by the GPUs attached to that node (one GPU process each), less two (the thread
- * feeding the pool and the process's own). Idle pool threads spin for spin_us, then sleep; the doorbell poller spins for
- * EHT_BELL_SPIN_US (20,000) after the last request, then naps (50 us, then 1 ms after a second).
+ * feeding the pool and the process's own). After a job pool threads spin for spin_us (EHT_POOL_SPIN_US,
+ * 50; up to 1 ms while jobs come back to back; at most EHT_POOL_SPINNERS of them, default all), then
+ * sleep on a futex; a job wakes only as many as it has tasks. The doorbell poller spins
+ * EHT_BELL_SPIN_US (100; up to 1 ms while requests come back to back) after the last request, then
+ * sleeps: until an eager call wakes it, in naps of 50 us while captured lookups exist
+ * (EHT_BELL_HOST_KICK=1: a host node each captured lookup forks beside its kernel wakes it instead).
+ * Between model steps milliseconds apart no thread of eht spins.
  * A read error of a stream-triggered gather (disk tier) zero-fills the chunk and is returned by the
  * engine's next eht_lookup_run.
  *
@@ -808,7 +813,18 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
 /* No hot set unless the options give one: not even the table's (eht_table_hotset), which an engine
  * with a GPU and the kernels otherwise loads at create when opts.hotset is NULL. */
 #define EHT_LOOKUP_NO_HOTSET 0x8u
-#define EHT_LOOKUP_OPTS_FLAGS (EHT_LOOKUP_CPU_ONLY | EHT_LOOKUP_HOST_SORT | EHT_LOOKUP_GPU_DEDUP | EHT_LOOKUP_NO_HOTSET)
+/* Background mode, for lookups that overlap the model's kernels (a side stream forked at the step's
+ * start): what the model loses counts, not the lookup's own latency. HOST lookups of GPU output with
+ * ids in GPU memory or under capture hold no SM while the CPU gathers: the stream rings the doorbell
+ * and waits for each group of rows with stream memory operations (cuStreamWriteValue32 /
+ * cuStreamWaitValue32) and the copy engine moves it; BF16 is dequantized per group by a small kernel.
+ * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default a
+ * eighth of the GPU's). Runs over max_batch ids, GPU dedup and the hot set keep the kernel path.
+ * Also set by EHT_LOOKUP_BACKGROUND=1. Falls back to the default mode where the driver lacks stream
+ * memory operations. */
+#define EHT_LOOKUP_BACKGROUND 0x10u
+#define EHT_LOOKUP_OPTS_FLAGS                                                                                   \
+	(EHT_LOOKUP_CPU_ONLY | EHT_LOOKUP_HOST_SORT | EHT_LOOKUP_GPU_DEDUP | EHT_LOOKUP_NO_HOTSET | EHT_LOOKUP_BACKGROUND)
 
 struct eht_lookup_opts {
 	uint32_t size;         /* sizeof(struct eht_lookup_opts) */
@@ -822,7 +838,7 @@ struct eht_lookup_opts {
 	uint64_t max_batch;    /* ids per internal step; larger calls are split (0: 196608) */
 	uint64_t staging_bytes;/* pinned staging for HOST (0: max_batch rows, at most 256 MiB) */
 	int numa_node;         /* node for the CPU threads; -1: the table's node (or unbound) */
-	unsigned spin_us;      /* how long idle CPU threads spin before sleeping (0: 2000 us) */
+	unsigned spin_us;      /* how long idle CPU threads spin before sleeping (0: EHT_POOL_SPIN_US, 50 us) */
 	/* A GPU hot set loaded at create (as eht_lookup_set_hotset after the calibration):
 	 * hotset[0..hotset_rows), most frequent first (e.g. a file of `eht hotset build`), of which only
 	 * the first rows that fit hotset_max_bytes of GPU memory (row_bytes + 48 a row, see
@@ -833,6 +849,10 @@ struct eht_lookup_opts {
 	const int64_t *hotset;
 	uint64_t hotset_rows;
 	uint64_t hotset_max_bytes;
+	/* At most this many SMs for each of the engine's kernels (a grid of at most sm_cap blocks where a
+	 * kernel would use more), leaving the rest to the model's kernels beside a side-stream lookup
+	 * (vLLM gives its lookup SMs / 2). 0: EHT_LOOKUP_SM_CAP, else no cap. */
+	unsigned sm_cap;
 };
 
 /* Creates a lookup engine for `table` (which must outlive it): CPU thread pool, pinned staging, GPU

@@ -47,13 +47,14 @@ _eht()
 	worker) opts="--check --ids --reps --device --id --wait --timeout --hotset --no-hotset --hotset-size --json --help" ;;
 	bench)
 		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "lookup region share disk --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "lookup region share disk hash step --help" -- "$cur"))
 			return
 		fi
 		case "$sub" in
 		lookup) opts="--table-gib --ids --sweep --strategies --ids-on --graph --format --reps --threads --device --cpu --workload --workload-range --hotset --dedup --json --help" ;;
 		region) opts="--sizes --runs --threads --thp --device --dir --json --help" ;;
 		share) opts="--sizes --chunk --json --help" ;;
+		step) opts="--mode --layers --tokens --hidden --ffn --table-gib --engram-layers --workload --hotset-rows --variants --reps --warmup --threads --sync --device --seed --trace --json --dry-run --help" ;;
 		disk) opts="--file-gib --dir --ids --reps --threads --io-threads --iops-threads --cache-mib --no-memory --cpu --device --keep --json --mem-limit --workload --steps --hotset --help" ;;
 		esac ;;
 	esac

@@ -55,7 +55,7 @@ static void *emu_block(void *arg)
 static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured, unsigned blocks)
 {
 	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, captured, &idx), 0);
+	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, false, captured, &idx), 0);
 	if (!captured)
 		eht_lk_bell_arm(lk, idx);
 	uint8_t *out = malloc(n * RB + 1);
@@ -91,7 +91,7 @@ static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured,
 static void run_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_t count, bool captured, unsigned blocks)
 {
 	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, rows, false, 0, 0, n, true, captured, &idx), 0);
+	CHECK_RC(eht_lk_bell_prepare(lk, rows, false, 0, 0, n, true, false, captured, &idx), 0);
 	if (!captured)
 		eht_lk_bell_arm(lk, idx);
 	uint8_t *out = malloc(n * RB + 1);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """test_plot_bench.py: scripts/plot-bench draws lookup (an older report without "bench", and a newer
-one with nulls and fields it does not know), disk, disk --mem-limit and region reports into PNG and
+one with nulls and fields it does not know), disk, disk --mem-limit, region and step reports into PNG and
 SVG files; a failed report and non-JSON input exit non-zero with a message. Exits 77 without
 matplotlib."""
 import json
@@ -47,17 +47,24 @@ def main():
         dmem = {"bench": "disk-mem", "workload": "text:/x/text.u32", "ids": 6144, "table_gib": 2.0,
                 "mem_limit_gib": 1.0, "steady_median_ms": 41.0, "hit_rate": 0.62}
         dmem2 = dict(dmem, mem_limit_gib=0.25, steady_median_ms=127.0, hit_rate=None)
+        step = {"bench": "step", "results": [
+            {"mode": "decode", "workload": "uniform", "variant": "none", "step": {"median_ms": 3.1}},
+            {"mode": "decode", "workload": "uniform", "variant": "host+bg-side", "added_pct": 0.3,
+             "step": {"median_ms": 3.11, "cpu_ms_per_step": 2.5}},
+            {"mode": "prefill", "workload": "text", "variant": "vllm", "added_pct": None, "step": {}},
+            {"mode": "prefill", "workload": "text", "variant": "auto-side", "error": "x"}]}
         paths = {}
         for name, rep in (("old", old), ("new", new), ("disk", disk), ("region", region), ("dmem", dmem),
-                          ("dmem2", dmem2)):
+                          ("dmem2", dmem2), ("step", step)):
             paths[name] = os.path.join(d, name + ".json")
             with open(paths[name], "w") as f:
                 json.dump(rep, f)
         out = os.path.join(d, "plots")
         for fmt in ("png", "svg"):
             r = subprocess.run([script, paths["old"], paths["new"], paths["disk"], paths["region"], paths["dmem"],
-                                paths["dmem2"], "-o", out, "--format", fmt], capture_output=True, text=True)
-            want = ["lookup-latency", "lookup-rows", "disk-cold-warm", "region-populate", "disk-mem"]
+                                paths["dmem2"], paths["step"], "-o", out, "--format", fmt], capture_output=True,
+                               text=True)
+            want = ["lookup-latency", "lookup-rows", "disk-cold-warm", "region-populate", "disk-mem", "step"]
             for w in want:
                 p = os.path.join(out, "%s.%s" % (w, fmt))
                 if r.returncode != 0 or not os.path.exists(p) or os.path.getsize(p) < 1000:

@@ -96,6 +96,7 @@ _RUN_IDS_HOST, _RUN_IDS_DEVICE, _RUN_OUT_HOST, _RUN_OUT_DEVICE = 0x2, 0x4, 0x8, 
 _RUN_DEAD_ERROR = 0x1
 _LOOKUP_CPU_ONLY = 0x1
 _LOOKUP_GPU_DEDUP = 0x4
+_LOOKUP_BACKGROUND = 0x8
 
 
 class EhtError(OSError):
@@ -128,7 +129,9 @@ class _LookupOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("strategy", ctypes.c_int),
                 ("format", ctypes.c_int), ("device", ctypes.c_int), ("threads", ctypes.c_uint),
                 ("max_batch", ctypes.c_uint64), ("staging_bytes", ctypes.c_uint64),
-                ("numa_node", ctypes.c_int), ("spin_us", ctypes.c_uint)]
+                ("numa_node", ctypes.c_int), ("spin_us", ctypes.c_uint),
+                ("hotset", ctypes.c_void_p), ("hotset_rows", ctypes.c_uint64),
+                ("hotset_max_bytes", ctypes.c_uint64), ("sm_cap", ctypes.c_uint)]
 
 
 class _AttachOpts(ctypes.Structure):
@@ -390,27 +393,33 @@ def _choice(name, value, table):
 class Lookup:
     """A lookup engine bound to one table (eht_lookup): fixed buffers, asynchronous on a stream.
 
+    background=True is the mode for lookups beside the model's kernels (a side stream forked at the
+    step's start): no SM waits for the CPU (stream memory operations and the copy engine), AUTO runs
+    as HOST, every kernel is capped at sm_cap SMs (default an eighth). sm_cap caps the grid of each of
+    the engine's kernels in any mode; spin_us is how long the process's CPU pool spins after a job.
+
     Engines call it as they call their own kernels: ids and out as CUDA tensors, on the current
     (or a given) stream, eagerly or inside torch.cuda.graph(...) for every strategy. A captured graph
     needs the same ids / out tensors at every replay (write new ids into the captured ids tensor) and
     this engine kept alive while the graph may replay."""
 
     def __init__(self, table, strategy="auto", format="raw", device=None, threads=0,
-                 max_batch=0, cpu_only=False, gpu_dedup=False):
+                 max_batch=0, cpu_only=False, gpu_dedup=False, sm_cap=0, background=False, spin_us=0):
         self.table = table
         self.format = format
         if not isinstance(table, Table):
             raise TypeError("Lookup takes an eht.Table, not %s" % type(table).__name__)
         dev = _device_index(device)
-        for name, v in (("threads", threads), ("max_batch", max_batch)):
+        for name, v in (("threads", threads), ("max_batch", max_batch), ("sm_cap", sm_cap), ("spin_us", spin_us)):
             if not isinstance(v, int) or isinstance(v, bool):
                 raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
             if v < 0:
                 raise ValueError("%s must be >= 0, not %d" % (name, v))
         opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=_choice("strategy", strategy, STRATEGIES),
                            format=_choice("format", format, FORMATS), device=dev,
-                           threads=threads, max_batch=max_batch, numa_node=-1,
-                           flags=(_LOOKUP_CPU_ONLY if cpu_only else 0) | (_LOOKUP_GPU_DEDUP if gpu_dedup else 0))
+                           threads=threads, max_batch=max_batch, numa_node=-1, sm_cap=sm_cap, spin_us=spin_us,
+                           flags=(_LOOKUP_CPU_ONLY if cpu_only else 0) | (_LOOKUP_GPU_DEDUP if gpu_dedup else 0)
+                           | (_LOOKUP_BACKGROUND if background else 0))
         h = ctypes.c_void_p()
         tn = table._use()  # the table cannot go while the engine is made
         _check(_L().eht_lookup_create(tn.h, ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")

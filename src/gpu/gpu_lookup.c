@@ -74,11 +74,19 @@ int eht_gpu_vec(uint32_t rb, uint64_t a, uint64_t b)
 #define RPW ((unsigned)EHT_LK_RPW)
 #define WARPS_PER_BLOCK (THREADS / EHT_LK_WARP)
 
+/* Most blocks a launch may have: per_sm per SM, or the engine's SM cap (one block per SM it may use:
+ * a block never spans SMs, so a grid of sm_cap blocks leaves the other SMs to the model). */
+static uint64_t grid_cap(const struct eht_gpu_lookup *g, uint64_t per_sm)
+{
+	uint64_t cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * per_sm;
+	return g->sm_cap && g->sm_cap < cap ? g->sm_cap : cap;
+}
+
 /* Enough warps for n rows at RPW per warp, at most 8 blocks per SM (grid-stride beyond). */
 static unsigned row_blocks(const struct eht_gpu_lookup *g, uint64_t n)
 {
 	uint64_t warps = (n + RPW - 1) / RPW, blocks = (warps + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
-	uint64_t cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 8;
+	uint64_t cap = grid_cap(g, 8);
 	if (blocks > cap)
 		blocks = cap;
 	return blocks ? (unsigned)blocks : 1;
@@ -217,7 +225,8 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 	uint64_t nchunks = (n + a->chunk - 1) / a->chunk;
 	/* At most one block per SM: every block waits on the CPU, so all must be resident at once with
 	 * room left for other kernels (the in-place gather of an AUTO split runs beside it). */
-	unsigned grid = (unsigned)(nchunks < (uint64_t)(g->sms > 0 ? g->sms : 1) ? nchunks : (uint64_t)g->sms);
+	uint64_t cap = grid_cap(g, 1);
+	unsigned grid = (unsigned)(nchunks < cap ? nchunks : cap);
 	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
 	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
@@ -237,7 +246,7 @@ int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, eht_stream s, const struc
 	long long off = ids->off, lo = ids->lo, hi = ids->hi;
 	int id64 = ids->id64, hshift = h->keys ? 64 - (int)h->bits : 0, dshift = 64 - (int)h->dbits;
 	unsigned long long hmask = h->keys ? (1ull << h->bits) - 1 : 0, dmask = (1ull << h->dbits) - 1;
-	uint64_t blocks = (n + THREADS - 1) / THREADS, cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 16;
+	uint64_t blocks = (n + THREADS - 1) / THREADS, cap = grid_cap(g, 16);
 	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, (void *)&h->keys, (void *)&h->vals, &hmask,
 			&hshift, (void *)&h->dkeys, (void *)&h->dvals, &dmask, &dshift, (void *)&h->uniq,
 			(void *)&h->code, &counters, (void *)&h->hits, (void *)&h->ring, (void *)&h->ring_head,

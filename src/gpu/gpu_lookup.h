@@ -21,6 +21,7 @@ struct eht_gpu_lookup {
 	eht_kernel direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
 		dedup_assign, stage_in, dedup_mark, expand_codes;
 	int sms;
+	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
 };
 
 /* Loads the module on the current context of `device`. Returns 0, -ENOTSUP (no kernels built), or a

@@ -15,7 +15,10 @@
 
 #define DEFAULT_MAX_BATCH 196608u
 #define DEFAULT_STAGING_CAP (256ull << 20)
-#define DEFAULT_SPIN_US 2000u
+/* Pool threads spin this long after a job (EHT_POOL_SPIN_US): enough for the second table of a step
+ * (its ring follows the first's end within ~20 us), short against a model step's milliseconds between
+ * lookups; back-to-back calls get the pool's longer spin (util/pool.c). */
+#define DEFAULT_SPIN_US 50u
 
 void eht_lookup_destroy(eht_lookup *lk)
 {
@@ -143,7 +146,8 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	struct eht_table_copy cp = {.size = sizeof(cp)};
 	if (eht_table_copy(table, &cp) != 0)
 		cp.pool_threads = 0;
-	if ((rc = eht_lk_pool_get(o.threads, cp.pool_threads, node, o.spin_us ? o.spin_us : DEFAULT_SPIN_US, &lk->pool)))
+	unsigned spin = o.spin_us ? o.spin_us : (unsigned)eht_env_u64("EHT_POOL_SPIN_US", DEFAULT_SPIN_US);
+	if ((rc = eht_lk_pool_get(o.threads, cp.pool_threads, node, spin, &lk->pool)))
 		goto fail;
 	lk->nthreads = eht_pool_size(lk->pool);
 	if ((lk->gpu && (rc = eht_lk_core_gpu_init(lk))) || (rc = eht_lk_strategy_ready(lk, lk->st, false)))

@@ -66,6 +66,7 @@ struct eht_lookup {
 	int fmt, device;
 	unsigned flags;
 	bool gpu;          /* a GPU context and GPU buffers exist */
+	bool background;   /* EHT_LOOKUP_BACKGROUND with the driver's stream memory operations */
 	bool kernels;      /* the lookup kernels are loaded */
 	bool table_gpu;    /* the table is readable in place by that GPU */
 	bool sortable;     /* local rows fit 32-bit keys (SORTED, HOST_SORT) */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lookup/lookup_impl.h"
+#include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -56,6 +57,15 @@ int eht_lk_core_gpu_init(eht_lookup *lk)
 {
 	int krc = eht_gpu_lookup_load(lk->device, &lk->g);
 	lk->kernels = krc == 0;
+	lk->g.sm_cap = lk->opts.sm_cap ? lk->opts.sm_cap : (unsigned)eht_env_u64("EHT_LOOKUP_SM_CAP", 0);
+	if ((lk->flags & EHT_LOOKUP_BACKGROUND) || eht_env_u64("EHT_LOOKUP_BACKGROUND", 0)) {
+		lk->background = eht_dev_has(EHT_DEV_FEAT_MEM_OPS);
+		if (!lk->background)
+			eht_warn_once("lookup: the driver has no stream memory operations; background mode is off");
+		/* Beside the model every kernel of the engine leaves most SMs alone. */
+		if (lk->background && !lk->g.sm_cap && lk->g.sms > 0)
+			lk->g.sm_cap = lk->g.sms >= 16 ? (unsigned)lk->g.sms / 8 : 2;
+	}
 	if (krc && ((lk->st->caps & LK_GPU_TABLE) || lk->fmt == EHT_LOOKUP_BF16))
 		return krc;
 	if (krc)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pool.c: persistent workers that spin briefly, then sleep on a condition variable. */
+/* pool.c: persistent workers woken for work through a futex; a few of them spin briefly after a job. */
 #include "util/pool.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -10,20 +12,30 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/cpu.h"
+#include "util/env.h"
 #include "util/log.h"
 #include "util/clock.h"
 
+/* Idle gaps remembered to choose the spin after a job: spin long only when the last ones were all short. */
+#define POOL_GAPS 4
+
 struct eht_pool {
 	unsigned nthreads;
-	unsigned spin_us;
+	unsigned spin_us;      /* spin after a job when jobs come far apart (a model's steps) */
+	unsigned spin_max_us;  /* at most this long when they come close (back-to-back calls) */
+	unsigned max_spinners; /* workers that may spin after a job at once (the rest sleep at once) */
+	atomic_uint spin_now_us; /* the spin after the current job (set at its start) */
+	double last_end_us;    /* when the last job finished (job_lock) */
+	double gaps[POOL_GAPS];
+	unsigned ngaps;
 	pthread_t *threads;
 	pthread_mutex_t job_lock; /* serializes jobs */
 	pthread_mutex_t mu;
-	pthread_cond_t wake; /* workers wait here for a new generation */
 	pthread_cond_t done_cv; /* the waiter waits here for the last task */
 	/* Current job. Written before gen is bumped (release), read after gen is seen (acquire). */
 	eht_pool_fn fn;
@@ -33,11 +45,17 @@ struct eht_pool {
 	 * task of the next one, because its compare-and-swap sees another generation. */
 	atomic_uint_fast64_t next;
 	atomic_size_t finished;
-	atomic_uint gen;
+	atomic_uint gen; /* also the futex word sleeping workers wait on */
 	atomic_uint sleepers;
+	atomic_uint spinners;
 	atomic_bool waiter_sleeping;
 	atomic_bool stop;
 };
+
+static long futex(atomic_uint *w, int op, unsigned val)
+{
+	return syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
 
 struct worker_arg {
 	eht_pool *pool;
@@ -68,6 +86,16 @@ static void drain(eht_pool *p, unsigned gen, unsigned worker)
 	}
 }
 
+/* Sleeps until generation `seen` is over: registered as a sleeper first, so that a starter that
+ * bumps gen either sees the registration (and wakes us) or we see its new gen (futex's value check). */
+static void sleep_for_work(eht_pool *p, unsigned seen)
+{
+	atomic_fetch_add(&p->sleepers, 1);
+	while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
+		futex(&p->gen, FUTEX_WAIT, seen);
+	atomic_fetch_sub(&p->sleepers, 1);
+}
+
 static void *worker_main(void *v)
 {
 	struct worker_arg wa = *(struct worker_arg *)v;
@@ -76,21 +104,23 @@ static void *worker_main(void *v)
 	/* Generation 0 is the state at creation: a worker that starts late must still run job 1. */
 	unsigned seen = 0;
 	for (;;) {
-		double start = eht_now_us();
-		unsigned g;
-		while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
-		       !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
-			if (eht_now_us() - start > p->spin_us) {
-				pthread_mutex_lock(&p->mu);
-				atomic_fetch_add(&p->sleepers, 1);
-				while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
-					pthread_cond_wait(&p->wake, &p->mu);
-				atomic_fetch_sub(&p->sleepers, 1);
-				pthread_mutex_unlock(&p->mu);
-				start = eht_now_us();
-			} else {
-				eht_cpu_relax();
+		unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
+		if (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+			/* Jobs that come back to back (a standalone loop, the second table of a step) find
+			 * a few threads still spinning; between steps every thread sleeps. */
+			unsigned spin = atomic_load_explicit(&p->spin_now_us, memory_order_relaxed);
+			if (p->spin_us && atomic_fetch_add(&p->spinners, 1) < p->max_spinners) {
+				double start = eht_now_us();
+				while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
+				       !atomic_load_explicit(&p->stop, memory_order_relaxed) &&
+				       eht_now_us() - start < spin)
+					eht_cpu_relax();
 			}
+			if (p->spin_us)
+				atomic_fetch_sub(&p->spinners, 1);
+			if (g == seen)
+				sleep_for_work(p, seen);
+			g = atomic_load_explicit(&p->gen, memory_order_acquire);
 		}
 		if (atomic_load(&p->stop))
 			return NULL;
@@ -152,9 +182,16 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 		return eht_err(ENOMEM, "thread pool: out of memory");
 	}
 	p->spin_us = spin_us;
+	/* EHT_POOL_SPIN_MAX_US: the longest spin, when the last jobs' gaps were all short (1000 us:
+	 * back-to-back calls keep their threads awake, a model's steps of milliseconds do not). */
+	uint64_t smax = eht_env_u64("EHT_POOL_SPIN_MAX_US", 1000);
+	p->spin_max_us = smax > spin_us ? (unsigned)(smax < 1000000 ? smax : 1000000) : spin_us;
+	atomic_init(&p->spin_now_us, spin_us);
+	/* EHT_POOL_SPINNERS: how many idle workers spin for spin_us (default all; 0: none spins). */
+	uint64_t sp = eht_env_u64("EHT_POOL_SPINNERS", nthreads);
+	p->max_spinners = sp < nthreads ? (unsigned)sp : nthreads;
 	pthread_mutex_init(&p->job_lock, NULL);
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
 	for (unsigned i = 0; i < nthreads; i++) {
 		struct worker_arg *wa = malloc(sizeof(*wa));
@@ -183,9 +220,28 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 
 unsigned eht_pool_size(const eht_pool *pool) { return pool->nthreads; }
 
+/* The spin after the job starting now: twice the longest of the last idle gaps (up to spin_max_us)
+ * when every one was short enough for a spin to catch the next job, else spin_us. Idle workers
+ * measured on the lent H200 VM take 40-50 us to wake, which a short spin only pays for between the
+ * jobs of one step. Called with job_lock held. */
+static void choose_spin(eht_pool *p)
+{
+	double now = eht_now_us();
+	if (p->last_end_us > 0)
+		p->gaps[p->ngaps++ % POOL_GAPS] = now - p->last_end_us;
+	double gmax = 0;
+	for (unsigned i = 0; i < POOL_GAPS && i < p->ngaps; i++)
+		gmax = p->gaps[i] > gmax ? p->gaps[i] : gmax;
+	unsigned spin = p->spin_us;
+	if (p->ngaps >= POOL_GAPS && gmax <= p->spin_max_us && 2 * gmax + 20 > spin)
+		spin = 2 * gmax + 20 < p->spin_max_us ? (unsigned)(2 * gmax + 20) : p->spin_max_us;
+	atomic_store_explicit(&p->spin_now_us, spin, memory_order_relaxed);
+}
+
 void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 {
 	pthread_mutex_lock(&p->job_lock);
+	choose_spin(p);
 	unsigned gen = atomic_load(&p->gen) + 1;
 	/* Close the previous generation first: a worker still in drain() for it holds a stale (gen, i)
 	 * and, had it read the new ntasks, could otherwise claim task i with the new fn and arg. After
@@ -197,10 +253,12 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
 	atomic_store_explicit(&p->ntasks, ntasks, memory_order_release);
 	atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check */
-	if (atomic_load(&p->sleepers)) {
-		pthread_mutex_lock(&p->mu);
-		pthread_cond_broadcast(&p->wake);
-		pthread_mutex_unlock(&p->mu);
+	/* Only as many threads as there are tasks (spinning ones take tasks first; a woken one that
+	 * finds none goes back to sleep). */
+	unsigned sl = atomic_load(&p->sleepers);
+	if (sl) {
+		size_t want = ntasks < sl ? ntasks : sl;
+		futex(&p->gen, FUTEX_WAKE, want > INT_MAX ? INT_MAX : (unsigned)want);
 	}
 }
 
@@ -220,6 +278,7 @@ void eht_pool_wait(eht_pool *p)
 		}
 		eht_cpu_relax();
 	}
+	p->last_end_us = eht_now_us();
 	pthread_mutex_unlock(&p->job_lock);
 }
 
@@ -236,13 +295,11 @@ void eht_pool_destroy(eht_pool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mu);
 	atomic_store(&p->stop, true);
-	pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->mu);
+	atomic_fetch_add(&p->gen, 1); /* a worker about to wait sees another value */
+	futex(&p->gen, FUTEX_WAKE, INT_MAX);
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
-	pthread_cond_destroy(&p->wake);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_mutex_destroy(&p->mu);
 	pthread_mutex_destroy(&p->job_lock);

@@ -12,8 +12,8 @@ int cmd_bench(int argc, char **argv)
 		const char *name;
 		int (*fn)(int, char **);
 	} kinds[] = {{"lookup", bench_lookup}, {"region", bench_region}, {"share", bench_share}, {"disk", bench_disk},
-		   {"hash", bench_hash}};
-	static const char usage[] = "usage: eht bench lookup|region|share|disk|hash [options] [--json]\n"
+		   {"hash", bench_hash}, {"step", bench_step}};
+	static const char usage[] = "usage: eht bench lookup|region|share|disk|hash|step [options] [--json]\n"
 				    "eht bench KIND --help shows each benchmark's options. --json reports carry the eht\n"
 				    "version, host and UTC time, and null where a figure does not apply; scripts/plot-bench\n"
 				    "draws them.\n";

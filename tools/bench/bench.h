@@ -16,6 +16,7 @@ int bench_region(int argc, char **argv); /* bench_region.c */
 int bench_share(int argc, char **argv);  /* bench_share.c */
 int bench_disk(int argc, char **argv);   /* bench_disk.c (and bench_disk_mem.c for --mem-limit) */
 int bench_hash(int argc, char **argv);   /* bench_hash.c */
+int bench_step(int argc, char **argv);   /* bench_step.c: python3 -m eht.bench_step (needs torch) */
 
 /* ---- timing ---- */
 /* Monotonic seconds. */

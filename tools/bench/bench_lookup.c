@@ -65,7 +65,7 @@ static const char *mode_names[NMODES] = {"host_ids", "gpu_ids", "graph"};
 struct result {
 	int strategy;
 	size_t n;
-	double med_ms[NMODES], p90_ms[NMODES];
+	double med_ms[NMODES], p90_ms[NMODES], cpu_ms[NMODES];
 	double distinct; /* mean fraction of distinct ids per step */
 	double hit;      /* fraction of ids in the hot set (-1: none) */
 	int ok[NMODES];
@@ -146,8 +146,10 @@ struct bench_ctx {
 	double *times;
 };
 
-/* One mode of one shape: median time per step to the last byte, after a stream sync. */
-static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, size_t n, double *med, double *p90)
+/* One mode of one shape: median time per step to the last byte, after a stream sync; and the
+ * process's CPU time per call (every thread: the caller, its stream sync, the pool, the poller). */
+static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, size_t n, double *med, double *p90,
+		     double *cpu_ms)
 {
 	int err = 0;
 	unsigned fl = EHT_LOOKUP_RUN_STRATEGY(strat);
@@ -166,8 +168,11 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 		if (!err)
 			err = eht_dev_graph_instantiate(&ge, g);
 	}
+	double cpu0 = 0;
 	for (int rep = -2; rep < c->reps && !err; rep++) {
 		size_t off = (size_t)(rep + 2) * c->maxn;
+		if (rep == 0)
+			cpu0 = cpu_seconds();
 		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
 						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
 		if (mode == ON_GRAPH) { /* fresh ids into the captured buffer, not timed */
@@ -189,6 +194,7 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 	if (g)
 		eht_dev_graph_destroy(g);
 	if (!err) {
+		*cpu_ms = (cpu_seconds() - cpu0) * 1e3 / c->reps;
 		struct bench_stats st;
 		bench_stats(c->times, c->reps, 1e3, &st);
 		*med = st.median;
@@ -508,7 +514,7 @@ static int lk_shapes(struct lk_run *d)
 					snprintf(r->err[m], sizeof(r->err[m]), "%s", d->cerr[si]);
 					continue;
 				}
-				if (time_mode(&bc, d->engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m]))
+				if (time_mode(&bc, d->engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m], &r->cpu_ms[m]))
 					snprintf(r->err[m], sizeof(r->err[m]), "%s", eht_last_error());
 				else
 					r->ok[m] = 1;
@@ -577,8 +583,8 @@ static int lk_knob_sweep(struct lk_run *d)
 				for (int m = 0; m < NMODES; m++) {
 					if (!d->want[m])
 						continue;
-					double med = 0, p90 = 0;
-					int e = time_mode(&bc, d->engines[si], st, m, o->shapes[k], &med, &p90);
+					double med = 0, p90 = 0, cpu = 0;
+					int e = time_mode(&bc, d->engines[si], st, m, o->shapes[k], &med, &p90, &cpu);
 					len += snprintf(line + len, sizeof(line) - (size_t)len,
 							o->json ? (e ? ", \"%s\": null" : ", \"%s\": %.4f")
 								: (e ? "  %s fail" : "  %s %.4f"),
@@ -639,7 +645,8 @@ static json_t *lk_result_json(const struct lk_run *d, const struct result *r)
 		if (!d->want[m])
 			continue;
 		json_object_set_new(o, mode_names[m],
-				    r->ok[m] ? json_pack("{s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms", r->p90_ms[m])
+				    r->ok[m] ? json_pack("{s:f, s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms", r->p90_ms[m],
+							 "cpu_ms_per_call", r->cpu_ms[m])
 					     : json_pack("{s:s}", "error", r->err[m]));
 	}
 	json_object_set_new(o, "best_rows_per_s", bench_real_or_null(rps, best > 0));
@@ -688,9 +695,9 @@ static void lk_result_row(const struct lk_run *d, const struct result *r)
 		if (!d->want[m])
 			continue;
 		if (r->ok[m])
-			printf(" %12.3f %8.3f", r->med_ms[m], r->p90_ms[m]);
+			printf(" %12.3f %8.3f %7.3f", r->med_ms[m], r->p90_ms[m], r->cpu_ms[m]);
 		else
-			printf(" %12s %8s", "fail", "-");
+			printf(" %12s %8s %7s", "fail", "-", "-");
 	}
 	bench_cell(lf, sizeof(lf), "%.0f%%", link > 0 ? 100 * gbs / link : 0, link > 0 && best > 0, "-");
 	printf(" %9.1f %7s\n", rps / 1e6, lf);
@@ -703,7 +710,8 @@ static void lk_report_table(const struct lk_run *d)
 	printf("%-7s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
 	for (int m = 0; m < NMODES; m++)
 		if (d->want[m])
-			printf(" %12s %8s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90");
+			printf(" %12s %8s %7s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90",
+			       "cpu ms");
 	printf(" %9s %7s\n", "Mrows/s", "link%");
 	for (int i = 0; i < d->nres; i++)
 		lk_result_row(d, &d->res[i]);
@@ -713,7 +721,8 @@ static void lk_report_table(const struct lk_run *d)
 				printf("%s %zu %s: %s\n", eht_lookup_strategy_name(d->res[i].strategy), d->res[i].n,
 				       mode_names[m], d->res[i].err[m]);
 	printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
-	       "steps; floor: the rows' %d bytes at the measured link rate; Mrows/s and link%% of the fastest mode)\n",
+	       "steps; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
+	       "rate; Mrows/s and link%% of the fastest mode)\n",
 	       d->gpu ? "GPU" : "host", o->reps, RB);
 	if (d->idle >= 0)
 		printf("idle CPU with %d engines made and waiting: %.2f cores\n", o->nstrat, d->idle);

@@ -240,7 +240,7 @@ static double time_runs(eht_lookup *lk, int64_t *ids, eht_dptr d_ids, size_t n, 
  * honest way to choose. */
 static void auto_calibrate(eht_lookup *lk)
 {
-	if (!lk->table_gpu || !lk->kernels || !lk->ti.host)
+	if (!lk->table_gpu || !lk->kernels || !lk->ti.host || lk->background) /* background: always HOST */
 		return;
 	const size_t sizes[LK_AUTO_NCLASS] = {1024, 6144, 196608};
 	size_t nmax = lk->max_batch < sizes[LK_AUTO_NCLASS - 1] ? lk->max_batch : sizes[LK_AUTO_NCLASS - 1];
@@ -306,7 +306,9 @@ out:
 static const struct lk_strategy *auto_resolve(eht_lookup *lk, const struct lk_strategy *self,
 					      const struct lk_call *c)
 {
-	if (!c->out_dev || !lk->table_gpu || !lk->kernels)
+	/* Background mode: no in-place share beside the model (measured in eht bench step: it costs the
+	 * step more than it saves), so AUTO is HOST there. */
+	if (!c->out_dev || !lk->table_gpu || !lk->kernels || lk->background)
 		return eht_lk_strategy(EHT_LOOKUP_HOST);
 	return self;
 }

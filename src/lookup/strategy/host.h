@@ -20,6 +20,8 @@
 /* A chunk's ready value: the request in the top bits, chunk + 1 below. */
 #define LK_TAG_SHIFT 26
 #define LK_READY(idx, c) (((uint32_t)(idx) << LK_TAG_SHIFT) | (uint32_t)((c) + 1))
+/* Most groups of a background request (host_bell.c; EHT_LOOKUP_BG_GROUPS, default 8). */
+#define LK_BG_GROUPS_MAX 16
 
 /* One stream-triggered CPU gather: what the CPU reads when the doorbell of its index rings. */
 struct lk_req {
@@ -31,6 +33,9 @@ struct lk_req {
 	int id64;
 	int64_t off;
 	bool compact;     /* the distinct rows of a dedup pass: n bounds them, h_count has their number */
+	bool bg;          /* background mode: groups of rows waited for by stream memory operations */
+	atomic_uint kicked; /* captured: replays' host nodes that woke the poller for this request */
+	unsigned rang;      /* captured: rings served (poller only); kicked ahead of it: a ring is due */
 	atomic_bool armed; /* fields above published (release) for the poller */
 	bool taken;       /* captured slot in use */
 	bool done_used;
@@ -59,6 +64,11 @@ struct lk_bell {
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
 	_Atomic unsigned scan; /* requests the poller looks at: indices < scan */
+	eht_stream kick_stream; /* EHT_BELL_HOST_KICK: captured requests fork a host node here that wakes the poller */
+	eht_event ev_kfork, ev_kjoin;
+	bool no_kick;          /* a capture got no host node: the poller naps (counted in its no_kick) */
+	bool own_h_dead;       /* the CPU emulation allocated lk->h_dead */
+	atomic_uint_fast64_t bg_reqs; /* background requests served, counted before the last group is ready */
 	atomic_int err;        /* first error of a gather no caller waited for */
 	char errmsg[512];
 	bool registered;
@@ -137,7 +147,9 @@ int eht_lk_bell_init(eht_lookup *lk);
 /* The call's CPU part: picks request idx (an eager ring slot, or the captured request of this key)
  * and records what the CPU will read; then arm (before the kernel can ring). */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool compact, bool capturing, unsigned *idx);
+			bool compact, bool bg, bool capturing, unsigned *idx);
+/* Groups of a background request of n rows (bg_geom): the stream waits for each, then copies it. */
+void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint32_t *group_rows);
 void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);
 /* Chunk rows and staging slots of an n-row request (the kernel's launch arguments). */
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots);

@@ -41,7 +41,12 @@ static struct poller {
 	pthread_t th;
 	bool running;
 	atomic_bool stop;
-	atomic_uint pending; /* eager requests enqueued, not served yet (also the futex word) */
+	atomic_uint pending; /* eager requests enqueued, not served yet */
+	/* Bumped by every kick: an eager call's arm, and the host node a captured request forks beside
+	 * its stage-in kernel (so a graph replay wakes the poller as the stream reaches the lookup).
+	 * The futex word the idle poller sleeps on. */
+	atomic_uint kicks;
+	atomic_uint no_kick; /* engines whose captured requests got no host node (the default, or refused) */
 	atomic_bool napping;
 } P = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -140,6 +145,110 @@ static void trace_take(struct lk_bell *b)
 		g[i] = 0;
 }
 
+/* The previous request's slots must all have been read by the GPU before they are reused. */
+static void wait_slots_free(eht_lookup *lk, double t0)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	for (unsigned s = 0; s < b->prev_slots; s++)
+		while (atomic_load_explicit(&ready(b)[s], memory_order_acquire) != 0) {
+			if (eht_now_s() - t0 > STALL_S) {
+				bell_fail(b, eht_err(ETIMEDOUT, "lookup: staging of table %s still busy after %.0f s", lk->ti.name,
+						     STALL_S));
+				atomic_store(&ready(b)[s], 0);
+				break;
+			}
+			eht_cpu_relax();
+		}
+}
+
+/* ------------------------------------------------------------------- background requests (CPU side) */
+/* Rows per group the stream waits for: few groups keep the stream's memory operations (three per
+ * group) cheap, enough of them let the copy engine move one while the CPU gathers the next. */
+#define BG_GROUP_ROWS 2048
+#define BG_MAX_GROUPS 8
+
+void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint32_t *group_rows)
+{
+	size_t g = (n + BG_GROUP_ROWS - 1) / BG_GROUP_ROWS, max = eht_env_u64("EHT_LOOKUP_BG_GROUPS", BG_MAX_GROUPS);
+	if (max > LK_BG_GROUPS_MAX)
+		max = LK_BG_GROUPS_MAX;
+	if (g > max)
+		g = max ? max : 1;
+	if (g > lk->max_chunks)
+		g = lk->max_chunks;
+	if (g == 0)
+		g = 1;
+	size_t rows = (n + g - 1) / g;
+	*group_rows = (uint32_t)(rows ? rows : 1);
+	*groups = (uint32_t)((n + *group_rows - 1) / *group_rows);
+	if (*groups == 0)
+		*groups = 1;
+}
+
+struct bg_job {
+	eht_lookup *lk;
+	const struct lk_req *r;
+	size_t n, chunk, tasks_per_group;
+	unsigned idx;
+	uint32_t groups, group_rows;
+	_Atomic uint64_t dead;
+};
+
+/* Task t: rows of group t / tasks_per_group straight into their place in staging (a group's rows lie
+ * together, no slot wraps inside a request). The last task of a group marks it ready, except for the
+ * last group, which serve_bg marks once the dead count is written. */
+static void bg_task(void *arg, size_t t, unsigned worker)
+{
+	(void)worker;
+	struct bg_job *j = arg;
+	eht_lookup *lk = j->lk;
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	size_t g = t / j->tasks_per_group, k = t % j->tasks_per_group;
+	size_t gend = (g + 1) * j->group_rows < j->n ? (g + 1) * j->group_rows : j->n;
+	size_t begin = g * j->group_rows + k * j->chunk, end = begin + j->chunk < gend ? begin + j->chunk : gend;
+	if (begin < end) {
+		uint64_t dead = 0;
+		uint8_t *dst = b->staging + begin * lk->rb;
+		int rc = eht_lk_gather_ids(lk, j->r->ids, j->r->id64, j->r->off, begin, end, dst, lk->rb, EHT_LOOKUP_RAW,
+					   &dead);
+		if (rc) {
+			bell_fail(b, rc);
+			memset(dst, 0, (end - begin) * lk->rb);
+		}
+		atomic_fetch_add_explicit(&j->dead, dead, memory_order_relaxed);
+	}
+	if (atomic_fetch_add_explicit(&b->slot_pub[g], 1, memory_order_acq_rel) + 1 == j->tasks_per_group &&
+	    g + 1 < j->groups)
+		atomic_store_explicit(&ready(b)[g], LK_READY(j->idx, g), memory_order_release);
+}
+
+static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t n)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	double t0 = eht_now_s();
+	struct bg_job j = {.lk = lk, .r = r, .n = n, .idx = i};
+	eht_lk_bell_bg_geom(lk, n, &j.groups, &j.group_rows);
+	wait_slots_free(lk, t0);
+	b->prev_slots = j.groups;
+	j.chunk = eht_lk_chunk_for(lk, n);
+	if (j.chunk > j.group_rows)
+		j.chunk = j.group_rows;
+	j.tasks_per_group = (j.group_rows + j.chunk - 1) / j.chunk;
+	for (unsigned g = 0; g < j.groups; g++)
+		atomic_store_explicit(&b->slot_pub[g], 0, memory_order_relaxed);
+	double t1 = eht_now_s();
+	eht_pool_run(lk->pool, j.groups * j.tasks_per_group, bg_task, &j);
+	/* Every background request is its run's only piece: its dead count is the run's. */
+	*(volatile uint64_t *)lk->h_dead = atomic_load(&j.dead);
+	atomic_fetch_add_explicit(&b->bg_reqs, 1, memory_order_relaxed);
+	atomic_store_explicit(&ready(b)[j.groups - 1], LK_READY(i, j.groups - 1), memory_order_release);
+	int k = LK_AUTO_CLASS(r->n);
+	b->st_reqs[k]++;
+	b->st_rows[k] += n;
+	b->st_wait_s[k] += t1 - t0;
+	b->st_gather_s[k] += eht_now_s() - t1;
+}
+
 /* Serves request i of lk: its doorbell rang. Called by the poller with P.mu held. */
 static void serve(eht_lookup *lk, unsigned i)
 {
@@ -151,6 +260,8 @@ static void serve(eht_lookup *lk, unsigned i)
 	if (i < LK_EAGER_REQS) {
 		atomic_store_explicit(&r->armed, false, memory_order_relaxed);
 		atomic_fetch_sub(&P.pending, 1);
+	} else {
+		r->rang++;
 	}
 	size_t n = r->n;
 	if (r->compact) { /* its kernel wrote the count before it rang */
@@ -159,20 +270,14 @@ static void serve(eht_lookup *lk, unsigned i)
 	}
 	if (n == 0)
 		return;
+	if (r->bg) {
+		serve_bg(lk, r, i, n);
+		return;
+	}
 	trace_take(b);
 	struct bell_job j = {.lk = lk, .r = r, .n = n, .idx = i, .t0 = eht_now_s()};
 	eht_lk_bell_geom(lk, r->n, &j.chunk, &j.nslots); /* the kernel's: it knows only the bound */
-	/* The previous request's slots must all have been read by its kernel before they are reused. */
-	for (unsigned s = 0; s < b->prev_slots; s++)
-		while (atomic_load_explicit(&ready(b)[s], memory_order_acquire) != 0) {
-			if (eht_now_s() - j.t0 > STALL_S) {
-				bell_fail(b, eht_err(ETIMEDOUT, "lookup: staging of table %s still busy after %.0f s", lk->ti.name,
-						     STALL_S));
-				atomic_store(&ready(b)[s], 0);
-				break;
-			}
-			eht_cpu_relax();
-		}
+	wait_slots_free(lk, j.t0);
 	for (unsigned s = 0; s < j.nslots; s++)
 		atomic_store_explicit(&b->slot_pub[s], 0, memory_order_relaxed);
 	b->prev_slots = j.nslots;
@@ -194,50 +299,83 @@ static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *t
 	return syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-/* Polls every doorbell. Spins while requests come (and for a while after the last one: decode
- * replays arrive milliseconds apart), then naps: short naps first, long ones once idle. Eager calls
- * wake it at once through the pending futex; graph replays are seen at the next nap's end. */
+/* Polls every doorbell while requests come and, after the last ring or kick, for EHT_BELL_SPIN_US
+ * (100; the second table's request of a step follows the first within microseconds) or, when the
+ * last idle gaps were all under 1 ms (back-to-back calls), twice the longest of them; and up to 2 ms
+ * after a replay's kick whose request has not rung (its kernel may wait for SMs). Then it sleeps on
+ * the kick futex: an eager call (or, with EHT_BELL_HOST_KICK, a graph replay's host node) wakes it.
+ * It naps 50 us at most while an eager request is armed but has not rung (its stream may be busy), a
+ * kicked request is late, or captures got no host node (the default) and a ring came in the last
+ * second; 1 ms otherwise. */
 static void *poll_main(void *arg)
 {
 	(void)arg;
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* naps of tens of microseconds, not the default 50 us slack */
-	double spin_s = (double)eht_env_u64("EHT_BELL_SPIN_US", 20000) * 1e-6;
-	double last = eht_now_s();
+	const double spin_min = (double)eht_env_u64("EHT_BELL_SPIN_US", 100) * 1e-6, spin_max = 1e-3;
+	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), last_kick = last, idle_from = -1;
+	unsigned seen = atomic_load(&P.kicks), ngaps = 0;
 	while (!atomic_load(&P.stop)) {
-		bool served = false;
+		bool served = false, awaiting = false;
 		pthread_mutex_lock(&P.mu);
 		for (unsigned e = 0; e < P.n; e++) {
 			eht_lookup *lk = P.engines[e];
 			unsigned scan = atomic_load_explicit(&eht_lk_host(lk)->bell.scan, memory_order_acquire);
-			for (unsigned i = 0; i < scan; i++)
+			for (unsigned i = 0; i < scan; i++) {
 				if (atomic_load_explicit(&bells(&eht_lk_host(lk)->bell)[i], memory_order_acquire)) {
+					if (idle_from >= 0 && !served) { /* the idle gap this ring ends */
+						gaps[ngaps++ % 4] = eht_now_s() - idle_from;
+						double g = 0;
+						for (unsigned q = 0; q < 4 && q < ngaps; q++)
+							g = gaps[q] > g ? gaps[q] : g;
+						spin_s = ngaps >= 4 && g <= spin_max ? (2 * g > spin_min ? (2 * g < spin_max ? 2 * g : spin_max) : spin_min) : spin_min;
+					}
 					serve(lk, i);
 					served = true;
 				}
+				struct lk_req *r = &eht_lk_host(lk)->bell.reqs[i];
+				if (i >= LK_EAGER_REQS && (int)(atomic_load_explicit(&r->kicked, memory_order_relaxed) - r->rang) > 0)
+					awaiting = true; /* a replay reached this lookup; its ring is due */
+			}
 		}
 		pthread_mutex_unlock(&P.mu);
 		double t = eht_now_s();
-		if (served || atomic_load(&P.pending)) {
+		unsigned k = atomic_load(&P.kicks);
+		if (served || k != seen) {
+			last = t;
 			if (served)
-				last = t;
+				idle_from = t;
+			if (k != seen)
+				last_kick = t;
+			seen = k;
 			continue;
 		}
-		if (t - last < spin_s) {
+		if (t - last < spin_s || (awaiting && t - last_kick < 2e-3)) {
 			eht_cpu_relax();
 			continue;
 		}
-		struct timespec ts = {0, t - last < 1.0 ? 50000 : 1000000};
+		/* Without kicks a replay is seen at a nap's end: 50 us naps, 1 ms ones after a second idle. */
+		bool short_nap = atomic_load(&P.pending) || awaiting || (atomic_load(&P.no_kick) && t - last < 1.0);
+		struct timespec ts = {0, short_nap ? 50000 : 1000000};
 		atomic_store(&P.napping, true);
-		futex(&P.pending, FUTEX_WAIT, 0, &ts);
+		futex(&P.kicks, FUTEX_WAIT, seen, &ts);
 		atomic_store(&P.napping, false);
 	}
 	return NULL;
 }
 
-static void poller_wake(void)
+/* Wakes the poller for a request about to ring (safe from any thread, the driver's included). */
+static void poller_kick(void)
 {
+	atomic_fetch_add(&P.kicks, 1); /* seq_cst: either the poller sees it before sleeping, or we see napping */
 	if (atomic_load(&P.napping))
-		futex(&P.pending, FUTEX_WAKE, 1, NULL);
+		futex(&P.kicks, FUTEX_WAKE, 1, NULL);
+}
+
+static void bell_host_kick(void *arg)
+{
+	struct lk_req *r = arg;
+	atomic_fetch_add_explicit(&r->kicked, 1, memory_order_relaxed);
+	poller_kick(); /* seq_cst: the poller that sees the kick also sees kicked */
 }
 
 static int poller_add(eht_lookup *lk)
@@ -281,7 +419,7 @@ static void poller_remove(eht_lookup *lk)
 	pthread_mutex_unlock(&P.mu);
 	if (last && P.running) {
 		atomic_store(&P.stop, true);
-		futex(&P.pending, FUTEX_WAKE, 1, NULL);
+		poller_kick();
 		pthread_join(P.th, NULL);
 		P.running = false;
 	}
@@ -328,6 +466,10 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->staging = bell_alloc(lk, b->staging_rows * lk->rb, &b->d_staging, &rc);
 	b->words = bell_alloc(lk, (LK_REQS + lk->max_chunks) * sizeof(uint32_t), &b->d_words, &rc);
 	b->cdead = bell_alloc(lk, lk->max_chunks * sizeof(uint64_t), &b->d_cdead, &rc);
+	if (!lk->gpu && !lk->h_dead) { /* the CPU emulation: a background request writes its dead count here */
+		lk->h_dead = bell_alloc(lk, sizeof(uint64_t), NULL, &rc);
+		b->own_h_dead = lk->h_dead != NULL;
+	}
 	b->arena_cap = 2 * lk->max_batch * 8;
 	b->arena = bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
 	b->h_count = bell_alloc(lk, LK_REQS * sizeof(uint64_t), &b->d_h_count, &rc);
@@ -346,6 +488,19 @@ int eht_lk_bell_init(eht_lookup *lk)
 		rc = eht_dev_alloc(&b->d_sync, LK_REQS * 2 * sizeof(uint32_t));
 		if (!rc)
 			rc = eht_dev_memset8(b->d_sync, 0, LK_REQS * 2 * sizeof(uint32_t));
+	}
+	if (!rc && lk->gpu) {
+		/* EHT_BELL_HOST_KICK=1: captured requests fork a host node that wakes the poller (needs
+		 * feature HOST_FUNC). Off by default: on the lent H200 VM the node's round trip, which the
+		 * graph must join, put 40-90 us on a decode graph replay; without it the idle poller
+		 * naps 50 us while captured requests exist. */
+		if (eht_env_u64("EHT_BELL_HOST_KICK", 0) && eht_dev_has(EHT_DEV_FEAT_HOST_FUNC)) {
+			rc = eht_dev_stream_create(&b->kick_stream, EHT_STREAM_NONBLOCKING);
+			if (!rc)
+				rc = eht_dev_event_create(&b->ev_kfork, 0);
+			if (!rc)
+				rc = eht_dev_event_create(&b->ev_kjoin, 0);
+		}
 	}
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	if (!rc)
@@ -389,12 +544,21 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	}
 	if (b->d_sync)
 		eht_dev_free(b->d_sync);
+	eht_dev_event_destroy(b->ev_kfork);
+	eht_dev_event_destroy(b->ev_kjoin);
+	eht_dev_stream_destroy(b->kick_stream);
+	if (b->no_kick)
+		atomic_fetch_sub(&P.no_kick, 1);
 	bell_free(lk, b->arena);
 	bell_free(lk, b->h_count);
 	bell_free(lk, b->gtrace);
 	bell_free(lk, b->staging);
 	bell_free(lk, (void *)b->words);
 	bell_free(lk, b->cdead);
+	if (b->own_h_dead) {
+		bell_free(lk, lk->h_dead);
+		lk->h_dead = NULL;
+	}
 	free(b->slot_pub);
 	memset(b, 0, sizeof(*b));
 }
@@ -410,7 +574,7 @@ int eht_lk_bell_take_error(eht_lookup *lk)
 
 /* ------------------------------------------------------------------- the call's side */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool compact, bool capturing, unsigned *idx)
+			bool compact, bool bg, bool capturing, unsigned *idx)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	size_t bytes = n * (id64 ? 8 : 4);
@@ -434,7 +598,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 		for (unsigned i = LK_EAGER_REQS; i < scan; i++) {
 			struct lk_req *q = &b->reqs[i];
 			if (q->key == ids && q->n == n && q->id64 == id64 && q->off == off && (q->h_ids != NULL) == ids_dev &&
-			    q->compact == compact) {
+			    q->compact == compact && q->bg == bg) {
 				*idx = i;
 				return 0;
 			}
@@ -467,6 +631,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 	r->id64 = id64;
 	r->off = off;
 	r->compact = compact;
+	r->bg = bg;
 	if (capturing) {
 		atomic_store_explicit(&r->armed, true, memory_order_release);
 		atomic_store_explicit(&b->scan, *idx + 1, memory_order_release);
@@ -480,7 +645,33 @@ void eht_lk_bell_arm(eht_lookup *lk, unsigned idx)
 		return;
 	atomic_store_explicit(&eht_lk_host(lk)->bell.reqs[idx].armed, true, memory_order_release);
 	atomic_fetch_add(&P.pending, 1);
-	poller_wake();
+	poller_kick();
+}
+
+/* Under capture: a host node on a branch forked from s beside the stage-in kernel, joined back into
+ * s after it, wakes the poller at each replay as the stream reaches the lookup (the kernel does not
+ * wait for it). Without it (the driver refused) the idle poller naps 50 us instead of sleeping. */
+static int bell_capture_kick(eht_lookup *lk, eht_stream s, unsigned idx)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	if (!b->kick_stream) { /* no host node: the idle poller naps instead of sleeping */
+		if (!b->no_kick) {
+			b->no_kick = true;
+			atomic_fetch_add(&P.no_kick, 1);
+		}
+		return 0;
+	}
+	int rc = eht_dev_event_record(b->ev_kfork, s);
+	if (!rc)
+		rc = eht_dev_stream_wait_event(b->kick_stream, b->ev_kfork);
+	if (!rc && eht_dev_host_func(b->kick_stream, bell_host_kick, &b->reqs[idx]) != 0) {
+		eht_warn_once("lookup: the driver refused a host node in a captured lookup; the doorbell poller naps instead");
+		atomic_fetch_add(&P.no_kick, 1);
+		b->no_kick = true;
+	}
+	if (!rc)
+		rc = eht_dev_event_record(b->ev_kjoin, b->kick_stream);
+	return rc;
 }
 
 static void bell_disarm(unsigned idx, struct lk_req *r)
@@ -507,7 +698,11 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
 	/* Armed before the kernel can ring: the poller ignores a ring of a request that is not. */
 	eht_lk_bell_arm(lk, idx);
-	int rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, fmt, lk->d_counters);
+	int rc = capturing ? bell_capture_kick(lk, s, idx) : 0;
+	if (!rc)
+		rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, fmt, lk->d_counters);
+	if (!rc && capturing && b->kick_stream)
+		rc = eht_dev_stream_wait_event(s, b->ev_kjoin);
 	if (rc)
 		bell_disarm(idx, r);
 	if (!rc && !capturing && !(rc = eht_dev_event_record(r->done, s)))
@@ -515,11 +710,65 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 	return rc;
 }
 
+/* Background mode (EHT_LOOKUP_BACKGROUND): nothing on an SM waits for the CPU. The stream copies GPU
+ * ids to pinned memory (copy engine), rings the doorbell (cuStreamWriteValue32), then per group waits
+ * for its ready value (cuStreamWaitValue32), copies the group from staging into out (raw) or d_compact
+ * (copy engine), frees it (a write of 0) and, for BF16, dequantizes it with a small kernel (the SM cap)
+ * while the CPU gathers the next group. */
+static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n, eht_dptr out,
+		    eht_stream es, bool capturing)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	unsigned idx;
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, capturing, &idx);
+	if (rc)
+		return rc;
+	struct lk_req *r = &b->reqs[idx];
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
+	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
+	eht_lk_bell_arm(lk, idx); /* before the stream can ring */
+	if (capturing)
+		rc = bell_capture_kick(lk, es, idx);
+	if (!rc && ids_dev)
+		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
+	if (!rc)
+		rc = eht_dev_stream_write32(es, b->d_words + idx * sizeof(uint32_t), 1);
+	for (uint32_t g = 0; g < groups && !rc; g++) {
+		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
+		eht_dptr dst = lk->fmt == EHT_LOOKUP_RAW ? out + r0 * lk->rb : lk->scr.d_compact + r0 * lk->rb;
+		rc = eht_dev_stream_wait32(es, d_ready + g * sizeof(uint32_t), LK_READY(idx, g), EHT_WAIT_EQ);
+		if (!rc)
+			rc = eht_dev_h2d_async(dst, b->staging + r0 * lk->rb, m * lk->rb, es);
+		if (!rc)
+			rc = eht_dev_stream_write32(es, d_ready + g * sizeof(uint32_t), 0);
+		/* On the copies' stream: the dequant of a group runs when its copy is done and the
+		 * next wait is enqueued behind it. Measured on the H200 in eht bench step (prefill, side
+		 * stream): on a stream of its own the dequants ran beside the GEMMs at once and cost the
+		 * step 49.4 ms against 46.8 ms here. */
+		if (!rc && lk->fmt != EHT_LOOKUP_RAW)
+			rc = eht_gpu_expand(&lk->g, es, 0, m, dst, lk->rb, out + r0 * lk->out_rb, lk->fmt);
+	}
+	if (!rc && capturing && b->kick_stream)
+		rc = eht_dev_stream_wait_event(es, b->ev_kjoin);
+	if (rc) {
+		bell_disarm(idx, r);
+		return rc;
+	}
+	if (!capturing && !(rc = eht_dev_event_record(r->done, es)))
+		r->done_used = true;
+	return rc;
+}
+
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
 		      eht_dptr out, eht_stream s, bool capturing, bool publish_dead)
 {
+	/* Background: the run's only piece (its dead count is the CPU's) and a request that fits the
+	 * staging whole (groups never wrap). */
+	if (lk->background && publish_dead && n <= eht_lk_host(lk)->bell.staging_rows)
+		return bg_piece(lk, ids, ids_dev, id64, off, n, out, s, capturing);
 	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, false, capturing, &idx);
 	if (rc)
 		return rc;
 	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
@@ -534,7 +783,7 @@ int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr
 {
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
-	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, false, capturing, &idx);
 	if (rc)
 		return rc;
 	struct eht_gpu_stage_in a = {.ids = uniq, .id_bytes = n * 4, .ucount = ucount, .share = share,

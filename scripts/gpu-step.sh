@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
+# measures, logs and JSON reports under $OUT (default ./gpu-out):
+#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [lookup] [cpu]   (default: build step)
+# tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode and prefill, uniform
+# ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set; lookup: the
+# standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; cpu: the step bench's
+# decode with the old spinning settings beside the new ones (same build).
+set -u
+OUT=${OUT:-$PWD/gpu-out}
+# Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
+# files of $OUT.
+FINAL=$OUT
+OUT=$FINAL/logs
+mkdir -p "$OUT"
+[ $# -gt 0 ] || set -- build step
+. "$(dirname "$0")/debs-env.sh"
+gib=${EHT_STEP_GIB:-24}
+variants=${EHT_STEP_VARIANTS:-none,vllm,auto-side,host-side,direct-side,auto-inline,host-inline}
+text=${EHT_STEP_TEXT:-$PWD/build-data/text_500k.compressed.u32}
+rc=0
+t0=$(date +%s)
+stamp() { echo "== $1 at +$(( $(date +%s) - t0 )) s"; }
+for what in "$@"; do
+  stamp "$what"
+  case $what in
+  build)
+    { nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; free -g | head -2
+      python3 -c 'import torch; print("torch", torch.__version__)'; } >"$OUT/machine.txt" 2>&1
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_FIXTURES="$PWD/tests/fixtures" >"$OUT/build.log" 2>&1 &&
+      cmake --build build -j"$(nproc)" --target ${EHT_STEP_TARGETS:-eht eht_cli} >>"$OUT/build.log" 2>&1 ||
+      { tail -40 "$OUT/build.log"; exit 1; }
+    ;;
+  tests)
+    (cd build && ctest --output-on-failure -j4 --timeout 90 -R "${EHT_STEP_TESTS:-gpu_lookup_background|gpu_lookup_graph|gpu_lookup_hot|lookup_bell|test_pool|cpu_budget|bench_step}") \
+      >"$OUT/ctest.log" 2>&1 || rc=1
+    grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP" "$OUT/ctest.log" | head -30
+    ;;
+  step)
+    timeout ${EHT_STEP_TIMEOUT:-180} build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "$variants" ${EHT_STEP_ARGS:-} --json \
+      >"$OUT/step.json" 2>"$OUT/step.txt" || rc=1
+    cat "$OUT/step.txt"
+    ;;
+  step-text)
+    timeout 120 build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "${EHT_STEP_TEXT_VARIANTS:-none,vllm,auto-side,host-side}" \
+      --workload "text:$text" --json >"$OUT/step-text.json" 2>"$OUT/step-text.txt" || rc=1
+    cat "$OUT/step-text.txt"
+    ;;
+  cpu)
+    EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000 timeout 200 build/eht bench step --mode decode --table-gib "$gib" \
+      --variants none,auto-side,host-side --json >"$OUT/step-oldspin.json" 2>"$OUT/step-oldspin.txt" || rc=1
+    cat "$OUT/step-oldspin.txt"
+    ;;
+  lookup)
+    for s in new "EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000" EHT_LOOKUP_BACKGROUND=1; do
+      name=${s%%=*}; name=${name#EHT_}
+      env ${s#new} timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host,auto \
+        --ids-on gpu --graph --format bf16 --json >"$OUT/lookup-$name.json" 2>"$OUT/lookup-$name.txt" || rc=1
+      echo "-- lookup $s"
+      python3 -c 'import json,sys
+for x in json.load(open(sys.argv[1]))["results"]:
+    print(x["strategy"], x["ids"], {k: (x[k].get("median_ms"), x[k].get("cpu_ms_per_call")) for k in ("gpu_ids", "graph")
+                                     if isinstance(x.get(k), dict)})' "$OUT/lookup-$name.json" || tail -5 "$OUT/lookup-$name.txt"
+    done
+    ;;
+  *) echo "gpu-step.sh: unknown step $what"; rc=2 ;;
+  esac
+done
+stamp done
+tar czf "$FINAL/gpu-step.tgz" -C "$OUT" . && rm -rf "$OUT"
+exit $rc

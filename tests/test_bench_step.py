@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""test_bench_step.py: `eht bench step` without a GPU: the CLI runs the Python bench (--help, --dry-run
+--json gives the report's envelope with the plan of each mode and the parsed variants), bad options
+exit 2 with a message, and the variant parser reads every form. With torch and a GPU the real run is the
+device script's (scripts/gpu-step.sh); here a run without them must exit 77."""
+import json
+import os
+import subprocess
+import sys
+
+src = os.environ.get("EHT_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..")
+sys.path.insert(0, os.path.join(src, "python"))
+cli = os.environ.get("EHT_CLI")
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    if not cond:
+        print("FAIL:", what)
+        fails += 1
+
+
+def run(args):
+    cmd = [cli, "bench", "step"] if cli else [sys.executable, "-m", "eht.bench_step"]
+    env = dict(os.environ, PYTHONPATH=os.path.join(src, "python"))
+    return subprocess.run(cmd + args, capture_output=True, text=True, env=env, timeout=120)
+
+
+def main():
+    from eht import bench_step as bs
+    v = bs.parse_variant("host+bg+cap16-side")
+    check(v["strategy"] == "host" and v["background"] and v["sm_cap"] == 16 and v["place"] == "side",
+          "host+bg+cap16-side parsed: %r" % v)
+    check(bs.parse_variant("vllm")["sm_cap"] == -1 and bs.parse_variant("vllm")["strategy"] == "direct",
+          "vllm is DIRECT capped at SMs / 2")
+    check(bs.parse_variant("none")["strategy"] is None, "none has no strategy")
+    check(bs.parse_variant("auto-inline")["place"] == "inline", "auto-inline")
+    for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle"):
+        try:
+            bs.parse_variant(bad)
+            check(False, "variant %r refused" % bad)
+        except ValueError:
+            pass
+
+    r = run(["--help"])
+    check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout, "--help: %s" % r.stderr)
+    r = run(["--mode", "decode,prefill", "--variants", "none,vllm,host+bg-side,auto-inline", "--layers", "8",
+             "--engram-layers", "1,6", "--table-gib", "0.5", "--dry-run", "--json"])
+    check(r.returncode == 0, "dry run exits 0: %s" % r.stderr)
+    rep = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(rep.get("bench") == "step" and "eht_version" in rep and "time_utc" in rep and "host" in rep,
+          "envelope: bench, version, time, host")
+    check(rep.get("variants") == ["none", "vllm", "host+bg-side", "auto-inline"], "variants: %r" % rep.get("variants"))
+    plan = rep.get("plan") or []
+    check([p["mode"] for p in plan] == ["decode", "prefill"], "two modes planned")
+    if len(plan) == 2:
+        check(plan[0]["tokens"] == 256 and plan[0]["ffn"] == 16384 and plan[0]["ids_per_table"] == 6144,
+              "decode shape: %r" % plan[0])
+        check(plan[1]["tokens"] == 8192 and plan[1]["ffn"] == 8192 and plan[1]["layers"] == 8,
+              "prefill shape: %r" % plan[1])
+    check(rep.get("engram_layers") == [1, 6] and rep.get("table_gib") == 0.5, "layers and table size")
+    for bad in (["--mode", "train"], ["--variants", "auto"], ["--engram-layers", "1"],
+                ["--engram-layers", "1,20"], ["--workload", "text:/nonexistent"], ["--table-gib", "0"]):
+        r = run(bad + ["--dry-run"])
+        check(r.returncode == 2 and r.stderr.strip(), "%s exits 2 with a message (%d)" % (bad, r.returncode))
+
+    try:
+        import torch  # noqa: F401,PLC0415
+        have_gpu = torch.cuda.is_available()
+    except ImportError:
+        have_gpu = False
+    if not have_gpu:
+        r = run(["--table-gib", "0.01", "--variants", "none"])
+        check(r.returncode == 77, "without torch or a GPU the run exits 77 (%d: %s)" % (r.returncode, r.stdout))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

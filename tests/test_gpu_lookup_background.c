@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_gpu_lookup_background.c: the background mode (EHT_LOOKUP_BACKGROUND: the stream waits for the
+ * CPU's groups of rows with stream memory operations and the copy engine moves them, no kernel waits
+ * on an SM) bit-identical to the CPU reference for HOST and AUTO (which runs as HOST there), raw and
+ * bf16: eager with ids in GPU memory, then captured once in a CUDA graph and replayed with new ids
+ * (GPU ids and pinned host ids), dead ids counted; runs over max_batch ids keep the kernel path and stay
+ * identical too. Checks the requests really went the background way. Exit 77 without a GPU (or where
+ * the driver lacks stream memory operations). */
+#include <string.h>
+
+#include "gpu_lookup_ref.h"
+#include "lookup/strategy/host.h"
+
+#define RB EHT_ENGRAM_ROW_BYTES
+#define NMAX 20000
+
+static struct t_lookup_ref g_lref;
+
+int main(void)
+{
+	if (!t_have_gpu())
+		t_skip("no GPU");
+	if (eht_dev_use(0))
+		t_skip("cannot use GPU 0");
+	if (!eht_dev_has(EHT_DEV_FEAT_MEM_OPS))
+		t_skip("the driver has no stream memory operations");
+	eht_stream s = NULL;
+	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
+	uint64_t rs = 5;
+	g_lref.nrows = 50000;
+	uint8_t *ref = malloc(g_lref.nrows * RB);
+	for (size_t i = 0; i < g_lref.nrows * RB; i++)
+		ref[i] = (uint8_t)t_rand(&rs);
+	g_lref.rows = ref;
+	eht_table *t = NULL;
+	CHECK_RC(eht_table_wrap(ref, g_lref.nrows, RB, 0, "bg-mem", &t), 0);
+	static const uint64_t batches[] = {NMAX, 8192}; /* one piece per run; and runs of several pieces */
+	for (int fmt = 0; t && fmt < 2; fmt++)
+		for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy += EHT_LOOKUP_HOST)
+			for (size_t b = 0; b < 2; b++) {
+				struct eht_lookup_opts o = {.size = sizeof(o), .flags = EHT_LOOKUP_BACKGROUND,
+							    .strategy = strategy, .format = fmt, .device = 0, .numa_node = -1,
+							    .threads = 4, .max_batch = batches[b]};
+				eht_lookup *lk = NULL;
+				CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+				if (!lk)
+					continue;
+				CHECK(lk->background);
+				CHECK(lk->g.sm_cap > 0 && (int)lk->g.sm_cap < lk->g.sms); /* every kernel capped */
+				t_lookup_check_engine(&g_lref, "memory", lk, strategy, fmt, s, NMAX, false, &rs);
+				fprintf(stderr, "fmt %d strategy %d max_batch %llu: %llu background requests\n", fmt, strategy,
+					(unsigned long long)batches[b], (unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_reqs));
+				CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) > 0);
+				eht_lookup_destroy(lk);
+			}
+	eht_table_close(t);
+	eht_dev_stream_destroy(s);
+	free(ref);
+	return t_done();
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_lookup_bell_bg.c: the CPU side of background-mode requests (lk_bell.c serve_bg) on the CPU alone,
+ * run under TSan by `make tsan`: this thread plays the stream's memory operations (ring the doorbell,
+ * wait for each group's ready value, copy the group out of staging, write 0), the process's poller and
+ * pool gather. Eager requests and a "captured" one replayed with new ids, one to eight groups, dead ids
+ * (zero rows, counted into h_dead before the last group is ready), requests back to back reusing the
+ * staging. */
+#include <string.h>
+
+#include "lookup/strategy/host.h"
+#include "testutil.h"
+#include "util/cpu.h"
+
+#define RB 40
+
+static uint8_t *g_table;
+static const uint64_t g_rows = 7000;
+
+static void run_bg(eht_lookup *lk, const int64_t *ids, size_t n, bool captured)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	unsigned idx = 0;
+	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, true, captured, &idx), 0);
+	if (!captured)
+		eht_lk_bell_arm(lk, idx);
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
+	CHECK(groups >= 1 && (size_t)groups * grows >= n && (size_t)(groups - 1) * grows < n);
+	uint8_t *out = malloc(n * RB + 1);
+	atomic_store_explicit(&b->words[idx], 1, memory_order_release); /* cuStreamWriteValue32(bell, 1) */
+	uint64_t dead_seen = UINT64_MAX;
+	for (uint32_t g = 0; g < groups; g++) {
+		while (atomic_load_explicit(&b->words[LK_REQS + g], memory_order_acquire) != LK_READY(idx, g))
+			eht_cpu_relax();
+		if (g + 1 == groups) /* the dead count is written before the last group is ready */
+			dead_seen = *(volatile uint64_t *)lk->h_dead;
+		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
+		memcpy(out + r0 * RB, b->staging + r0 * RB, m * RB);
+		atomic_store_explicit(&b->words[LK_REQS + g], 0, memory_order_release);
+	}
+	uint64_t want_dead = 0, bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t r = ids[i];
+		if (r < 0 || (uint64_t)r >= g_rows) {
+			want_dead++;
+			for (int k = 0; k < RB; k++)
+				bad += out[i * RB + k] != 0;
+		} else {
+			bad += memcmp(out + i * RB, g_table + r * RB, RB) != 0;
+		}
+	}
+	CHECK(bad == 0);
+	CHECK(dead_seen == want_dead);
+	CHECK_RC(eht_lk_bell_take_error(lk), 0);
+	free(out);
+}
+
+int main(void)
+{
+	uint64_t rs = 11;
+	g_table = malloc(g_rows * RB);
+	for (size_t i = 0; i < g_rows * RB; i++)
+		g_table[i] = (uint8_t)t_rand(&rs);
+	eht_table *t = NULL;
+	CHECK_RC(eht_table_wrap(g_table, g_rows, RB, -1, "bg", &t), 0);
+	struct eht_lookup_opts o = {.size = sizeof(o), .flags = EHT_LOOKUP_CPU_ONLY, .strategy = EHT_LOOKUP_HOST,
+				    .device = -1, .numa_node = -1, .threads = 3, .max_batch = 20000, .spin_us = 50};
+	eht_lookup *lk = NULL;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+	if (!lk)
+		return t_done();
+	CHECK_RC(eht_lk_bell_init(lk), 0);
+	static int64_t ids[20000];
+	static const size_t ns[] = {1, 17, 2048, 2049, 6144, 16384, 20000};
+	for (int rep = 0; rep < 3; rep++)
+		for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+			for (size_t i = 0; i < ns[k]; i++) {
+				uint64_t x = t_rand(&rs);
+				ids[i] = x % 11 == 0 ? -(int64_t)(x % 5) - 1 : x % 19 == 0 ? (int64_t)g_rows + 1 : (int64_t)(x % g_rows);
+			}
+			run_bg(lk, ids, ns[k], false);
+		}
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, 20000, &groups, &grows);
+	CHECK(groups == 8);
+	/* A "captured" request: the same ids buffer, new ids before each replay. */
+	for (int replay = 0; replay < 4; replay++) {
+		for (size_t i = 0; i < 9000; i++)
+			ids[i] = (int64_t)((t_rand(&rs) + (uint64_t)replay) % (g_rows + 10)) - 5;
+		run_bg(lk, ids, 9000, true);
+	}
+	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) == 3 * sizeof(ns) / sizeof(ns[0]) + 4);
+	eht_lookup_destroy(lk);
+	eht_table_close(t);
+	free(g_table);
+	return t_done();
+}
