@@ -755,7 +755,9 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * capture), the engine alive and not destroyed while the graph may replay, replays on a stream of
  * the engine's device (the context current at capture), and no two replays of graphs that captured
  * the same ids buffer of one engine in flight at once. Each distinct captured (ids buffer, count,
- * id type, offset) keeps a small descriptor in the engine (at most 56 per engine: -ENOSPC beyond).
+ * id type, offset) keeps a small descriptor in the engine for HOST and AUTO (at most 1,024 per engine,
+ * enough for a graph per batch size as engines capture them: -ENOSPC beyond; DIRECT and SORTED keep
+ * none).
  *
  * Dead count: for HOST and AUTO with host ids it is known when the call returns. Where the GPU
  * counts (DIRECT, SORTED, and HOST / AUTO with GPU ids or under capture), a non-NULL dead_count
