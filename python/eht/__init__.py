@@ -24,7 +24,8 @@ from ._libfind import candidates as _lib_candidates, find_library as _find_lib
 from ._version import __version__
 
 __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
-           "read_hotset", "HotsetError",
+           "read_hotset", "HotsetError", "Group", "Region", "SharedTable", "node_id", "share_host_table",
+           "fabric_host_memory_supported", "ECSharedRegion", "engram", "disk",
            "TIERS", "STRATEGIES", "FORMATS", "__version__"]
 
 
@@ -741,3 +742,14 @@ def attach(key, device=-1, timeout=60.0, rank=0, nranks=1):
     return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks)
 
 from .group import Group, Region, SharedTable, node_id  # noqa: E402 (needs the names above)
+from .shared import ECSharedRegion, fabric_host_memory_supported, share_host_table  # noqa: E402
+from . import disk, engram  # noqa: E402
+
+
+def __getattr__(name):
+    # eht.torch (the torch op) loads on first use, and only where torch is installed: `import eht`
+    # never imports torch.
+    if name == "torch":
+        import importlib  # noqa: PLC0415
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'eht' has no attribute %r" % name)
