@@ -101,3 +101,8 @@ class HotsetError(EhtError, ValueError):
 
 def read_hotset(path: Union[str, "os.PathLike[str]"]) -> List[int]:
     """Row ids of a hot-set file of `eht hotset build`, read by libeht (HotsetError: not a hot set)."""
+
+from . import disk as disk, engram as engram
+from .group import Group as Group, Region as Region, SharedTable as SharedTable, node_id as node_id
+from .shared import (ECSharedRegion as ECSharedRegion, fabric_host_memory_supported as fabric_host_memory_supported,
+                     share_host_table as share_host_table)

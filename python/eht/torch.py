@@ -64,17 +64,17 @@ def engine_id(lookup):
         _engine(lookup)
         return lookup
     with _lock:
-        eid = lookup.__dict__.get("_eht_op_id")
+        eid = getattr(lookup, "_eht_op_id", None)
         if eid is None or eid not in _engines:
             eid = next(_ids)
             _engines[eid] = lookup
-            lookup.__dict__["_eht_op_id"] = eid
+            lookup._eht_op_id = eid
     return eid
 
 
 def release(engine):
     """Drops the registry's reference to an engine (no graph that captured it may replay after)."""
-    eid = engine.__dict__.get("_eht_op_id") if isinstance(engine, Lookup) else engine
+    eid = getattr(engine, "_eht_op_id", None) if isinstance(engine, Lookup) else engine
     with _lock:
         _engines.pop(eid, None)
 
@@ -192,7 +192,7 @@ def _lookup_fake(engine, ids, out, head_start, part, vocab_start, vocab_end, id_
 
 
 def _resolve(engine, ids, head_start, part, vocab_start, vocab_end, id_offset):
-    eid = engine.__dict__.get("_eht_op_id") if isinstance(engine, Lookup) else engine
+    eid = getattr(engine, "_eht_op_id", None) if isinstance(engine, Lookup) else engine
     if eid is None:
         eid = engine_id(engine)
     if part is None:
