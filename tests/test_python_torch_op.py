@@ -170,7 +170,7 @@ raises(ValueError, "part", lambda: et.lookup_into(lkb, ids, o[:, :0], part=0))
 raises(ValueError, "vocab_end", lambda: et.lookup_into(lkb, ids, o, part=8, vocab_start=10, vocab_end=5))
 raises(ValueError, "vocab_start and vocab_end", lambda: et.lookup_into(lkb, ids, o, part=8, vocab_start=10))
 raises(TypeError, "out must be torch.uint8", lambda: et.lookup_into(engines[("raw", "auto")], ids, o, part=8))
-raises(ValueError, "engine", lambda: torch.ops.eht.lookup_(123456, ids, o, 0, 8, -(1 << 63), -(1 << 63),
+raises(ValueError, "engine", lambda: torch.ops.eht.lookup_into(123456, ids, o, 0, 8, -(1 << 63), -(1 << 63),
                                                           -(1 << 63), False))
 
 # ---- CUDA graphs: captured once, replayed with new ids written into the captured ids tensor ----

@@ -10,7 +10,7 @@ table (import it only where PyTorch 2.4 or later is installed; `import eht` neve
                           vocab_start=vs, vocab_end=ve)      # out: [T, part, 256] bf16, any row stride
     y = eht.torch.lookup(eng, ids, head_start=0, part=part)  # the functional form: a new tensor
 
-`torch.ops.eht.lookup_` is a torch.library.custom_op that mutates `out`, with a fake (meta)
+`torch.ops.eht.lookup_into` is a torch.library.custom_op that mutates `out`, with a fake (meta)
 implementation: torch.compile(fullgraph=True) traces it as one node, and torch.cuda.graph captures it
 (the engine must then stay alive while the graph may replay: the registry keeps it until release()).
 It runs on torch's current stream of out's device. Semantics, as vLLM's lookup kernel:
@@ -143,7 +143,7 @@ def _dead_id(dtype, off):
     return -(1 << 31) if dtype == torch.int32 else -(1 << 62)
 
 
-@torch.library.custom_op("eht::lookup_", mutates_args=("out",))
+@torch.library.custom_op("eht::lookup_into", mutates_args=("out",))
 def _lookup_op(engine: int, ids: torch.Tensor, out: torch.Tensor, head_start: int, part: int,
                vocab_start: int, vocab_end: int, id_offset: int, background: bool) -> None:
     lk = check_args(engine, ids, out, head_start, part, vocab_start, vocab_end)
@@ -210,7 +210,7 @@ def lookup_into(engine, ids, out, head_start=0, part=None, vocab_start=None, voc
     """Looks ids[:, head_start:head_start+part] up into out ([T, part, 256] bf16 or [T, part, row_bytes]
     uint8) on torch's current stream; see the module doc. engine: an eht.Lookup or engine_id()."""
     eid, part, vs, ve, off = _resolve(engine, ids, head_start, part, vocab_start, vocab_end, id_offset)
-    torch.ops.eht.lookup_(eid, ids, out, head_start, part, vs, ve, off, bool(background))
+    torch.ops.eht.lookup_into(eid, ids, out, head_start, part, vs, ve, off, bool(background))
     return out
 
 
@@ -220,5 +220,5 @@ def lookup(engine, ids, head_start=0, part=None, vocab_start=None, vocab_end=Non
     eid, part, vs, ve, off = _resolve(engine, ids, head_start, part, vocab_start, vocab_end, id_offset)
     dtype, rowlen = _out_spec(_engine(eid))
     out = torch.empty((ids.shape[0], part, rowlen), dtype=dtype, device=ids.device)
-    torch.ops.eht.lookup_(eid, ids, out, head_start, part, vs, ve, off, bool(background))
+    torch.ops.eht.lookup_into(eid, ids, out, head_start, part, vs, ve, off, bool(background))
     return out

@@ -10,7 +10,7 @@ BACKGROUND_SUPPORTED: bool
 Engine = Union[Lookup, int]
 
 def engine_id(lookup: Engine) -> int:
-    """The int that names the engine in torch.ops.eht.lookup_ (registered on first use)."""
+    """The int that names the engine in torch.ops.eht.lookup_into (registered on first use)."""
 
 def release(engine: Engine) -> None: ...
 
