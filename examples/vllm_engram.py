@@ -17,8 +17,12 @@ What it does, as the engine would:
 
     python3 examples/vllm_engram.py [--tp 4 --rank 1] [--key KEY] [--sizes 1,64,256,1024,8192]
 
-Measured on one H200 (v41-small checkpoint, tp 4 rank 1, table shared in host-NUMA memory, AUTO):
-see the numbers it prints (the note of the torch issue lists them).
+Measured on one H200 (torch 2.11; v41-small checkpoint, tp 4 rank 1: 6 heads, both tables shared in
+host-NUMA memory, AUTO engines), a step = GPU hash + both layers' lookups on the prefetch stream +
+the consumers' reads, as a CUDA graph / eagerly from Python:
+    T     1:  38.9 us / 387.5 us      T  256:  66.6 us / 535.3 us      T 8192: 760.8 us / 805.2 us
+    T    64:  63.8 us / 612.7 us      T 1024: 134.0 us / 732.5 us
+(every replay equal to an eager lookup of the same ids; eager steps pay Python and ctypes per call.)
 """
 import argparse
 import os
