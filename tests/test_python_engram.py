@@ -5,7 +5,9 @@ reference written from ENGRAM.md (several requests, image tokens); State: decodi
 gives the prefill's rows; sharding with vLLM's rule (check_tp, Layout.shard, and the C call refusing
 tp 7, 9, 10, 11, 13..16) and head_range. eht.disk: the disk tier in this process for a rank's head
 range of a synthetic v41-small checkpoint (only that range mapped, ids outside zero rows, rows equal
-to the file's bytes), a prefetch ticket serving the next lookup. The type stubs name everything the
+to the file's bytes), a prefetch ticket serving the next lookup; the same checkpoint served by `eht
+serve --tier disk` and attached by head range (vLLM's rule), by even split (SGLang's) or by a
+disk_rows callback, bad ranges refused. The type stubs name everything the
 modules export. Exit 0 pass, 1 fail, 77 without libeht."""
 import array
 import ast
@@ -160,6 +162,48 @@ def main():
             except ValueError:
                 pass
             t.close()
+
+            # Served (eht serve --tier disk): each worker maps its head range of each layer, or the
+            # even split (SGLang's rule) by rank / nranks; a disk_rows callback of one's own.
+            key = "pyeng-%d" % os.getpid()
+            srv = subprocess.Popen([cli, "serve", d, "--tier", "disk", "--key", key], stdout=subprocess.PIPE,
+                                   stderr=subprocess.DEVNULL, text=True)
+            try:
+                for line in srv.stdout:
+                    if "serving under key" in line:
+                        break
+                with eht.attach(key, timeout=10, head_range=(small, 4, 1)) as c:
+                    for li, lid in enumerate(small.layer_ids):
+                        tt = c.tables["layers.%d.engram.embed" % lid]
+                        a, e = small.shard(li, 4, 1)
+                        check((tt.tier, tt.first_row, tt.local_rows) == ("disk", a, e - a),
+                              "served head range of layer %d: %s %d +%d" % (lid, tt.tier, tt.first_row, tt.local_rows))
+                    tt = c.tables["layers.14.engram.embed"]
+                    out = bytearray(len(ids) * 264)
+                    dead = tt.lookup(ids, out)
+                    check(dead == 150 and out[:264] == w[vs * 256:(vs + 1) * 256] + s[vs * 8:(vs + 1) * 8],
+                          "served head-range lookup")
+                with eht.attach(key, timeout=10, rank=1, nranks=4) as c:
+                    tt = c.tables["layers.14.engram.embed"]
+                    n = small.rows[1]
+                    check(tt.local_rows in (n // 4, n // 4 + 1) and tt.first_row != vs, "served even split")
+                with eht.attach(key, timeout=10, disk_rows=lambda name, rows: (10, 20)) as c:
+                    check(all((x.first_row, x.local_rows) == (10, 20) for x in c.tables.values()), "disk_rows")
+                for bad, exc in ((lambda name, rows: (rows - 5, 6), eht.EhtError),
+                                 (lambda name, rows: 1 / 0, ZeroDivisionError)):
+                    try:
+                        eht.attach(key, timeout=10, disk_rows=bad)
+                        check(False, "a bad disk_rows was accepted")
+                    except exc as e:
+                        print("bad disk_rows: %s" % e)
+                try:
+                    eht.attach(key, timeout=10, head_range=(small, 9, 0))
+                    check(False, "tp 9 accepted")
+                except ValueError:
+                    pass
+            finally:
+                srv.terminate()
+                srv.wait(30)
 
     # The stubs name every public name of the modules (eht.torch read from its source: no torch here).
     pydir = os.path.join(SRC, "python", "eht")
