@@ -10,14 +10,12 @@ initialised; else its broadcast_object, of which only src=0 is used, as vLLM's T
 torch.distributed process group, any coordinator eht.Group.from_coordinator takes, or an eht.Group.
 """
 import ctypes
-import errno as _errno
 import functools
 import json as _json
 import logging
-import os
 import threading
 
-from . import EhtError, _check, _L, _torch
+from . import _check, _L, _torch
 from .group import Group, _lib
 
 __all__ = ["share_host_table", "fabric_host_memory_supported", "as_group", "ECSharedRegion"]
