@@ -293,6 +293,17 @@ with torch.cuda.stream(side):
 torch.cuda.synchronize()
 check(same(out, expect(old[:, 0, :], 0, 8, 0, R, "bf16")), "with the stream dependency the rows are right")
 
+# ---- Engram hashing: the CUDA kernel through Layout.hash (torch tensors) equals the CPU's ----
+v41 = eht.engram.Layout.preset("v41")
+toks = torch.randint(0, v41.compressed_vocab, (300,), dtype=torch.int32, generator=g)
+starts = [0, 100, 101, 300]
+dead = (torch.rand(300, generator=g) < 0.05).to(torch.uint8)
+cpu_rows = v41.hash(toks.tolist(), starts=starts, dead=dead.tolist())
+gpu_rows = v41.hash(toks.to(dev), starts=torch.tensor(starts, dtype=torch.int32, device=dev), dead=dead.to(dev))
+torch.cuda.synchronize()
+check(gpu_rows.shape == (300, 2, 24) and gpu_rows.cpu().reshape(-1).tolist() == list(cpu_rows),
+      "Layout.hash on the GPU equals the CPU's")
+
 # ---- speed: the op (strided ids, head range, mask) against the C path on contiguous ids, as graphs ----
 def graph_us(fn, reps=200):
     s = torch.cuda.Stream()
