@@ -186,7 +186,7 @@ raises(ValueError, "vocab_end", lambda: et.lookup_into(lkb, ids, o, part=8, voca
 raises(ValueError, "vocab_start and vocab_end", lambda: et.lookup_into(lkb, ids, o, part=8, vocab_start=10))
 raises(TypeError, "out must be torch.uint8", lambda: et.lookup_into(engines[("raw", "auto")], ids, o, part=8))
 raises(ValueError, "engine", lambda: torch.ops.eht.lookup_into(123456, ids, o, 0, 8, -(1 << 63), -(1 << 63),
-                                                          -(1 << 63), False))
+                                                          -(1 << 63)))
 
 # ---- CUDA graphs: captured once, replayed with new ids written into the captured ids tensor ----
 for (fmt, strategy), lk in engines.items():

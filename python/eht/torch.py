@@ -23,6 +23,8 @@ It runs on torch's current stream of out's device. Semantics, as vLLM's lookup k
 - out: [T, part, 256] bf16 for a bf16 engine, [T, part, row_bytes] uint8 (264: packed Engram rows)
   for a raw one; rows of any stride (unit stride inside a row).
 Wrong types raise TypeError, wrong shapes, devices and ranges ValueError, naming the argument.
+The engine's own options apply: its strategy, format, and where the module has them the background
+mode and SM cap of the engine-step work (table.lookup_engine(background=True, sm_cap=N)).
 
 Strided ids, padded heads, a masked range or a strided output cost a torch copy each around the C
 lookup (small elementwise kernels, captured with it); contiguous head-range ids into a contiguous out
@@ -50,9 +52,9 @@ _engines = {}       # engine id -> Lookup (kept alive: captured graphs may repla
 _ids = itertools.count(1)
 _lock = threading.Lock()
 
-# The background mode of the engine-step work ([engine-step]): Lookup.run(background=True) where this
-# libeht's module has it; without it background=True is refused with a ValueError.
-BACKGROUND_SUPPORTED = "background" in inspect.signature(Lookup.run).parameters
+# The background mode and SM cap ([engine-step]) are the engine's options (Lookup(background=True,
+# sm_cap=N) where this module has them): the op runs the engine it names as that engine was made.
+BACKGROUND_SUPPORTED = "background" in inspect.signature(Lookup.__init__).parameters
 
 
 def engine_id(lookup):
@@ -145,7 +147,7 @@ def _dead_id(dtype, off):
 
 @torch.library.custom_op("eht::lookup_into", mutates_args=("out",))
 def _lookup_op(engine: int, ids: torch.Tensor, out: torch.Tensor, head_start: int, part: int,
-               vocab_start: int, vocab_end: int, id_offset: int, background: bool) -> None:
+               vocab_start: int, vocab_end: int, id_offset: int) -> None:
     lk = check_args(engine, ids, out, head_start, part, vocab_start, vocab_end)
     T, H = ids.shape
     if T == 0:
@@ -176,18 +178,13 @@ def _lookup_op(engine: int, ids: torch.Tensor, out: torch.Tensor, head_start: in
     dense = out.is_contiguous()
     dst = out if dense else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     stream = torch.cuda.current_stream(out.device).cuda_stream if out.is_cuda else None
-    kw = {}
-    if background:
-        if not BACKGROUND_SUPPORTED:
-            raise ValueError("background=True: this eht has no background lookup mode")
-        kw["background"] = True
-    lk.run(flat, dst.view(-1), id_offset=off, stream=stream, **kw)
+    lk.run(flat, dst.view(-1), id_offset=off, stream=stream)
     if not dense:
         out.copy_(dst)
 
 
 @_lookup_op.register_fake
-def _lookup_fake(engine, ids, out, head_start, part, vocab_start, vocab_end, id_offset, background):
+def _lookup_fake(engine, ids, out, head_start, part, vocab_start, vocab_end, id_offset):
     check_args(engine, ids, out, head_start, part, vocab_start, vocab_end)
 
 
@@ -205,20 +202,18 @@ def _resolve(engine, ids, head_start, part, vocab_start, vocab_end, id_offset):
     return eid, part, vs, ve, off
 
 
-def lookup_into(engine, ids, out, head_start=0, part=None, vocab_start=None, vocab_end=None, id_offset=None,
-                background=False):
+def lookup_into(engine, ids, out, head_start=0, part=None, vocab_start=None, vocab_end=None, id_offset=None):
     """Looks ids[:, head_start:head_start+part] up into out ([T, part, 256] bf16 or [T, part, row_bytes]
     uint8) on torch's current stream; see the module doc. engine: an eht.Lookup or engine_id()."""
     eid, part, vs, ve, off = _resolve(engine, ids, head_start, part, vocab_start, vocab_end, id_offset)
-    torch.ops.eht.lookup_into(eid, ids, out, head_start, part, vs, ve, off, bool(background))
+    torch.ops.eht.lookup_into(eid, ids, out, head_start, part, vs, ve, off)
     return out
 
 
-def lookup(engine, ids, head_start=0, part=None, vocab_start=None, vocab_end=None, id_offset=None,
-           background=False):
+def lookup(engine, ids, head_start=0, part=None, vocab_start=None, vocab_end=None, id_offset=None):
     """The functional form: a new [T, part, 256] bf16 (or [T, part, row_bytes] uint8) tensor."""
     eid, part, vs, ve, off = _resolve(engine, ids, head_start, part, vocab_start, vocab_end, id_offset)
     dtype, rowlen = _out_spec(_engine(eid))
     out = torch.empty((ids.shape[0], part, rowlen), dtype=dtype, device=ids.device)
-    torch.ops.eht.lookup_into(eid, ids, out, head_start, part, vs, ve, off, bool(background))
+    torch.ops.eht.lookup_into(eid, ids, out, head_start, part, vs, ve, off)
     return out

@@ -19,10 +19,9 @@ def check_args(engine: int, ids: torch.Tensor, out: torch.Tensor, head_start: in
 
 def lookup_into(engine: Engine, ids: torch.Tensor, out: torch.Tensor, head_start: int = 0,
                 part: Optional[int] = None, vocab_start: Optional[int] = None, vocab_end: Optional[int] = None,
-                id_offset: Optional[int] = None, background: bool = False) -> torch.Tensor:
+                id_offset: Optional[int] = None) -> torch.Tensor:
     """ids [T, H] (int32/int64, any strides) -> out [T, part, 256] bf16 or [T, part, row_bytes] uint8."""
 
 def lookup(engine: Engine, ids: torch.Tensor, head_start: int = 0, part: Optional[int] = None,
-           vocab_start: Optional[int] = None, vocab_end: Optional[int] = None, id_offset: Optional[int] = None,
-           background: bool = False) -> torch.Tensor:
+           vocab_start: Optional[int] = None, vocab_end: Optional[int] = None, id_offset: Optional[int] = None) -> torch.Tensor:
     """The functional form: a new [T, part, 256] bf16 (or [T, part, row_bytes] uint8) tensor."""
