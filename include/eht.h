@@ -755,7 +755,9 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * capture), the engine alive and not destroyed while the graph may replay, replays on a stream of
  * the engine's device (the context current at capture), and no two replays of graphs that captured
  * the same ids buffer of one engine in flight at once. Each distinct captured (ids buffer, count,
- * id type, offset) keeps a small descriptor in the engine (at most 56 per engine: -ENOSPC beyond).
+ * id type, offset) keeps a small descriptor in the engine for HOST and AUTO (at most 1,024 per engine,
+ * enough for a graph per batch size as engines capture them: -ENOSPC beyond; DIRECT and SORTED keep
+ * none).
  *
  * Dead count: for HOST and AUTO with host ids it is known when the call returns. Where the GPU
  * counts (DIRECT, SORTED, and HOST / AUTO with GPU ids or under capture), a non-NULL dead_count
@@ -1195,6 +1197,13 @@ struct eht_attach_opts {
 	int device;          /* GPU this worker looks up from (tables are mapped/pinned for it); -1: none */
 	uint32_t timeout_ms; /* wait for the server (it may still be loading); 0: 60000 */
 	uint32_t rank, nranks; /* disk tier: this worker's share of the rows (0 and 1: all rows) */
+	/* Disk tier: the rows this worker maps of each served disk table, instead of the even rank /
+	 * nranks split (SGLang's rule), e.g. its Engram head range (eht_engram_shard, vLLM's rule).
+	 * Called during eht_attach once per disk table with its name and rows; returns 0 and sets
+	 * [*first_row, *first_row + *row_count) inside [0, rows) (row_count 0: the even split), or a
+	 * negative errno, which fails the attach. NULL: the even split for every table. */
+	int (*disk_rows)(void *arg, const char *name, uint64_t rows, uint64_t *first_row, uint64_t *row_count);
+	void *disk_rows_arg;
 };
 
 /* Attaches to the tables served under key. Returns 0; -ETIMEDOUT (no server answered in time,

@@ -160,7 +160,8 @@ EHT_API EHT_MUST_CHECK int eht_engram_state_history(const eht_engram_state *stat
 
 /* Head-range sharding (vLLM's): part = ceil(cols / tp); rank r owns columns [r * part, (r+1) * part)
  * of layer index li, i.e. rows [*vocab_start, *vocab_end) (empty for a rank past the last column).
- * Returns 0, -EINVAL (rank >= tp, tp == 0, or tp > cols / 2: a rank would own no head range). */
+ * Returns 0, -EINVAL (rank >= tp, tp == 0, or (tp - 1) * part >= cols: the last rank would own no head
+ * range, as vLLM refuses; for 24 columns tp 7, 9, 10, 11 and above 12). */
 EHT_API EHT_MUST_CHECK int eht_engram_shard(const eht_engram_layout *layout, uint32_t li, uint32_t tp, uint32_t rank,
 		     uint64_t *vocab_start, uint64_t *vocab_end);
 

@@ -90,6 +90,20 @@ static void check_v41_constants(void)
 	CHECK_RC(eht_engram_shard(l, 0, 13, 0, &a, &b), -EINVAL);
 	CHECK(strstr(eht_last_error(), "13") != NULL);
 	CHECK_RC(eht_engram_shard(l, 0, 4, 4, &a, &b), -EINVAL);
+	/* vLLM's rule, (tp - 1) * ceil(24 / tp) >= 24 refused: 7, 9, 10, 11 (below 24 / 2) and 13..16 */
+	for (uint32_t tp = 1; tp <= 16; tp++) {
+		int refused = tp == 7 || tp == 9 || tp == 10 || tp == 11 || tp >= 13;
+		for (uint32_t r = 0; r < tp; r++) {
+			int rc = eht_engram_shard(l, 0, tp, r, &a, &b);
+			if (rc != (refused ? -EINVAL : 0) || (!rc && a >= b)) {
+				t_failures++;
+				fprintf(stderr, "eht_engram_shard tp %u rank %u: %d [%llu, %llu)\n", tp, r, rc,
+					(unsigned long long)a, (unsigned long long)b);
+			}
+		}
+	}
+	CHECK_RC(eht_engram_shard(l, 0, 7, 0, &a, &b), -EINVAL);
+	CHECK(strstr(eht_last_error(), "rank 6 would own no head range") != NULL);
 	eht_engram_layout_free(l);
 }
 

@@ -5,7 +5,7 @@
  * requests, a "captured" request replayed with new ids in the same buffer, dead ids, slot reuse;
  * compact requests (the distinct rows of a GPU dedup pass, their number known only to the "kernel",
  * which writes it before ringing; the geometry is the bound's); two engines share the process's one
- * pool. */
+ * pool; 1,024 distinct captured requests per engine, all replayed, and the 1,025th refused. */
 #include <pthread.h>
 #include <string.h>
 
@@ -55,7 +55,10 @@ static void *emu_block(void *arg)
 static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured, unsigned blocks)
 {
 	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, false, captured, &idx), 0);
+	int rc = eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, false, captured, &idx);
+	CHECK_RC(rc, 0);
+	if (rc) /* nothing was armed: the "kernel" would wait forever */
+		return;
 	if (!captured)
 		eht_lk_bell_arm(lk, idx);
 	uint8_t *out = malloc(n * RB + 1);
@@ -171,6 +174,26 @@ int main(void)
 				ids[i] = (int64_t)(t_rand(&rs) % g_rows);
 			run_one(lk, ids, 100, false, 2);
 		}
+	/* As many captured calls as engines make (a graph per batch size, 1,024 distinct ids buffers and
+	 * counts), all replayed afterwards in another order; one more is refused, naming the cap. */
+	{
+		enum { NCAP = 1024 - 2 }; /* two captured requests above hold theirs */
+		int64_t *bufs = malloc((size_t)NCAP * 40 * sizeof(int64_t));
+		for (size_t k = 0; k < NCAP; k++) {
+			for (size_t i = 0; i < 40; i++)
+				bufs[k * 40 + i] = (int64_t)(t_rand(&rs) % (g_rows + 4)) - 2;
+			run_one(lk, bufs + k * 40, 1 + k % 40, true, 1 + (unsigned)(k % 3));
+		}
+		for (size_t k = NCAP; k-- > 0;) {
+			for (size_t i = 0; i < 40; i++)
+				bufs[k * 40 + i] = (int64_t)(t_rand(&rs) % g_rows);
+			run_one(lk, bufs + k * 40, 1 + k % 40, true, 2);
+		}
+		unsigned idx = 0;
+		CHECK_RC(eht_lk_bell_prepare(lk, ids + 1, false, 1, 0, 5, false, false, true, &idx), -ENOSPC);
+		CHECK(strstr(eht_last_error(), "1024 distinct captured") != NULL);
+		free(bufs);
+	}
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(g_table);

@@ -3,8 +3,9 @@
 hub in this process; no torch needed), as 2 nodes of 2 simulated with EHT_NODE_ID (CPU, region tier):
 the node split, one copy per node (files counted and their allocated bytes measured), each node
 reading only its own copy, a fault on one node's rank failing that node alone, share_host_table
-None everywhere without a GPU, share_region, a vLLM-like coordinator with broadcast_object only,
-and a killed (or stalled) rank making its node peer fail promptly (or at the deadline) while the
+None everywhere without a GPU, share_region, a coordinator that behaves as vLLM's TP group
+(broadcast_object with src=0 only: one node works, the seed's module-level share_host_table takes it;
+a rank on another node fails clearly), and a killed (or stalled) rank making its node peer fail promptly (or at the deadline) while the
 other node finishes.
 Exit 0 pass, 1 fail."""
 import multiprocessing as mp
@@ -35,10 +36,14 @@ class PipeCoordinator:
 
 
 class BroadcastOnlyCoordinator(PipeCoordinator):
-    """Like vLLM's GroupCoordinator as the seed uses it: broadcast_object(obj, src) only."""
+    """Exactly as vLLM's GroupCoordinator of a TP group behaves for eht: rank_in_group, world_size,
+    no all_gather_object, and broadcast_object(obj, src) accepting only src=0 (its message-queue
+    broadcaster); no cpu_group here (no torch.distributed)."""
 
     def broadcast_object(self, obj=None, src=0):
-        return PipeCoordinator.all_gather_object(self, obj)[src]
+        if src != 0:
+            raise RuntimeError("broadcast_object: only src=0 is supported on this group")
+        return PipeCoordinator.all_gather_object(self, obj)[0]
 
     def __getattribute__(self, name):
         if name == "all_gather_object":
@@ -95,7 +100,40 @@ def mapping_file(addr):
     return 0, 0, 0
 
 
+def child_vllm(rank, conn, scenario, coord_cls):
+    """vLLM's TP group on one node (scenario vllm), or with rank 3 elsewhere (vllm-split): the group
+    forms through broadcast_object(src=0); the seed's module-level calls take the coordinator."""
+    os.environ["EHT_NODE_ID"] = "n1" if scenario == "vllm-split" and rank == 3 else "n0"
+    import eht  # noqa: PLC0415 (after the environment is set)
+    coord = coord_cls(rank, N, conn)
+    t0 = time.monotonic()
+    try:
+        g = eht.Group.from_coordinator(coord, timeout=TIMEOUT_S)
+    except eht.EhtError as exc:
+        took = time.monotonic() - t0
+        print("rank %d: from_coordinator failed after %.2f s: %s" % (rank, took, exc), file=sys.stderr)
+        # rank 3 at once, naming both nodes; the others at their deadline (rank 3 never joins)
+        ok = scenario == "vllm-split" and (("sim.n1" in str(exc) and "sim.n0" in str(exc)) if rank == 3
+                                           else took < TIMEOUT_S + 3)
+        return 10 if ok else 1
+    assert scenario == "vllm", scenario
+    assert (g.node_index, g.node_count, g.rank, g.size) == (0, 1, rank, N), repr(g)
+    st = g.share_table(BYTES, row_bytes=ROW, name="pyvllm")
+    assert st is not None and st.tier == "region", st
+    if rank == 0:
+        st.cpu[5] = 0x5a
+    g.barrier()
+    assert st.cpu[5] == 0x5a
+    g.close()
+    # The seed's calls: a coordinator directly (no GPU here: None on every rank, no error).
+    assert eht.share_host_table(1 << 20, coord) is None
+    assert eht.fabric_host_memory_supported() is False
+    return 0
+
+
 def child(rank, conn, scenario, coord_cls):
+    if scenario.startswith("vllm"):
+        return child_vllm(rank, conn, scenario, coord_cls)
     os.environ["EHT_NODE_ID"] = "n%d" % (rank // PER_NODE)
     if scenario == "fault" and rank == 3:
         os.environ["EHT_FAULT"] = "region:rank=1"
@@ -232,8 +270,9 @@ def main():
         return 77
     results = [
         run("two-nodes"),
-        run("two-nodes", "broadcast"),
         run("per-numa"),
+        run("vllm", "broadcast"),
+        run("vllm-split", "broadcast", expect=[10] * N),
         run("fault"),
         run("kill", expect=[0, 0, 10, -signal.SIGKILL]),
         run("stall", expect=[0, 0, 10, 11]),

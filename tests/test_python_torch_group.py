@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_python_torch_group.py: eht.Group.from_torch over torch.distributed (gloo), 4 ranks as 2
 simulated nodes of 2 (EHT_NODE_ID): one table copy per node, each node reading its own bytes from
-the CPU view and, where the tier is GPU-readable, from the GPU view. Skipped (77) without torch.
+the CPU view and, where the tier is GPU-readable, from the GPU view; a vLLM-shaped GroupCoordinator
+(cpu_group, broadcast_object with src=0 only) through Group.from_coordinator and the seed's
+eht.share_host_table (views on every rank or None on every rank). Skipped (77) without torch.
 
 Standalone it spawns 4 ranks itself (file:// rendezvous). Under torchrun it is one rank:
     torchrun --nproc_per_node 4 tests/test_python_torch_group.py
@@ -49,6 +51,24 @@ def worker(rank, world, init_method):
         if rank == 0:
             print("torch group: %d ranks, %d nodes, tiers %s" % (world, len(nodes), sorted({r[2] for r in rows})))
         st.close()
+
+        class Coordinator:
+            """vLLM's GroupCoordinator as eht sees it: rank_in_group, world_size, its gloo cpu_group,
+            no all_gather_object, broadcast_object that takes src=0 only (unused: cpu_group gathers)."""
+            rank_in_group, world_size, cpu_group = rank, world, dist.group.WORLD
+
+            def broadcast_object(self, obj=None, src=0):
+                raise AssertionError("eht should gather over cpu_group, not call broadcast_object")
+
+        gc = eht.Group.from_coordinator(Coordinator(), timeout=60)
+        assert (gc.node_index, gc.node_count, gc.rank) == (g.node_index, g.node_count, g.rank), (gc, g)
+        gc.close()
+        views = eht.share_host_table(1 << 21, Coordinator())  # the seed's call: views or None everywhere
+        assert views is None or int(views[0].numel()) == 1 << 21, views
+        got = [None] * world
+        dist.all_gather_object(got, views is None)
+        assert len(set(got)) == 1, got
+        del views
         g.close()
     finally:
         dist.destroy_process_group()

@@ -24,7 +24,8 @@ from ._libfind import candidates as _lib_candidates, find_library as _find_lib
 from ._version import __version__
 
 __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
-           "read_hotset", "HotsetError",
+           "read_hotset", "HotsetError", "Group", "Region", "SharedTable", "node_id", "share_host_table",
+           "fabric_host_memory_supported", "ECSharedRegion", "engram", "disk",
            "TIERS", "STRATEGIES", "FORMATS", "__version__"]
 
 
@@ -134,10 +135,53 @@ class _LookupOpts(ctypes.Structure):
                 ("hotset_max_bytes", ctypes.c_uint64), ("sm_cap", ctypes.c_uint)]
 
 
+_DISK_ROWS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64,
+                                 ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64))
+
+
 class _AttachOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("device", ctypes.c_int),
                 ("timeout_ms", ctypes.c_uint32), ("rank", ctypes.c_uint32),
-                ("nranks", ctypes.c_uint32)]
+                ("nranks", ctypes.c_uint32), ("disk_rows", _DISK_ROWS_FN), ("disk_rows_arg", ctypes.c_void_p)]
+
+
+def _disk_rows_callback(disk_rows, head_range):
+    """The attach's disk_rows callback (kept alive by the caller during eht_attach): disk_rows(name,
+    rows) -> (first_row, row_count) or None; or head_range=(layout, tp, rank): each
+    "layers.N.engram..." table's rank head range of layer N (vLLM's rule)."""
+    if head_range is not None:
+        if disk_rows is not None:
+            raise ValueError("give disk_rows or head_range, not both")
+        layout, tp, hrank = head_range
+        from .engram import check_tp  # noqa: PLC0415
+        check_tp(layout.cols, tp)
+
+        def disk_rows(name, rows):
+            parts = name.split(".")
+            if len(parts) > 2 and parts[0] == "layers" and parts[1].isdigit() and int(parts[1]) in layout.layer_ids:
+                li = layout.layer_ids.index(int(parts[1]))
+                if rows != layout.rows[li]:
+                    raise ValueError("table %s has %d rows, the layout's layer %s %d" % (name, rows, parts[1],
+                                                                                      layout.rows[li]))
+                a, e = layout.shard(li, tp, hrank)
+                return a, e - a
+            return None
+    if disk_rows is None:
+        return None
+    errors = []
+
+    def cb(arg, name, rows, first, count):
+        try:
+            r = disk_rows(name.decode(), rows)
+            if r is not None:
+                first[0], count[0] = int(r[0]), int(r[1])
+            return 0
+        except Exception as exc:  # noqa: BLE001 (reported after eht_attach returns)
+            errors.append(exc)
+            return -_errno.EINVAL
+    fn = _DISK_ROWS_FN(cb)
+    fn._errors = errors
+    return fn
 
 
 _lib = None
@@ -696,7 +740,7 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
 class Client:
     """An attachment to the tables that `eht serve` hosts under a key (eht_attach)."""
 
-    def __init__(self, key, device=-1, timeout=60.0, rank=0, nranks=1):
+    def __init__(self, key, device=-1, timeout=60.0, rank=0, nranks=1, disk_rows=None, head_range=None):
         lib = _L()
         if not hasattr(lib, "eht_attach"):
             raise EhtError(_errno.ENOSYS, "this libeht has no eht_attach")
@@ -708,10 +752,16 @@ class Client:
                 raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
         if nranks < 1 or not 0 <= rank < nranks:
             raise ValueError("rank=%d of nranks=%d" % (rank, nranks))
+        cb = _disk_rows_callback(disk_rows, head_range)
         opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device,
                            timeout_ms=max(1, int(timeout * 1000)), rank=rank, nranks=nranks)
+        if cb is not None:
+            opts.disk_rows = cb
         h = ctypes.c_void_p()
-        _check(lib.eht_attach(bkey, ctypes.byref(opts), ctypes.byref(h)), "eht_attach(%s)" % key)
+        rc = lib.eht_attach(bkey, ctypes.byref(opts), ctypes.byref(h))
+        if rc < 0 and cb is not None and cb._errors:
+            raise cb._errors[0]
+        _check(rc, "eht_attach(%s)" % key)
         self._n = _Native(h, lib.eht_detach)
         self._h = h
         self.key = key
@@ -744,9 +794,23 @@ class Client:
         self.close()
 
 
-def attach(key, device=-1, timeout=60.0, rank=0, nranks=1):
+def attach(key, device=-1, timeout=60.0, rank=0, nranks=1, disk_rows=None, head_range=None):
     """Attaches to the tables served under `key`; see Client. device: an ordinal, "cuda:N", a
-    torch.device, or -1 / None / "cpu" for none."""
-    return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks)
+    torch.device, or -1 / None / "cpu" for none. Disk-tier tables map rank's share of rows (an even
+    split of nranks, SGLang's rule), or with head_range=(eht.engram.Layout, tp, rank) each Engram
+    layer's rank head range (vLLM's rule), or what disk_rows(name, rows) -> (first, count) says."""
+    return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks,
+                  disk_rows=disk_rows, head_range=head_range)
 
 from .group import Group, Region, SharedTable, node_id  # noqa: E402 (needs the names above)
+from .shared import ECSharedRegion, fabric_host_memory_supported, share_host_table  # noqa: E402
+from . import disk, engram  # noqa: E402
+
+
+def __getattr__(name):
+    # eht.torch (the torch op) loads on first use, and only where torch is installed: `import eht`
+    # never imports torch.
+    if name == "torch":
+        import importlib  # noqa: PLC0415
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError("module 'eht' has no attribute %r" % name)

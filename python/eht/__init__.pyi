@@ -2,7 +2,7 @@
 """Type hints of the eht module's public API (the implementation is eht/__init__.py)."""
 import array
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __version__: str
 TIERS: Dict[int, str]
@@ -83,7 +83,9 @@ class Table:
 class Client:
     """An attachment to the tables `eht serve` hosts under a key."""
     tables: Dict[str, Table]
-    def __init__(self, key: str, device: int = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1) -> None: ...
+    def __init__(self, key: str, device: int = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1,
+                 disk_rows: Optional[Callable[[str, int], Optional[Tuple[int, int]]]] = None,
+                 head_range: Optional[Tuple[Any, int, int]] = None) -> None: ...
     def check(self) -> None:
         """Raises EhtError when the server is gone."""
     def close(self) -> None:
@@ -94,11 +96,19 @@ class Client:
 def wrap(buffer: Buffer, rows: int, row_bytes: int, device: Device = -1, name: str = "memory") -> Table:
     """A table over caller-owned host memory; pinned for `device` when device >= 0."""
 
-def attach(key: str, device: Device = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1) -> Client:
-    """Attaches to the tables served under `key`; see Client."""
+def attach(key: str, device: Device = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1,
+           disk_rows: Optional[Callable[[str, int], Optional[Tuple[int, int]]]] = None,
+           head_range: Optional[Tuple[Any, int, int]] = None) -> Client:
+    """Attaches to the tables served under `key`; disk tables by even split, head_range=(layout, tp,
+    rank) (each Engram layer's head range, vLLM's rule) or disk_rows(name, rows) -> (first, count)."""
 
 class HotsetError(EhtError, ValueError):
     """A file that is not a valid hot set (read_hotset)."""
 
 def read_hotset(path: Union[str, "os.PathLike[str]"]) -> List[int]:
     """Row ids of a hot-set file of `eht hotset build`, read by libeht (HotsetError: not a hot set)."""
+
+from . import disk as disk, engram as engram
+from .group import Group as Group, Region as Region, SharedTable as SharedTable, node_id as node_id
+from .shared import (ECSharedRegion as ECSharedRegion, fabric_host_memory_supported as fabric_host_memory_supported,
+                     share_host_table as share_host_table)

@@ -3,7 +3,8 @@
 
     g = eht.Group.from_torch()                  # torch.distributed default group (gloo or nccl)
     g = eht.Group.from_coordinator(coord)       # any object with all_gather_object(obj) -> list, or
-                                                # broadcast_object(obj, src) (vLLM's GroupCoordinator)
+                                                # broadcast_object(obj, src=0) (vLLM's GroupCoordinator:
+                                                # its cpu_group when torch.distributed is up)
     st = g.share_table(nbytes)                  # host-NUMA -> pinned region -> region, or None
     cpu, gpu = st.cpu, st.gpu                   # uint8 views (gpu None unless GPU-readable)
     views = g.share_host_table(nbytes)          # the seed's call: (cpu, gpu) host-NUMA views, or None
@@ -223,12 +224,31 @@ class _TorchCoordinator:
 
 
 def _gather(coord, obj, size):
-    """Every rank's obj, in rank order, through whichever call the coordinator offers."""
+    """Every rank's obj, in rank order, through all_gather_object; None when the coordinator offers
+    only broadcast_object (vLLM's TP groups: src=0 only, so no gather can be built from it)."""
     if hasattr(coord, "all_gather_object"):
         return list(coord.all_gather_object(obj))
     if hasattr(coord, "broadcast_object"):
-        return [coord.broadcast_object(obj, src=i) for i in range(size)]
-    raise TypeError("coordinator needs all_gather_object(obj) or broadcast_object(obj, src)")
+        return None
+    raise TypeError("coordinator needs all_gather_object(obj) or broadcast_object(obj, src=0)")
+
+
+def _torch_cpu_group(coord):
+    """vLLM's GroupCoordinator carries its gloo group as cpu_group: gathered over with
+    torch.distributed when that is initialised (else None)."""
+    pg = getattr(coord, "cpu_group", None)
+    if pg is None or hasattr(coord, "all_gather_object"):
+        return None
+    torch = _torch()
+    if torch is None:
+        return None
+    try:
+        import torch.distributed as dist  # noqa: PLC0415 (optional dependency)
+    except ImportError:
+        return None
+    if not (dist.is_available() and dist.is_initialized()):
+        return None
+    return _TorchCoordinator(pg)
 
 
 def _coord_rank_size(coord):
@@ -253,6 +273,19 @@ class Group:
         self.node_id = node_id()
         mine = (self.node_id, "eht-" + secrets.token_hex(8))
         entries = _gather(coordinator, mine, self.world_size)
+        if entries is None:
+            # broadcast_object(obj, src=0) only: rank 0's identity and key, and every rank must be on
+            # rank 0's node (a gather, hence a split into nodes, needs all_gather_object or cpu_group).
+            first = coordinator.broadcast_object(mine if self.world_rank == 0 else None, src=0)
+            if not isinstance(first, (tuple, list)) or len(first) != 2:
+                raise EhtError(_errno.EPROTO, "coordinator's broadcast_object(obj, src=0) returned %r" % (first,))
+            if tuple(first)[0] != self.node_id:
+                raise EhtError(_errno.EPROTO, "rank %d is on node %s, rank 0 on %s: a coordinator with only "
+                               "broadcast_object(src=0) cannot split ranks into nodes (give one with "
+                               "all_gather_object, or its gloo cpu_group with torch.distributed)"
+                               % (self.world_rank, self.node_id, tuple(first)[0]))
+            entries = [tuple(first)] * self.world_size
+            entries[self.world_rank] = (self.node_id, first[1])
         members = [i for i, e in enumerate(entries) if e[0] == self.node_id]
         if self.world_rank not in members:
             raise EhtError(_errno.EPROTO, "coordinator's gather lacks this rank %d" % self.world_rank)
@@ -270,8 +303,10 @@ class Group:
     @classmethod
     def from_coordinator(cls, coordinator, timeout=300.0):
         """From an object with rank_in_group (or rank), world_size and all_gather_object(obj) -> list
-        or broadcast_object(obj, src) -> obj (vLLM's GroupCoordinator)."""
-        return cls(coordinator, timeout=timeout)
+        or broadcast_object(obj, src=0) -> obj. vLLM's GroupCoordinator (no all_gather_object; on TP
+        groups broadcast_object takes only src=0): through its gloo cpu_group when torch.distributed
+        is initialised, else through broadcast_object(src=0), which needs every rank on one node."""
+        return cls(_torch_cpu_group(coordinator) or coordinator, timeout=timeout)
 
     @classmethod
     def from_torch(cls, process_group=None, timeout=300.0):

@@ -410,10 +410,13 @@ int eht_engram_shard(const eht_engram_layout *l, uint32_t li, uint32_t tp, uint3
 		return eht_err(EINVAL, "eht_engram_shard: bad argument (layer index %u)", li);
 	if (tp == 0 || rank >= tp)
 		return eht_err(EINVAL, "eht_engram_shard: rank %u of tp %u", rank, tp);
-	if (tp > l->cols / 2)
-		return eht_err(EINVAL, "eht_engram_shard: tp %u > %u (%u head ranges): a rank would own no head range",
-			       tp, l->cols / 2, l->cols);
 	uint32_t part = (l->cols + tp - 1) / tp, c0 = rank * part, c1 = c0 + part;
+	/* vLLM's rule: the last rank must own a head range ((tp - 1) * part < cols), so 7, 9, 10, 11 and
+	 * every tp > 12 are refused for 24 columns although tp <= cols / 2. */
+	if ((uint64_t)(tp - 1) * part >= l->cols)
+		return eht_err(EINVAL, "eht_engram_shard: tp %u: with ceil(%u / %u) = %u head ranges per rank, rank %u "
+				       "would own no head range (vLLM refuses such a tp)",
+			       tp, l->cols, tp, part, tp - 1);
 	if (c0 > l->cols)
 		c0 = l->cols;
 	if (c1 > l->cols)

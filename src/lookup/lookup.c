@@ -104,6 +104,9 @@ static void create_geometry(eht_lookup *lk, eht_table *table, const struct eht_l
 	lk->staging_rows = sb / lk->rb;
 	if (lk->staging_rows < 64)
 		lk->staging_rows = 64;
+	/* Two slots of the widest chunk a stream-triggered request can need (LK_TAG_CHUNKS per request). */
+	if (lk->staging_rows < 2 * (lk->max_batch / LK_TAG_CHUNKS + 1))
+		lk->staging_rows = 2 * (lk->max_batch / LK_TAG_CHUNKS + 1);
 	size_t piece_max = lk->max_batch > lk->staging_rows ? lk->max_batch : lk->staging_rows;
 	lk->max_chunks = (piece_max + LK_CHUNK_MIN - 1) / LK_CHUNK_MIN + 1;
 	lk->last.strategy = -1;

@@ -266,7 +266,8 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 		}
 		/* The tier checks that the span holds exactly the descriptors it consumes, takes those it
 		 * keeps (set to -1); the rest are closed here. */
-		struct eht_import_args ia = {.device = o.device, .rank = o.rank, .nranks = o.nranks};
+		struct eht_import_args ia = {.device = o.device, .rank = o.rank, .nranks = o.nranks,
+					     .disk_rows = o.disk_rows, .disk_rows_arg = o.disk_rows_arg};
 		rc = eht_table_import(tj, fds + first, cnt, &ia, &c->tables[i]);
 		if (rc)
 			eht_err_prefix(rc, "attach %s", key);

@@ -102,6 +102,9 @@ void eht_table_seal(eht_table *t);
 struct eht_import_args {
 	int device;           /* GPU to map or pin for, -1: none */
 	uint32_t rank, nranks; /* this process's share, for tiers that split rows (disk) */
+	/* disk: the rows to map instead of the share (eht_attach_opts.disk_rows); NULL: the share */
+	int (*disk_rows)(void *arg, const char *name, uint64_t rows, uint64_t *first_row, uint64_t *row_count);
+	void *disk_rows_arg;
 };
 
 /* Imports a table that eht_table_export described: finds the tier by desc's "tier" and calls its

@@ -2,6 +2,7 @@
 /* fuzz_engram_config.c: libFuzzer target for the Engram config.json parser: any input is rejected
  * with a message, or gives a layout whose columns tile each layer's rows and whose shards and
  * hashes stay inside them. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (next != in.rows[li])
 			abort();
 		for (uint32_t tp = 1; tp <= in.cols / 2; tp *= 2)
-			for (uint32_t r = 0; r < tp; r++)
-				if (eht_engram_shard(l, li, tp, r, &a, &e) != 0 || a > e || e > in.rows[li])
+			for (uint32_t r = 0; r < tp; r++) {
+				/* vLLM's rule: every rank owns a head range, or the tp is refused */
+				int want = (uint64_t)(tp - 1) * ((in.cols + tp - 1) / tp) >= in.cols ? -EINVAL : 0;
+				int got = eht_engram_shard(l, li, tp, r, &a, &e);
+				if (got != want || (!got && (a >= e || e > in.rows[li])))
 					abort();
+			}
 	}
 	int32_t top = (int32_t)(in.compressed_vocab - 1), tok[4] = {0, top > 0 ? 1 : 0, top, 0};
 	uint32_t st[2] = {0, 4};

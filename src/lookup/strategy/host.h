@@ -14,11 +14,16 @@
 #include "lookup/lookup_impl.h"
 
 /* Stream-triggered requests per engine (host_bell.c): the first LK_EAGER_REQS are a ring for calls
- * made outside capture, the rest are kept for captured calls (one per distinct ids buffer and shape). */
-#define LK_REQS 64
+ * made outside capture, the rest are kept for captured calls (one per distinct ids buffer and shape).
+ * Engines capture a graph per batch size (vLLM: up to 67 FULL decode graphs by default, each layer's
+ * lookup with ids in its own buffer), so 1,024 captured calls per engine. */
 #define LK_EAGER_REQS 8
-/* A chunk's ready value: the request in the top bits, chunk + 1 below. */
-#define LK_TAG_SHIFT 26
+#define LK_CAPTURED_REQS 1024
+#define LK_REQS (LK_EAGER_REQS + LK_CAPTURED_REQS)
+/* A chunk's ready value: the request in the top bits (11 for 1,032 requests), chunk + 1 below; a
+ * request has at most LK_TAG_CHUNKS chunks (eht_lk_bell_geom widens chunks to stay below). */
+#define LK_TAG_SHIFT 21
+#define LK_TAG_CHUNKS ((1u << LK_TAG_SHIFT) - 2)
 #define LK_READY(idx, c) (((uint32_t)(idx) << LK_TAG_SHIFT) | (uint32_t)((c) + 1))
 /* Most groups of a background request (host_bell.c; EHT_LOOKUP_BG_GROUPS, default 8). */
 #define LK_BG_GROUPS_MAX 16

@@ -56,9 +56,10 @@ static _Atomic uint32_t *ready(struct lk_bell *b) { return b->words + LK_REQS; }
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots)
 {
 	size_t c = eht_lk_chunk_for(lk, n);
-	if (n > (1u << 30) && c < 64) /* chunk + 1 must stay below the tag bits (LK_TAG_SHIFT) */
-		c = 64;
-	if (c > eht_lk_host(lk)->bell.staging_rows / 2) /* two slots at least: gather one while the GPU reads the other */
+	if (n / c >= LK_TAG_CHUNKS) /* chunk + 1 must stay below the tag bits (LK_TAG_SHIFT) */
+		c = n / LK_TAG_CHUNKS + 1;
+	if (c > eht_lk_host(lk)->bell.staging_rows / 2) /* two slots at least (eht_lookup_create sizes
+							 * staging so that this never undoes the line above) */
 		c = eht_lk_host(lk)->bell.staging_rows / 2;
 	size_t nchunks = (n + c - 1) / c, s = eht_lk_host(lk)->bell.staging_rows / c;
 	if (s > nchunks)
@@ -605,7 +606,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 		}
 		if (scan == LK_REQS)
 			return eht_err(ENOSPC, "lookup: more than %d distinct captured lookups on table %s (ids buffer, count, "
-					       "type and offset make one)", LK_REQS - LK_EAGER_REQS, lk->ti.name);
+					       "type and offset make one)", LK_CAPTURED_REQS, lk->ti.name);
 		r = &b->reqs[scan];
 		*idx = scan;
 		memset(r, 0, sizeof(*r));

@@ -38,6 +38,23 @@ int eht_disk_import(json_t *desc, int *fds, size_t nfds, const struct eht_import
 	if (!ckpt || !weight || nfds != 0)
 		return eht_err(EPROTO, "table %s: a disk table is described by checkpoint and weight, without descriptors",
 			       name);
-	int rc = eht_disk_open_in_place(ckpt, weight, scale, name, a->rank, a->nranks, 0, out);
+	uint64_t first = 0, count = 0;
+	if (a->disk_rows) { /* the worker's own rows (an Engram head range), checked by eht_disk_open too */
+		json_int_t rows = json_integer_value(json_object_get(desc, "rows"));
+		int crc = a->disk_rows(a->disk_rows_arg, name, rows > 0 ? (uint64_t)rows : 0, &first, &count);
+		if (crc < 0)
+			return eht_err(-crc, "served table %s (disk tier): the worker's disk_rows refused it", name);
+		if (count && (rows <= 0 || first >= (uint64_t)rows || count > (uint64_t)rows - first))
+			return eht_err(EINVAL, "served table %s (disk tier): disk_rows gave rows [%llu, +%llu) of %lld", name,
+				       (unsigned long long)first, (unsigned long long)count, (long long)rows);
+	}
+	int rc;
+	if (count) {
+		struct eht_disk_opts o = {.size = sizeof(o), .weight = weight, .scale = scale, .name = name,
+					  .first_row = first, .row_count = count};
+		rc = eht_disk_open(ckpt, &o, out);
+	} else {
+		rc = eht_disk_open_in_place(ckpt, weight, scale, name, a->rank, a->nranks, 0, out);
+	}
 	return rc ? eht_err_prefix(rc, "served table %s (disk tier)", name) : 0;
 }

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: Apache-2.0
+"""eht.disk: the disk tier in this process (no server): a checkpoint's rows read in place from its
+safetensors files, a rank's head range mapped alone, and prefetch of a step's rows ahead of its lookup.
+
+    t = eht.disk.open(ckpt, layer=1, tp=4, rank=1, layout=eht.engram.Layout.preset("v41"))
+    lk = t.lookup_engine(strategy="host", format="bf16", device=0)
+    with eht.disk.prefetch(t, next_ids):       # step k+1's reads start now
+        lk.run(ids, out)                       # step k (rows of the oldest ticket come from its buffer)
+"""
+import ctypes
+import os
+
+from . import Table, _buffer_address, _check, _id_type, _L
+
+__all__ = ["open", "prefetch", "Ticket", "stats", "drop_cache"]
+
+_NO_CACHE = (1 << 64) - 1
+
+
+class _DiskOpts(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("weight", ctypes.c_char_p),
+                ("scale", ctypes.c_char_p), ("rank", ctypes.c_uint32), ("nranks", ctypes.c_uint32),
+                ("cache_bytes", ctypes.c_uint64), ("io_threads", ctypes.c_uint),
+                ("prefetch_rows", ctypes.c_uint64), ("prefetch_slots", ctypes.c_uint),
+                ("name", ctypes.c_char_p), ("first_row", ctypes.c_uint64), ("row_count", ctypes.c_uint64)]
+
+
+class _DiskStats(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("rows_read", ctypes.c_uint64), ("cache_hits", ctypes.c_uint64),
+                ("prefetch_hits", ctypes.c_uint64), ("cache_slots", ctypes.c_uint64),
+                ("resident_rows", ctypes.c_uint64), ("uncached_rows", ctypes.c_uint64),
+                ("uncached_bytes", ctypes.c_uint64), ("split_mode", ctypes.c_uint32)]
+
+
+_bound = False
+
+
+def _lib():
+    global _bound
+    lib = _L()
+    if not _bound:
+        P, VP, I, U64 = ctypes.POINTER, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64
+        for name, res, args in [
+            ("eht_disk_open", I, [ctypes.c_char_p, P(_DiskOpts), P(VP)]),
+            ("eht_disk_prefetch", I, [VP, VP, I, ctypes.c_int64, U64, ctypes.c_uint32, P(VP)]),
+            ("eht_disk_wait", I, [VP]),
+            ("eht_disk_ticket_rows", U64, [VP]),
+            ("eht_disk_release", I, [VP]),
+            ("eht_disk_stats", I, [VP, P(_DiskStats)]),
+            ("eht_disk_drop_cache", I, [VP]),
+            ("eht_disk_check", I, [VP]),
+        ]:
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        _bound = True
+    return lib
+
+
+def open(ckpt, weight=None, scale=None, layer=None, rank=0, nranks=1, rows=None, tp=None, layout=None,
+         cache_bytes=None, io_threads=0, prefetch_rows=0, prefetch_slots=0, name=None):
+    """Opens a disk-tier table over a checkpoint (file, index or folder of shards).
+
+    Tensors: weight (+ scale), or layer=N for DeepSeek-V4.1's `layers.N.engram.embed.weight` /
+    `.scale` (264-byte packed rows). Rows this process maps: rows=(vocab_start, vocab_end); or
+    tp + rank with a layout (eht.engram.Layout): the rank's Engram head range, vLLM's rule; or
+    rank / nranks: an even split of rows (SGLang's). Ids outside give zero rows. cache_bytes: the
+    hot-row cache (None: 16 MiB, 0: none)."""
+    if layer is not None:
+        weight = weight or "layers.%d.engram.embed.weight" % layer
+        scale = scale or "layers.%d.engram.embed.scale" % layer
+    if not weight:
+        raise ValueError("weight (a tensor name) or layer is required")
+    first = count = 0
+    if tp is not None:
+        if layout is None or layer is None:
+            raise ValueError("tp needs layout (eht.engram.Layout) and layer (its Engram layer id)")
+        if layer not in layout.layer_ids:
+            raise ValueError("layer %d is not an Engram layer of the layout (%s)" % (layer, layout.layer_ids))
+        first, end = layout.shard(layout.layer_ids.index(layer), tp, rank)
+        count = end - first
+        rank, nranks = 0, 1
+    elif rows is not None:
+        first, end = rows
+        if not 0 <= first < end:
+            raise ValueError("rows=(vocab_start, vocab_end) must satisfy 0 <= start < end, not %r" % (rows,))
+        count = end - first
+    opts = _DiskOpts(size=ctypes.sizeof(_DiskOpts), weight=weight.encode(), scale=scale.encode() if scale else None,
+                     rank=rank, nranks=nranks,
+                     cache_bytes=0 if cache_bytes is None else (_NO_CACHE if cache_bytes == 0 else cache_bytes),
+                     io_threads=io_threads, prefetch_rows=prefetch_rows, prefetch_slots=prefetch_slots,
+                     name=name.encode() if name else None, first_row=first, row_count=count)
+    h = ctypes.c_void_p()
+    _check(_lib().eht_disk_open(os.fsencode(ckpt), ctypes.byref(opts), ctypes.byref(h)),
+           "eht_disk_open(%s)" % ckpt)
+    return Table(h)
+
+
+class Ticket:
+    """A prefetch in flight (eht_disk_prefetch): wait(), rows (distinct rows staged), release(). A
+    context manager: released on exit."""
+
+    def __init__(self, table, h):
+        self.table, self._h = table, h
+
+    def wait(self):
+        _check(_lib().eht_disk_wait(self._h), "eht_disk_wait")
+        return self
+
+    @property
+    def rows(self):
+        return int(_lib().eht_disk_ticket_rows(self._h))
+
+    def release(self):
+        h, self._h = self._h, None
+        if h:
+            _check(_lib().eht_disk_release(h), "eht_disk_release")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def prefetch(table, ids, id_offset=0):
+    """Starts gathering the rows of ids (host memory: array('i'/'q'), a CPU torch tensor; a CUDA
+    tensor is copied to the host first, which waits for it) and returns a Ticket at once."""
+    try:
+        import torch  # noqa: PLC0415
+        if isinstance(ids, torch.Tensor):
+            ids = ids.reshape(-1).cpu().contiguous()
+    except ImportError:
+        pass
+    addr, nbytes, _, keep = _buffer_address(ids, False)
+    itype = _id_type(ids, nbytes, None)
+    h = ctypes.c_void_p()
+    _check(_lib().eht_disk_prefetch(table._live(), addr, itype, id_offset, nbytes // (4 if itype == 0 else 8), 0,
+                                    ctypes.byref(h)), "eht_disk_prefetch")
+    del keep
+    return Ticket(table, h)
+
+
+def stats(table):
+    """The disk table's counters since open, as a dict."""
+    s = _DiskStats(size=ctypes.sizeof(_DiskStats))
+    _check(_lib().eht_disk_stats(table._live(), ctypes.byref(s)), "eht_disk_stats")
+    return {k: getattr(s, k) for k, _ in _DiskStats._fields_ if k != "size"}
+
+
+def drop_cache(table):
+    """Drops the table's rows from the page cache and the hot-row cache (cold reads next)."""
+    _check(_lib().eht_disk_drop_cache(table._live()), "eht_disk_drop_cache")

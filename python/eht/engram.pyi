@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Type hints of eht.engram (Engram hashing, layout, state, sharding)."""
+import array
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+HIST_UNKNOWN: int
+HIST_BLOCK: int
+
+def part(cols: int, tp: int) -> int:
+    """Heads per rank: ceil(cols / tp), after check_tp."""
+
+def check_tp(cols: int, tp: int) -> None:
+    """ValueError for a tp vLLM refuses ((tp - 1) * ceil(cols / tp) >= cols)."""
+
+class Layout:
+    n_layers: int
+    layer_ids: List[int]
+    max_ngram: int
+    n_heads: int
+    cols: int
+    rows: List[int]
+    compressed_vocab: int
+    pad_id: int
+    token_map_len: int
+    def __init__(self, handle: Any) -> None: ...
+    @classmethod
+    def preset(cls, name: str = "v41") -> "Layout": ...
+    @classmethod
+    def from_config(cls, config: Union[str, "os.PathLike[str]", Dict[str, Any]]) -> "Layout": ...
+    def column(self, li: int, col: int) -> Tuple[int, int]: ...
+    def offsets(self, li: int) -> List[int]: ...
+    def multipliers(self, li: int) -> List[int]: ...
+    def set_token_map(self, token_map: Union[Sequence[int], str, "os.PathLike[str]"]) -> None: ...
+    def shard(self, li: int, tp: int, rank: int) -> Tuple[int, int]: ...
+    def head_range(self, tp: int, rank: int) -> Tuple[int, int]: ...
+    def hash(self, tokens: Any, starts: Any = None, dead: Any = None, history: Any = None,
+             stream: Any = None) -> Any:
+        """array('i') of [T][layers][cols] row ids, or a [T, layers, cols] int32 tensor for torch input."""
+
+class State:
+    layout: Layout
+    def __init__(self, layout: Layout, keep: int = 0) -> None: ...
+    def step(self, reqs: Sequence[int], tokens: Sequence[int], starts: Optional[Sequence[int]] = None,
+             dead: Optional[Sequence[int]] = None) -> "array.array[int]": ...
+    def fork(self, parent: int, child: int) -> None: ...
+    def rollback(self, req: int, n: int) -> None: ...
+    def drop(self, req: int) -> None: ...
+    def history(self, req: int) -> List[int]: ...

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Type hints of eht.torch (the lookup as a torch op; needs torch >= 2.4)."""
+from typing import Optional, Union
+
+import torch
+
+from . import Lookup
+
+BACKGROUND_SUPPORTED: bool
+Engine = Union[Lookup, int]
+
+def engine_id(lookup: Engine) -> int:
+    """The int that names the engine in torch.ops.eht.lookup_into (registered on first use)."""
+
+def release(engine: Engine) -> None: ...
+
+def check_args(engine: int, ids: torch.Tensor, out: torch.Tensor, head_start: int, part: int,
+               vocab_start: int, vocab_end: int) -> Lookup: ...
+
+def lookup_into(engine: Engine, ids: torch.Tensor, out: torch.Tensor, head_start: int = 0,
+                part: Optional[int] = None, vocab_start: Optional[int] = None, vocab_end: Optional[int] = None,
+                id_offset: Optional[int] = None) -> torch.Tensor:
+    """ids [T, H] (int32/int64, any strides) -> out [T, part, 256] bf16 or [T, part, row_bytes] uint8."""
+
+def lookup(engine: Engine, ids: torch.Tensor, head_start: int = 0, part: Optional[int] = None,
+           vocab_start: Optional[int] = None, vocab_end: Optional[int] = None, id_offset: Optional[int] = None) -> torch.Tensor:
+    """The functional form: a new [T, part, 256] bf16 (or [T, part, row_bytes] uint8) tensor."""

@@ -1,0 +1,341 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_python_torch_op.py: eht.torch's op the way vLLM's Engram kernel tests check theirs. A table of
+a v41-small layer (24 head ranges) with weights that include e4m3 NaN, -0 and 0 and scales drawn from
+120..134 plus the edge bytes 0 and 255, against a reference lookup written from ENGRAM.md (masked and
+padded rows zero, NaN as vLLM's kernel gives it), compared bit for bit: eager, inside
+torch.cuda.graph (replayed with new ids), under torch.compile(fullgraph=True) (and that compiled
+function captured); ids as the non-contiguous [T, 24] view of a [T, 2, 24] hash output, int32 and
+int64; every (head_start, part) of tp 1/2/3/4/6/8/12 over the whole table (the range masks) and over
+the rank's own shard (the offset maps); both output layouts (bf16 [T, part, 256], packed uint8
+[T, part, 264] with a row stride); graphs captured at 130 sizes and all replayed; errors naming the
+argument; a missing stream dependency shows as wrong rows (negative control). Prints the op's graph
+replay time beside the C path's. Exits 77 without torch.library.custom_op (torch >= 2.4) or CUDA."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
+try:
+    import torch
+except ImportError:
+    print("SKIP: PyTorch is not installed", file=sys.stderr)
+    sys.exit(77)
+if not hasattr(torch.library, "custom_op"):
+    print("SKIP: torch %s has no torch.library.custom_op (2.4 or later)" % torch.__version__, file=sys.stderr)
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("SKIP: no CUDA device", file=sys.stderr)
+    sys.exit(77)
+import eht  # noqa: E402
+import eht.torch as et  # noqa: E402
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+dev = torch.device("cuda", 0)
+torch.cuda.set_device(dev)
+g = torch.Generator().manual_seed(7)
+lay = eht.engram.Layout.preset("v41-small")
+R = lay.rows[0]
+H = lay.cols
+
+# The table: random weights with the special e4m3 bytes, scales 120..134 and some rows at 0 / 255.
+rows = torch.randint(0, 256, (R, 264), dtype=torch.uint8, generator=g)
+special = torch.tensor([0x00, 0x80, 0x7f, 0xff], dtype=torch.uint8)
+pos = torch.randint(0, R * 256, (R * 8,), generator=g)
+w = rows[:, :256].contiguous().view(-1)
+w[pos] = special[torch.arange(pos.numel()) % 4]
+rows[:, :256] = w.view(R, 256)
+rows[:, 256:] = torch.randint(120, 135, (R, 8), dtype=torch.uint8, generator=g)
+rows[::97, 256 + 3] = 0
+rows[5::101, 256 + 6] = 255
+rows[7::103, :32] = 0  # zero weights under scale 255 below: 0 * inf = NaN
+rows[7::103, 256] = 255
+
+
+def ref_bf16(r):
+    """ENGRAM.md: scale = float bits (s << 23) (0 -> +0.0, 255 -> +inf); value = bf16_rne(e4m3(w) * scale).
+    A NaN (e4m3 NaN, 0 * inf) is eht's documented bf16 NaN, 0x7fc0 (torch's own conversion writes
+    0xffff on the CPU's vector path and 0x7fff on the GPU)."""
+    w = r[:, :256].contiguous().view(torch.float8_e4m3fn).to(torch.float32)
+    s = (r[:, 256:264].to(torch.int32) << 23).view(torch.float32)
+    prod = (w.view(-1, 8, 32) * s.view(-1, 8, 1)).view(-1, 256)
+    out = prod.to(torch.bfloat16)
+    out.view(torch.int16)[torch.isnan(prod)] = 0x7fc0
+    return out
+
+
+REF = {"bf16": ref_bf16(rows).to(dev), "raw": rows.to(dev)}
+check(torch.isnan(REF["bf16"].float()).any().item() and torch.isinf(REF["bf16"].float()).any().item(),
+      "the table has NaN and inf values")
+table = eht.wrap(rows, R, 264, device=0, name="op-test")
+
+
+def expect(ids2, hs, part, vs, ve, fmt):
+    T = ids2.shape[0]
+    cols = torch.full((T, part), -1, dtype=torch.int64, device=dev)
+    e = min(hs + part, H)
+    if e > hs:
+        cols[:, :e - hs] = ids2[:, hs:e].long()
+    live = (cols >= vs) & (cols < ve) & (cols >= 0) & (cols < R)
+    y = REF[fmt][cols.clamp(0, R - 1)]
+    y[~live] = 0
+    return y
+
+
+_told = [0]
+
+
+def same(a, b):
+    if a.dtype == torch.bfloat16:
+        a, b = a.view(torch.int16), b.view(torch.int16)
+    ok = a.shape == b.shape and torch.equal(a, b)
+    if not ok and a.shape == b.shape and _told[0] < 3:  # say how, a few times
+        _told[0] += 1
+        d = (a != b).nonzero()
+        print("  %d elements differ, first at %s: got %s want %s" % (
+            d.shape[0], d[0].tolist(), [hex(int(x) & 0xffff) for x in a[tuple(d[:4].t())]],
+            [hex(int(x) & 0xffff) for x in b[tuple(d[:4].t())]]), file=sys.stderr)
+    return ok
+
+
+def make_ids(T, dtype=torch.int32):
+    """[T, 2, 24] hash-like ids (the layer we read is index 0), with -1 and past-the-end ids."""
+    x = torch.randint(0, R, (T, 2, H), dtype=torch.int64, generator=g)
+    m = torch.rand((T, 2, H), generator=g)
+    x[m < 0.03] = -1
+    x[(m >= 0.03) & (m < 0.05)] = R + 5
+    return x.to(dtype).to(dev)
+
+
+def new_out(T, part, fmt):
+    if fmt == "bf16":  # a slice of one persistent buffer
+        return torch.full((T + 3, part, 256), 7.0, dtype=torch.bfloat16, device=dev)[:T]
+    return torch.full((T, part, 272), 0xab, dtype=torch.uint8, device=dev)[:, :, :264]  # row stride 272
+
+
+engines = {}
+for fmt, strategy in (("bf16", "direct"), ("bf16", "host"), ("bf16", "auto"), ("raw", "auto")):
+    engines[(fmt, strategy)] = table.lookup_engine(strategy=strategy, format=fmt, device=0)
+
+# ---- eager: every rank of tp 1/2/3/4/6/8/12, int32 and int64, both layouts ----
+TPS = (1, 2, 3, 4, 6, 8, 12)
+for (fmt, strategy), lk in engines.items():
+    for dtype in (torch.int32, torch.int64):
+        ids3 = make_ids(257, dtype)
+        ids = ids3[:, 0, :]  # strides (48, 1)
+        assert not ids.is_contiguous()
+        for tp in TPS:
+            hs_part = [lay.head_range(tp, r) for r in range(tp)]
+            for r, (hs, part) in enumerate(hs_part):
+                vs, ve = lay.shard(0, tp, r)
+                out = new_out(257, part, fmt)
+                et.lookup_into(lk, ids, out, head_start=hs, part=part, vocab_start=vs, vocab_end=ve)
+                want = expect(ids, hs, part, vs, ve, fmt)
+                check(same(out, want), "eager %s/%s %s tp %d rank %d" % (fmt, strategy, dtype, tp, r))
+        # without a range every live id reads; part covering padded heads past 24
+        out = new_out(257, 5, fmt)
+        et.lookup_into(lk, ids, out, head_start=20, part=5)
+        check(same(out, expect(ids, 20, 5, 0, R, fmt)), "eager %s/%s padded heads, no range" % (fmt, strategy))
+        y = et.lookup(lk, ids, head_start=8, part=8)
+        check(same(y, expect(ids, 8, 8, 0, R, fmt)), "functional %s/%s" % (fmt, strategy))
+        check(y.is_contiguous() and y.dtype == (torch.bfloat16 if fmt == "bf16" else torch.uint8), "functional out")
+
+# A rank's own shard (rows [vs, ve) numbered from 0): the offset maps ids, the range masks.
+lkb = engines[("bf16", "auto")]
+ids3 = make_ids(300)
+ids = ids3[:, 0, :]
+for tp in (2, 4, 12):
+    for r in range(tp):
+        vs, ve = lay.shard(0, tp, r)
+        hs, part = lay.head_range(tp, r)
+        shard = eht.wrap(rows[vs:ve].clone(), ve - vs, 264, device=0, name="shard")  # memory of its own
+        lk = shard.lookup_engine(strategy="auto", format="bf16", device=0)
+        out = new_out(300, part, "bf16")
+        et.lookup_into(lk, ids, out, head_start=hs, part=part, vocab_start=vs, vocab_end=ve)
+        check(same(out, expect(ids, hs, part, vs, ve, "bf16")), "shard table tp %d rank %d" % (tp, r))
+        et.release(lk)
+
+# ---- errors name the argument ----
+def raises(exc, what, fn):
+    try:
+        fn()
+    except exc as e:
+        check(what in str(e), "error %r names %r" % (str(e), what))
+        return
+    check(False, "no %s for %s" % (exc.__name__, what))
+
+
+o = new_out(300, 8, "bf16")
+raises(TypeError, "ids", lambda: et.lookup_into(lkb, ids.float(), o, part=8))
+raises(ValueError, "ids", lambda: et.lookup_into(lkb, ids3, o, part=8))
+raises(TypeError, "out", lambda: et.lookup_into(lkb, ids, o.to(torch.float16), part=8))
+raises(ValueError, "out", lambda: et.lookup_into(lkb, ids, o[:, :4], part=8))
+raises(ValueError, "out", lambda: et.lookup_into(lkb, ids, o.cpu(), part=8))
+raises(ValueError, "head_start", lambda: et.lookup_into(lkb, ids, o, head_start=25, part=8))
+raises(ValueError, "head_start", lambda: et.lookup_into(lkb, ids, o, head_start=-1, part=8))
+raises(ValueError, "part", lambda: et.lookup_into(lkb, ids, o[:, :0], part=0))
+raises(ValueError, "vocab_end", lambda: et.lookup_into(lkb, ids, o, part=8, vocab_start=10, vocab_end=5))
+raises(ValueError, "vocab_start and vocab_end", lambda: et.lookup_into(lkb, ids, o, part=8, vocab_start=10))
+raises(TypeError, "out must be torch.uint8", lambda: et.lookup_into(engines[("raw", "auto")], ids, o, part=8))
+raises(ValueError, "engine", lambda: torch.ops.eht.lookup_into(123456, ids, o, 0, 8, -(1 << 63), -(1 << 63),
+                                                          -(1 << 63)))
+
+# ---- CUDA graphs: captured once, replayed with new ids written into the captured ids tensor ----
+for (fmt, strategy), lk in engines.items():
+    tp, r = 4, 1
+    vs, ve = lay.shard(0, tp, r)
+    hs, part = lay.head_range(tp, r)
+    ids3 = make_ids(64)
+    out = new_out(64, part, fmt)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm-up outside capture
+        et.lookup_into(lk, ids3[:, 0, :], out, head_start=hs, part=part, vocab_start=vs, vocab_end=ve)
+    torch.cuda.current_stream().wait_stream(s)
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr):
+        et.lookup_into(lk, ids3[:, 0, :], out, head_start=hs, part=part, vocab_start=vs, vocab_end=ve)
+    for rep in range(3):
+        ids3.copy_(make_ids(64))
+        gr.replay()
+        torch.cuda.synchronize()
+        check(same(out, expect(ids3[:, 0, :], hs, part, vs, ve, fmt)), "graph %s/%s replay %d" % (fmt, strategy, rep))
+
+# ---- graphs at 130 sizes (a distinct ids buffer each), all replayed after all were captured ----
+for key in (("bf16", "host"), ("bf16", "auto")):
+    lk = engines[key]
+    graphs = []
+    pool = torch.cuda.graph_pool_handle()
+    for T in range(1, 131):
+        ids3 = make_ids(T)
+        out = new_out(T, 8, "bf16")
+        gr = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(gr, pool=pool):
+            et.lookup_into(lk, ids3[:, 0, :], out, head_start=8, part=8, vocab_start=0, vocab_end=R)
+        graphs.append((T, ids3, out, gr))
+    bad = 0
+    for T, ids3, out, gr in reversed(graphs):
+        ids3.copy_(make_ids(T))
+        gr.replay()
+    torch.cuda.synchronize()
+    for T, ids3, out, gr in graphs:
+        bad += not same(out, expect(ids3[:, 0, :], 8, 8, 0, R, "bf16"))
+    check(bad == 0, "%s: %d of 130 graph sizes differ after replay" % (key, bad))
+    print("graphs at 130 sizes, %s/%s: %d differ" % (key[0], key[1], bad))
+    del graphs
+
+# ---- torch.compile(fullgraph=True), and that compiled function captured in a graph ----
+hs, part = lay.head_range(3, 2)
+vs, ve = lay.shard(0, 3, 2)
+
+
+eid = et.engine_id(lkb)
+
+
+@torch.compile(fullgraph=True)
+def layer(ids3, out):
+    x = ids3[:, 0, :]
+    et.lookup_into(lkb, x, out, head_start=hs, part=part, vocab_start=vs, vocab_end=ve)  # the engine object
+    y = et.lookup(eid, x, head_start=0, part=8)                                           # or its id
+    return out.float().nan_to_num(0.0).sum(dim=(1, 2)), y
+
+
+ids3 = make_ids(96)
+out = new_out(96, part, "bf16")
+try:
+    ssum, y = layer(ids3, out)
+    torch.cuda.synchronize()
+    check(same(out, expect(ids3[:, 0, :], hs, part, vs, ve, "bf16")), "compiled: out")
+    check(same(y, expect(ids3[:, 0, :], 0, 8, 0, R, "bf16")), "compiled: functional")
+    want = expect(ids3[:, 0, :], hs, part, vs, ve, "bf16").float().nan_to_num(0.0).sum(dim=(1, 2))
+    check(torch.allclose(ssum, want, equal_nan=True), "compiled: the consumer reads the looked-up rows")
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr):
+        ssum_g, y_g = layer(ids3, out)
+    ids3.copy_(make_ids(96))
+    gr.replay()
+    torch.cuda.synchronize()
+    check(same(out, expect(ids3[:, 0, :], hs, part, vs, ve, "bf16")), "compiled + graph: out")
+    check(same(y_g, expect(ids3[:, 0, :], 0, 8, 0, R, "bf16")), "compiled + graph: functional")
+except Exception as exc:  # noqa: BLE001
+    import traceback
+    traceback.print_exc()
+    check(False, "torch.compile(fullgraph=True): %s" % exc)
+
+# ---- negative control: the op runs on the current stream, so a missing dependency reads stale ids ----
+lk = engines[("bf16", "direct")]
+ids3 = make_ids(2048)
+old = ids3.clone()
+new = make_ids(2048)
+out = new_out(2048, 8, "bf16")
+side = torch.cuda.Stream()
+torch.cuda.synchronize()
+torch.cuda._sleep(200_000_000)  # the main stream is busy, then writes new ids
+ids3.copy_(new)
+with torch.cuda.stream(side):  # no side.wait_stream(main): the lookup reads the old ids
+    et.lookup_into(lk, ids3[:, 0, :], out, head_start=0, part=8)
+torch.cuda.synchronize()
+check(not same(out, expect(new[:, 0, :], 0, 8, 0, R, "bf16")) and same(out, expect(old[:, 0, :], 0, 8, 0, R, "bf16")),
+      "negative control: without the stream dependency the rows are the stale ids' rows")
+torch.cuda._sleep(200_000_000)
+ids3.copy_(old)
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    et.lookup_into(lk, ids3[:, 0, :], out, head_start=0, part=8)
+torch.cuda.synchronize()
+check(same(out, expect(old[:, 0, :], 0, 8, 0, R, "bf16")), "with the stream dependency the rows are right")
+
+# ---- Engram hashing: the CUDA kernel through Layout.hash (torch tensors) equals the CPU's ----
+v41 = eht.engram.Layout.preset("v41")
+toks = torch.randint(0, v41.compressed_vocab, (300,), dtype=torch.int32, generator=g)
+starts = [0, 100, 101, 300]
+dead = (torch.rand(300, generator=g) < 0.05).to(torch.uint8)
+cpu_rows = v41.hash(toks.tolist(), starts=starts, dead=dead.tolist())
+gpu_rows = v41.hash(toks.to(dev), starts=torch.tensor(starts, dtype=torch.int32, device=dev), dead=dead.to(dev))
+torch.cuda.synchronize()
+check(gpu_rows.shape == (300, 2, 24) and gpu_rows.cpu().reshape(-1).tolist() == list(cpu_rows),
+      "Layout.hash on the GPU equals the CPU's")
+
+# ---- speed: the op (strided ids, head range, mask) against the C path on contiguous ids, as graphs ----
+def graph_us(fn, reps=200):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr):
+        fn()
+    for _ in range(10):
+        gr.replay()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        gr.replay()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / reps * 1e6
+
+
+for T in (256, 1024, 8192):
+    for strategy in ("direct", "auto"):
+        lk = engines[("bf16", strategy)]
+        ids3 = make_ids(T)
+        out = torch.empty((T, 8, 256), dtype=torch.bfloat16, device=dev)
+        flat = ids3[:, 0, 8:16].contiguous().view(-1)
+        op = graph_us(lambda: et.lookup_into(lk, ids3[:, 0, :], out, head_start=8, part=8,
+                                             vocab_start=lay.shard(0, 3, 1)[0], vocab_end=lay.shard(0, 3, 1)[1]))
+        op_plain = graph_us(lambda: et.lookup_into(lk, ids3[:, 0, :], out, head_start=8, part=8))
+        c = graph_us(lambda: lk.run(flat, out.view(-1), stream=torch.cuda.current_stream().cuda_stream))
+        print("T %5d x 8 heads, %-6s: op %.1f us (masked range), %.1f us (no range), C path %.1f us (graph replays)"
+              % (T, strategy, op, op_plain, c))
+
+print("PASS" if failures == 0 else "FAIL: %d" % failures)
+sys.exit(1 if failures else 0)
