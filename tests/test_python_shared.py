@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""test_python_shared.py: eht.ECSharedRegion without torch (memoryviews), as the seed's encoder cache
+"""test_python_shared.py: eht.ECSharedRegion (memoryviews without torch, int8 tensors with it), as the seed's encoder cache
 uses it: four processes start at once (three TP workers and a scheduler that is no torch.distributed
 rank), exactly one creates, the others wait for the full region; every process writes its own blocks
 and reads the others'; pin_memory() is a no-op without a GPU; a process opening it with another size
@@ -20,7 +20,11 @@ def child(rank, d, engine, barrier, q):
         import eht  # noqa: PLC0415
         r = eht.ECSharedRegion(engine, BLOCKS, BLOCK, dir=d, timeout=20)
         b = r.blocks
-        assert isinstance(b, memoryview) and b.shape == (BLOCKS, BLOCK) and b.format == "b", (b.shape, b.format)
+        if isinstance(b, memoryview):  # no torch here
+            assert b.shape == (BLOCKS, BLOCK) and b.format == "b", (b.shape, b.format)
+        else:  # torch is installed: an int8 tensor over the same bytes
+            import torch  # noqa: PLC0415
+            assert b.dtype == torch.int8 and tuple(b.shape) == (BLOCKS, BLOCK), (b.dtype, b.shape)
         r.pin_memory()  # no GPU: no-op, no error
         for k in range(rank, BLOCKS, N):
             b[k, 0] = rank + 1
@@ -28,13 +32,14 @@ def child(rank, d, engine, barrier, q):
         barrier.wait(30)
         for k in range(BLOCKS):
             o = k % N
-            assert (b[k, 0], b[k, BLOCK - 1]) == (o + 1, -(o + 1)), (k, b[k, 0], b[k, BLOCK - 1])
+            got = (int(b[k, 0]), int(b[k, BLOCK - 1]))
+            assert got == (o + 1, -(o + 1)), (k, got)
         barrier.wait(30)
         creator = r.is_creator
         keep = r.blocks
         r.cleanup()
         r.cleanup()  # twice: no error
-        assert keep[rank, 0] == rank + 1  # the view keeps the mapping
+        assert int(keep[rank, 0]) == rank + 1  # the view keeps the mapping
         del keep
         barrier.wait(30)
         code = 0
