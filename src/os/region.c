@@ -500,6 +500,53 @@ static void write_header(const struct req *q, struct eht_region *r, const struct
 	atomic_store(&h->attached, 0);
 }
 
+/* The creator's descriptor: a memfd (sealable, gone with its last descriptor and mapping, so a
+ * killed creator leaves nothing), or the temporary file tmp with the mode and group asked for.
+ * Returns 0, RETRY (no hugetlb memfd: try 4 KiB pages) or -errno; *tmp_made once tmp exists. */
+static int open_backing(struct req *q, struct eht_region *r, bool hmemfd, uint64_t hpage, mode_t mode, char *tmp,
+			size_t tmp_len, bool *tmp_made)
+{
+	if (r->anon) {
+		r->fd = hmemfd ? memfd_huge(q, hpage) : memfd_create(q->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (r->fd < 0 && hmemfd) {
+			eht_info("region %s: no hugetlb memfd (%s); 4 KiB pages", q->name, strerror(errno));
+			q->no_memfd = true;
+			return RETRY;
+		}
+		if (r->fd < 0)
+			return eht_err_sys(errno, "region %s: memfd_create", q->name);
+		snprintf(tmp, tmp_len, "memfd:%s", q->name);
+		return 0;
+	}
+	r->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (r->fd < 0)
+		return eht_err_sys(errno, "region %s: creating %s", q->name, tmp);
+	*tmp_made = true;
+	/* The umask may have cleared group bits; the mode asked for is the mode set. */
+	if (fchmod(r->fd, mode) != 0)
+		return eht_err_sys(errno, "region %s: chmod %o", q->name, mode);
+	if ((q->flags & EHT_REGION_GROUP) && fchown(r->fd, (uid_t)-1, q->gid) != 0)
+		return eht_err_sys(errno, "region %s: chown to group %u", q->name, (unsigned)q->gid);
+	return 0;
+}
+
+/* The region under its name: a memfd's "path" is its label; a file's temporary name is linked to
+ * the name (EEXIST: another creator won, RETRY) and dropped. */
+static int publish_name(struct req *q, struct eht_region *r, const char *tmp, bool *linked, bool *tmp_made)
+{
+	if (r->anon) {
+		snprintf(q->path, sizeof(q->path), "%.4000s", tmp);
+		return 0;
+	}
+	if (link(tmp, q->path) != 0)
+		return errno == EEXIST ? RETRY : eht_err_sys(errno, "region %s: linking %s", q->name, q->path);
+	*linked = true;
+	if (unlink(tmp) != 0)
+		eht_warn("region %s: removing the temporary name %s: %s", q->name, tmp, strerror(errno));
+	*tmp_made = false;
+	return 0;
+}
+
 /* Creates the region under a temporary name, then links it under its name so that the name only
  * ever shows a file with a full header whose creator holds the write lock. Returns 0, RETRY (another
  * creator won) or -errno. */
@@ -549,38 +596,9 @@ static int create(struct req *q, struct eht_region **out)
 	r->anon = anon;
 	bool linked = false, tmp_made = false;
 	mode_t mode = (q->flags & EHT_REGION_GROUP) ? 0660 : 0600;
-	if (anon) {
-		/* Sealable, and gone with its last descriptor and mapping: a killed creator leaves nothing. */
-		r->fd = hmemfd ? memfd_huge(q, hpage) : memfd_create(q->name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (r->fd < 0 && hmemfd) {
-			eht_info("region %s: no hugetlb memfd (%s); 4 KiB pages", q->name, strerror(errno));
-			q->no_memfd = true;
-			rc = RETRY;
-			goto fail;
-		}
-		if (r->fd < 0) {
-			rc = eht_err_sys(errno, "region %s: memfd_create", q->name);
-			goto fail;
-		}
-		snprintf(tmp, sizeof(tmp), "memfd:%s", q->name);
-		goto sized_file;
-	}
-	r->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (r->fd < 0) {
-		rc = eht_err_sys(errno, "region %s: creating %s", q->name, tmp);
+	rc = open_backing(q, r, hmemfd, hpage, mode, tmp, sizeof(tmp), &tmp_made);
+	if (rc)
 		goto fail;
-	}
-	tmp_made = true;
-	/* The umask may have cleared group bits; the mode asked for is the mode set. */
-	if (fchmod(r->fd, mode) != 0) {
-		rc = eht_err_sys(errno, "region %s: chmod %o", q->name, mode);
-		goto fail;
-	}
-	if ((q->flags & EHT_REGION_GROUP) && fchown(r->fd, (uid_t)-1, q->gid) != 0) {
-		rc = eht_err_sys(errno, "region %s: chown to group %u", q->name, (unsigned)q->gid);
-		goto fail;
-	}
-sized_file:
 	rc = region_lock(r->fd, F_WRLCK);
 	if (rc) {
 		rc = eht_err(rc, "region %s: locking %s: %s", q->name, tmp, strerror(-rc));
@@ -597,23 +615,9 @@ sized_file:
 		goto fail;
 	write_header(q, r, &k, file_bytes, data_offset);
 
-	if (anon) {
-		snprintf(q->path, sizeof(q->path), "%.4000s", tmp);
-		goto named;
-	}
-	if (link(tmp, q->path) != 0) {
-		if (errno == EEXIST) {
-			rc = RETRY;
-			goto fail;
-		}
-		rc = eht_err_sys(errno, "region %s: linking %s", q->name, q->path);
+	rc = publish_name(q, r, tmp, &linked, &tmp_made);
+	if (rc)
 		goto fail;
-	}
-	linked = true;
-	if (unlink(tmp) != 0)
-		eht_warn("region %s: removing the temporary name %s: %s", q->name, tmp, strerror(errno));
-	tmp_made = false;
-named:;
 	struct stat st;
 	if (fstat(r->fd, &st) != 0) {
 		rc = eht_err_sys(errno, "region %s: fstat", q->name);

@@ -51,6 +51,57 @@ static void region_safe_name(const char *name, char *out, size_t len)
 	out[n] = '\0';
 }
 
+/* Rank 0: creates the region under a fresh unpredictable name and marks it ready; h gets the name,
+ * the result (with its message) and whether the region is a memfd to pass by descriptor. */
+static void create_named(uint64_t bytes, const char *base, const struct eht_region_opts *ro,
+			 struct region_name_msg *h, eht_region **r)
+{
+	static unsigned counter;
+	/* A random part: another user who pre-creates the name cannot make this create fail. */
+	uint64_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd = (uint64_t)(uintptr_t)h ^ ((uint64_t)time(NULL) << 20);
+	char safe[141];
+	region_safe_name(base, safe, sizeof(safe));
+	snprintf(h->name, sizeof(h->name), "%s.%d.%u.%016llx", safe, (int)getpid(),
+		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), (unsigned long long)rnd);
+	int rc = eht_region_open(h->name, bytes, ro, r);
+	if (!rc && !eht_region_is_creator(*r))
+		rc = eht_err(EEXIST, "region %s existed already", h->name);
+	if (!rc)
+		rc = eht_region_mark_ready(*r);
+	if (rc) {
+		snprintf(h->msg, sizeof(h->msg), "%s", eht_last_error());
+		eht_region_close(r);
+	}
+	h->rc = rc;
+	h->anon = !rc && (*r)->anon;
+}
+
+/* The group's verdict from every rank's result: the first failed rank (or, for region-pinned, the
+ * first that could not pin, its result made -EIO), or -1; *pinned: every rank pinned. */
+static int share_verdict(struct region_result *all, int size, int tier, int *pinned)
+{
+	int bad = -1;
+	*pinned = 1;
+	for (int i = 0; i < size; i++) {
+		if (all[i].rc && bad < 0)
+			bad = i;
+		*pinned &= all[i].pinned;
+	}
+	if (bad < 0 && tier == EHT_TIER_REGION_PINNED && !*pinned) {
+		for (int i = 0; i < size; i++)
+			if (!all[i].pinned) {
+				bad = i;
+				break;
+			}
+		all[bad].rc = -EIO;
+		snprintf(all[bad].msg, sizeof(all[bad].msg), "could not pin the region for GPU DMA%s",
+			 eht_dev_count() > 0 ? "" : " (no GPU)");
+	}
+	return bad;
+}
+
 /* The region step, a collective of its own: rank 0 creates a fresh region (a name no earlier run can
  * have left behind), marks it ready, and tells the others its name; they open it; each rank pins it
  * unless tier is EHT_TIER_REGION; an all-gather makes the tier the same everywhere: region-pinned
@@ -59,7 +110,6 @@ static void region_safe_name(const char *name, char *out, size_t len)
 int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, bool quiet,
 		     eht_table **out)
 {
-	static unsigned counter;
 	const int rank = eht_group_rank(g), size = eht_group_size(g);
 	const char *base = opts && opts->name ? opts->name : "table";
 	uint64_t row_bytes = opts && opts->row_bytes ? opts->row_bytes : 1;
@@ -86,27 +136,8 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	eht_region *r = NULL;
 	int rc = 0;
 
-	if (rank == 0) {
-		/* A random part: another user who pre-creates the name cannot make this create fail. */
-		uint64_t rnd = 0;
-		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
-			rnd = (uint64_t)(uintptr_t)&h ^ ((uint64_t)time(NULL) << 20);
-		char safe[141];
-		region_safe_name(base, safe, sizeof(safe));
-		snprintf(h.name, sizeof(h.name), "%s.%d.%u.%016llx", safe, (int)getpid(),
-			 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED), (unsigned long long)rnd);
-		rc = eht_region_open(h.name, bytes, &ro, &r);
-		if (!rc && !eht_region_is_creator(r))
-			rc = eht_err(EEXIST, "region %s existed already", h.name);
-		if (!rc)
-			rc = eht_region_mark_ready(r);
-		if (rc) {
-			snprintf(h.msg, sizeof(h.msg), "%s", eht_last_error());
-			eht_region_close(&r);
-		}
-		h.rc = rc;
-		h.anon = !rc && r->anon;
-	}
+	if (rank == 0)
+		create_named(bytes, base, &ro, &h, &r);
 	int grc = eht_group_broadcast(g, &h, sizeof(h));
 	if (grc) {
 		eht_region_close(&r);
@@ -147,22 +178,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 		free(all);
 		return grc;
 	}
-	int bad = -1, pinned = 1;
-	for (int i = 0; i < size; i++) {
-		if (all[i].rc && bad < 0)
-			bad = i;
-		pinned &= all[i].pinned;
-	}
-	if (bad < 0 && tier == EHT_TIER_REGION_PINNED && !pinned) {
-		for (int i = 0; i < size; i++)
-			if (!all[i].pinned) {
-				bad = i;
-				break;
-			}
-		all[bad].rc = -EIO;
-		snprintf(all[bad].msg, sizeof(all[bad].msg), "could not pin the region for GPU DMA%s",
-			 eht_dev_count() > 0 ? "" : " (no GPU)");
-	}
+	int pinned = 1, bad = share_verdict(all, size, tier, &pinned);
 	if (bad >= 0) {
 		eht_region_close(&r);
 		rc = eht_err(all[bad].rc, "region %s, rank %d: %s", h.name, bad, all[bad].msg);
