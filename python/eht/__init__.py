@@ -26,7 +26,7 @@ from ._version import __version__
 __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
            "read_hotset", "HotsetError", "Group", "Region", "SharedTable", "node_id", "share_host_table",
            "fabric_host_memory_supported", "ECSharedRegion", "engram", "disk",
-           "TIERS", "STRATEGIES", "FORMATS", "__version__"]
+           "TIERS", "STRATEGIES", "FORMATS", "ENGRAM_ROW_BYTES", "__version__"]
 
 
 
