@@ -348,11 +348,13 @@ EHT_API int eht_table_close(eht_table *table);
  * only the rows inside [first_row, first_row + local_rows)). Returns 0; -ENOENT (the table has none: not
  * served, or served without one; *rows NULL, *n 0); -EINVAL (NULL argument). */
 EHT_API EHT_MUST_CHECK int eht_table_hotset(const eht_table *table, const int64_t **rows, uint64_t *n);
-/* Hot-set files (`eht hotset build` writes them, `eht serve --hotset` and engines read them):
- * "EHTHOT1\n", a uint64 count, then count int64 absolute row ids (all little-endian), most useful
- * first. eht_hotset_read: *rows (malloc'ed: free with eht_hotset_free) and *n; returns 0, -EINVAL
- * (bad magic, a size not matching the count, a negative row, empty), -ENOMEM, -errno of open/read.
- * eht_hotset_write: 0 or -errno. */
+/* Hot-set files (`eht hotset build` writes them, `eht serve --hotset` and engines read them): a
+ * safetensors file with one I64 tensor "hotset" [count] of absolute row ids, most useful first
+ * (metadata format=eht-hotset-1), which numpy, torch and the safetensors library read. Read also:
+ * the first format, "EHTHOT1\n", a uint64 count, then count int64 row ids (little-endian).
+ * eht_hotset_read: *rows (malloc'ed: free with eht_hotset_free) and *n; returns 0, -EINVAL (not a
+ * hot-set file, a size not matching the count, a negative row, empty), -ENOMEM, -errno of
+ * open/read. eht_hotset_write: 0, -EINVAL (no rows) or -errno. */
 EHT_API EHT_MUST_CHECK int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n);
 EHT_API EHT_MUST_CHECK int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n);
 EHT_API void eht_hotset_free(int64_t *rows);

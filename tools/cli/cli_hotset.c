@@ -19,7 +19,7 @@ static void usage(FILE *f)
 		   "  --layer      model layer whose table the ids index (default 1)\n"
 		   "  --table-rows scale ids to a table of R rows as `eht bench lookup` does (default: the layer's\n"
 		   "               own rows, 384,006,168 / 384,016,682)\n"
-		   "  OUT: \"EHTHOT1\\n\", uint64 count, count int64 row ids, little-endian. GPU memory of a hot set:\n"
+		   "  OUT: a safetensors file with one I64 tensor \"hotset\" [K] of row ids. GPU memory of a hot set:\n"
 		   "  K x row bytes (264 for V4.1) + at most 48 x K for its index.\n"
 		   "  --json       {\"output\", \"rows\", \"table_rows\", \"layer\", \"tokens\": [first, end), \"coverage\",\n"
 		   "               \"gpu_bytes\", \"seconds\"} on stdout; errors as {\"error\": ...}\n");
