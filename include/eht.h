@@ -59,6 +59,11 @@ EHT_API const char *eht_last_error(void);
 enum { EHT_LOG_LEVEL_ERROR = 0, EHT_LOG_LEVEL_WARN, EHT_LOG_LEVEL_INFO, EHT_LOG_LEVEL_DEBUG, EHT_LOG_LEVEL_TRACE };
 /* Sets the process-wide log level; out-of-range levels are ignored. */
 EHT_API void eht_log_set_level(int level);
+/* Where log lines go: fn(level, message, arg) for every line the level lets through, from whichever
+ * thread logs (message without the "eht: LEVEL: " prefix; valid during the call only); NULL: stderr
+ * again (the default). The Python module sends them to its `logging` logger "eht". */
+typedef void (*eht_log_fn)(int level, const char *message, void *arg);
+EHT_API void eht_log_set_callback(eht_log_fn fn, void *arg);
 
 /* Packed Engram rows: 256 FP8-e4m3 weights followed by 8 ue8m0 scale bytes (one per 32 weights). */
 #define EHT_ENGRAM_DIM 256

@@ -66,6 +66,8 @@ class Lookup:
         """The strategy the last run used ("direct", "sorted", "host")."""
     def close(self) -> None:
         """Frees the engine (also on garbage collection)."""
+    def __enter__(self) -> "Lookup": ...
+    def __exit__(self, *exc: Any) -> None: ...
 
 class Table:
     """One table: rows x row_bytes in a tier, readable by the CPU and/or a GPU."""
@@ -83,8 +85,12 @@ class Table:
     page_size: int
     def host_view(self) -> memoryview:
         """A read-only memoryview of the table's bytes (tiers with a host pointer)."""
-    def as_tensor(self, device: Device = None) -> Any:
-        """The table as a zero-copy torch uint8 tensor [rows, row_bytes]."""
+    @property
+    def writable(self) -> bool:
+        """Whether this process may write the table's memory (False for served tables)."""
+    def as_tensor(self, device: Device = None, readonly: bool = False) -> Any:
+        """The table as a zero-copy torch uint8 tensor [rows, row_bytes]; a read-only table needs
+        readonly=True (torch has no read-only tensors: a write would kill the process)."""
     def cpu_page_size(self) -> int:
         """The CPU page size the rows are mapped with now (eht_table_page_size; 0: unknown)."""
     def hotset(self) -> Optional["array.array[int]"]:
@@ -96,6 +102,8 @@ class Table:
         """Looks ids up into out with a kept engine per (strategy, format); returns the dead ids."""
     def close(self) -> None:
         """Releases the table (and its engines)."""
+    def __enter__(self) -> "Table": ...
+    def __exit__(self, *exc: Any) -> None: ...
 
 class Client:
     """An attachment to the tables `eht serve` hosts under a key."""
@@ -103,7 +111,7 @@ class Client:
     tables: Dict[str, Table]
     def __init__(self, key: str, device: int = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1,
                  disk_rows: Optional[Callable[[str, int], Optional[Tuple[int, int]]]] = None,
-                 head_range: Optional[Tuple[Any, int, int]] = None) -> None: ...
+                 head_range: Optional[Tuple[Any, int, int]] = None, wait: bool = False) -> None: ...
     def check(self) -> None:
         """Raises EhtError when the server is gone."""
     def close(self) -> None:
@@ -116,9 +124,9 @@ def wrap(buffer: Buffer, rows: int, row_bytes: int, device: Device = -1, name: s
 
 def attach(key: str, device: Device = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1,
            disk_rows: Optional[Callable[[str, int], Optional[Tuple[int, int]]]] = None,
-           head_range: Optional[Tuple[Any, int, int]] = None) -> Client:
-    """Attaches to the tables served under `key`; disk tables by even split, head_range=(layout, tp,
-    rank) (each Engram layer's head range, vLLM's rule) or disk_rows(name, rows) -> (first, count)."""
+           head_range: Optional[Tuple[Any, int, int]] = None, wait: bool = False) -> Client:
+    """Attaches to the tables served under `key`; no server of key: EhtError (ENOENT) at once unless
+    wait=True (then up to timeout). See Client."""
 
 class HotsetError(EhtError, ValueError):
     """A file that is not a valid hot set (read_hotset)."""
