@@ -708,7 +708,7 @@ class Table(_Closing):
                            "else host_view() or lookup()" % self.name)
         shape = (self.local_rows, self.row_bytes)
         if self.device_ptr and device != "cpu":
-            # torch takes no read-only flag here (nor does the seed): treat the tensor as read-only.
+            # torch takes no read-only flag here: the refusal above is the guard.
             holder = type("EhtCudaArray", (), {})()
             holder.__cuda_array_interface__ = {"shape": shape, "typestr": "|u1",
                                                "data": (self.device_ptr, False), "version": 3}

@@ -7,7 +7,7 @@
                                                 # its cpu_group when torch.distributed is up)
     st = g.share_table(nbytes)                  # host-NUMA -> pinned region -> region, or None
     cpu, gpu = st.cpu, st.gpu                   # uint8 views (gpu None unless GPU-readable)
-    views = g.share_host_table(nbytes)          # the seed's call: (cpu, gpu) host-NUMA views, or None
+    views = g.share_host_table(nbytes)          # host-NUMA only: (cpu, gpu) views, or None
 
 The coordinator is used once: every rank gathers (node identity, a fresh key); ranks with the same
 identity (eht_node_id: $EHT_NODE_ID, else host name and boot id) form a node, whose first rank's key
@@ -125,7 +125,7 @@ def _gpu_view(device_ptr, nbytes, device, owner):
 class SharedTable(_Closing):
     """A table shared by a node's ranks: .table (eht.Table), .tier, .cpu (writable uint8 view: torch
     tensor, or memoryview without torch), .gpu (torch CUDA view of the same bytes, None when the tier
-    is not GPU-readable or torch is missing). Like the seed's views, either view keeps the table
+    is not GPU-readable or torch is missing). Either view keeps the table
     mapped: this rank's mapping goes when the SharedTable and every view are gone."""
 
     def __init__(self, table, nbytes):
@@ -370,7 +370,7 @@ class Group(_Closing):
         return self._share(_lib().eht_table_share, "share_table", nbytes, tier, row_bytes, name, device, per_numa)
 
     def share_host_table(self, nbytes, device=-1, name="table"):
-        """The seed's call: host-NUMA only. (cpu, gpu) uint8 views of one table on every rank of
+        """Host-NUMA only: (cpu, gpu) uint8 views of one table on every rank of
         the node, or None on every rank (then share through a region: share_table)."""
         st = self._share(_lib().eht_host_table_share, "share_host_table", nbytes, "host-numa", 1, name, device)
         return None if st is None else (st.cpu, st.gpu)
