@@ -100,6 +100,7 @@ _RUN_DEAD_ERROR = 0x1
 _LOOKUP_CPU_ONLY = 0x1
 _LOOKUP_GPU_DEDUP = 0x4
 _LOOKUP_BACKGROUND = 0x8
+_ATTACH_FAIL_FAST = 0x1
 
 
 class EhtError(OSError):
@@ -828,7 +829,9 @@ class Client(_Closing):
         if nranks < 1 or not 0 <= rank < nranks:
             raise ValueError("rank=%d of nranks=%d" % (rank, nranks))
         cb = _disk_rows_callback(disk_rows, head_range)
-        opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device,
+        # Without wait, a key nobody serves fails at once (ENOENT), as `eht worker` does, instead of
+        # waiting out the timeout; a server that holds the key is waited for while it loads.
+        opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device, flags=0 if wait else _ATTACH_FAIL_FAST,
                            timeout_ms=max(1, int(timeout * 1000)), rank=rank, nranks=nranks)
         if cb is not None:
             opts.disk_rows = cb
@@ -836,6 +839,8 @@ class Client(_Closing):
         rc = lib.eht_attach(bkey, ctypes.byref(opts), ctypes.byref(h))
         if rc < 0 and cb is not None and cb._errors:
             raise cb._errors[0]
+        if rc == -_errno.ENOENT and not wait:
+            _check(rc, "eht_attach(%s) (attach(..., wait=True) waits for a server)" % key)
         _check(rc, "eht_attach(%s)" % key)
         self._n = _Native(h, lib.eht_detach)
         self._h = h
