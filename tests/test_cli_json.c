@@ -231,6 +231,17 @@ int main(void)
 	check_hotset(tmp);
 	check_hash(tmp);
 	check_serve_status(tmp);
+	/* eht bench hash: the bench envelope; its errors and the dispatcher's as JSON. */
+	int st;
+	json_t *j = run_json("bench hash --reps 2 --prefill 64 --decode 4 --no-gpu --json", &st);
+	CHECK(st == 0 && !strcmp(json_string_value(json_object_get(j, "bench")) ?: "", "hash"));
+	CHECK(json_is_string(json_object_get(j, "eht_version")) && json_is_string(json_object_get(j, "time_utc")));
+	CHECK(json_is_null(json_object_get(json_object_get(j, "prefill"), "gpu_s")));
+	CHECK(json_real_value(json_object_get(json_object_get(j, "decode"), "cpu_s")) > 0);
+	json_decref(j);
+	expect_usage("bench hash --reps x --json", "eht bench hash", "bad value 'x' for --reps");
+	expect_usage("bench hash --bogus --json", "eht bench hash", "unknown option");
+	expect_usage("bench frob --json", "eht bench", "unknown benchmark 'frob'");
 	/* A command that has no --json still answers a --json command line in JSON. */
 	expect_usage("regions list --json --bogus", "eht regions list", "unknown option");
 	t_rmtree(tmp);
