@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lookup/lk_hot.h"
 #include "testutil.h"
 
 static char out[1 << 20], err[1 << 16];
