@@ -696,7 +696,7 @@ EHT_API EHT_MUST_CHECK int eht_table_copy(const eht_table *table, struct eht_tab
 
 /* ======================================================================= node identity == */
 /* Jobs spanning nodes (src/group/node_id.c): a job's ranks are split into node-local groups by this
- * identity, and each node makes its own copy of a table (see README, "Several nodes"). */
+ * identity, and each node makes its own copy of a table (see docs/MULTI_NODE.md). */
 
 #define EHT_NODE_ID_MAX 128 /* bytes that always hold eht_node_id's answer */
 
@@ -1029,7 +1029,7 @@ typedef struct eht_disk_ticket eht_disk_ticket;
 			     * the tier lives on the page cache); -EOPNOTSUPP in a build without
 			     * liburing. EHT_DISK_URING=1 in the environment sets it. For cold data:
 			     * faster than mapped copies, but a read per row makes warm steps several
-			     * times slower (README, measurements). The default read already uses
+			     * times slower (docs/DISK.md). The default read already uses
 			     * io_uring for uncached rows only. */
 #define EHT_DISK_OPTS_FLAGS (EHT_DISK_PREAD | EHT_DISK_URING)
 

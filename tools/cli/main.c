@@ -56,7 +56,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  eht %s\n", commands[i].help);
 	fprintf(f, "  eht version\n\nEvery command takes --help. Exit status: 0 done, 1 failed, 2 usage error.\n"
-		   "EHT_LOG=error|warn|info|debug sets the log level; the README lists every variable.\n");
+		   "EHT_LOG=error|warn|info|debug sets the log level; docs/ENVIRONMENT.md lists every variable.\n");
 }
 
 int main(int argc, char **argv)
