@@ -7,9 +7,19 @@ FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 MAKEFLAGS += --no-print-directory
 PREFIX  ?= /usr/local
+# a literal comma inside $(call ...) arguments
+, := ,
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
-.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall
+.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall wheel
+
+# configure DIR ARGS: runs cmake's configure step only when DIR has never been configured with exactly
+# these ARGS (kept in DIR/.eht-configure). Otherwise `cmake --build` re-runs it by itself when a
+# CMakeLists.txt, cmake/*.cmake or a globbed folder changes; configuring on every `make` cost seconds
+# and, before fatbins.S was written through configure_file, relinked every program.
+configure = args='$(2)'; stamp='$(1)/.eht-configure'; \
+	if [ ! -f '$(1)/CMakeCache.txt' ] || [ "$$(cat "$$stamp" 2>/dev/null)" != "$$args" ]; then \
+		cmake -S . -B '$(1)' $(2) >/dev/null && printf '%s\n' "$$args" > "$$stamp"; fi
 
 all: build
 
@@ -17,7 +27,7 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@$(call configure,$(BUILD),-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS))
 	@cmake --build $(BUILD) -j$(JOBS)
 
 # Unit tests of the normal build (GPU tests skip without a GPU).
@@ -28,7 +38,7 @@ check: build
 # driver and ASan do not mix; nor do the Python tests, whose interpreter is not instrumented, nor the
 # install tests, whose programs do not load the sanitizer runtime first).
 asan: deps
-	@cmake -S . -B $(BUILD)/asan -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_SANITIZE=address,undefined >/dev/null
+	@$(call configure,$(BUILD)/asan,-DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_SANITIZE=address$(,)undefined)
 	@cmake --build $(BUILD)/asan -j$(JOBS)
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 EHT_NO_CUDA=1 \
 		ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install)'
@@ -39,7 +49,7 @@ asan: deps
 
 # Threaded code under ThreadSanitizer.
 tsan: deps
-	@cmake -S . -B $(BUILD)/tsan -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_SANITIZE=thread >/dev/null
+	@$(call configure,$(BUILD)/tsan,-DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_SANITIZE=thread)
 	@cmake --build $(BUILD)/tsan -j$(JOBS)
 	cd $(BUILD)/tsan && TSAN_OPTIONS=halt_on_error=1 EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -L threads -LE '(gpu|python|install)'
 
@@ -50,8 +60,8 @@ FUZZ_TARGETS := fuzz_st_header:seeds fuzz_serve_hello:seeds_serve fuzz_index_jso
 	fuzz_engram_steps:seeds_engram_steps fuzz_engram_config:seeds_engram_config
 fuzz: deps
 ifeq ($(HAVE_CLANG),yes)
-	@CC=clang cmake -S . -B $(BUILD)/fuzz -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_FUZZ=ON \
-		-DEHT_SANITIZE=address,undefined >/dev/null
+	@export CC=clang; $(call configure,$(BUILD)/fuzz,-DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF -DEHT_FUZZ=ON \
+		-DEHT_SANITIZE=address$(,)undefined)
 	@cmake --build $(BUILD)/fuzz -j$(JOBS) --target fuzz_st_header fuzz_serve_hello fuzz_index_json \
 		fuzz_engram_steps fuzz_engram_config
 	@set -e; each=$$(( $(FUZZ_SECONDS) / 5 )); [ $$each -ge 1 ] || each=1; \
@@ -74,11 +84,21 @@ test: check asan tsan fuzz
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
+# dist/eht-VERSION-py3-none-linux_ARCH.whl: the Python module with libeht.so.0 inside, made by the
+# module's own build backend (python/eht_build.py, standard library only).
+wheel: build
+	@mkdir -p dist
+	@EHT_WHEEL_LIB=$(BUILD)/libeht.so.0 python3 -c 'import sys; sys.path.insert(0, "python"); \
+		import eht_build; print("eht: dist/" + eht_build.build_wheel("dist"))'
+
 uninstall:
 	@test -f $(BUILD)/install_manifest.txt || { echo "eht: nothing installed from $(BUILD)"; exit 1; }
 	@xargs rm -f < $(BUILD)/install_manifest.txt
 
-demo: build
+# Only the eht tool: the demo runs nothing else (building every test program first took ~90 s).
+demo: deps
+	@$(call configure,$(BUILD),-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS))
+	@cmake --build $(BUILD) -j$(JOBS) --target eht_cli
 	@scripts/demo.sh $(BUILD)
 
 clean:

@@ -22,3 +22,7 @@ set_tests_properties(test_mpi_nodes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 L
 set_target_properties(eht_mpi PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR})
 install(TARGETS eht_mpi LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/adapters/mpi/eht_mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# eht_mpi.pc finds its prefix from where it lies, as eht.pc does (EHT_PC_UP); MPI's own flags come
+# from the compiler wrapper (mpicc), which differs between MPI implementations.
+configure_file(${CMAKE_SOURCE_DIR}/adapters/mpi/eht_mpi.pc.in ${CMAKE_BINARY_DIR}/eht_mpi.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/eht_mpi.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

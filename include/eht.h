@@ -59,6 +59,11 @@ EHT_API const char *eht_last_error(void);
 enum { EHT_LOG_LEVEL_ERROR = 0, EHT_LOG_LEVEL_WARN, EHT_LOG_LEVEL_INFO, EHT_LOG_LEVEL_DEBUG, EHT_LOG_LEVEL_TRACE };
 /* Sets the process-wide log level; out-of-range levels are ignored. */
 EHT_API void eht_log_set_level(int level);
+/* Where log lines go: fn(level, message, arg) for every line the level lets through, from whichever
+ * thread logs (message without the "eht: LEVEL: " prefix; valid during the call only); NULL: stderr
+ * again (the default). The Python module sends them to its `logging` logger "eht". */
+typedef void (*eht_log_fn)(int level, const char *message, void *arg);
+EHT_API void eht_log_set_callback(eht_log_fn fn, void *arg);
 
 /* Packed Engram rows: 256 FP8-e4m3 weights followed by 8 ue8m0 scale bytes (one per 32 weights). */
 #define EHT_ENGRAM_DIM 256
@@ -348,11 +353,13 @@ EHT_API int eht_table_close(eht_table *table);
  * only the rows inside [first_row, first_row + local_rows)). Returns 0; -ENOENT (the table has none: not
  * served, or served without one; *rows NULL, *n 0); -EINVAL (NULL argument). */
 EHT_API EHT_MUST_CHECK int eht_table_hotset(const eht_table *table, const int64_t **rows, uint64_t *n);
-/* Hot-set files (`eht hotset build` writes them, `eht serve --hotset` and engines read them):
- * "EHTHOT1\n", a uint64 count, then count int64 absolute row ids (all little-endian), most useful
- * first. eht_hotset_read: *rows (malloc'ed: free with eht_hotset_free) and *n; returns 0, -EINVAL
- * (bad magic, a size not matching the count, a negative row, empty), -ENOMEM, -errno of open/read.
- * eht_hotset_write: 0 or -errno. */
+/* Hot-set files (`eht hotset build` writes them, `eht serve --hotset` and engines read them): a
+ * safetensors file with one I64 tensor "hotset" [count] of absolute row ids, most useful first
+ * (metadata format=eht-hotset-1), which numpy, torch and the safetensors library read. Read also:
+ * the first format, "EHTHOT1\n", a uint64 count, then count int64 row ids (little-endian).
+ * eht_hotset_read: *rows (malloc'ed: free with eht_hotset_free) and *n; returns 0, -EINVAL (not a
+ * hot-set file, a size not matching the count, a negative row, empty), -ENOMEM, -errno of
+ * open/read. eht_hotset_write: 0, -EINVAL (no rows) or -errno. */
 EHT_API EHT_MUST_CHECK int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n);
 EHT_API EHT_MUST_CHECK int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n);
 EHT_API void eht_hotset_free(int64_t *rows);
@@ -689,7 +696,7 @@ EHT_API EHT_MUST_CHECK int eht_table_copy(const eht_table *table, struct eht_tab
 
 /* ======================================================================= node identity == */
 /* Jobs spanning nodes (src/group/node_id.c): a job's ranks are split into node-local groups by this
- * identity, and each node makes its own copy of a table (see README, "Several nodes"). */
+ * identity, and each node makes its own copy of a table (see docs/MULTI_NODE.md). */
 
 #define EHT_NODE_ID_MAX 128 /* bytes that always hold eht_node_id's answer */
 
@@ -1022,7 +1029,7 @@ typedef struct eht_disk_ticket eht_disk_ticket;
 			     * the tier lives on the page cache); -EOPNOTSUPP in a build without
 			     * liburing. EHT_DISK_URING=1 in the environment sets it. For cold data:
 			     * faster than mapped copies, but a read per row makes warm steps several
-			     * times slower (README, measurements). The default read already uses
+			     * times slower (docs/DISK.md). The default read already uses
 			     * io_uring for uncached rows only. */
 #define EHT_DISK_OPTS_FLAGS (EHT_DISK_PREAD | EHT_DISK_URING)
 
@@ -1193,7 +1200,7 @@ EHT_API int eht_serve_stop(eht_server *server);
 
 struct eht_attach_opts {
 	uint32_t size;       /* sizeof(struct eht_attach_opts) */
-	uint32_t flags;      /* 0 */
+	uint32_t flags;      /* 0 or EHT_ATTACH_FAIL_FAST */
 	int device;          /* GPU this worker looks up from (tables are mapped/pinned for it); -1: none */
 	uint32_t timeout_ms; /* wait for the server (it may still be loading); 0: 60000 */
 	uint32_t rank, nranks; /* disk tier: this worker's share of the rows (0 and 1: all rows) */
@@ -1206,8 +1213,12 @@ struct eht_attach_opts {
 	void *disk_rows_arg;
 };
 
-/* Attaches to the tables served under key. Returns 0; -ETIMEDOUT (no server answered in time,
- * naming the key), -ECONNRESET (the server went away), -EPROTO (another version of eht serves
+/* eht_attach_opts.flags: when no server holds the key, -ENOENT at once instead of waiting up to
+ * timeout_ms for one to start (a server that holds it is still waited for while it loads). */
+#define EHT_ATTACH_FAIL_FAST 0x1u
+
+/* Attaches to the tables served under key. Returns 0; -ENOENT (EHT_ATTACH_FAIL_FAST and no server
+ * holds the key), -ETIMEDOUT (no server answered in time, naming the key), -ECONNRESET (the server went away), -EPROTO (another version of eht serves
  * the key), -EACCES, or the errors of mapping a tier. */
 EHT_API EHT_MUST_CHECK int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out);
 /* The tables, in the server's order; owned by the client (valid until eht_detach). */

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # deps.sh: installs the Debian packages eht builds with, when missing (apt-get as root; otherwise
 # prints the exact command and fails). Optional packages are installed when possible, never required:
-# clang (fuzzer), liburing (io_uring disk reads), python3-venv/pip/setuptools/wheel (the offline
+# clang (fuzzer), liburing (io_uring disk reads), python3-venv/pip (the offline
 # `pip install ./python` test), python3-matplotlib (scripts/plot-bench),
 # Open MPI (libeht_mpi and its mpirun tests are built only when its headers are present).
 set -euo pipefail
 required=(gcc make cmake pkg-config libjansson-dev python3)
-optional=(clang libclang-rt-14-dev liburing-dev python3-venv python3-pip python3-setuptools python3-wheel python3-matplotlib libopenmpi-dev openmpi-bin)
+optional=(clang libclang-rt-14-dev liburing-dev python3-venv python3-pip python3-matplotlib libopenmpi-dev openmpi-bin)
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${required[@]}"; do have "$p" || missing+=("$p"); done

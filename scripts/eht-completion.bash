@@ -33,7 +33,7 @@ _eht()
 	local opts=""
 	case "$cmd" in
 	info) opts="--json --help" ;;
-	synth) opts="--tables --rows --shards --seed --help" ;;
+	synth) opts="--tables --rows --shards --seed --preset --json --help" ;;
 	probe) opts="--json --help" ;;
 	regions)
 		if [ "$COMP_CWORD" -eq 2 ]; then

@@ -11,7 +11,7 @@
 #   5. the CPU tests (mpirun region tier, Python pipe coordinator) and, with torch, the torch group
 #      test standalone and under torchrun (4 ranks, 2 nodes of 2)
 # Usage: scripts/multi-node-gpu.sh [TABLE_BYTES, default 8G]; logs under $OUT (default ./multi-node-out).
-# What is simulated: see README "Several nodes on one machine". Keep NVLink multicast off.
+# What is simulated: see docs/MULTI_NODE.md, "Several nodes on one machine". Keep NVLink multicast off.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 bytes=${1:-8G}

@@ -30,7 +30,7 @@ static void put(const char *name, const char *text)
 /* R[token][layer][col] of step si of the output against rows. */
 static int same_rows(json_t *outj, size_t si, const int32_t *rows, size_t n_tokens, size_t layers, size_t cols)
 {
-	json_t *r = json_object_get(json_array_get(outj, si), "rows");
+	json_t *r = json_object_get(json_array_get(json_object_get(outj, "steps"), si), "rows");
 	if (!json_is_array(r) || json_array_size(r) != n_tokens)
 		return 0;
 	for (size_t t = 0; t < n_tokens; t++)
@@ -54,7 +54,7 @@ static void check_steps(void)
 	CHECK(run(args) == 0);
 	json_error_t je;
 	json_t *o = json_load_file(out_path, 0, &je);
-	CHECK(json_is_array(o) && json_array_size(o) == 2);
+	CHECK(json_is_object(o) && json_array_size(json_object_get(o, "steps")) == 2);
 	eht_engram_layout *l = NULL;
 	CHECK_RC(eht_engram_layout_preset("v41", &l), 0);
 	int32_t rows[5 * 48];

@@ -48,4 +48,28 @@ C
 cc -Wall -Werror -o "$tmp/use" "$tmp/use.c" $(pkg-config --cflags --libs eht) || fail "cannot build against eht.pc"
 out=$(LD_LIBRARY_PATH="$libdir" "$tmp/use") || fail "program against the installed library failed"
 [ "$out" = "$ver" ] || fail "library says $out, eht.pc says $ver"
-echo "test_install: ok ($p: libeht $ver)"
+# libeht_mpi, where the build made it: the library, its header and eht_mpi.pc, and a program built
+# with mpicc against them.
+mpi=
+if [ -e "$build/libeht_mpi.so" ]; then
+	[ -e "$libdir/libeht_mpi.so.0" ] || fail "libeht_mpi was built but not installed"
+	[ -e "$p/include/eht_mpi.h" ] || fail "missing include/eht_mpi.h"
+	pkg-config --exists eht_mpi || fail "missing eht_mpi.pc"
+	if command -v mpicc >/dev/null 2>&1; then
+		cat >"$tmp/use_mpi.c" <<'C'
+#include <eht_mpi.h>
+#include <stdio.h>
+int main(void)
+{
+	/* Linked, not run: running needs mpirun (tests/test_mpi_nodes.sh does). */
+	int (*f)(MPI_Comm, const struct eht_mpi_opts *, eht_mpi_group **) = eht_mpi_group_create;
+	printf("%d\n", f != NULL);
+	return 0;
+}
+C
+		mpicc -Wall -Werror -o "$tmp/use_mpi" "$tmp/use_mpi.c" $(pkg-config --cflags --libs eht_mpi) ||
+			fail "cannot build against eht_mpi.pc with mpicc"
+	fi
+	mpi=", libeht_mpi"
+fi
+echo "test_install: ok ($p: libeht $ver$mpi)"

@@ -67,6 +67,34 @@ static void check_file(void)
 	CHECK_RC(eht_hotset_read(path, &got, &n), 0);
 	CHECK(n == 4 && got && !memcmp(got, rows, sizeof(rows)));
 	free(got);
+	/* What it writes is a safetensors file: one I64 tensor "hotset" [4] holding the rows. */
+	eht_st_file *sf = NULL;
+	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
+	CHECK_RC(eht_st_open(path, 0, &sf), 0);
+	CHECK(sf && eht_st_count(sf) == 1);
+	CHECK(sf && eht_st_find(sf, "hotset", &ti) == 0 && ti.dtype == EHT_DTYPE_I64 && ti.ndim == 1 &&
+	      ti.shape[0] == 4 && !memcmp(ti.data, rows, sizeof(rows)));
+	CHECK(sf && eht_st_metadata_get(sf, "format") && !strcmp(eht_st_metadata_get(sf, "format"), "eht-hotset-1"));
+	eht_st_close(sf);
+	/* Another safetensors file (two tensors, or one of another dtype) is not a hot set. */
+	static const uint64_t shp[1] = {2};
+	static const int32_t i32[2] = {1, 2};
+	struct eht_st_write_tensor w2[2] = {{"a", EHT_DTYPE_I64, 1, shp, rows, NULL, NULL},
+					    {"b", EHT_DTYPE_I64, 1, shp, rows, NULL, NULL}};
+	CHECK_RC(eht_st_write(path, w2, 2, NULL, 0), 0);
+	CHECK_RC(eht_hotset_read(path, &got, &n), -EINVAL);
+	CHECK(strstr(eht_last_error(), "not a hot-set file") != NULL);
+	struct eht_st_write_tensor w1 = {"hotset", EHT_DTYPE_I32, 1, shp, i32, NULL, NULL};
+	CHECK_RC(eht_st_write(path, &w1, 1, NULL, 0), 0);
+	CHECK_RC(eht_hotset_read(path, &got, &n), -EINVAL);
+	static const int64_t neg[2] = {3, -1};
+	struct eht_st_write_tensor wn = {"hotset", EHT_DTYPE_I64, 1, shp, neg, NULL, NULL};
+	CHECK_RC(eht_st_write(path, &wn, 1, NULL, 0), 0);
+	CHECK_RC(eht_hotset_read(path, &got, &n), -EINVAL);
+	CHECK(strstr(eht_last_error(), "negative") != NULL);
+	CHECK_RC(eht_hotset_write(path, rows, 0), -EINVAL);
+
+	/* The first format ("EHTHOT1\n", count, rows) is still read. */
 
 	uint8_t buf[64];
 	memcpy(buf, EHT_HOTSET_MAGIC, 8);

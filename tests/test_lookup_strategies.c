@@ -89,16 +89,14 @@ static void check_hotset_file(void)
 	snprintf(path, sizeof(path), "%s/h.hot", dir);
 	const int64_t rows[3] = {7, 0, 1ll << 40};
 	CHECK_RC(eht_hotset_write(path, rows, 3), 0);
-	/* The format, byte for byte: magic, LE count, LE rows. */
-	static const uint8_t want[40] = {'E', 'H', 'T', 'H', 'O', 'T', '1', '\n', 3, 0, 0, 0, 0, 0, 0, 0,
-					 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-					 0, 0, 0, 0, 0, 1, 0, 0};
-	uint8_t got[64];
-	FILE *f = fopen(path, "rb");
-	size_t len = f ? fread(got, 1, sizeof(got), f) : 0;
-	if (f)
-		fclose(f);
-	CHECK(len == sizeof(want) && memcmp(got, want, sizeof(want)) == 0);
+	/* The format: a safetensors file whose one tensor, "hotset" I64 [3], holds the rows, LE. */
+	static const uint8_t want[24] = {7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
+	eht_st_file *sf = NULL;
+	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
+	CHECK_RC(eht_st_open(path, 0, &sf), 0);
+	CHECK(sf && eht_st_count(sf) == 1 && eht_st_find(sf, "hotset", &ti) == 0 && ti.dtype == EHT_DTYPE_I64 &&
+	      ti.ndim == 1 && ti.shape[0] == 3 && ti.nbytes == sizeof(want) && !memcmp(ti.data, want, sizeof(want)));
+	eht_st_close(sf);
 	int64_t *r = NULL;
 	uint64_t n = 0;
 	CHECK_RC(eht_hotset_read(path, &r, &n), 0);

@@ -113,8 +113,8 @@ class TestEht(unittest.TestCase):
 
     def test_attach_timeout(self):
         with self.assertRaises(eht.EhtError) as cm:
-            eht.attach("no-such-key-%d" % os.getpid(), timeout=0.2)
-        self.assertEqual(cm.exception.errno, 110)  # ETIMEDOUT
+            eht.attach("no-such-key-%d" % os.getpid(), timeout=0.2, wait=True)
+        self.assertEqual(cm.exception.errno, 110)  # ETIMEDOUT: waited for a server (else ENOENT at once)
 
 
 if __name__ == "__main__":

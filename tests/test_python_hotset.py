@@ -2,6 +2,7 @@
 # test_python_hotset.py: eht.read_hotset reads what `eht hotset build`'s format holds and refuses bad
 # files; Lookup.set_hotset on a CPU-only engine is a clear EhtError (the GPU side is in
 # tests/test_gpu_lookup_hot.c).
+import json
 import os
 import struct
 import sys
@@ -39,6 +40,39 @@ def main():
         try:
             eht.read_hotset(p)
             print("read_hotset accepted a bad file"); fails += 1
+        except ValueError:
+            pass
+    # The format `eht hotset build` writes: safetensors, one I64 tensor.
+    cli, fx = os.environ.get("EHT_CLI"), os.environ.get("EHT_FIXTURES", "")
+    wl = os.path.join(fx, "..", "workloads", "text_500k.compressed.u32")
+    if cli and os.path.exists(wl):
+        import subprocess
+        subprocess.run([cli, "hotset", "build", "--workload", "text:" + wl, "--rows", "50", "-o", p],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(p, "rb") as f:
+            (hlen,) = struct.unpack("<Q", f.read(8))
+            hdr = json.loads(f.read(hlen))
+        got = eht.read_hotset(p)
+        if hdr.get("hotset", {}).get("dtype") != "I64" or len(got) != 50 or len(set(got)) != 50:
+            print("eht hotset build's file: header %s, %d rows" % (hdr, len(got))); fails += 1
+    def st(dtype, rows, extra=None):
+        hdr = {"__metadata__": {"format": "eht-hotset-1"},
+               "hotset": {"dtype": dtype, "shape": [len(rows)], "data_offsets": [0, 8 * len(rows)]}}
+        hdr.update(extra or {})
+        h = json.dumps(hdr).encode()
+        return struct.pack("<Q", len(h)) + h + struct.pack("<%dq" % len(rows), *rows)
+    with open(p, "wb") as f:
+        f.write(st("I64", [9, 3, 4]))
+    if eht.read_hotset(p) != [9, 3, 4]:
+        print("read_hotset of a safetensors hot set: wrong rows"); fails += 1
+    for bad in (st("I32", [1, 2]), st("I64", [1, -2]), st("I64", [1], {"x": {"dtype": "I64", "shape": [1],
+                                                                               "data_offsets": [0, 8]}}),
+                st("I64", [1, 2])[:-4], b"\x05\x00"):
+        with open(p, "wb") as f:
+            f.write(bad)
+        try:
+            eht.read_hotset(p)
+            print("read_hotset accepted a bad safetensors file"); fails += 1
         except ValueError:
             pass
     os.remove(p)

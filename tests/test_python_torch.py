@@ -69,7 +69,7 @@ with tempfile.TemporaryDirectory() as tmp:
         with eht.attach(key, device=0, timeout=30) as c:
             t = c.tables[name]
             check(t.device_ptr != 0, "table is GPU-readable (tier %s)" % t.tier)
-            gt = t.as_tensor()
+            gt = t.as_tensor(readonly=True)  # served: read-only (a plain as_tensor() refuses)
             check(gt.is_cuda and tuple(gt.shape) == (50000, 264), "zero-copy CUDA tensor %s" % (gt.shape,))
             check(torch.equal(gt[::997].cpu(), ref[::997]), "table tensor bytes match the checkpoint")
             ids = torch.randint(-3, 50003, (20000,), device="cuda", dtype=torch.int64)

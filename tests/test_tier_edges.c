@@ -61,7 +61,7 @@ static void check_defaults(void)
 	eht_table *t = NULL;
 	CHECK_RC(mem->share(4096, NULL, NULL, EHT_TIER_MEMORY, true, &t), -EINVAL);
 	CHECK(strstr(eht_last_error(), "cannot be shared") != NULL);
-	CHECK_RC(mem->open_in_place("x", "w", NULL, "x", 0, 1, 0, &t), -ENOTSUP);
+	CHECK_RC(mem->open_in_place(NULL, "w", NULL, "x", 0, 1, 0, &t), -ENOTSUP);
 	json_t *d = json_pack("{s:s, s:s}", "name", "x", "tier", "memory");
 	CHECK_RC(mem->import(d, NULL, 0, NULL, &t), -EPROTO);
 	json_decref(d);

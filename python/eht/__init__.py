@@ -13,11 +13,13 @@ tables and lookup outputs can be zero-copy torch tensors on the right device.
 libeht is found through $EHT_LIB, the build tree of a source checkout, pkg-config, $EHT_PREFIX, this
 Python's prefix, /usr/local, then the system's library path (eht._libfind). Type hints: eht/__init__.pyi.
 """
+import atexit as _atexit
 import collections.abc as _abc
 import ctypes
 import ctypes.util
 import errno as _errno
 import json as _json
+import logging as _logging
 import os
 
 from ._libfind import candidates as _lib_candidates, find_library as _find_lib
@@ -26,7 +28,7 @@ from ._version import __version__
 __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
            "read_hotset", "HotsetError", "Group", "Region", "SharedTable", "node_id", "share_host_table",
            "fabric_host_memory_supported", "ECSharedRegion", "engram", "disk",
-           "TIERS", "STRATEGIES", "FORMATS", "__version__"]
+           "TIERS", "STRATEGIES", "FORMATS", "ENGRAM_ROW_BYTES", "__version__"]
 
 
 
@@ -98,6 +100,7 @@ _RUN_DEAD_ERROR = 0x1
 _LOOKUP_CPU_ONLY = 0x1
 _LOOKUP_GPU_DEDUP = 0x4
 _LOOKUP_BACKGROUND = 0x8
+_ATTACH_FAIL_FAST = 0x1
 
 
 class EhtError(OSError):
@@ -186,6 +189,31 @@ def _disk_rows_callback(disk_rows, head_range):
 
 _lib = None
 
+# libeht's log lines (warnings by default, EHT_LOG sets the level) go to the logging logger "eht".
+_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+_LOG_LEVELS = (_logging.ERROR, _logging.WARNING, _logging.INFO, _logging.DEBUG, 5)
+
+
+def _log_line(level, message, arg):
+    try:
+        _logging.getLogger("eht").log(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else _logging.WARNING,
+                                      "%s", message.decode(errors="replace"))
+    except Exception:  # noqa: BLE001 (never raise into C)
+        pass
+
+
+_log_cb = _LOG_FN(_log_line)
+
+
+class _Closing:
+    """Handles are context managers: `with eht.attach(key) as c:`, `with table.lookup_engine() as lk:`."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 def _L():
     global _lib
@@ -238,6 +266,11 @@ def _L():
                 continue
             raise
         fn.restype, fn.argtypes = res, args
+    if hasattr(lib, "eht_log_set_callback"):
+        lib.eht_log_set_callback.restype, lib.eht_log_set_callback.argtypes = None, [_LOG_FN, ctypes.c_void_p]
+        lib.eht_log_set_callback(_log_cb, None)
+        # Back to stderr before the interpreter goes: a library thread may still log.
+        _atexit.register(lib.eht_log_set_callback, _LOG_FN(), None)
     _lib = lib
     return lib
 
@@ -333,9 +366,14 @@ def status(key=None):
     try:
         return _json.loads(ctypes.string_at(out.value).decode())
     finally:
-        free = ctypes.CDLL(None).free
-        free.argtypes = [ctypes.c_void_p]
-        free(out)
+        _free(out)
+
+
+def _free(p):
+    """free() of memory libeht malloc'd for the caller."""
+    free = ctypes.CDLL(None).free
+    free.argtypes = [ctypes.c_void_p]
+    free(p)
 
 
 def _torch():
@@ -434,7 +472,7 @@ def _choice(name, value, table):
     return table[value]
 
 
-class Lookup:
+class Lookup(_Closing):
     """A lookup engine bound to one table (eht_lookup): fixed buffers, asynchronous on a stream.
 
     background=True is the mode for lookups beside the model's kernels (a side stream forked at the
@@ -476,6 +514,10 @@ class Lookup:
         if n is None or not n.h:
             raise _closed("this lookup engine")
         return n
+
+    def __repr__(self):
+        return "<eht.Lookup %s %s%s>" % (getattr(self.table, "name", "?"), self.format,
+                                         "" if getattr(self, "_n", None) is not None else " closed")
 
     @property
     def out_row_bytes(self):
@@ -589,7 +631,7 @@ class Lookup:
         self._n = None
 
 
-class Table:
+class Table(_Closing):
     """One table (eht_table): rows x row_bytes in a tier, readable by the CPU and/or a GPU."""
 
     def __init__(self, handle, owner=None, owned=True):
@@ -615,7 +657,18 @@ class Table:
                      "pool_threads": cp.pool_threads}
 
     def __repr__(self):
-        return "<eht.Table %s %dx%d %s>" % (self.name, self.rows, self.row_bytes, self.tier)
+        return "<eht.Table %s %dx%d %s%s>" % (self.name, self.rows, self.row_bytes, self.tier,
+                                             "" if getattr(self, "_h", None) else " closed")
+
+    @property
+    def writable(self):
+        """Whether this process may write the table's host memory (False for the tables a server
+        hands out: mapped read-only, so a stray write cannot reach the other workers' rows)."""
+        if not self.host_ptr:
+            return True
+        if "_writable" not in self.__dict__:
+            self._writable = _mapping_writable(self.host_ptr)
+        return self._writable
 
     def _live(self):
         """The handle, or EhtError once the table (or its attachment) is closed."""
@@ -638,16 +691,25 @@ class Table:
         arr._eht_keep = self._n
         return memoryview(arr).cast("B").toreadonly()  # "B", not ctypes' "<B": v[i] works
 
-    def as_tensor(self, device=None):
+    def as_tensor(self, device=None, readonly=False):
         """The table as a zero-copy torch uint8 tensor [rows, row_bytes]: on the GPU (through
-        __cuda_array_interface__) when it is GPU-readable and device is not 'cpu', else on the CPU."""
+        __cuda_array_interface__) when it is GPU-readable and device is not 'cpu', else on the CPU.
+
+        torch has no read-only tensors, and a write into a read-only table's memory kills the process
+        (SIGSEGV on the CPU, an illegal address on the GPU). So for a table that is not writable
+        (a served one) this raises EhtError (EROFS) unless readonly=True says the tensor is only
+        read; host_view() (a read-only memoryview) and lookup() need no such promise."""
         self._live()
         torch = _torch()
         if torch is None:
             raise EhtError(_errno.ENOSYS, "PyTorch is not installed")
+        if not readonly and not self.writable:
+            raise EhtError(_errno.EROFS, "table %s is read-only in this process and torch tensors cannot be: "
+                           "as_tensor(readonly=True) if it is only read (a write would kill the process), "
+                           "else host_view() or lookup()" % self.name)
         shape = (self.local_rows, self.row_bytes)
         if self.device_ptr and device != "cpu":
-            # torch takes no read-only flag here (nor does the seed): treat the tensor as read-only.
+            # torch takes no read-only flag here: the refusal above is the guard.
             holder = type("EhtCudaArray", (), {})()
             holder.__cuda_array_interface__ = {"shape": shape, "typestr": "|u1",
                                                "data": (self.device_ptr, False), "version": 3}
@@ -737,10 +799,24 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
     return Table(h, owner=(buffer, keep))
 
 
-class Client:
+def _mapping_writable(addr):
+    """Whether the mapping holding addr is writable (/proc/self/maps), True when unknown."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                span, perms = line.split(None, 2)[:2]
+                lo, hi = (int(x, 16) for x in span.split("-"))
+                if lo <= addr < hi:
+                    return perms[1] == "w"
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+class Client(_Closing):
     """An attachment to the tables that `eht serve` hosts under a key (eht_attach)."""
 
-    def __init__(self, key, device=-1, timeout=60.0, rank=0, nranks=1, disk_rows=None, head_range=None):
+    def __init__(self, key, device=-1, timeout=60.0, rank=0, nranks=1, disk_rows=None, head_range=None, wait=False):
         lib = _L()
         if not hasattr(lib, "eht_attach"):
             raise EhtError(_errno.ENOSYS, "this libeht has no eht_attach")
@@ -753,7 +829,9 @@ class Client:
         if nranks < 1 or not 0 <= rank < nranks:
             raise ValueError("rank=%d of nranks=%d" % (rank, nranks))
         cb = _disk_rows_callback(disk_rows, head_range)
-        opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device,
+        # Without wait, a key nobody serves fails at once (ENOENT), as `eht worker` does, instead of
+        # waiting out the timeout; a server that holds the key is waited for while it loads.
+        opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device, flags=0 if wait else _ATTACH_FAIL_FAST,
                            timeout_ms=max(1, int(timeout * 1000)), rank=rank, nranks=nranks)
         if cb is not None:
             opts.disk_rows = cb
@@ -761,6 +839,8 @@ class Client:
         rc = lib.eht_attach(bkey, ctypes.byref(opts), ctypes.byref(h))
         if rc < 0 and cb is not None and cb._errors:
             raise cb._errors[0]
+        if rc == -_errno.ENOENT and not wait:
+            _check(rc, "eht_attach(%s) (attach(..., wait=True) waits for a server)" % key)
         _check(rc, "eht_attach(%s)" % key)
         self._n = _Native(h, lib.eht_detach)
         self._h = h
@@ -787,20 +867,20 @@ class Client:
         self._h = None
         self._n = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def __repr__(self):
+        return "<eht.Client %s %d table(s)%s>" % (getattr(self, "key", "?"), len(getattr(self, "tables", {})),
+                                                 "" if getattr(self, "_h", None) else " closed")
 
 
-def attach(key, device=-1, timeout=60.0, rank=0, nranks=1, disk_rows=None, head_range=None):
+def attach(key, device=-1, timeout=60.0, rank=0, nranks=1, disk_rows=None, head_range=None, wait=False):
     """Attaches to the tables served under `key`; see Client. device: an ordinal, "cuda:N", a
-    torch.device, or -1 / None / "cpu" for none. Disk-tier tables map rank's share of rows (an even
-    split of nranks, SGLang's rule), or with head_range=(eht.engram.Layout, tp, rank) each Engram
-    layer's rank head range (vLLM's rule), or what disk_rows(name, rows) -> (first, count) says."""
+    torch.device, or -1 / None / "cpu" for none. No server of key: EhtError (ENOENT) at once, or
+    with wait=True a wait of up to timeout seconds for one (then ETIMEDOUT). Disk-tier tables map
+    rank's share of rows (an even split of nranks, SGLang's rule), or with head_range=(eht.engram.Layout,
+    tp, rank) each Engram layer's rank head range (vLLM's rule), or what disk_rows(name, rows) ->
+    (first, count) says."""
     return Client(key, device=_device_index(device), timeout=timeout, rank=rank, nranks=nranks,
-                  disk_rows=disk_rows, head_range=head_range)
+                  disk_rows=disk_rows, head_range=head_range, wait=wait)
 
 from .group import Group, Region, SharedTable, node_id  # noqa: E402 (needs the names above)
 from .shared import ECSharedRegion, fabric_host_memory_supported, share_host_table  # noqa: E402

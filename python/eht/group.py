@@ -7,7 +7,7 @@
                                                 # its cpu_group when torch.distributed is up)
     st = g.share_table(nbytes)                  # host-NUMA -> pinned region -> region, or None
     cpu, gpu = st.cpu, st.gpu                   # uint8 views (gpu None unless GPU-readable)
-    views = g.share_host_table(nbytes)          # the seed's call: (cpu, gpu) host-NUMA views, or None
+    views = g.share_host_table(nbytes)          # host-NUMA only: (cpu, gpu) views, or None
 
 The coordinator is used once: every rank gathers (node identity, a fresh key); ranks with the same
 identity (eht_node_id: $EHT_NODE_ID, else host name and boot id) form a node, whose first rank's key
@@ -21,7 +21,7 @@ import logging
 import os
 import secrets
 
-from . import EhtError, Table, _Native, _check, _closed, _L, _torch
+from . import EhtError, Table, _Closing, _Native, _check, _closed, _L, _torch
 
 __all__ = ["Group", "SharedTable", "Region", "node_id"]
 
@@ -122,10 +122,10 @@ def _gpu_view(device_ptr, nbytes, device, owner):
     return torch.as_tensor(holder, device=torch.device("cuda", device))
 
 
-class SharedTable:
+class SharedTable(_Closing):
     """A table shared by a node's ranks: .table (eht.Table), .tier, .cpu (writable uint8 view: torch
     tensor, or memoryview without torch), .gpu (torch CUDA view of the same bytes, None when the tier
-    is not GPU-readable or torch is missing). Like the seed's views, either view keeps the table
+    is not GPU-readable or torch is missing). Either view keeps the table
     mapped: this rank's mapping goes when the SharedTable and every view are gone."""
 
     def __init__(self, table, nbytes):
@@ -141,7 +141,7 @@ class SharedTable:
         return "<eht.SharedTable %d bytes %s>" % (self.nbytes, self.tier)
 
 
-class Region:
+class Region(_Closing):
     """A shared /dev/shm region (eht_region): made by one process, opened by others by name.
 
     Region(name, nbytes) creates it, or opens it when it exists (waiting until it is ready);
@@ -200,6 +200,10 @@ class Region:
         valid: the region is unmapped (and removed when never marked ready) when the last one goes."""
         self._h = None
         self._n = None
+
+    def __repr__(self):
+        return "<eht.Region %s %d bytes%s%s>" % (self.name, self.nbytes, " creator" if self.creator else "",
+                                                "" if getattr(self, "_h", None) else " closed")
 
     @staticmethod
     def unlink(name, directory=None):
@@ -261,7 +265,7 @@ def _coord_rank_size(coord):
     return int(rank), int(size)
 
 
-class Group:
+class Group(_Closing):
     """The ranks of this node, split from a job-wide coordinator (see the module doc).
 
     .rank, .size: within the node; .node_index, .node_count: nodes numbered by their first rank;
@@ -366,7 +370,7 @@ class Group:
         return self._share(_lib().eht_table_share, "share_table", nbytes, tier, row_bytes, name, device, per_numa)
 
     def share_host_table(self, nbytes, device=-1, name="table"):
-        """The seed's call: host-NUMA only. (cpu, gpu) uint8 views of one table on every rank of
+        """Host-NUMA only: (cpu, gpu) uint8 views of one table on every rank of
         the node, or None on every rank (then share through a region: share_table)."""
         st = self._share(_lib().eht_host_table_share, "share_host_table", nbytes, "host-numa", 1, name, device)
         return None if st is None else (st.cpu, st.gpu)
@@ -411,9 +415,3 @@ class Group:
             self._h = None
 
     __del__ = close
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -18,6 +18,7 @@ def fabric_host_memory_supported(device: Device = None) -> bool:
 
 class ECSharedRegion:
     """num_blocks x block_size_bytes shared by TP workers (and the scheduler) for encoder-cache blocks."""
+    dir: Optional[str]
     engine_id: str
     num_blocks: int
     block_size_bytes: int

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "engram/engram_impl.h"
+#include "util/cpu.h"
 #include "util/err.h"
 
 #define THREAD_MIN_TOKENS 2048 /* per thread: below this, starting threads costs more than it saves */
@@ -133,7 +134,7 @@ int eht_engram_hash(const eht_engram_layout *l, const struct eht_engram_batch *b
 		return rc;
 	if (b->n_tokens && !rows)
 		return eht_err(EINVAL, "engram hash: NULL rows");
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long ncpu = (long)eht_cpu_usable(NULL);
 	size_t nt = b->n_tokens / THREAD_MIN_TOKENS;
 	if (nt > (size_t)(ncpu > 0 ? ncpu : 1))
 		nt = (size_t)(ncpu > 0 ? ncpu : 1);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "lookup/lookup_impl.h"
+#include "util/cpu.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -14,32 +15,6 @@
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static eht_pool *shared_pool;
 static unsigned shared_refs;
-
-/* CPUs listed in /sys/devices/system/node/nodeN/cpulist, or 0 when unreadable. */
-static unsigned node_cpu_count(int node)
-{
-	char path[96], buf[4096];
-	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	unsigned count = 0;
-	for (char *s = buf; *s && *s != '\n';) {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-		if (end == s)
-			return 0;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		if (b >= a)
-			count += (unsigned)(b - a + 1);
-		s = (*end == ',') ? end + 1 : end;
-	}
-	return count;
-}
 
 /* GPUs whose host NUMA node is `node` (each is assumed to have its own process), at least 1. */
 static unsigned node_gpus(int node)
@@ -60,11 +35,9 @@ static unsigned default_threads(int node, unsigned budget)
 		return env > 1024 ? 1024 : (unsigned)env;
 	if (budget) /* the node's one CPU budget, as eht serve handed it to this worker */
 		return budget > 1024 ? 1024 : budget;
-	unsigned cpus = node >= 0 ? node_cpu_count(node) : 0;
-	if (!cpus) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		cpus = n > 0 ? (unsigned)n : 1;
-	}
+	/* The node's CPUs this process may use (affinity, cgroup quota), else all it may use. */
+	cpu_set_t set;
+	unsigned cpus = node >= 0 && eht_cpu_node_set(node, &set) == 0 ? eht_cpu_usable(&set) : eht_cpu_usable(NULL);
 	unsigned share = cpus / node_gpus(node);
 	/* Of the share, one core feeds the pool (the caller, or the poller of stream-triggered requests)
 	 * and one stays with the process's own thread (which launches work and spins in stream syncs):

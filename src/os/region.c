@@ -26,6 +26,7 @@
 
 #include "os/fsinfo.h"
 #include "os/numa.h"
+#include "util/cpu.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/opts.h"
@@ -290,8 +291,8 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 	}
 	unsigned threads = q->threads;
 	if (!threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n > 32 ? 32 : (n < 1 ? 1 : (unsigned)n);
+		unsigned n = eht_cpu_usable(NULL);
+		threads = n > 32 ? 32 : n;
 	}
 	/* About four chunks per thread for balance, 2..64 MiB each, whole (huge) pages. */
 	uint64_t chunk = p.len / ((uint64_t)threads * 4);

@@ -58,7 +58,7 @@ int eht_client_check(eht_client *c)
 
 /* ---- attach ---- */
 
-static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
+static int connect_retry(const char *key, uint32_t timeout_ms, bool fail_fast, int *fd_out)
 {
 	struct sockaddr_un a, ra;
 	socklen_t alen, ralen;
@@ -92,6 +92,9 @@ static int connect_retry(const char *key, uint32_t timeout_ms, int *fd_out)
 				       "still loading, or another process filling it)", key, timeout_ms);
 		if (rc != -ECONNREFUSED)
 			return eht_err_sys(-rc, "attach %s: connect", key);
+		if (fail_fast) /* the name is not bound: nobody serves the key (a full backlog is EAGAIN) */
+			return eht_err(ENOENT, "attach %s: no server holds key '%s' on this node (start one: eht serve "
+					       "CHECKPOINT --key %s)", key, key, key);
 		int64_t left = deadline - eht_now_ms();
 		if (left <= 0)
 			return eht_err(ETIMEDOUT, "attach %s: no `eht serve --key %s` answered within %u ms", key, key,
@@ -175,8 +178,8 @@ static int check_opts(const char *key, const struct eht_attach_opts *opts, struc
 	int orc = eht_opts_in(o, sizeof(*o), opts, "eht_attach: opts");
 	if (orc)
 		return orc;
-	if (o->flags)
-		return eht_err(EINVAL, "eht_attach: unknown flags 0x%x", o->flags);
+	if (o->flags & ~EHT_ATTACH_FAIL_FAST)
+		return eht_err(EINVAL, "eht_attach: unknown flags 0x%x", o->flags & ~EHT_ATTACH_FAIL_FAST);
 	if (!o->timeout_ms)
 		o->timeout_ms = 60000;
 	if (!o->nranks)
@@ -195,7 +198,7 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 	int rc = check_opts(key, opts, &o);
 	int fd = -1;
 	if (!rc)
-		rc = connect_retry(key, o.timeout_ms, &fd);
+		rc = connect_retry(key, o.timeout_ms, o.flags & EHT_ATTACH_FAIL_FAST, &fd);
 	return rc ? rc : serve_attach_fd(fd, key, &o, out);
 }
 
@@ -252,6 +255,7 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 			     (long long)ccount, (long long)cnode);
 	if (!rc && (budget < 0 || budget > 65536))
 		rc = eht_err(EPROTO, "attach %s: malformed pool_threads %lld", key, (long long)budget);
+	eht_ckpt *ckpt = NULL; /* the disk tier's checkpoint, parsed once for all its tables */
 	if (!rc && !(c->tables = calloc(n ? n : 1, sizeof(*c->tables))))
 		rc = eht_err(ENOMEM, "attach: out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -267,7 +271,7 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 		/* The tier checks that the span holds exactly the descriptors it consumes, takes those it
 		 * keeps (set to -1); the rest are closed here. */
 		struct eht_import_args ia = {.device = o.device, .rank = o.rank, .nranks = o.nranks,
-					     .disk_rows = o.disk_rows, .disk_rows_arg = o.disk_rows_arg};
+					     .disk_rows = o.disk_rows, .disk_rows_arg = o.disk_rows_arg, .ckpt = &ckpt};
 		rc = eht_table_import(tj, fds + first, cnt, &ia, &c->tables[i]);
 		if (rc)
 			eht_err_prefix(rc, "attach %s", key);
@@ -284,6 +288,7 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 			rc = receive_hotset(key, json_object_get(tj, "hotset"), fds, nfds, c->tables[i]);
 		}
 	}
+	eht_ckpt_close(ckpt);
 	if (fds)
 		eht_sock_close_fds(fds, nfds);
 	free(fds);

@@ -401,7 +401,7 @@ static int load_tables(eht_server *s, eht_ckpt *ck, const struct eht_serve_opts 
 	if (tier && (tier->caps & EHT_TIER_IN_PLACE)) {
 		for (size_t i = 0; !rc && i < s->ntables; i++) {
 			struct served *t = &s->tables[i];
-			rc = tier->open_in_place(s->path, t->weight, t->scale[0] ? t->scale : NULL, t->name, 0, 1,
+			rc = tier->open_in_place(ck, t->weight, t->scale[0] ? t->scale : NULL, t->name, 0, 1,
 						 EHT_OPEN_EXPORT_ONLY, &t->table);
 			t->copies[0] = t->table;
 		}

@@ -78,19 +78,9 @@ static uint64_t get_le64(const uint8_t *p)
 	return v;
 }
 
-int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n)
+/* The first format, "EHTHOT1\n", uint64 count, count int64 rows (little-endian): still read. */
+static int read_ehthot1(const char *path, FILE *f, int64_t **rows, uint64_t *n)
 {
-	*rows = NULL;
-	*n = 0;
-	/* The file rule (util/file.h): a FIFO named as a hot set fails here instead of blocking. */
-	int fd = eht_file_open_read(path, "hot set", NULL);
-	if (fd < 0)
-		return fd;
-	FILE *f = fdopen(fd, "rb");
-	if (!f) {
-		close(fd);
-		return eht_err_sys(errno, "hot set %s: fdopen", path);
-	}
 	int rc = 0;
 	int64_t *r = NULL;
 	uint8_t hdr[16], b[8];
@@ -131,27 +121,79 @@ int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n)
 	r = NULL;
 out:
 	free(r);
-	fclose(f);
 	return rc;
+}
+
+/* A safetensors file whose one tensor is I64 [count] (eht_hotset_write's). */
+static int read_safetensors(const char *path, int64_t **rows, uint64_t *n)
+{
+	eht_st_file *f = NULL;
+	int rc = eht_st_open(path, 0, &f);
+	if (rc)
+		return eht_err(EINVAL, "hot set %s: not a hot-set file (%s)", path, eht_last_error());
+	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
+	if (eht_st_count(f) != 1 || (rc = eht_st_tensor(f, 0, &ti)) || ti.dtype != EHT_DTYPE_I64 || ti.ndim != 1 ||
+	    ti.elements == 0) {
+		rc = eht_err(EINVAL, "hot set %s: not a hot-set file (want one non-empty I64 tensor of row ids, found %zu "
+				     "tensor(s))", path, eht_st_count(f));
+		goto out;
+	}
+	int64_t *r = malloc(ti.nbytes);
+	if (!r) {
+		rc = eht_err(ENOMEM, "hot set %s: out of memory for %llu rows", path, (unsigned long long)ti.elements);
+		goto out;
+	}
+	for (uint64_t k = 0; k < ti.elements; k++) {
+		r[k] = (int64_t)get_le64((const uint8_t *)ti.data + 8 * k); /* safetensors is little-endian */
+		if (r[k] < 0) {
+			rc = eht_err(EINVAL, "hot set %s: entry %llu is the negative row %lld", path, (unsigned long long)k,
+				     (long long)r[k]);
+			free(r);
+			goto out;
+		}
+	}
+	*rows = r;
+	*n = ti.elements;
+out:
+	eht_st_close(f);
+	return rc;
+}
+
+int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n)
+{
+	*rows = NULL;
+	*n = 0;
+	/* The file rule (util/file.h): a FIFO named as a hot set fails here instead of blocking. */
+	int fd = eht_file_open_read(path, "hot set", NULL);
+	if (fd < 0)
+		return fd;
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		return eht_err_sys(errno, "hot set %s: fdopen", path);
+	}
+	char magic[8] = {0};
+	int legacy = fread(magic, 1, 8, f) == 8 && !memcmp(magic, EHT_HOTSET_MAGIC, 8);
+	int rc = legacy ? read_ehthot1(path, f, rows, n) : 0;
+	fclose(f);
+	return legacy ? rc : read_safetensors(path, rows, n);
 }
 
 int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n)
 {
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return eht_err_sys(errno, "hot set %s: create", path);
-	uint8_t hdr[16], b[8];
-	memcpy(hdr, EHT_HOTSET_MAGIC, 8);
-	put_le64(hdr + 8, n);
-	int ok = fwrite(hdr, 1, 16, f) == 16;
-	for (uint64_t i = 0; i < n && ok; i++) {
-		put_le64(b, (uint64_t)rows[i]);
-		ok = fwrite(b, 1, 8, f) == 8;
-	}
-	int e = errno;
-	if (fclose(f) || !ok)
-		return eht_err_sys(e ? e : EIO, "hot set %s: write", path);
-	return 0;
+	if (n == 0)
+		return eht_err(EINVAL, "hot set %s: no rows", path);
+	int64_t *le = malloc(n * sizeof(*le));
+	if (!le)
+		return eht_err(ENOMEM, "hot set %s: out of memory", path);
+	for (uint64_t i = 0; i < n; i++)
+		put_le64((uint8_t *)&le[i], (uint64_t)rows[i]);
+	const uint64_t shape[1] = {n};
+	const struct eht_st_write_tensor t = {"hotset", EHT_DTYPE_I64, 1, shape, le, NULL, NULL};
+	const char *meta[] = {"format", "eht-hotset-1", NULL};
+	int rc = eht_st_write(path, &t, 1, meta, 0);
+	free(le);
+	return rc ? eht_err_prefix(rc, "hot set %s", path) : 0;
 }
 
 

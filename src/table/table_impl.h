@@ -105,6 +105,9 @@ struct eht_import_args {
 	/* disk: the rows to map instead of the share (eht_attach_opts.disk_rows); NULL: the share */
 	int (*disk_rows)(void *arg, const char *name, uint64_t rows, uint64_t *first_row, uint64_t *row_count);
 	void *disk_rows_arg;
+	/* NULL, or where a tier that reads a checkpoint in place (disk) keeps it open from one import
+	 * to the next; the caller closes *ckpt after its last import. */
+	eht_ckpt **ckpt;
 };
 
 /* Imports a table that eht_table_export described: finds the tier by desc's "tier" and calls its
@@ -129,8 +132,9 @@ struct eht_tier_def {
 	int (*share)(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, int tier, bool quiet,
 		     eht_table **out);
 	/* Opens a checkpoint's table where its rows lie, without copying them (NULL: the tier holds rows
-	 * in memory and is filled by its user). flags: EHT_OPEN_EXPORT_ONLY. */
-	int (*open_in_place)(const char *ckpt, const char *weight, const char *scale, const char *name,
+	 * in memory and is filled by its user). ck: the checkpoint, open (the caller closes it). flags:
+	 * EHT_OPEN_EXPORT_ONLY. */
+	int (*open_in_place)(eht_ckpt *ck, const char *weight, const char *scale, const char *name,
 			     uint32_t rank, uint32_t nranks, unsigned flags, eht_table **out);
 	/* See eht_table_import (desc's "tier" already matched). */
 	int (*import)(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);

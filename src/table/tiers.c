@@ -33,7 +33,7 @@ static int share_none(uint64_t bytes, eht_group *g, const struct eht_share_opts 
 	return eht_err(EINVAL, "eht_table_share: tier %d (%s) cannot be shared", tier, eht_tier_name(tier));
 }
 
-static int open_none(const char *ckpt, const char *weight, const char *scale, const char *name, uint32_t rank,
+static int open_none(eht_ckpt *ck, const char *weight, const char *scale, const char *name, uint32_t rank,
 		     uint32_t nranks, unsigned flags, eht_table **out)
 {
 	return eht_err(ENOTSUP, "table %s: this tier does not open checkpoints in place", name ? name : "(null)");

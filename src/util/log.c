@@ -13,6 +13,9 @@
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 static int log_level = EHT_LOG_WARN;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t sink_mu = PTHREAD_MUTEX_INITIALIZER;
+static eht_log_fn sink_fn;
+static void *sink_arg;
 
 static void log_init(void)
 {
@@ -48,6 +51,20 @@ void eht_log(int level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	/* One fprintf per line so lines from several threads do not interleave. */
-	fprintf(stderr, "eht: %s: %s\n", level_names[level], line);
+	pthread_mutex_lock(&sink_mu);
+	eht_log_fn fn = sink_fn;
+	void *arg = sink_arg;
+	pthread_mutex_unlock(&sink_mu);
+	if (fn) /* called unlocked: the callback may log, or take the caller's locks (Python's GIL) */
+		fn(level, line, arg);
+	else /* One fprintf per line so lines from several threads do not interleave. */
+		fprintf(stderr, "eht: %s: %s\n", level_names[level], line);
+}
+
+void eht_log_set_callback(eht_log_fn fn, void *arg)
+{
+	pthread_mutex_lock(&sink_mu);
+	sink_fn = fn;
+	sink_arg = arg;
+	pthread_mutex_unlock(&sink_mu);
 }

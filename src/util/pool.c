@@ -162,15 +162,17 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 	bool bind = false;
 	*out = NULL;
 	if (numa_node >= 0) {
-		if (node_cpus(numa_node, &cpus) == 0)
-			bind = true;
-		else
+		/* Only the node's CPUs this process may run on: binding a thread outside its cpuset fails. */
+		if (node_cpus(numa_node, &cpus) != 0)
 			eht_warn_once("cannot read the CPUs of NUMA node %d; pool threads are not bound", numa_node);
+		else if (eht_cpu_restrict(&cpus) == 0)
+			eht_warn_once("no CPU of NUMA node %d is in this process's affinity; pool threads are not bound",
+				      numa_node);
+		else
+			bind = true;
 	}
-	if (nthreads == 0) {
-		long n = bind ? CPU_COUNT(&cpus) : sysconf(_SC_NPROCESSORS_ONLN);
-		nthreads = n > 0 ? (unsigned)n : 1;
-	}
+	if (nthreads == 0) /* within the affinity mask and the cgroup's CPU quota */
+		nthreads = eht_cpu_usable(bind ? &cpus : NULL);
 	if (nthreads > 1024)
 		return eht_err(EINVAL, "thread pool: %u threads is over the limit of 1024", nthreads);
 	eht_pool *p = calloc(1, sizeof(*p));

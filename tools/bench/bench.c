@@ -25,8 +25,8 @@ int cmd_bench(int argc, char **argv)
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			if (!strcmp(argv[1], kinds[i].name))
 				return kinds[i].fn(argc - 1, argv + 1);
-	if (argc >= 2)
-		fprintf(stderr, "eht bench: unknown benchmark '%s'\n", argv[1]);
+	if (argc >= 2) /* with --json also one JSON error line */
+		return cli_errorf("bench", 2, "unknown benchmark '%s' (eht bench --help lists them)", argv[1]);
 	fputs(usage, stderr);
 	return 2;
 }

@@ -86,16 +86,15 @@ int bench_hash(int argc, char **argv)
 	};
 	int reps = 50, device = 0, no_gpu = 0, json = 0, c;
 	long prefill = 8192, decode = 256;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "bench hash", "h", opts)) != -1) {
 		char *end = NULL;
 		long v = 0;
 		if (c == 'r' || c == 'p' || c == 'd' || c == 'D') {
 			v = strtol(optarg, &end, 10);
-			if (!*optarg || *end || v < (c == 'D' ? 0 : 1) || v > (1L << 24)) {
-				fprintf(stderr, "eht bench hash: bad value '%s'\n%s\n", optarg, USAGE);
-				return 2;
-			}
+			if (!*optarg || *end || v < (c == 'D' ? 0 : 1) || v > (1L << 24))
+				return cli_errorf("bench hash", 2, "bad value '%s' for --%s (eht bench hash --help shows the usage)",
+						  optarg, c == 'r' ? "reps" : c == 'p' ? "prefill" : c == 'd' ? "decode" : "device");
 		}
 		switch (c) {
 		case 'r': reps = (int)v; break;
@@ -105,13 +104,11 @@ int bench_hash(int argc, char **argv)
 		case 'n': no_gpu = 1; break;
 		case 'j': json = 1; break;
 		case 'h': printf("%s\n", USAGE); return 0;
-		default: fprintf(stderr, "%s\n", USAGE); return 2;
+		default: return 2; /* cli_getopt said why */
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "%s\n", USAGE);
-		return 2;
-	}
+	if (optind != argc)
+		return cli_usage_error("bench hash", "unexpected argument");
 	eht_engram_layout *l;
 	if (eht_engram_layout_preset("v41", &l) != 0)
 		return cli_fail("bench hash", NULL);
@@ -157,17 +154,17 @@ int bench_hash(int argc, char **argv)
 	eht_engram_layout_free(l);
 	if (rc)
 		return cli_fail("bench hash", NULL);
-	if (json) {
-		printf("{\"layout\": \"v41\", \"row_ids_per_token\": 48, \"reps\": %d", reps);
-		for (int k = 0; k < 2; k++) {
-			printf(", \"%s\": {\"tokens\": %zu, \"requests\": %zu, \"cpu_s\": %.9f", sh[k].name, sh[k].nt, sh[k].nr,
-			       sh[k].cpu_s);
-			if (sh[k].gpu_s >= 0)
-				printf(", \"gpu_s\": %.9f", sh[k].gpu_s);
-			printf("}");
-		}
-		printf("}\n");
-		return 0;
+	if (json) { /* the bench envelope (bench, eht_version, host, time_utc), then the figures */
+		json_t *o = bench_report_new("hash");
+		json_object_set_new(o, "layout", json_string("v41"));
+		json_object_set_new(o, "row_ids_per_token", json_integer(48));
+		json_object_set_new(o, "reps", json_integer(reps));
+		for (int k = 0; k < 2; k++)
+			json_object_set_new(o, sh[k].name,
+					    json_pack("{s:I, s:I, s:f, s:o}", "tokens", (json_int_t)sh[k].nt, "requests",
+						      (json_int_t)sh[k].nr, "cpu_s", sh[k].cpu_s, "gpu_s",
+						      bench_real_or_null(sh[k].gpu_s, sh[k].gpu_s >= 0)));
+		return cli_print_json(o);
 	}
 	printf("Engram hash, V4.1 layout (2 layers x 24 row ids per token), median of %d steps\n", reps);
 	for (int k = 0; k < 2; k++) {

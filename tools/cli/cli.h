@@ -46,8 +46,14 @@ int cli_int(const char *cmd, const char *name, const char *s, int *out);
 int cli_double(const char *cmd, const char *name, const char *s, double *out);
 /* Prints o (indented) on stdout and drops the reference. Returns 0, or 1 when it could not. */
 int cli_print_json(json_t *o);
-/* A failure: "eht CMD: msg" on stderr (msg NULL: eht_last_error()), and with json also
- * {"error": msg, "command": "eht CMD"} on stdout. Returns 1. */
+/* Prints o as one line (JSON lines: a stream of events) and drops the reference. 0 or 1. */
+int cli_print_json_line(json_t *o);
+/* The JSON contract: set by main when the command line has --json. Every error is then also one
+ * line {"error": msg, "command": "eht CMD", "exit": code} on stdout (a usage error too). */
+extern int cli_json;
+/* An error: "eht CMD: msg" on stderr, and with cli_json the JSON line on stdout. Returns code. */
+int cli_errorf(const char *cmd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A failure: cli_errorf(cmd, 1, msg) (msg NULL: eht_last_error()), as JSON also when json. Returns 1. */
 int cli_error(const char *cmd, int json, const char *msg);
 /* Whether progress goes to a terminal (a bar) or not (plain lines). */
 int cli_progress_tty(void);

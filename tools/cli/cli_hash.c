@@ -16,35 +16,37 @@
 	"[--json] [--device N]\n"                                                                            \
 	"  STEPS.json: [{\"requests\": [{\"req\": \"a\", \"token_ids\": [...], \"dead\": [0,1,...]}]}, ...]\n"  \
 	"  (dead optional, 1 = image token); a request's history carries across steps by its name.\n"        \
-	"  --json: [{\"rows\": R}, ...] per step, R[token][layer][col] int32 row ids (offset included),\n"    \
-	"  col = (order - 2) * n_heads + head."
+	"  --json: {\"steps\": [{\"rows\": R}, ...]}, R[token][layer][col] int32 row ids (offset\n"         \
+	"  included), col = (order - 2) * n_heads + head; errors as {\"error\": ...}."
 
 static int usage_err(const char *msg)
 {
 	if (msg)
-		fprintf(stderr, "eht hash: %s\n", msg);
+		return cli_usage_error("hash", msg);
 	fprintf(stderr, "%s\n", USAGE);
 	return 2;
 }
 
+/* One step's rows: into jf (the JSON held until every step is done, so that a failing step leaves
+ * only the error object on stdout), else as text on stdout. */
 static void print_step(const struct eht_engram_info *in, const struct engram_steps *ss, size_t si,
-		       const int32_t *rows, int json)
+		       const int32_t *rows, FILE *jf)
 {
 	const struct engram_step *st = &ss->steps[si];
 	const size_t per = (size_t)in->n_layers * in->cols;
-	if (json) {
-		printf("%s{\"rows\": [", si ? ",\n " : "[");
+	if (jf) {
+		fprintf(jf, "%s{\"rows\": [", si ? ",\n " : "");
 		for (size_t t = 0; t < st->n_tokens; t++) {
-			printf("%s[", t ? ", " : "");
+			fprintf(jf, "%s[", t ? ", " : "");
 			for (uint32_t l = 0; l < in->n_layers; l++) {
-				printf("%s[", l ? ", " : "");
+				fprintf(jf, "%s[", l ? ", " : "");
 				for (uint32_t c = 0; c < in->cols; c++)
-					printf("%s%d", c ? ", " : "", rows[t * per + l * in->cols + c]);
-				printf("]");
+					fprintf(jf, "%s%d", c ? ", " : "", rows[t * per + l * in->cols + c]);
+				fputc(']', jf);
 			}
-			printf("]");
+			fputc(']', jf);
 		}
-		printf("]}");
+		fputs("]}", jf);
 		return;
 	}
 	printf("step %zu:\n", si);
@@ -102,9 +104,14 @@ int cmd_hash(int argc, char **argv)
 	eht_engram_state *state = NULL;
 	struct engram_steps *ss = NULL;
 	int32_t *rows = NULL, *hist = NULL;
-	char *text = NULL;
-	size_t len;
+	char *text = NULL, *jbuf = NULL;
+	size_t len, jlen = 0;
+	FILE *jf = NULL;
 	int rc = 1;
+	if (json && !(jf = open_memstream(&jbuf, &jlen))) {
+		cli_errorf("hash", 1, "out of memory");
+		goto out;
+	}
 	if ((preset ? eht_engram_layout_preset(preset, &l) : eht_engram_layout_from_file(config, &l)) != 0 ||
 	    (map && eht_engram_layout_load_token_map(l, map) != 0)) {
 		cli_fail("hash", NULL);
@@ -116,7 +123,7 @@ int cmd_hash(int argc, char **argv)
 		goto out;
 	}
 	if (engram_steps_parse(text, len, &ss) != 0 || eht_engram_state_create(l, 0, &state) != 0) {
-		fprintf(stderr, "eht hash: %s: %s\n", steps, eht_last_error());
+		cli_errorf("hash", 1, "%s: %s", steps, eht_last_error());
 		goto out;
 	}
 	struct eht_engram_info in = {.size = sizeof(in)};
@@ -131,7 +138,7 @@ int cmd_hash(int argc, char **argv)
 		rows = malloc((st->n_tokens * per + 1) * sizeof(*rows));
 		hist = malloc((st->n_requests * (in.max_ngram - 1) + 1) * sizeof(*hist));
 		if (!rows || !hist) {
-			fprintf(stderr, "eht hash: out of memory\n");
+			cli_errorf("hash", 1, "out of memory");
 			goto out;
 		}
 		int r;
@@ -147,15 +154,25 @@ int cmd_hash(int argc, char **argv)
 			r = eht_engram_state_step(state, st->req, &b, rows);
 		}
 		if (r) {
-			fprintf(stderr, "eht hash: step %zu: %s\n", si, eht_last_error());
+			cli_errorf("hash", 1, "step %zu: %s", si, eht_last_error());
 			goto out;
 		}
-		print_step(&in, ss, si, rows, json);
+		print_step(&in, ss, si, rows, jf);
 	}
-	if (json)
-		printf("%s\n", ss->n ? "]" : "[]");
+	if (jf) {
+		int bad = fclose(jf) != 0;
+		jf = NULL;
+		if (bad) {
+			cli_errorf("hash", 1, "out of memory");
+			goto out;
+		}
+		printf("{\"steps\": [%s]}\n", jbuf);
+	}
 	rc = 0;
 out:
+	if (jf)
+		fclose(jf);
+	free(jbuf);
 	free(rows);
 	free(hist);
 	free(text);

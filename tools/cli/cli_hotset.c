@@ -13,14 +13,16 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: eht hotset build --workload text:FILE --rows K [--layer 1|14] [--skip-tokens N]\n"
-		   "                        [--table-rows R] -o OUT\n"
+		   "                        [--table-rows R] -o OUT [--json]\n"
 		   "  the K most frequent row ids of the text's Engram hashes (V4.1 layout, identity token map), most\n"
 		   "  frequent first, learned on tokens [N, end) (--skip-tokens keeps the first N for measuring).\n"
 		   "  --layer      model layer whose table the ids index (default 1)\n"
 		   "  --table-rows scale ids to a table of R rows as `eht bench lookup` does (default: the layer's\n"
 		   "               own rows, 384,006,168 / 384,016,682)\n"
-		   "  OUT: \"EHTHOT1\\n\", uint64 count, count int64 row ids, little-endian. GPU memory of a hot set:\n"
-		   "  K x row bytes (264 for V4.1) + at most 48 x K for its index.\n");
+		   "  OUT: a safetensors file with one I64 tensor \"hotset\" [K] of row ids. GPU memory of a hot set:\n"
+		   "  K x row bytes (264 for V4.1) + at most 48 x K for its index.\n"
+		   "  --json       {\"output\", \"rows\", \"table_rows\", \"layer\", \"tokens\": [first, end), \"coverage\",\n"
+		   "               \"gpu_bytes\", \"seconds\"} on stdout; errors as {\"error\": ...}\n");
 }
 
 int cmd_hotset(int argc, char **argv)
@@ -30,6 +32,8 @@ int cmd_hotset(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+		if (argc >= 2)
+			return cli_usage_error("hotset", "the only subcommand is build");
 		usage(stderr);
 		return 2;
 	}
@@ -39,40 +43,31 @@ int cmd_hotset(int argc, char **argv)
 		{"workload", required_argument, NULL, 'W'}, {"rows", required_argument, NULL, 'k'},
 		{"layer", required_argument, NULL, 'l'},    {"skip-tokens", required_argument, NULL, 's'},
 		{"table-rows", required_argument, NULL, 'r'}, {"output", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-	optind = 1;
-	opterr = 0;
-	int opt;
+		{"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}};
+	int opt, json = 0;
 	char *end;
 	argc--, argv++;
-	while ((opt = getopt_long(argc, argv, ":o:", longopts, NULL)) != -1) {
+	cli_opt_reset();
+	while ((opt = cli_getopt(argc, argv, "hotset build", "o:", longopts)) != -1) {
 		long long *dst = opt == 'k' ? &k : opt == 's' ? &skip : opt == 'r' ? &trows : opt == 'l' ? &layer : NULL;
 		switch (opt) {
 		case 'W': workload = optarg; break;
 		case 'o': outp = optarg; break;
 		case 'k': case 's': case 'r': case 'l':
 			*dst = strtoll(optarg, &end, 10);
-			if (*end || *dst < 0) {
-				fprintf(stderr, "eht hotset build: %s needs a count, not '%s'\n", argv[optind - 1], optarg);
-				return 2;
-			}
+			if (*end || !*optarg || *dst < 0)
+				return cli_errorf("hotset build", 2, "%s needs a count, not '%s'", argv[optind - 1], optarg);
 			break;
+		case 'j': json = 1; break;
 		case 'h': usage(stdout); return 0;
-		case ':':
-			fprintf(stderr, "eht hotset build: %s needs a value\n", argv[optind - 1]);
-			return 2;
-		default:
-			fprintf(stderr, "eht hotset build: unknown option '%s'\n", argv[optind - 1]);
-			usage(stderr);
-			return 2;
+		default: return 2;
 		}
 	}
-	if (optind < argc || !workload || !outp || k <= 0 || (layer != 1 && layer != 14) || trows > INT32_MAX) {
-		fprintf(stderr, "eht hotset build: needs --workload text:FILE, --rows K > 0, -o OUT%s\n",
-			layer != 1 && layer != 14 ? " and --layer 1 or 14" : "");
-		usage(stderr);
-		return 2;
-	}
+	if (optind < argc || !workload || !outp || k <= 0 || (layer != 1 && layer != 14) || trows > INT32_MAX)
+		return cli_usage_error("hotset build", layer != 1 && layer != 14
+							       ? "needs --workload text:FILE, --rows K > 0, -o OUT and --layer 1 or 14"
+							       : "needs --workload text:FILE, --rows K > 0 and -o OUT");
 	struct bench_workload *w = NULL;
 	int64_t *rows = NULL;
 	size_t n = 0;
@@ -83,19 +78,27 @@ int cmd_hotset(int argc, char **argv)
 		goto out;
 	}
 	if ((size_t)skip >= bench_workload_tokens(w)) {
-		fprintf(stderr, "eht hotset build: --skip-tokens %lld leaves nothing of the %zu tokens\n", skip,
-			bench_workload_tokens(w));
+		cli_errorf("hotset build", 1, "--skip-tokens %lld leaves nothing of the %zu tokens", skip,
+			   bench_workload_tokens(w));
 		goto out;
 	}
 	if (bench_workload_hotset(w, (size_t)k, 0, (size_t)skip, &rows, &n, &cov) || eht_hotset_write(outp, rows, n)) {
 		cli_fail("hotset build", NULL);
 		goto out;
 	}
-	printf("hot set %s: %zu rows of %llu (layer %lld), learned on tokens [%lld, %zu): %.1f %% of their lookups; "
-	       "%.1f MB of GPU memory at 264 B rows; %.1f s\n",
-	       outp, n, (unsigned long long)bench_workload_rows(w), layer, skip, bench_workload_tokens(w), 100 * cov,
-	       (double)n * (264 + 48) / 1e6, cli_now_s() - t0);
-	rc = 0;
+	if (json)
+		rc = cli_print_json(json_pack("{s:s, s:I, s:I, s:I, s:[I, I], s:f, s:I, s:f}", "output", outp, "rows",
+					      (json_int_t)n, "table_rows", (json_int_t)bench_workload_rows(w), "layer",
+					      (json_int_t)layer, "tokens", (json_int_t)skip,
+					      (json_int_t)bench_workload_tokens(w), "coverage", cov, "gpu_bytes",
+					      (json_int_t)(n * (264 + 48)), "seconds", cli_now_s() - t0));
+	else {
+		printf("hot set %s: %zu rows of %llu (layer %lld), learned on tokens [%lld, %zu): %.1f %% of their "
+		       "lookups; %.1f MB of GPU memory at 264 B rows; %.1f s\n",
+		       outp, n, (unsigned long long)bench_workload_rows(w), layer, skip, bench_workload_tokens(w),
+		       100 * cov, (double)n * (264 + 48) / 1e6, cli_now_s() - t0);
+		rc = 0;
+	}
 out:
 	free(rows);
 	bench_workload_free(w);

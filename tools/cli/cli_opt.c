@@ -2,6 +2,7 @@
 /* cli_opt.c: what every subcommand shares: getopt_long with exit-2 messages, strict numbers, and
  * JSON errors ({"error": ...}); bench reports are tools/bench's (bench_harness.c). */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -12,6 +13,31 @@
 
 #include "cli.h"
 #include "eht.h"
+
+int cli_json;
+
+int cli_errorf(const char *cmd, int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "eht %s: %s\n", cmd, msg);
+	if (cli_json) {
+		/* One line: a stream of JSON lines (eht serve --json) stays one object per line. */
+		char full[64];
+		snprintf(full, sizeof(full), "eht %s", cmd);
+		json_t *o = json_pack("{s:s, s:s, s:i}", "error", msg, "command", full, "exit", code);
+		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		if (text)
+			printf("%s\n", text);
+		fflush(stdout);
+		free(text);
+		json_decref(o);
+	}
+	return code;
+}
 
 void cli_opt_reset(void) { optind = 0; /* glibc: 0 re-initializes the scanner for a new argv */ }
 
@@ -24,17 +50,17 @@ int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, co
 	if (c == '?') {
 		const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
 		if (optopt && (bad[0] != '-' || bad[1] == '-' || strlen(bad) != 2))
-			fprintf(stderr, "eht %s: unknown option '-%c' (eht %s --help lists them)\n", cmd, optopt, cmd);
+			cli_errorf(cmd, 2, "unknown option '-%c' (eht %s --help lists them)", optopt, cmd);
 		else
-			fprintf(stderr, "eht %s: unknown option '%s' (eht %s --help lists them)\n", cmd, bad, cmd);
+			cli_errorf(cmd, 2, "unknown option '%s' (eht %s --help lists them)", bad, cmd);
 		return CLI_OPT_ERROR;
 	}
 	if (c == ':') {
 		const char *bad = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
 		if (optopt && bad[0] == '-' && bad[1] != '-')
-			fprintf(stderr, "eht %s: option '-%c' needs a value\n", cmd, optopt);
+			cli_errorf(cmd, 2, "option '-%c' needs a value", optopt);
 		else
-			fprintf(stderr, "eht %s: option '%s' needs a value\n", cmd, bad);
+			cli_errorf(cmd, 2, "option '%s' needs a value", bad);
 		return CLI_OPT_ERROR;
 	}
 	return c;
@@ -42,8 +68,7 @@ int cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts, co
 
 int cli_usage_error(const char *cmd, const char *msg)
 {
-	fprintf(stderr, "eht %s: %s (eht %s --help shows the usage)\n", cmd, msg, cmd);
-	return 2;
+	return cli_errorf(cmd, 2, "%s (eht %s --help shows the usage)", msg, cmd);
 }
 
 int cli_u64(const char *cmd, const char *name, const char *s, uint64_t *out)
@@ -52,8 +77,7 @@ int cli_u64(const char *cmd, const char *name, const char *s, uint64_t *out)
 	errno = 0;
 	unsigned long long v = s && *s != '-' ? strtoull(s, &end, 0) : 0;
 	if (!s || !*s || *s == '-' || errno || !end || *end) {
-		fprintf(stderr, "eht %s: %s takes a non-negative integer, not '%s'\n", cmd, name, s ? s : "");
-		return 2;
+		return cli_errorf(cmd, 2, "%s takes a non-negative integer, not '%s'", name, s ? s : "");
 	}
 	*out = v;
 	return 0;
@@ -75,9 +99,8 @@ int cli_rows_or_bytes(const char *cmd, const char *name, const char *s, uint64_t
 	if (rest && shift && (*rest == 'B' || *rest == 'b'))
 		rest++;
 	if (!s || !end || end == s || errno || *rest || v == 0 || (shift && v > (UINT64_MAX >> shift))) {
-		fprintf(stderr, "eht %s: %s takes rows (a count) or GPU memory (e.g. 256M, 1G), not '%s'\n", cmd, name,
-			s ? s : "");
-		return 2;
+		return cli_errorf(cmd, 2, "%s takes rows (a count) or GPU memory (e.g. 256M, 1G), not '%s'", name,
+				  s ? s : "");
 	}
 	*rows = shift ? 0 : v;
 	*bytes = shift ? (uint64_t)v << shift : 0;
@@ -90,8 +113,7 @@ int cli_int(const char *cmd, const char *name, const char *s, int *out)
 	errno = 0;
 	long v = s ? strtol(s, &end, 10) : 0;
 	if (!s || !*s || errno || !end || *end || v < INT_MIN || v > INT_MAX) {
-		fprintf(stderr, "eht %s: %s takes an integer, not '%s'\n", cmd, name, s ? s : "");
-		return 2;
+		return cli_errorf(cmd, 2, "%s takes an integer, not '%s'", name, s ? s : "");
 	}
 	*out = (int)v;
 	return 0;
@@ -103,8 +125,7 @@ int cli_double(const char *cmd, const char *name, const char *s, double *out)
 	errno = 0;
 	double v = s ? strtod(s, &end) : 0;
 	if (!s || !*s || errno || !end || *end || v != v) {
-		fprintf(stderr, "eht %s: %s takes a number, not '%s'\n", cmd, name, s ? s : "");
-		return 2;
+		return cli_errorf(cmd, 2, "%s takes a number, not '%s'", name, s ? s : "");
 	}
 	*out = v;
 	return 0;
@@ -129,15 +150,24 @@ int cli_print_json(json_t *o)
 
 int cli_error(const char *cmd, int json, const char *msg)
 {
-	if (!msg)
-		msg = eht_last_error();
-	fprintf(stderr, "eht %s: %s\n", cmd, msg);
-	if (json) {
-		char full[64];
-		snprintf(full, sizeof(full), "eht %s", cmd);
-		cli_print_json(json_pack("{s:s, s:s}", "error", msg, "command", full));
-	}
+	int was = cli_json;
+	cli_json |= json;
+	cli_errorf(cmd, 1, "%s", msg ? msg : eht_last_error());
+	cli_json = was;
 	return 1;
+}
+
+int cli_print_json_line(json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+	json_decref(o);
+	if (!s) {
+		fprintf(stderr, "eht: cannot encode the JSON report\n");
+		return 1;
+	}
+	int bad = printf("%s\n", s) < 0 || fflush(stdout) != 0;
+	free(s);
+	return bad;
 }
 
 int cli_progress_tty(void) { return isatty(2); }

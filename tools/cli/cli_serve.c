@@ -102,7 +102,8 @@ static void usage(FILE *f)
 		   "                     each worker's pool gets N / workers threads (at least 1) unless its\n"
 		   "                     EHT_THREADS or eht_lookup_opts.threads says otherwise\n"
 		   "  --ready-file PATH  written (JSON status) once serving, removed on exit\n"
-		   "  --json             the ready report and the stop report as JSON lines on stdout\n"
+		   "  --json             JSON lines on stdout, one object per line: {\"event\": \"ready\", ...} once\n"
+		   "                     serving, {\"event\": \"stopped\", ...} at the end; errors as {\"error\": ...}\n"
 		   "Readiness: READY=1 to $NOTIFY_SOCKET (systemd Type=notify, see examples/eht-serve.service),\n"
 		   "the ready file, and `eht status KEY`.\n",
 		EHT_SERVE_DEFAULT_PATTERN);
@@ -283,9 +284,10 @@ int cmd_serve(int argc, char **argv)
 	if (eht_serve_start(path, &o, &s) != 0) {
 		if (__atomic_load_n(&stop_signal, __ATOMIC_RELAXED)) {
 			pthread_join(sigt, NULL);
-			fprintf(stderr, "\neht serve: %s during the load: stopped; nothing was left behind\n",
-				stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
-			return 1;
+			if (p.tty)
+				fputc('\n', stderr);
+			return cli_errorf("serve", 1, "%s during the load: stopped; nothing was left behind",
+					  stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
 		}
 		int rc = cli_error("serve", json, NULL);
 		pthread_kill(sigt, SIGTERM); /* taken by its sigwait: ends the thread */
@@ -318,7 +320,7 @@ int cmd_serve(int argc, char **argv)
 	json_decref(stj);
 	if (json) {
 		json_t *st = status ? json_loads(status, 0, NULL) : NULL;
-		cli_print_json(json_pack("{s:s, s:s, s:f, s:o}", "event", "ready", "key", key, "load_s", secs, "status",
+		cli_print_json_line(json_pack("{s:s, s:s, s:f, s:o}", "event", "ready", "key", key, "load_s", secs, "status",
 					 st ? st : json_null()));
 	} else {
 		print_hotsets(status);
@@ -332,8 +334,7 @@ int cmd_serve(int argc, char **argv)
 	if (ready_file) {
 		int w = cli_write_file_atomic(ready_file, status ? status : "{}");
 		if (w) {
-			fprintf(stderr, "eht serve: cannot write the ready file: %s\n", eht_last_error());
-			rc = 1;
+			rc = cli_errorf("serve", 1, "cannot write the ready file: %s", eht_last_error());
 		}
 	}
 	free(status);
@@ -353,7 +354,7 @@ int cmd_serve(int argc, char **argv)
 	int src = eht_serve_stop(s);
 	const char *why = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "error";
 	if (json)
-		cli_print_json(json_pack("{s:s, s:s, s:s, s:I, s:i}", "event", "stopped", "key", key, "signal", why,
+		cli_print_json_line(json_pack("{s:s, s:s, s:s, s:I, s:i}", "event", "stopped", "key", key, "signal", why,
 					 "attaches", (json_int_t)attaches, "workers_attached", (int)clients));
 	else
 		printf("eht serve: %s: stopped after %llu attach(es), %u worker(s) still attached; tables released\n", why,

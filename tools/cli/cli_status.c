@@ -15,7 +15,8 @@ static void usage(FILE *f)
 		   "Asks the running servers of this user (eht serve, or any program serving with libeht) what\n"
 		   "they hold: key, checkpoint, tables (tier, NUMA node, bytes), attached workers (pid, uid),\n"
 		   "uptime and readiness. With KEY, that server only (exit 1 when none holds it).\n"
-		   "  --json   the servers' answers as JSON (errors as {\"error\": ...})\n");
+		   "  --json   {\"servers\": [...]}, the servers' answers, with KEY or without (one server or\n"
+		   "           none or several); errors as {\"error\": ...}\n");
 }
 
 static void human(uint64_t b, char *buf, size_t n)
@@ -110,8 +111,8 @@ int cmd_status(int argc, char **argv)
 	free(text);
 	if (!v)
 		return cli_error("status", json, "unreadable answer");
-	if (json)
-		return cli_print_json(v);
+	if (json) /* one shape with KEY and without: a list of servers */
+		return cli_print_json(json_pack("{s:o}", "servers", json_is_array(v) ? v : json_pack("[o]", v)));
 	if (json_is_array(v) && json_array_size(v) == 0)
 		printf("no eht server runs on this node for this user\n");
 	else if (json_is_array(v)) {

@@ -2,6 +2,7 @@
 /* cli_synth.c: `eht synth DIR`: write a small synthetic Engram-shaped checkpoint. */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,11 @@
 #include "eht.h"
 
 #define USAGE                                                                                              \
-	"usage: eht synth DIR [--tables N] [--rows R | --preset v41-small] [--shards S] [--seed X]\n"     \
+	"usage: eht synth DIR [--tables N] [--rows R | --preset v41-small] [--shards S] [--seed X] [--json]\n" \
 	"  writes layers.<L>.engram.embed.weight F8_E4M3 [R,256] + .scale F8_E8M0 [R,8] per table\n"      \
 	"  (L = 1, 14, 27, ...), deterministic from the seed. --preset v41-small: two tables whose rows\n" \
-	"  are the 24 head ranges (small primes) of that Engram layout, so sharding by head range is real."
+	"  are the 24 head ranges (small primes) of that Engram layout, so sharding by head range is real.\n" \
+	"  --json: {\"path\", \"preset\", \"tables\": [{\"name\", \"layer\", \"rows\"}], \"files\", \"seed\"} on stdout"
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -31,7 +33,7 @@ static int parse_u64(const char *s, uint64_t *out)
 static int usage_err(const char *msg)
 {
 	if (msg)
-		fprintf(stderr, "eht synth: %s\n", msg);
+		return cli_usage_error("synth", msg);
 	fprintf(stderr, "%s\n", USAGE);
 	return 2;
 }
@@ -41,26 +43,33 @@ int cmd_synth(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"tables", required_argument, 0, 't'}, {"rows", required_argument, 0, 'r'},
 	    {"shards", required_argument, 0, 's'}, {"seed", required_argument, 0, 'x'},
-	    {"preset", required_argument, 0, 'p'}, {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
+	    {"preset", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
+	    {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
 	};
+	int json = 0;
 	struct eht_synth_opts o = {.size = sizeof(o)};
 	const char *preset = NULL;
 	uint64_t rows[EHT_ENGRAM_MAX_LAYERS];
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "synth", "h", opts)) != -1) {
 		uint64_t v = 0;
 		if (c == 'h') {
 			printf("%s\n", USAGE);
 			return 0;
 		}
+		if (c == CLI_OPT_ERROR)
+			return 2;
+		if (c == 'j') {
+			json = 1;
+			continue;
+		}
 		if (c == 'p') {
 			preset = optarg;
 			continue;
 		}
-		if (c == '?' || parse_u64(optarg, &v))
-			return usage_err(c == '?' ? NULL : "options take unsigned integers");
+		if (parse_u64(optarg, &v))
+			return usage_err("options take unsigned integers");
 		if ((c == 't' || c == 's') && (v == 0 || v > UINT32_MAX))
 			return usage_err("--tables and --shards take 1 .. 2^32-1");
 		if (c == 'r' && v == 0)
@@ -87,10 +96,9 @@ int cmd_synth(int argc, char **argv)
 		eht_engram_layout_info(l, &in);
 		eht_engram_layout_free(l);
 		for (uint32_t i = 0; i < in.n_layers; i++) {
-			if (in.layer_ids[i] != 1 + 13 * i) {
-				fprintf(stderr, "eht synth: preset %s has layer %u at index %u; synth names layer %u\n",
-					preset, in.layer_ids[i], i, 1 + 13 * i);
-				return 1;
+			if (in.layer_ids[i] != eht_synth_layer(i)) {
+				return cli_errorf("synth", 1, "preset %s has layer %u at index %u; synth names layer %u", preset,
+						  in.layer_ids[i], i, eht_synth_layer(i));
 			}
 			rows[i] = in.rows[i];
 		}
@@ -98,14 +106,27 @@ int cmd_synth(int argc, char **argv)
 		o.table_rows = rows;
 	}
 	if (eht_synth_checkpoint(dir, &o) != 0)
-		return cli_fail("synth", NULL);
+		return cli_error("synth", json, NULL);
+	uint32_t ntables = o.tables ? o.tables : EHT_SYNTH_DEFAULT_TABLES;
+	if (json) {
+		json_t *tables = json_array();
+		for (uint32_t i = 0; i < ntables; i++) {
+			char name[64];
+			snprintf(name, sizeof(name), "layers.%u.engram.embed", eht_synth_layer(i));
+			uint64_t r = o.table_rows ? o.table_rows[i] : o.rows ? o.rows : EHT_SYNTH_DEFAULT_ROWS;
+			json_array_append_new(tables, json_pack("{s:s, s:i, s:I}", "name", name, "layer",
+								(int)eht_synth_layer(i), "rows", (json_int_t)r));
+		}
+		return cli_print_json(json_pack("{s:s, s:s?, s:o, s:i, s:I}", "path", dir, "preset", preset, "tables",
+						tables, "files", (int)(o.shards ? o.shards : 1), "seed", (json_int_t)o.seed));
+	}
 	if (preset)
 		printf("eht synth: wrote %s: preset %s, %u table(s) (rows %llu, %llu), %u file(s), seed %llu\n", dir,
 		       preset, o.tables, (unsigned long long)rows[0], (unsigned long long)rows[o.tables > 1 ? 1 : 0],
 		       o.shards ? o.shards : 1, (unsigned long long)o.seed);
 	else
 		printf("eht synth: wrote %s: %u table(s) x %llu rows, %u file(s), seed %llu\n", dir,
-		       o.tables ? o.tables : EHT_SYNTH_DEFAULT_TABLES,
+		       ntables,
 		       (unsigned long long)(o.rows ? o.rows : EHT_SYNTH_DEFAULT_ROWS), o.shards ? o.shards : 1,
 		       (unsigned long long)o.seed);
 	return 0;

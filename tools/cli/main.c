@@ -26,8 +26,7 @@ static const struct {
 
 int cli_fail(const char *cmd, const char *msg)
 {
-	fprintf(stderr, "eht %s: %s\n", cmd, msg ? msg : eht_last_error());
-	return 1;
+	return cli_errorf(cmd, 1, "%s", msg ? msg : eht_last_error());
 }
 
 double cli_now_s(void)
@@ -57,7 +56,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  eht %s\n", commands[i].help);
 	fprintf(f, "  eht version\n\nEvery command takes --help. Exit status: 0 done, 1 failed, 2 usage error.\n"
-		   "EHT_LOG=error|warn|info|debug sets the log level; the README lists every variable.\n");
+		   "EHT_LOG=error|warn|info|debug sets the log level; docs/ENVIRONMENT.md lists every variable.\n");
 }
 
 int main(int argc, char **argv)
@@ -74,6 +73,7 @@ int main(int argc, char **argv)
 		printf("eht %s\n", eht_version());
 		return 0;
 	}
+	cli_json = cli_has_flag(argc - 1, argv + 1, "--json");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

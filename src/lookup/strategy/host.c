@@ -2,7 +2,7 @@
 /* host.c: the HOST strategy (host.h): its state, and the CPU side of lookups: sort + dedup of ids, the persistent pool copying rows into
  * pinned staging chunk by chunk, and the DMA of each finished run of chunks while later chunks are
  * still being gathered (the main thread only issues copies; a random row costs a DRAM miss plus an address translation,
- * ~170 ns per thread on the lent H200 machine (README), so the pool must spread even a 6,144-id
+ * ~170 ns per thread on one H200 machine (docs/BENCHMARKS.md), so the pool must spread even a 6,144-id
  * decode batch over all threads). */
 #include <errno.h>
 #include <pthread.h>

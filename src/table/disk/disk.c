@@ -330,7 +330,8 @@ static int open_part(struct disk *d, eht_ckpt *ck, const char *name, const struc
 	return 0;
 }
 
-int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table **out)
+/* eht_disk_open, in a checkpoint already open (shared: the caller's, left open) or opened here. */
+static int disk_open(const char *path, eht_ckpt *shared, const struct eht_disk_opts *opts, eht_table **out)
 {
 	if (!out)
 		return eht_err(EINVAL, "eht_disk_open: NULL out");
@@ -362,7 +363,7 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 
 	/* Aligned: the counter shards are a cache line each (sizeof is a multiple of the alignment). */
 	struct disk *d = aligned_alloc(_Alignof(struct disk), sizeof(*d));
-	eht_ckpt *ck = NULL;
+	eht_ckpt *ck = shared;
 	eht_table *t = NULL;
 	if (!d)
 		return eht_err(ENOMEM, "disk: out of memory");
@@ -372,7 +373,7 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 		snprintf(d->ckpt, sizeof(d->ckpt), "%s", path);
 	d->check_ns = eht_env_u64("EHT_DISK_CHECK_US", 1000) * 1000ull;
 	atomic_init(&d->last_check_ns, eht_now_ns());
-	if ((rc = eht_ckpt_open(path, 0, &ck)))
+	if (!ck && (rc = eht_ckpt_open(path, 0, &ck)))
 		goto fail;
 	uint64_t rows = 0, srows = 0;
 	if ((rc = open_part(d, ck, o.weight, &o, 0, &rows)))
@@ -387,7 +388,7 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 		}
 	}
 	/* The views of the checkpoint map whole files; only the row ranges stay mapped. */
-	rc = eht_ckpt_close(ck);
+	rc = ck != shared ? eht_ckpt_close(ck) : 0;
 	ck = NULL;
 	if (rc)
 		goto fail;
@@ -422,12 +423,28 @@ int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table 
 	*out = t;
 	return 0;
 fail:
-	eht_ckpt_close(ck);
+	if (ck != shared)
+		eht_ckpt_close(ck);
 	parts_close(d);
 	disk_cache_free(&d->cache);
 	disk_split_free(d);
 	free(d);
 	return rc;
+}
+
+int eht_disk_open(const char *path, const struct eht_disk_opts *opts, eht_table **out)
+{
+	return disk_open(path, NULL, opts, out);
+}
+
+int eht_disk_open_ckpt(eht_ckpt *ck, const struct eht_disk_opts *opts, eht_table **out)
+{
+	if (!ck) {
+		if (out)
+			*out = NULL;
+		return eht_err(EINVAL, "eht_disk_open: NULL checkpoint");
+	}
+	return disk_open(eht_ckpt_path(ck), ck, opts, out);
 }
 
 /* ------------------------------------------------------------------- public helpers */

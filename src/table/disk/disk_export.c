@@ -3,6 +3,7 @@
  * and the tensor names); the importer opens the files itself, for its own rank's rows, so the
  * exporter holds nothing for it. */
 #include <errno.h>
+#include <string.h>
 
 #include "table/disk/disk_impl.h"
 #include "table/disk/disk_tier.h"
@@ -19,13 +20,13 @@ int disk_export_desc(const eht_table *t, json_t *desc, int **fds, size_t *nfds)
 	return 0;
 }
 
-int eht_disk_open_in_place(const char *ckpt, const char *weight, const char *scale, const char *name,
+int eht_disk_open_in_place(eht_ckpt *ck, const char *weight, const char *scale, const char *name,
 			   uint32_t rank, uint32_t nranks, unsigned flags, eht_table **out)
 {
 	struct eht_disk_opts o = {.size = sizeof(o), .weight = weight, .scale = scale, .rank = rank,
 				  .nranks = nranks, .name = name,
 				  .cache_bytes = (flags & EHT_OPEN_EXPORT_ONLY) ? EHT_DISK_NO_CACHE : 0};
-	return eht_disk_open(ckpt, &o, out);
+	return eht_disk_open_ckpt(ck, &o, out);
 }
 
 int eht_disk_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)
@@ -48,13 +49,27 @@ int eht_disk_import(json_t *desc, int *fds, size_t nfds, const struct eht_import
 			return eht_err(EINVAL, "served table %s (disk tier): disk_rows gave rows [%llu, +%llu) of %lld", name,
 				       (unsigned long long)first, (unsigned long long)count, (long long)rows);
 	}
-	int rc;
+	/* One attach imports every table of one checkpoint: open it once (a->ckpt keeps it for the
+	 * next table; the caller closes it). */
+	eht_ckpt *own = NULL, *ck = a->ckpt ? *a->ckpt : NULL;
+	int rc = 0;
+	if (!ck || strcmp(eht_ckpt_path(ck), ckpt) != 0) {
+		if ((rc = eht_ckpt_open(ckpt, 0, &own)))
+			return eht_err_prefix(rc, "served table %s (disk tier)", name);
+		ck = own;
+		if (a->ckpt) {
+			eht_ckpt_close(*a->ckpt);
+			*a->ckpt = own;
+			own = NULL;
+		}
+	}
 	if (count) {
 		struct eht_disk_opts o = {.size = sizeof(o), .weight = weight, .scale = scale, .name = name,
 					  .first_row = first, .row_count = count};
-		rc = eht_disk_open(ckpt, &o, out);
+		rc = eht_disk_open_ckpt(ck, &o, out);
 	} else {
-		rc = eht_disk_open_in_place(ckpt, weight, scale, name, a->rank, a->nranks, 0, out);
+		rc = eht_disk_open_in_place(ck, weight, scale, name, a->rank, a->nranks, 0, out);
 	}
+	eht_ckpt_close(own);
 	return rc ? eht_err_prefix(rc, "served table %s (disk tier)", name) : 0;
 }

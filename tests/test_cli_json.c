@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_cli_json.c: the CLI's JSON contract, command by command: with --json stdout holds one JSON
+ * object (eht serve: JSON lines, one object per line), one shape per command (eht status with KEY
+ * and without: {"servers": [...]}), and every error, usage errors included, is one line
+ * {"error", "command", "exit"} on stdout with the exit status it names, besides one line on
+ * stderr. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char out[1 << 20], err[1 << 16];
+
+static int lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* Runs `eht ARGS`; returns the parsed stdout (one JSON value, NULL when it is not) and the status. */
+static json_t *run_json(const char *args, int *status)
+{
+	*status = t_cli_run(args, 120, out, sizeof(out), err, sizeof(err));
+	json_error_t je;
+	json_t *j = json_loads(out, 0, &je);
+	if (!j)
+		fprintf(stderr, "eht %s: stdout is not one JSON value (%s): '%.200s'\n", args, je.text, out);
+	return j;
+}
+
+/* An error with --json: exit want; stdout exactly one line, an object whose "error" holds sub,
+ * "command" names the command and "exit" is the status; stderr one line holding sub. */
+static void expect_error_(int line, const char *args, const char *cmd, const char *sub, int want)
+{
+	int st;
+	json_t *j = run_json(args, &st);
+	const char *e = json_string_value(json_object_get(j, "error"));
+	const char *c = json_string_value(json_object_get(j, "command"));
+	int ok = st == want && j && json_is_object(j) && e && strstr(e, sub) && c && !strcmp(c, cmd) &&
+		 json_integer_value(json_object_get(j, "exit")) == want && lines(out) == 1 && lines(err) == 1 &&
+		 strstr(err, sub);
+	if (!ok) {
+		fprintf(stderr, "line %d: eht %s: exit %d (want %d), stdout '%.300s', stderr '%.300s' (want '%s')\n", line,
+			args, st, want, out, err, sub);
+		t_failures++;
+	}
+	json_decref(j);
+}
+#define expect_error(args, cmd, sub) expect_error_(__LINE__, args, cmd, sub, 1)
+#define expect_usage(args, cmd, sub) expect_error_(__LINE__, args, cmd, sub, 2)
+
+static void check_synth(const char *tmp)
+{
+	char args[1024];
+	snprintf(args, sizeof(args), "synth '%s/ck' --tables 2 --rows 300 --shards 2 --seed 7 --json", tmp);
+	int st;
+	json_t *j = run_json(args, &st);
+	CHECK(st == 0 && json_is_object(j));
+	json_t *tables = json_object_get(j, "tables");
+	CHECK(json_array_size(tables) == 2);
+	CHECK(json_integer_value(json_object_get(json_array_get(tables, 1), "rows")) == 300);
+	CHECK(json_integer_value(json_object_get(json_array_get(tables, 1), "layer")) == 14);
+	CHECK(!strcmp(json_string_value(json_object_get(json_array_get(tables, 0), "name")) ?: "",
+		      "layers.1.engram.embed"));
+	CHECK(json_integer_value(json_object_get(j, "files")) == 2 && json_integer_value(json_object_get(j, "seed")) == 7);
+	CHECK(json_is_null(json_object_get(j, "preset")));
+	json_decref(j);
+	/* what it says it wrote is there */
+	snprintf(args, sizeof(args), "info '%s/ck' --json", tmp);
+	j = run_json(args, &st);
+	CHECK(st == 0 && json_is_object(j));
+	json_decref(j);
+
+	expect_usage("synth --json", "eht synth", "no DIR");
+	snprintf(args, sizeof(args), "synth '%s/x' --rows ten --json", tmp);
+	expect_usage(args, "eht synth", "unsigned integers");
+	snprintf(args, sizeof(args), "synth '%s/x' --bogus --json", tmp);
+	expect_usage(args, "eht synth", "unknown option '--bogus'");
+	snprintf(args, sizeof(args), "synth /proc/eht-no-such-dir/ck --json");
+	expect_error(args, "eht synth", "/proc/eht-no-such-dir");
+}
+
+static void check_hotset(const char *tmp)
+{
+	char wl[1200], args[4096];
+	snprintf(wl, sizeof(wl), "%s/../workloads/text_500k.compressed.u32", t_fixtures());
+	if (access(wl, R_OK)) {
+		fprintf(stderr, "no text workload: hotset build --json not checked\n");
+		return;
+	}
+	snprintf(args, sizeof(args), "hotset build --workload text:%s --rows 100 --skip-tokens 1000 -o '%s/h.hot' --json",
+		 wl, tmp);
+	int st;
+	json_t *j = run_json(args, &st);
+	CHECK(st == 0 && json_is_object(j));
+	CHECK(json_integer_value(json_object_get(j, "rows")) == 100 && json_integer_value(json_object_get(j, "layer")) == 1);
+	CHECK(json_integer_value(json_array_get(json_object_get(j, "tokens"), 0)) == 1000);
+	double cov = json_real_value(json_object_get(j, "coverage"));
+	CHECK(cov > 0 && cov <= 1);
+	json_decref(j);
+	int64_t *rows = NULL;
+	uint64_t n = 0;
+	snprintf(args, sizeof(args), "%s/h.hot", tmp);
+	CHECK_RC(eht_hotset_read(args, &rows, &n), 0);
+	CHECK(n == 100);
+	free(rows);
+
+	snprintf(args, sizeof(args), "hotset build --workload text:%s --rows 0 -o x --json", wl);
+	expect_usage(args, "eht hotset build", "--rows K > 0");
+	expect_usage("hotset build --rows --json", "eht hotset build", "needs a count");
+	expect_usage("hotset frobnicate --json", "eht hotset", "build");
+	expect_error("hotset build --workload text:/nonexistent.u32 --rows 10 -o /dev/null --json", "eht hotset build",
+		     "/nonexistent.u32");
+}
+
+static void check_hash(const char *tmp)
+{
+	char p[700], args[2048];
+	snprintf(p, sizeof(p), "%s/steps.json", tmp);
+	const char steps[] = "[{\"requests\": [{\"req\": \"a\", \"token_ids\": [5, 7, 9]}]}]";
+	CHECK_RC(t_write_file(p, steps, sizeof(steps) - 1), 0);
+	snprintf(args, sizeof(args), "hash --preset v41 --steps '%s' --json", p);
+	int st;
+	json_t *j = run_json(args, &st);
+	CHECK(st == 0 && json_is_object(j));
+	json_t *rows = json_object_get(json_array_get(json_object_get(j, "steps"), 0), "rows");
+	CHECK(json_array_size(rows) == 3 && json_array_size(json_array_get(rows, 0)) == 2);
+	json_decref(j);
+	expect_usage("hash --preset v41 --json", "eht hash", "--steps is required");
+	expect_usage("hash --steps x --json", "eht hash", "exactly one of --preset and --config");
+	snprintf(args, sizeof(args), "hash --preset v41 --steps '%s/nope.json' --json", tmp);
+	expect_error(args, "eht hash", "nope.json");
+	snprintf(p, sizeof(p), "%s/bad.json", tmp);
+	const char bad[] = "[{\"requests\": [{\"req\": \"a\", \"token_ids\": [-1]}]}]";
+	CHECK_RC(t_write_file(p, bad, sizeof(bad) - 1), 0);
+	snprintf(args, sizeof(args), "hash --preset v41 --steps '%s' --json", p);
+	expect_error(args, "eht hash", "bad.json");
+}
+
+/* eht serve --json in the background: JSON lines on stdout; eht status in both shapes meanwhile. */
+static void check_serve_status(const char *tmp)
+{
+	char key[64], ready[700], so[700], cmd[4096];
+	snprintf(key, sizeof(key), "eht-test-json-%d", (int)getpid());
+	snprintf(ready, sizeof(ready), "%s/ready", tmp);
+	snprintf(so, sizeof(so), "%s/serve.out", tmp);
+	pid_t pid = fork();
+	if (pid == 0) {
+		snprintf(cmd, sizeof(cmd), "%s/ck", tmp);
+		int fd = open(so, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || dup2(fd, 1) < 0)
+			_exit(127);
+		execl(getenv("EHT_CLI"), "eht", "serve", cmd, "--key", key, "--tier", "region", "--ready-file", ready,
+		      "--json", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0);
+	if (pid <= 0)
+		return;
+	struct timespec ts = {0, 20 * 1000 * 1000};
+	for (int i = 0; i < 1500 && access(ready, F_OK) != 0; i++)
+		nanosleep(&ts, NULL);
+	CHECK(access(ready, F_OK) == 0);
+
+	int st;
+	snprintf(cmd, sizeof(cmd), "status %s --json", key);
+	json_t *j = run_json(cmd, &st);
+	json_t *servers = json_object_get(j, "servers");
+	CHECK(st == 0 && json_is_array(servers) && json_array_size(servers) == 1);
+	CHECK(!strcmp(json_string_value(json_object_get(json_array_get(servers, 0), "key")) ?: "", key));
+	json_decref(j);
+	/* Without KEY: the same shape, a list holding this server among any others of this user. */
+	j = run_json("status --json", &st);
+	servers = json_object_get(j, "servers");
+	CHECK(st == 0 && json_is_array(servers));
+	size_t i, found = 0;
+	json_t *s;
+	json_array_foreach(servers, i, s) found += !strcmp(json_string_value(json_object_get(s, "key")) ?: "", key);
+	CHECK(found == 1);
+	json_decref(j);
+	snprintf(cmd, sizeof(cmd), "status eht-test-json-nobody-%d --json", (int)getpid());
+	expect_error(cmd, "eht status", "no server holds key");
+	expect_usage("status a b --json", "eht status", "one KEY at most");
+
+	kill(pid, SIGTERM);
+	int wst = 0;
+	waitpid(pid, &wst, 0);
+	CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+	/* Two lines, each one object: ready, then stopped. */
+	FILE *f = fopen(so, "r");
+	char line[1 << 16];
+	int n = 0, ok = 1;
+	while (f && fgets(line, sizeof(line), f)) {
+		json_t *e = json_loads(line, 0, NULL);
+		const char *ev = json_string_value(json_object_get(e, "event"));
+		ok &= e && ev && !strcmp(ev, n == 0 ? "ready" : "stopped");
+		if (n == 0)
+			ok &= json_is_object(json_object_get(e, "status"));
+		json_decref(e);
+		n++;
+	}
+	if (f)
+		fclose(f);
+	CHECK(ok && n == 2);
+
+	/* Errors of eht serve --json are one line too. */
+	snprintf(cmd, sizeof(cmd), "serve '%s/nothing-here' --key %s --json", tmp, key);
+	expect_error(cmd, "eht serve", "nothing-here");
+	expect_usage("serve --json", "eht serve", "no CHECKPOINT");
+	expect_usage("serve x --tier bogus --json", "eht serve", "--tier takes");
+}
+
+int main(void)
+{
+	if (!getenv("EHT_CLI"))
+		t_skip("EHT_CLI not set");
+	setenv("EHT_NO_CUDA", "1", 1);
+	char *tmp = t_tmpdir("cli-json");
+	check_synth(tmp);
+	check_hotset(tmp);
+	check_hash(tmp);
+	check_serve_status(tmp);
+	/* eht bench hash: the bench envelope; its errors and the dispatcher's as JSON. */
+	int st;
+	json_t *j = run_json("bench hash --reps 2 --prefill 64 --decode 4 --no-gpu --json", &st);
+	CHECK(st == 0 && !strcmp(json_string_value(json_object_get(j, "bench")) ?: "", "hash"));
+	CHECK(json_is_string(json_object_get(j, "eht_version")) && json_is_string(json_object_get(j, "time_utc")));
+	CHECK(json_is_null(json_object_get(json_object_get(j, "prefill"), "gpu_s")));
+	CHECK(json_real_value(json_object_get(json_object_get(j, "decode"), "cpu_s")) > 0);
+	json_decref(j);
+	expect_usage("bench hash --reps x --json", "eht bench hash", "bad value 'x' for --reps");
+	expect_usage("bench hash --bogus --json", "eht bench hash", "unknown option");
+	expect_usage("bench frob --json", "eht bench", "unknown benchmark 'frob'");
+	/* A command that has no --json still answers a --json command line in JSON. */
+	expect_usage("regions list --json --bogus", "eht regions list", "unknown option");
+	t_rmtree(tmp);
+	return t_done();
+}
