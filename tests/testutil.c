@@ -145,6 +145,39 @@ uint64_t t_rand(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+uint8_t *t_rand_rows(uint64_t nrows, size_t rb, uint64_t *rs)
+{
+	uint8_t *p = malloc(nrows * rb);
+	if (!p) {
+		fprintf(stderr, "t_rand_rows: out of memory for %llu rows\n", (unsigned long long)nrows);
+		exit(1);
+	}
+	for (size_t i = 0; i < nrows * rb; i++)
+		p[i] = (uint8_t)t_rand(rs);
+	return p;
+}
+
+size_t t_rows_compare(const uint8_t *table, uint64_t nrows, size_t rb, const int64_t *ids, size_t n,
+		      const uint8_t *out, uint64_t *dead)
+{
+	size_t bad = 0;
+	*dead = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t r = ids[i];
+		if (r < 0 || (uint64_t)r >= nrows) {
+			(*dead)++;
+			for (size_t k = 0; k < rb; k++)
+				if (out[i * rb + k]) {
+					bad++;
+					break;
+				}
+		} else {
+			bad += memcmp(out + i * rb, table + (size_t)r * rb, rb) != 0;
+		}
+	}
+	return bad;
+}
+
 int t_uring_works(void)
 {
 #if EHT_HAVE_URING_BUILD
