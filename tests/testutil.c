@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -213,4 +214,14 @@ void t_sha256_hex(const void *data, size_t len, char out[65])
 		}
 	}
 	unlink(tmpl);
+}
+
+struct json_t *t_serve_status(const char *key)
+{
+	char *text = NULL;
+	if (eht_serve_status(key, &text) != 0)
+		return NULL;
+	json_t *j = json_loads(text, 0, NULL);
+	free(text);
+	return j;
 }

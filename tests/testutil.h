@@ -66,6 +66,8 @@ size_t t_rows_compare(const uint8_t *table, uint64_t nrows, size_t rb, const int
 int t_have_gpu(void);
 /* True when libeht was built with liburing and this kernel lets the process use io_uring. */
 int t_uring_works(void);
+/* eht_serve_status(key) parsed (a json_t, json_decref it); NULL when no server holds key. */
+struct json_t *t_serve_status(const char *key);
 /* Hex SHA-256 of data into out[65]. */
 void t_sha256_hex(const void *data, size_t len, char out[65]);
 
