@@ -98,24 +98,21 @@ def _int_list(s):
     return out
 
 
-def _pos_int(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not an integer" % s)
-    if v < 1:
-        raise argparse.ArgumentTypeError("%r: at least 1" % s)
-    return v
+def _number(conv, noun, ok, bound):
+    """An argparse type: conv(s), refused unless ok(value), with "%r is not <noun>" / "%r: <bound>"."""
+    def parse(s):
+        try:
+            v = conv(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%r is not %s" % (s, noun))
+        if not ok(v):
+            raise argparse.ArgumentTypeError("%r: %s" % (s, bound))
+        return v
+    return parse
 
 
-def _pos_float(s):
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a number" % s)
-    if not v > 0:
-        raise argparse.ArgumentTypeError("%r: above 0" % s)
-    return v
+_pos_int = _number(int, "an integer", lambda v: v >= 1, "at least 1")
+_pos_float = _number(float, "a number", lambda v: v > 0, "above 0")
 
 
 def parse_args(argv):
