@@ -28,9 +28,7 @@ int main(void)
 	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
 	uint64_t rs = 5;
 	g_lref.nrows = 50000;
-	uint8_t *ref = malloc(g_lref.nrows * RB);
-	for (size_t i = 0; i < g_lref.nrows * RB; i++)
-		ref[i] = (uint8_t)t_rand(&rs);
+	uint8_t *ref = t_rand_rows(g_lref.nrows, RB, &rs);
 	g_lref.rows = ref;
 	eht_table *t = NULL;
 	CHECK_RC(eht_table_wrap(ref, g_lref.nrows, RB, 0, "bg-mem", &t), 0);

@@ -49,9 +49,7 @@ int main(void)
 
 	/* Memory, host-NUMA and pinned-region tables with the same random rows. */
 	g_lref.nrows = 60000;
-	uint8_t *ref = malloc(g_lref.nrows * RB);
-	for (size_t i = 0; i < g_lref.nrows * RB; i++)
-		ref[i] = (uint8_t)t_rand(&rs);
+	uint8_t *ref = t_rand_rows(g_lref.nrows, RB, &rs);
 	g_lref.rows = ref;
 	eht_table *t = NULL;
 	CHECK_RC(eht_table_wrap(ref, g_lref.nrows, RB, 0, "graph-mem", &t), 0);

@@ -379,10 +379,8 @@ int main(void)
 	uint64_t rs = 3;
 
 	g_lref.nrows = 60000;
-	uint8_t *ref = malloc(g_lref.nrows * RB), *tab = malloc(g_lref.nrows * RB);
+	uint8_t *ref = t_rand_rows(g_lref.nrows, RB, &rs), *tab = malloc(g_lref.nrows * RB);
 	g_hot = malloc(g_lref.nrows * sizeof(*g_hot));
-	for (size_t i = 0; i < g_lref.nrows * RB; i++)
-		ref[i] = (uint8_t)t_rand(&rs);
 	memcpy(tab, ref, g_lref.nrows * RB);
 	g_lref.rows = ref;
 	/* A third of the rows, in a scrambled order. */

@@ -180,9 +180,7 @@ int main(void)
 		t_skip("no GPU");
 	uint64_t rs = 99;
 	g_rows = 100000;
-	g_table = malloc(g_rows * RB);
-	for (size_t i = 0; i < g_rows * RB; i++)
-		g_table[i] = (uint8_t)t_rand(&rs);
+	g_table = t_rand_rows(g_rows, RB, &rs);
 	for (size_t r = 0; r < g_rows; r += 97) { /* NaN weights, NaN / overflowing / tiny scales */
 		g_table[r * RB + 3] = 0x7f;
 		g_table[r * RB + 256] = 0xff;

@@ -19,16 +19,11 @@ import subprocess
 import sys
 import tempfile
 
+import pyutil
+
 SRC = os.environ.get("EHT_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(SRC, "python"))
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    if not cond:
-        fails += 1
-        print("FAIL:", what, file=sys.stderr)
+check = pyutil.Checks()
 
 
 def ref_hash(lay, li, tokens, starts, dead):
@@ -231,8 +226,8 @@ def main():
                 have.update((a.asname or a.name).split(".")[0] for a in n.names)
         missing = [x for x in names if x not in have]
         check(not missing, "%s lacks %s" % (pyi, missing))
-    print("PASS" if not fails else "FAIL: %d" % fails)
-    return 1 if fails else 0
+    print("PASS" if not check.failures else "FAIL: %d" % check.failures)
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import sys
 import time
 import traceback
 
+import pyutil
+
 N, PER_NODE, BYTES, ROW = 4, 2, 8 << 20, 256
 TIMEOUT_S = 5.0
 
@@ -261,12 +263,7 @@ def run(scenario, coord_name="all_gather", expect=None):
 
 
 def main():
-    os.environ.setdefault("EHT_NO_CUDA", "1")
-    os.environ.setdefault("EHT_LOG", "error")
-    try:
-        import eht  # noqa: F401, PLC0415
-    except OSError as exc:
-        print("skip: %s" % exc)
+    if pyutil.import_eht_cpu() is None:
         return 77
     results = [
         run("two-nodes"),

@@ -24,6 +24,21 @@ def refused(what, call, text):
     return 1
 
 
+def bad_files(p, contents, what):
+    """Failures: each of contents written to p that eht.read_hotset does not refuse with a ValueError."""
+    n = 0
+    for bad in contents:
+        with open(p, "wb") as f:
+            f.write(bad)
+        try:
+            eht.read_hotset(p)
+            print(what)
+            n += 1
+        except ValueError:
+            pass
+    return n
+
+
 def main():
     fails = 0
     d = tempfile.mkdtemp(prefix="eht-pyhot-")
@@ -32,16 +47,10 @@ def main():
         f.write(b"EHTHOT1\n" + struct.pack("<Q", 3) + struct.pack("<3q", 5, 1, 7))
     if eht.read_hotset(p) != [5, 1, 7]:
         print("read_hotset: wrong rows"); fails += 1
-    for bad in (b"EHTHOT1\n" + struct.pack("<Q", 3) + struct.pack("<2q", 5, 1),
-                b"XHTHOT1\n" + struct.pack("<Q", 1) + struct.pack("<q", 5),
-                b"EHTHOT1\n" + struct.pack("<Q", 1) + struct.pack("<q", -5)):
-        with open(p, "wb") as f:
-            f.write(bad)
-        try:
-            eht.read_hotset(p)
-            print("read_hotset accepted a bad file"); fails += 1
-        except ValueError:
-            pass
+    fails += bad_files(p, (b"EHTHOT1\n" + struct.pack("<Q", 3) + struct.pack("<2q", 5, 1),
+                           b"XHTHOT1\n" + struct.pack("<Q", 1) + struct.pack("<q", 5),
+                           b"EHTHOT1\n" + struct.pack("<Q", 1) + struct.pack("<q", -5)),
+                       "read_hotset accepted a bad file")
     # The format `eht hotset build` writes: safetensors, one I64 tensor.
     cli, fx = os.environ.get("EHT_CLI"), os.environ.get("EHT_FIXTURES", "")
     wl = os.path.join(fx, "..", "workloads", "text_500k.compressed.u32")
@@ -65,16 +74,10 @@ def main():
         f.write(st("I64", [9, 3, 4]))
     if eht.read_hotset(p) != [9, 3, 4]:
         print("read_hotset of a safetensors hot set: wrong rows"); fails += 1
-    for bad in (st("I32", [1, 2]), st("I64", [1, -2]), st("I64", [1], {"x": {"dtype": "I64", "shape": [1],
-                                                                               "data_offsets": [0, 8]}}),
-                st("I64", [1, 2])[:-4], b"\x05\x00"):
-        with open(p, "wb") as f:
-            f.write(bad)
-        try:
-            eht.read_hotset(p)
-            print("read_hotset accepted a bad safetensors file"); fails += 1
-        except ValueError:
-            pass
+    fails += bad_files(p, (st("I32", [1, 2]), st("I64", [1, -2]),
+                           st("I64", [1], {"x": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}),
+                           st("I64", [1, 2])[:-4], b"\x05\x00"),
+                       "read_hotset accepted a bad safetensors file")
     os.remove(p)
     os.rmdir(d)
     rows, rb = 64, 16

@@ -8,12 +8,13 @@ import array
 import gc
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
+
+import pyutil
 
 sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
 os.environ.setdefault("EHT_NO_CUDA", "1")
@@ -30,46 +31,30 @@ def mapped(path):
 @unittest.skipUnless(CLI, "EHT_CLI not set")
 class TestLifetime(unittest.TestCase):
     def test_use_after_close(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            ckpt = os.path.join(tmp, "ckpt")
-            shm = os.path.join(tmp, "shm")
-            os.mkdir(shm)
-            subprocess.run([CLI, "synth", ckpt, "--rows", "2000"], check=True, stdout=subprocess.DEVNULL)
-            env = dict(os.environ, EHT_SHM_DIR=shm)
-            env.pop("LD_PRELOAD", None)  # the server need not run under ASan
-            key = "pylife-%d" % os.getpid()
-            srv = subprocess.Popen([CLI, "serve", ckpt, "--key", key, "--tier", "region"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-            try:
-                for line in srv.stdout:
-                    if "serving under key" in line:
-                        break
-                c = eht.attach(key, timeout=10)
-                t = c.tables["layers.1.engram.embed"]
-                lk = t.lookup_engine(strategy="host", cpu_only=True)
-                view = t.host_view()
-                first = bytes(view[:264])
-                self.assertEqual(view[0], first[0])  # indexing works
-                ids = array.array("q", [0, 5])
-                out = bytearray(2 * 264)
-                lk.run(ids, out)
-                # eht serve's region tables are sealed memfds (no file in the directory).
-                self.assertGreater(mapped("/memfd:layers."), 0)
-                c.close()
-                c.close()  # twice is fine
-                for call in (t.host_view, lambda: lk.run(ids, out), lambda: t.lookup(ids, out),
-                             t.lookup_engine, c.check, lambda: lk.last_strategy):
-                    with self.assertRaises(eht.EhtError):
-                        call()
-                # The view taken before close still reads the rows: it holds the mapping.
-                self.assertEqual(bytes(view[:264]), first)
-                del view, lk, t
-                gc.collect()
-                self.assertEqual(mapped("/memfd:layers."), 0, "the mapping outlived every user")
-            finally:
-                srv.kill()
-                srv.wait()
-                srv.stdout.close()
+        key = "pylife-%d" % os.getpid()
+        with pyutil.serve_synth(CLI, key, 2000):
+            c = eht.attach(key, timeout=10)
+            t = c.tables["layers.1.engram.embed"]
+            lk = t.lookup_engine(strategy="host", cpu_only=True)
+            view = t.host_view()
+            first = bytes(view[:264])
+            self.assertEqual(view[0], first[0])  # indexing works
+            ids = array.array("q", [0, 5])
+            out = bytearray(2 * 264)
+            lk.run(ids, out)
+            # eht serve's region tables are sealed memfds (no file in the directory).
+            self.assertGreater(mapped("/memfd:layers."), 0)
+            c.close()
+            c.close()  # twice is fine
+            for call in (t.host_view, lambda: lk.run(ids, out), lambda: t.lookup(ids, out),
+                         t.lookup_engine, c.check, lambda: lk.last_strategy):
+                with self.assertRaises(eht.EhtError):
+                    call()
+            # The view taken before close still reads the rows: it holds the mapping.
+            self.assertEqual(bytes(view[:264]), first)
+            del view, lk, t
+            gc.collect()
+            self.assertEqual(mapped("/memfd:layers."), 0, "the mapping outlived every user")
 
     def test_wrap_close(self):
         buf = bytearray(4 * 264)
@@ -151,33 +136,18 @@ class TestCloseDuringRun(unittest.TestCase):
 
     @unittest.skipUnless(CLI, "EHT_CLI not set")
     def test_client_close(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            ckpt, shm = os.path.join(tmp, "ckpt"), os.path.join(tmp, "shm")
-            os.mkdir(shm)
-            subprocess.run([CLI, "synth", ckpt, "--rows", str(ROWS)], check=True, stdout=subprocess.DEVNULL)
-            env = dict(os.environ, EHT_SHM_DIR=shm)
-            env.pop("LD_PRELOAD", None)
-            key = "pyclose-%d" % os.getpid()
-            srv = subprocess.Popen([CLI, "serve", ckpt, "--key", key, "--tier", "region"],
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-            try:
-                for line in srv.stdout:
-                    if "serving under key" in line:
-                        break
-                for _ in range(3):
-                    c = eht.attach(key, timeout=10)
-                    t = c.tables["layers.1.engram.embed"]
-                    t.lookup(array.array("q", [0]), bytearray(RB))  # the table's kept engine
-                    lk = next(iter(t._engines.values()))
-                    run_while_closing(self, lambda: lk, c.close)  # closes the table and its engines
-                    with self.assertRaises(eht.EhtError):
-                        lk.run(array.array("q", [1]), bytearray(RB))
-                    del lk, t, c
-                    gc.collect()
-            finally:
-                srv.kill()
-                srv.wait()
-                srv.stdout.close()
+        key = "pyclose-%d" % os.getpid()
+        with pyutil.serve_synth(CLI, key, ROWS):
+            for _ in range(3):
+                c = eht.attach(key, timeout=10)
+                t = c.tables["layers.1.engram.embed"]
+                t.lookup(array.array("q", [0]), bytearray(RB))  # the table's kept engine
+                lk = next(iter(t._engines.values()))
+                run_while_closing(self, lambda: lk, c.close)  # closes the table and its engines
+                with self.assertRaises(eht.EhtError):
+                    lk.run(array.array("q", [1]), bytearray(RB))
+                del lk, t, c
+                gc.collect()
 
 
 class TestRegionViews(unittest.TestCase):

@@ -11,6 +11,8 @@ import sys
 import tempfile
 import traceback
 
+import pyutil
+
 BLOCKS, BLOCK = 64, 4096
 N = 4
 
@@ -53,12 +55,8 @@ def child(rank, d, engine, barrier, q):
 
 
 def main():
-    os.environ.setdefault("EHT_NO_CUDA", "1")
-    os.environ.setdefault("EHT_LOG", "error")
-    try:
-        import eht  # noqa: PLC0415
-    except OSError as exc:
-        print("skip: %s" % exc)
+    eht = pyutil.import_eht_cpu()
+    if eht is None:
         return 77
     fails = 0
     with tempfile.TemporaryDirectory() as d:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 
+import pyutil
+
 sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
 try:
     import torch
@@ -42,14 +44,7 @@ def bf16_ref(rows):
     return (w.view(-1, 8, 32) * scale.view(-1, 8, 1)).view(-1, 256).to(torch.bfloat16)
 
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what, file=sys.stderr)
+check = pyutil.Checks()
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -169,5 +164,5 @@ with tempfile.TemporaryDirectory() as tmp:
         srv.terminate()
         srv.wait()
         srv.stdout.close()
-print("FAIL" if failures else "PASS", file=sys.stderr)
-sys.exit(1 if failures else 0)
+print("FAIL" if check.failures else "PASS", file=sys.stderr)
+sys.exit(1 if check.failures else 0)

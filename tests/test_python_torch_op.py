@@ -14,6 +14,8 @@ import os
 import sys
 import time
 
+import pyutil
+
 sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
 try:
     import torch
@@ -29,14 +31,7 @@ if not torch.cuda.is_available():
 import eht  # noqa: E402
 import eht.torch as et  # noqa: E402
 
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL:", what, file=sys.stderr)
+check = pyutil.Checks()
 
 
 dev = torch.device("cuda", 0)
@@ -337,5 +332,5 @@ for T in (256, 1024, 8192):
         print("T %5d x 8 heads, %-6s: op %.1f us (masked range), %.1f us (no range), C path %.1f us (graph replays)"
               % (T, strategy, op, op_plain, c))
 
-print("PASS" if failures == 0 else "FAIL: %d" % failures)
-sys.exit(1 if failures else 0)
+print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
+sys.exit(1 if check.failures else 0)

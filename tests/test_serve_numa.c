@@ -18,16 +18,6 @@
 #include "serve/serve_impl.h"
 #include "testutil.h"
 
-static json_t *status_of(const char *key)
-{
-	char *text = NULL;
-	if (eht_serve_status(key, &text) != 0)
-		return NULL;
-	json_t *j = json_loads(text, 0, NULL);
-	free(text);
-	return j;
-}
-
 /* The inode of the mapping holding addr (/proc/self/maps), 0 when none. */
 static unsigned long inode_of(const void *addr)
 {
@@ -134,7 +124,7 @@ static void per_numa(const char *ckpt)
 	json_t *j = NULL, *w = NULL;
 	for (int i = 0; i < 200; i++) { /* the attach thread records a worker right after sending */
 		json_decref(j);
-		j = status_of(key);
+		j = t_serve_status(key);
 		w = json_object_get(j, "workers");
 		if (json_array_size(w) == 2)
 			break;
@@ -194,7 +184,7 @@ static void one_copy_when_short(const char *ckpt)
 	struct eht_table_copy p = copy_of(c, &t, &info);
 	CHECK(p.index == 0 && p.count == 1);
 	CHECK(p.pool_threads == 1); /* 4 cores for 16 workers: at least one each */
-	json_t *j = status_of(key);
+	json_t *j = t_serve_status(key);
 	const char *note = json_string_value(json_object_get(j, "copies_note"));
 	CHECK(note && strstr(note, "do not fit") && strstr(note, "NUMA node 0 has 0.10 MiB available"));
 	CHECK(json_array_size(json_object_get(j, "copies")) == 1);
@@ -204,7 +194,7 @@ static void one_copy_when_short(const char *ckpt)
 
 	/* --per-numa on a machine whose GPUs name no node (none here): one copy, saying so. */
 	CHECK_RC(eht_serve_start(ckpt, &so, &s), 0);
-	j = s ? status_of(key) : NULL;
+	j = s ? t_serve_status(key) : NULL;
 	note = json_string_value(json_object_get(j, "copies_note"));
 	CHECK(note && strstr(note, "no GPU of this machine names its NUMA node"));
 	json_decref(j);

@@ -18,16 +18,6 @@
 
 #include "testutil.h"
 
-static json_t *status_of(const char *key)
-{
-	char *text = NULL;
-	if (eht_serve_status(key, &text) != 0)
-		return NULL;
-	json_t *j = json_loads(text, 0, NULL);
-	free(text);
-	return j;
-}
-
 static void in_process(const char *ckpt)
 {
 	char key[64];
@@ -37,7 +27,7 @@ static void in_process(const char *ckpt)
 	CHECK_RC(eht_serve_start(ckpt, &so, &s), 0);
 	if (!s)
 		return;
-	json_t *j = status_of(key);
+	json_t *j = t_serve_status(key);
 	CHECK(j && json_is_true(json_object_get(j, "ready")));
 	CHECK(j && !strcmp(json_string_value(json_object_get(j, "state")), "ready"));
 	CHECK(j && json_array_size(json_object_get(j, "tables")) == 2);
@@ -58,7 +48,7 @@ static void in_process(const char *ckpt)
 	json_t *w = NULL;
 	for (int i = 0; i < 100; i++) {
 		json_decref(j);
-		j = status_of(key);
+		j = t_serve_status(key);
 		w = j ? json_array_get(json_object_get(j, "workers"), 0) : NULL;
 		if (w)
 			break;
@@ -70,7 +60,7 @@ static void in_process(const char *ckpt)
 	json_decref(j);
 
 	/* NULL key: every server of this user, this one among them */
-	j = status_of(NULL);
+	j = t_serve_status(NULL);
 	int found = 0;
 	size_t i;
 	json_t *e;

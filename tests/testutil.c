@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -145,6 +146,39 @@ uint64_t t_rand(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+uint8_t *t_rand_rows(uint64_t nrows, size_t rb, uint64_t *rs)
+{
+	uint8_t *p = malloc(nrows * rb);
+	if (!p) {
+		fprintf(stderr, "t_rand_rows: out of memory for %llu rows\n", (unsigned long long)nrows);
+		exit(1);
+	}
+	for (size_t i = 0; i < nrows * rb; i++)
+		p[i] = (uint8_t)t_rand(rs);
+	return p;
+}
+
+size_t t_rows_compare(const uint8_t *table, uint64_t nrows, size_t rb, const int64_t *ids, size_t n,
+		      const uint8_t *out, uint64_t *dead)
+{
+	size_t bad = 0;
+	*dead = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t r = ids[i];
+		if (r < 0 || (uint64_t)r >= nrows) {
+			(*dead)++;
+			for (size_t k = 0; k < rb; k++)
+				if (out[i * rb + k]) {
+					bad++;
+					break;
+				}
+		} else {
+			bad += memcmp(out + i * rb, table + (size_t)r * rb, rb) != 0;
+		}
+	}
+	return bad;
+}
+
 int t_uring_works(void)
 {
 #if EHT_HAVE_URING_BUILD
@@ -180,4 +214,14 @@ void t_sha256_hex(const void *data, size_t len, char out[65])
 		}
 	}
 	unlink(tmpl);
+}
+
+struct json_t *t_serve_status(const char *key)
+{
+	char *text = NULL;
+	if (eht_serve_status(key, &text) != 0)
+		return NULL;
+	json_t *j = json_loads(text, 0, NULL);
+	free(text);
+	return j;
 }

@@ -56,10 +56,18 @@ int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *
 int t_write_file(const char *path, const void *data, size_t len);
 /* Deterministic pseudo-random numbers (splitmix64). */
 uint64_t t_rand(uint64_t *state);
+/* nrows * rb bytes of t_rand (a table's rows), malloc'd; exits 1 when out of memory. */
+uint8_t *t_rand_rows(uint64_t nrows, size_t rb, uint64_t *rs);
+/* Rows of out (n rows of rb bytes, one per id) that differ from table's (nrows rows): a dead id
+ * (negative or past the end) reads as zeros; *dead gets the number of dead ids. */
+size_t t_rows_compare(const uint8_t *table, uint64_t nrows, size_t rb, const int64_t *ids, size_t n,
+		      const uint8_t *out, uint64_t *dead);
 /* True when a CUDA device is usable (libcuda loads and has a device). */
 int t_have_gpu(void);
 /* True when libeht was built with liburing and this kernel lets the process use io_uring. */
 int t_uring_works(void);
+/* eht_serve_status(key) parsed (a json_t, json_decref it); NULL when no server holds key. */
+struct json_t *t_serve_status(const char *key);
 /* Hex SHA-256 of data into out[65]. */
 void t_sha256_hex(const void *data, size_t len, char out[65]);
 

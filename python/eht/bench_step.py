@@ -98,24 +98,21 @@ def _int_list(s):
     return out
 
 
-def _pos_int(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not an integer" % s)
-    if v < 1:
-        raise argparse.ArgumentTypeError("%r: at least 1" % s)
-    return v
+def _number(conv, noun, ok, bound):
+    """An argparse type: conv(s), refused unless ok(value), with "%r is not <noun>" / "%r: <bound>"."""
+    def parse(s):
+        try:
+            v = conv(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%r is not %s" % (s, noun))
+        if not ok(v):
+            raise argparse.ArgumentTypeError("%r: %s" % (s, bound))
+        return v
+    return parse
 
 
-def _pos_float(s):
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a number" % s)
-    if not v > 0:
-        raise argparse.ArgumentTypeError("%r: above 0" % s)
-    return v
+_pos_int = _number(int, "an integer", lambda v: v >= 1, "at least 1")
+_pos_float = _number(float, "a number", lambda v: v > 0, "above 0")
 
 
 def parse_args(argv):
@@ -394,23 +391,34 @@ class Step:
         return g
 
 
-def time_graph(torch, g, feed, reps, warmup, blocking):
-    """Median/p90 (ms) of replays timed by events, and the process CPU (ms) per replay."""
+def _warm(torch, g, feed, warmup, blocking):
+    """The timing events of a run, after its warmup replays of g (fed 0 .. warmup - 1)."""
     start = torch.cuda.Event(enable_timing=True, blocking=blocking)
     end = torch.cuda.Event(enable_timing=True, blocking=blocking)
     for i in range(warmup):
         feed(i)
         g.replay()
     torch.cuda.synchronize()
+    return start, end
+
+
+def _replay_ms(start, end, graph):
+    """One replay of graph between the two events: its GPU time (ms)."""
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def time_graph(torch, g, feed, reps, warmup, blocking):
+    """Median/p90 (ms) of replays timed by events, and the process CPU (ms) per replay."""
+    start, end = _warm(torch, g, feed, warmup, blocking)
     times = []
     c0, w0 = cpu_s(), time.perf_counter()
     for i in range(reps):
         feed(warmup + i)
-        start.record()
-        g.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(_replay_ms(start, end, g))
     c1, w1 = cpu_s(), time.perf_counter()
     return {"median_ms": statistics.median(times), "p90_ms": pct(times, 0.9),
             "cpu_ms_per_step": (c1 - c0) * 1e3 / reps, "wall_ms_per_step": (w1 - w0) * 1e3 / reps}
@@ -420,22 +428,13 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     """Replays of the variant's graph and the step without lookups, alternated (the GPU's clocks drift
     over a run by more than the effects measured): both medians and p90s, and the variant's process CPU
     per step (the loop's, less the none step's own, measured alone)."""
-    start = torch.cuda.Event(enable_timing=True, blocking=blocking)
-    end = torch.cuda.Event(enable_timing=True, blocking=blocking)
-    for i in range(warmup):
-        feed(i)
-        g.replay()
-    torch.cuda.synchronize()
+    start, end = _warm(torch, g, feed, warmup, blocking)
     tv, tn = [], []
     c0, w0 = cpu_s(), time.perf_counter()
     for i in range(reps):
         for graph, times in ((g, tv), (g_none, tn)):
             feed(warmup + i)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
+            times.append(_replay_ms(start, end, graph))
     c1, w1 = cpu_s(), time.perf_counter()
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,

@@ -10,7 +10,7 @@ safetensors files, a rank's head range mapped alone, and prefetch of a step's ro
 import ctypes
 import os
 
-from . import Table, _buffer_address, _check, _id_type, _L
+from . import Table, _bind, _buffer_address, _check, _id_type
 
 __all__ = ["open", "prefetch", "Ticket", "stats", "drop_cache"]
 
@@ -32,28 +32,21 @@ class _DiskStats(ctypes.Structure):
                 ("uncached_bytes", ctypes.c_uint64), ("split_mode", ctypes.c_uint32)]
 
 
-_bound = False
+def _sigs():
+    P, VP, I, U64 = ctypes.POINTER, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64
+    return [
+        ("eht_disk_open", I, [ctypes.c_char_p, P(_DiskOpts), P(VP)]),
+        ("eht_disk_prefetch", I, [VP, VP, I, ctypes.c_int64, U64, ctypes.c_uint32, P(VP)]),
+        ("eht_disk_wait", I, [VP]),
+        ("eht_disk_ticket_rows", U64, [VP]),
+        ("eht_disk_release", I, [VP]),
+        ("eht_disk_stats", I, [VP, P(_DiskStats)]),
+        ("eht_disk_drop_cache", I, [VP]),
+        ("eht_disk_check", I, [VP]),
+    ]
 
 
-def _lib():
-    global _bound
-    lib = _L()
-    if not _bound:
-        P, VP, I, U64 = ctypes.POINTER, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64
-        for name, res, args in [
-            ("eht_disk_open", I, [ctypes.c_char_p, P(_DiskOpts), P(VP)]),
-            ("eht_disk_prefetch", I, [VP, VP, I, ctypes.c_int64, U64, ctypes.c_uint32, P(VP)]),
-            ("eht_disk_wait", I, [VP]),
-            ("eht_disk_ticket_rows", U64, [VP]),
-            ("eht_disk_release", I, [VP]),
-            ("eht_disk_stats", I, [VP, P(_DiskStats)]),
-            ("eht_disk_drop_cache", I, [VP]),
-            ("eht_disk_check", I, [VP]),
-        ]:
-            fn = getattr(lib, name)
-            fn.restype, fn.argtypes = res, args
-        _bound = True
-    return lib
+_lib = _bind.lazy(_sigs)
 
 
 def open(ckpt, weight=None, scale=None, layer=None, rank=0, nranks=1, rows=None, tp=None, layout=None,

@@ -13,7 +13,7 @@ import array
 import ctypes
 import os
 
-from . import _check, _L, _torch, _stream_handle
+from . import _bind, _check, _torch, _stream_handle
 
 __all__ = ["Layout", "State", "part", "check_tp", "HIST_UNKNOWN", "HIST_BLOCK"]
 
@@ -35,17 +35,10 @@ class _Batch(ctypes.Structure):
                 ("starts", ctypes.c_void_p), ("history", ctypes.c_void_p)]
 
 
-_bound = False
-
-
-def _lib():
-    global _bound
-    lib = _L()
-    if _bound:
-        return lib
+def _sigs():
     P, VP, I, U32, U64, SZ, CP = (ctypes.POINTER, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64,
                                   ctypes.c_size_t, ctypes.c_char_p)
-    for name, res, args in [
+    return [
         ("eht_engram_layout_preset", I, [CP, P(VP)]),
         ("eht_engram_layout_from_json", I, [CP, SZ, P(VP)]),
         ("eht_engram_layout_from_file", I, [CP, P(VP)]),
@@ -66,11 +59,10 @@ def _lib():
         ("eht_engram_state_rollback", I, [VP, U64, U32]),
         ("eht_engram_state_step", I, [VP, VP, P(_Batch), VP]),
         ("eht_engram_state_history", I, [VP, U64, VP]),
-    ]:
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    _bound = True
-    return lib
+    ]
+
+
+_lib = _bind.lazy(_sigs)
 
 
 def part(cols, tp):

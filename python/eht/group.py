@@ -21,7 +21,7 @@ import logging
 import os
 import secrets
 
-from . import EhtError, Table, _Closing, _Native, _check, _closed, _L, _torch
+from . import EhtError, Table, _Closing, _Native, _bind, _check, _closed, _L, _torch
 
 __all__ = ["Group", "SharedTable", "Region", "node_id"]
 
@@ -54,16 +54,9 @@ class _RegionOpts(ctypes.Structure):
                 ("gid", ctypes.c_uint32), ("expected_peers", ctypes.c_uint)]
 
 
-_bound = False
-
-
-def _lib():
-    global _bound
-    lib = _L()
-    if _bound:
-        return lib
+def _sigs():
     P, VP, I, U64, SZ, CP = ctypes.POINTER, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_char_p
-    for name, res, args in [
+    return [
         ("eht_node_id", I, [CP, SZ]),
         ("eht_group_create", I, [CP, I, I, P(_GroupOpts), P(VP)]),
         ("eht_group_destroy", None, [VP]),
@@ -81,11 +74,10 @@ def _lib():
         ("eht_region_is_creator", ctypes.c_bool, [VP]),
         ("eht_region_close", I, [P(VP)]),
         ("eht_region_unlink", I, [CP, CP]),
-    ]:
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    _bound = True
-    return lib
+    ]
+
+
+_lib = _bind.lazy(_sigs)
 
 
 def node_id():

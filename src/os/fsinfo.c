@@ -23,6 +23,19 @@ const char *eht_region_dir(const char *dir)
 	return eht_env_str("EHT_SHM_DIR", "/dev/shm");
 }
 
+/* The number a sysfs file holds, 0 when unreadable. */
+static uint64_t read_count(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	unsigned long long n = 0;
+	if (fscanf(f, "%llu", &n) != 1)
+		n = 0;
+	fclose(f);
+	return n;
+}
+
 uint64_t eht_hugetlb_free(uint64_t page_size, int node)
 {
 	char path[160];
@@ -32,14 +45,7 @@ uint64_t eht_hugetlb_free(uint64_t page_size, int node)
 	else
 		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%llukB/free_hugepages",
 			 (unsigned long long)(page_size >> 10));
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	unsigned long long n = 0;
-	if (fscanf(f, "%llu", &n) != 1)
-		n = 0;
-	fclose(f);
-	return n * page_size;
+	return read_count(path) * page_size;
 }
 
 /* One number from a hugepages sysfs file of the given page size (whole machine), 0 when unreadable. */
@@ -48,14 +54,7 @@ static uint64_t hugetlb_count(uint64_t page_size, const char *file)
 	char path[160];
 	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/hugepages-%llukB/%s", (unsigned long long)(page_size >> 10),
 		 file);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return 0;
-	unsigned long long n = 0;
-	if (fscanf(f, "%llu", &n) != 1)
-		n = 0;
-	fclose(f);
-	return n;
+	return read_count(path);
 }
 
 uint64_t eht_hugetlb_default_size(void)

@@ -25,6 +25,7 @@
 #define MFD_HUGE_SHIFT_ 26
 
 #include "os/fsinfo.h"
+#include "os/map_aligned.h"
 #include "os/numa.h"
 #include "util/cpu.h"
 #include "util/env.h"
@@ -152,27 +153,8 @@ static int req_init(struct req *q, const char *name, uint64_t bytes, const struc
 /* Maps the whole file; with align above the page size the mapping starts on an align boundary. */
 static void *map_file(int fd, size_t len, size_t align)
 {
-	if (align <= 4096) {
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		return p == MAP_FAILED ? NULL : p;
-	}
-	char *res = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (res == MAP_FAILED)
-		return NULL;
-	char *a = (char *)(((uintptr_t)res + align - 1) & ~(uintptr_t)(align - 1));
-	void *p = mmap(a, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
-	if (p == MAP_FAILED) {
-		int e = errno;
-		munmap(res, len + align);
-		errno = e;
-		return NULL;
-	}
-	if (a > res)
-		munmap(res, (size_t)(a - res));
-	size_t tail = (size_t)((res + len + align) - (a + len));
-	if (tail)
-		munmap(a + len, tail);
-	return a;
+	void *p = eht_map_aligned(fd, len, PROT_READ | PROT_WRITE, MAP_SHARED, align <= 4096 ? 0 : align);
+	return p == MAP_FAILED ? NULL : p;
 }
 
 /* ---- creating ---- */

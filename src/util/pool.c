@@ -129,33 +129,6 @@ static void *worker_main(void *v)
 	}
 }
 
-/* Reads /sys/devices/system/node/nodeN/cpulist ("0-7,16-23") into a cpu set. */
-static int node_cpus(int node, cpu_set_t *set)
-{
-	char path[96], buf[4096];
-	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	CPU_ZERO(set);
-	char *s = buf;
-	while (*s && *s != '\n') {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-		if (end == s)
-			return -EINVAL;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		for (long c = a; c <= b && c < CPU_SETSIZE; c++)
-			CPU_SET((int)c, set);
-		s = (*end == ',') ? end + 1 : end;
-	}
-	return CPU_COUNT(set) ? 0 : -ENOENT;
-}
-
 int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool **out)
 {
 	cpu_set_t cpus;
@@ -163,7 +136,7 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 	*out = NULL;
 	if (numa_node >= 0) {
 		/* Only the node's CPUs this process may run on: binding a thread outside its cpuset fails. */
-		if (node_cpus(numa_node, &cpus) != 0)
+		if (eht_cpu_node_set(numa_node, &cpus) != 0)
 			eht_warn_once("cannot read the CPUs of NUMA node %d; pool threads are not bound", numa_node);
 		else if (eht_cpu_restrict(&cpus) == 0)
 			eht_warn_once("no CPU of NUMA node %d is in this process's affinity; pool threads are not bound",

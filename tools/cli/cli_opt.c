@@ -131,13 +131,10 @@ int cli_double(const char *cmd, const char *name, const char *s, double *out)
 	return 0;
 }
 
-int cli_print_json(json_t *o)
+/* o (taken) encoded with flags onto stdout, a line; 1 when it cannot be encoded or written. */
+static int print_json_flags(json_t *o, size_t flags)
 {
-	if (!o) {
-		fprintf(stderr, "eht: out of memory building the JSON report\n");
-		return 1;
-	}
-	char *s = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	char *s = o ? json_dumps(o, flags) : NULL;
 	json_decref(o);
 	if (!s) {
 		fprintf(stderr, "eht: cannot encode the JSON report\n");
@@ -146,6 +143,15 @@ int cli_print_json(json_t *o)
 	int bad = printf("%s\n", s) < 0 || fflush(stdout) != 0;
 	free(s);
 	return bad;
+}
+
+int cli_print_json(json_t *o)
+{
+	if (!o) {
+		fprintf(stderr, "eht: out of memory building the JSON report\n");
+		return 1;
+	}
+	return print_json_flags(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 }
 
 int cli_error(const char *cmd, int json, const char *msg)
@@ -157,18 +163,7 @@ int cli_error(const char *cmd, int json, const char *msg)
 	return 1;
 }
 
-int cli_print_json_line(json_t *o)
-{
-	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
-	json_decref(o);
-	if (!s) {
-		fprintf(stderr, "eht: cannot encode the JSON report\n");
-		return 1;
-	}
-	int bad = printf("%s\n", s) < 0 || fflush(stdout) != 0;
-	free(s);
-	return bad;
-}
+int cli_print_json_line(json_t *o) { return print_json_flags(o, JSON_COMPACT | JSON_REAL_PRECISION(10)); }
 
 int cli_progress_tty(void) { return isatty(2); }
 

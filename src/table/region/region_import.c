@@ -11,6 +11,7 @@
 
 #include "gpu/dev.h"
 #include "gpu/pin.h"
+#include "os/map_aligned.h"
 #include "table/region/region_table.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -55,30 +56,6 @@ static void shared_map_describe(const eht_table *t, struct eht_table_info *info)
 static const struct eht_table_ops shared_map_ops = {.describe = shared_map_describe,
 						    .close = shared_map_close};
 
-/* mmap of fd, at an address aligned to align (0: anywhere); MAP_FAILED with errno on failure. */
-static void *map_aligned(int fd, size_t len, int prot, int flags, size_t align)
-{
-	if (!align)
-		return mmap(NULL, len, prot, flags, fd, 0);
-	char *res = mmap(NULL, len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (res == MAP_FAILED)
-		return MAP_FAILED;
-	char *a = (char *)(((uintptr_t)res + align - 1) & ~(uintptr_t)(align - 1));
-	void *p = mmap(a, len, prot, flags | MAP_FIXED, fd, 0);
-	if (p == MAP_FAILED) {
-		int e = errno;
-		munmap(res, len + align);
-		errno = e;
-		return MAP_FAILED;
-	}
-	if (a > res)
-		munmap(res, (size_t)(a - res));
-	size_t tail = (size_t)((res + len + align) - (a + len));
-	if (tail)
-		munmap(a + len, tail);
-	return a;
-}
-
 int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out)
 {
 	*out = NULL;
@@ -111,12 +88,12 @@ int eht_region_import(json_t *desc, int *fds, size_t nfds, const struct eht_impo
 	/* Huge pages of the region's file map as huge pages only at an address aligned to them. */
 	uint64_t ps = eht_desc_u64(desc, "page_size");
 	size_t align = ps >= (2u << 20) && ps <= (1u << 30) ? (size_t)ps : 0;
-	m->map = map_aligned(fds[0], (size_t)fbytes, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, align);
+	m->map = eht_map_aligned(fds[0], (size_t)fbytes, ro ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, align);
 	/* A write-sealed memfd (eht serve's tables): kernels before 6.7 refuse every shared mapping of
 	 * it; a private read-only one maps the same pages (nothing can write them any more). No
 	 * reserve: a private hugetlb mapping would otherwise reserve a copy of every page. */
 	if (m->map == MAP_FAILED && errno == EPERM && ro)
-		m->map = map_aligned(fds[0], (size_t)fbytes, PROT_READ, MAP_PRIVATE | MAP_NORESERVE, align);
+		m->map = eht_map_aligned(fds[0], (size_t)fbytes, PROT_READ, MAP_PRIVATE | MAP_NORESERVE, align);
 	if (m->map == MAP_FAILED) {
 		free(m);
 		return eht_err_sys(errno, "table %s: mapping %llu bytes", name, (unsigned long long)fbytes);

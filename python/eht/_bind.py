@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Lazy ctypes signatures of a submodule (engram, group, disk): bound on the first call, once."""
+
+
+def lazy(sigs):
+    """A function returning libeht with sigs() -> [(name, restype, argtypes)] bound on its first call."""
+    bound = []
+
+    def lib():
+        from . import _L  # at call time: the package is imported by then
+        lib = _L()
+        if not bound:
+            for name, res, args in sigs():
+                fn = getattr(lib, name)
+                fn.restype, fn.argtypes = res, args
+            bound.append(True)
+        return lib
+
+    return lib

@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: Apache-2.0
+"""pyutil: what the Python test scripts share (they run as scripts, so tests/ is on sys.path): a
+failure-counting check, eht imported for a CPU-only run or a skip, and `eht serve` of a synthetic
+checkpoint until it says it serves."""
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+
+
+class Checks:
+    """check(cond, what) prints FAIL: what to stderr and counts it in check.failures."""
+
+    def __init__(self):
+        self.failures = 0
+
+    def __call__(self, cond, what):
+        if not cond:
+            self.failures += 1
+            print("FAIL:", what, file=sys.stderr)
+
+
+def import_eht_cpu():
+    """eht, with EHT_NO_CUDA=1 and EHT_LOG=error unless set; None (after printing skip) when libeht
+    does not load."""
+    os.environ.setdefault("EHT_NO_CUDA", "1")
+    os.environ.setdefault("EHT_LOG", "error")
+    try:
+        import eht  # noqa: PLC0415
+    except OSError as exc:
+        print("skip: %s" % exc)
+        return None
+    return eht
+
+
+@contextlib.contextmanager
+def serve_synth(cli, key, rows):
+    """`eht synth --rows rows` served under key as region tables (EHT_SHM_DIR: a fresh temporary
+    directory; the server not under LD_PRELOAD: it need not run under ASan); the with block starts
+    once the server says it serves, and the server is killed after it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt, shm = os.path.join(tmp, "ckpt"), os.path.join(tmp, "shm")
+        os.mkdir(shm)
+        subprocess.run([cli, "synth", ckpt, "--rows", str(rows)], check=True, stdout=subprocess.DEVNULL)
+        env = dict(os.environ, EHT_SHM_DIR=shm)
+        env.pop("LD_PRELOAD", None)
+        srv = subprocess.Popen([cli, "serve", ckpt, "--key", key, "--tier", "region"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+        try:
+            for line in srv.stdout:
+                if "serving under key" in line:
+                    break
+            yield srv
+        finally:
+            srv.kill()
+            srv.wait()
+            srv.stdout.close()
