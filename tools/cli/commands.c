@@ -92,11 +92,11 @@ void cli_print_man(FILE *f)
 	fputs(".SH COMMANDS\n", f);
 	for (size_t i = 0; i < cli_ncommands; i++) {
 		const struct cli_command *c = &cli_commands[i];
-		fputs(".TP\n.B \"", f);
+		fputs(".TP\n.BI \"", f);
 		put_roff(f, c->path);
-		fputs("\"\n.I \"", f);
+		fputs(" \" \"", f);
 		put_roff(f, c->synopsis);
-		fputs("\"\n.br\n", f);
+		fputs("\"\n", f);
 		put_roff(f, c->summary);
 		fputs(".\n.br\nOptions:", f);
 		for (const struct option *o = c->opts; o && o->name; o++) {
@@ -112,7 +112,7 @@ void cli_print_man(FILE *f)
 		for (const char *const *e = c->extra_opts; e && *e; e++) {
 			fputs(" \\fB", f);
 			put_roff(f, *e);
-			fputs("\\fR", f);
+			fputs((*e)[strlen(*e) - 1] == '=' ? "ARG\\fR" : "\\fR", f);
 		}
 		fputs("\n", f);
 	}
