@@ -37,6 +37,7 @@ struct cli_command {
 extern const struct cli_command cli_commands[];
 extern const size_t cli_ncommands;
 void cli_print_commands(FILE *f);    /* `eht --help`'s command list */
+void cli_print_commands_under(FILE *f, const char *cmd); /* the rows of CMD's subcommands ("bench") */
 void cli_print_completion(FILE *f);  /* `eht --completion-table`: "PATH<TAB>--opt --opt=..." lines */
 void cli_print_man(FILE *f);	     /* `eht --man-commands`: the man page's generated COMMANDS section */
 

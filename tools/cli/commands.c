@@ -25,13 +25,13 @@ const struct cli_command cli_commands[] = {
 	 NULL},
 	{"hotset build", "--workload text:F --rows K -o OUT", "the most frequent rows (GPU hot set)",
 	 cli_opts_hotset_build, NULL},
-	{"bench lookup", "[options] [--json]", "lookup strategies against the machine's copy ceiling",
+	{"bench lookup", "[options] [--json]", "row gathers of each lookup strategy against the copy ceiling",
 	 cli_opts_bench_lookup, NULL},
-	{"bench region", "[options] [--json]", "shared-region create, fill and attach times", cli_opts_bench_region,
+	{"bench region", "[options] [--json]", "create, fill and attach a shared region of each size", cli_opts_bench_region,
 	 NULL},
-	{"bench share", "[options] [--json]", "sharing a table between processes", cli_opts_bench_share, NULL},
-	{"bench disk", "[options] [--json]", "lookups from the checkpoint's own files", cli_opts_bench_disk, NULL},
-	{"bench hash", "[options] [--json]", "Engram hashing, CPU and GPU", cli_opts_bench_hash, NULL},
+	{"bench share", "[options] [--json]", "export and import a host-NUMA table between processes (GPU)", cli_opts_bench_share, NULL},
+	{"bench disk", "[options] [--json]", "lookups from a checkpoint on disk (tier disk), and under a memory limit", cli_opts_bench_disk, NULL},
+	{"bench hash", "[options] [--json]", "Engram hashing of prefill and decode steps, CPU and GPU", cli_opts_bench_hash, NULL},
 	{"bench step", "[options] [--json]", "a DeepSeek-V4.1-shaped model step with each lookup variant (Python)",
 	 NULL, bench_step_opts},
 };
@@ -46,16 +46,28 @@ static void put_opt(FILE *f, const struct option *o)
 						  : "");
 }
 
+static void print_row(FILE *f, const struct cli_command *c)
+{
+	char line[160];
+	snprintf(line, sizeof(line), "%s %s", c->path, c->synopsis);
+	if (strlen(line) > 40) /* a long synopsis gets its own line */
+		fprintf(f, "  eht %s\n      %-40s %s\n", line, "", c->summary);
+	else
+		fprintf(f, "  eht %-40s %s\n", line, c->summary);
+}
+
+void cli_print_commands_under(FILE *f, const char *cmd)
+{
+	size_t n = strlen(cmd);
+	for (size_t i = 0; i < cli_ncommands; i++)
+		if (!strncmp(cli_commands[i].path, cmd, n) && cli_commands[i].path[n] == ' ')
+			print_row(f, &cli_commands[i]);
+}
+
 void cli_print_commands(FILE *f)
 {
-	for (size_t i = 0; i < cli_ncommands; i++) {
-		char line[160];
-		snprintf(line, sizeof(line), "%s %s", cli_commands[i].path, cli_commands[i].synopsis);
-		if (strlen(line) > 40) /* a long synopsis gets its own line */
-			fprintf(f, "  eht %s\n      %-40s %s\n", line, "", cli_commands[i].summary);
-		else
-			fprintf(f, "  eht %-40s %s\n", line, cli_commands[i].summary);
-	}
+	for (size_t i = 0; i < cli_ncommands; i++)
+		print_row(f, &cli_commands[i]);
 	fprintf(f, "  eht %-40s %s\n", "version", "print the version");
 }
 
