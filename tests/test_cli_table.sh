@@ -13,7 +13,8 @@ paths=$(printf '%s\n' "$table" | cut -f1)
 
 # 1. every getopt table of the CLI is file-scope and listed in the command table
 for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c; do
-	grep -q 'static const struct option' "$f" && fail "$f: a function-local getopt table (hoist it to cli_opts_* and list it in commands.c)"
+	grep -q 'static const struct option' "$f" &&
+		fail "$f: a function-local getopt table (hoist it to cli_opts_* and list it in commands.c)"
 	for v in $(grep -o 'const struct option cli_opts_[a-z_]*\[\]' "$f" | sed 's/.*\(cli_opts_[a-z_]*\).*/\1/'); do
 		grep -q "\b$v\b" "$src/tools/cli/commands.c" || fail "$v ($f) is not in tools/cli/commands.c"
 	done
