@@ -1,19 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
 # eht-completion.bash: bash completion for the eht tool (installed as
 # share/bash-completion/completions/eht; or `source scripts/eht-completion.bash`).
+# Commands and options come from `eht --completion-table` (tools/cli/commands.c, the getopt tables
+# themselves), so they cannot drift from what eht accepts; only option values are listed here.
 _eht()
 {
-	local cur prev cmd sub
+	local cur prev cmd sub table
 	cur=${COMP_WORDS[COMP_CWORD]}
-	prev=${COMP_WORDS[COMP_CWORD-1]}
-	cmd=${COMP_WORDS[1]}
-	sub=${COMP_WORDS[2]}
+	prev=${COMP_WORDS[COMP_CWORD-1]-}
+	cmd=${COMP_WORDS[1]-}
+	sub=${COMP_WORDS[2]-}
+	# "PATH<TAB>--opt --opt= ..." lines; "--opt=" takes a value
+	table=$("${COMP_WORDS[0]}" --completion-table 2>/dev/null) || return
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "info synth probe regions serve status worker bench version help --help --version" -- "$cur"))
+		local cmds
+		cmds=$(printf '%s\n' "$table" | cut -f1 | cut -d' ' -f1 | sort -u)
+		COMPREPLY=($(compgen -W "$cmds version help --help --version" -- "$cur"))
 		return
 	fi
 	case "$prev" in
-	--dir|--check|--ready-file|--hotset|--workload)
+	--dir|--check|--ready-file|--hotset|--workload|--ckpt|--config|--token-map|--output|-o|--trace)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--tier)
@@ -21,6 +27,9 @@ _eht()
 		return ;;
 	--format)
 		COMPREPLY=($(compgen -W "raw bf16" -- "$cur"))
+		return ;;
+	--preset)
+		COMPREPLY=($(compgen -W "v41" -- "$cur"))
 		return ;;
 	--strategies)
 		# the library's own list (one name a line); a comma-separated word completes its last name
@@ -30,34 +39,16 @@ _eht()
 		COMPREPLY=($(compgen -P "$pre" -W "$names" -- "${cur##*,}"))
 		return ;;
 	esac
-	local opts=""
-	case "$cmd" in
-	info) opts="--json --help" ;;
-	synth) opts="--tables --rows --shards --seed --preset --json --help" ;;
-	probe) opts="--json --help" ;;
-	regions)
-		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "list gc --help" -- "$cur"))
-			return
-		fi
-		opts="--dir --json --help"
-		[ "$sub" = gc ] && opts="$opts --dry-run" ;;
-	serve) opts="--key --tensors --tier --device --threads --hotset --per-numa --workers --cpu-budget --ready-file --json --help" ;;
-	status) opts="--json --help" ;;
-	worker) opts="--check --ids --reps --device --id --wait --timeout --hotset --no-hotset --hotset-size --json --help" ;;
-	bench)
-		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "lookup region share disk hash step --help" -- "$cur"))
-			return
-		fi
-		case "$sub" in
-		lookup) opts="--table-gib --ids --sweep --strategies --ids-on --graph --format --reps --threads --device --cpu --workload --workload-range --hotset --dedup --json --help" ;;
-		region) opts="--sizes --runs --threads --thp --device --dir --json --help" ;;
-		share) opts="--sizes --chunk --json --help" ;;
-		step) opts="--mode --layers --tokens --hidden --ffn --table-gib --engram-layers --workload --hotset-rows --variants --reps --warmup --threads --sync --device --seed --trace --json --dry-run --help" ;;
-		disk) opts="--file-gib --dir --ids --reps --threads --io-threads --iops-threads --cache-mib --no-memory --cpu --device --keep --json --mem-limit --workload --steps --hotset --help" ;;
-		esac ;;
-	esac
+	# a command with subcommands ("bench lookup", "regions gc") completes them as its first word
+	local subs
+	subs=$(printf '%s\n' "$table" | cut -f1 | awk -v c="$cmd" '$1 == c && NF > 1 {print $2}')
+	if [ -n "$subs" ] && [ "$COMP_CWORD" -eq 2 ]; then
+		COMPREPLY=($(compgen -W "$subs --help" -- "$cur"))
+		return
+	fi
+	local path=$cmd opts
+	[ -n "$subs" ] && path="$cmd $sub"
+	opts=$(printf '%s\n' "$table" | awk -F'\t' -v p="$path" '$1 == p {gsub(/(\[=\]|=)/, "", $2); print $2}')
 	if [[ "$cur" == -* ]]; then
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 	else

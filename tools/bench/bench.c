@@ -19,6 +19,7 @@ int cmd_bench(int argc, char **argv)
 				    "draws them.\n";
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))) {
 		fputs(usage, stdout);
+		cli_print_commands_under(stdout, "bench"); /* the table's rows, as eht --help lists them */
 		return 0;
 	}
 	if (argc >= 2)

@@ -210,27 +210,30 @@ static int parse_opt(struct disk_opts *o, int c, const char *arg)
 }
 
 /* The command line into o; -1 to run, else the exit status. */
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_bench_disk[] = {{"json", no_argument, NULL, 'j'},
+					 {"cpu", no_argument, NULL, 'C'},
+					 {"no-memory", no_argument, NULL, 'M'},
+					 {"keep", no_argument, NULL, 'K'},
+					 {"file-gib", required_argument, NULL, 'g'},
+					 {"dir", required_argument, NULL, 'D'},
+					 {"reps", required_argument, NULL, 'r'},
+					 {"threads", required_argument, NULL, 't'},
+					 {"io-threads", required_argument, NULL, 'q'},
+					 {"iops-threads", required_argument, NULL, 'Q'},
+					 {"cache-mib", required_argument, NULL, 'c'},
+					 {"device", required_argument, NULL, 'd'},
+					 {"ids", required_argument, NULL, 'i'},
+					 {"mem-limit", required_argument, NULL, 'L'},
+					 {"workload", required_argument, NULL, 'W'},
+					 {"steps", required_argument, NULL, 'S'},
+					 {"hotset", required_argument, NULL, 'H'},
+					 {"help", no_argument, NULL, 'h'},
+					 {0}};
+
 static int parse_args(int argc, char **argv, struct disk_opts *o)
 {
-	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
-						 {"cpu", no_argument, NULL, 'C'},
-						 {"no-memory", no_argument, NULL, 'M'},
-						 {"keep", no_argument, NULL, 'K'},
-						 {"file-gib", required_argument, NULL, 'g'},
-						 {"dir", required_argument, NULL, 'D'},
-						 {"reps", required_argument, NULL, 'r'},
-						 {"threads", required_argument, NULL, 't'},
-						 {"io-threads", required_argument, NULL, 'q'},
-						 {"iops-threads", required_argument, NULL, 'Q'},
-						 {"cache-mib", required_argument, NULL, 'c'},
-						 {"device", required_argument, NULL, 'd'},
-						 {"ids", required_argument, NULL, 'i'},
-						 {"mem-limit", required_argument, NULL, 'L'},
-						 {"workload", required_argument, NULL, 'W'},
-						 {"steps", required_argument, NULL, 'S'},
-						 {"hotset", required_argument, NULL, 'H'},
-						 {"help", no_argument, NULL, 'h'},
-						 {0}};
+	const struct option *longopts = cli_opts_bench_disk;
 	*o = (struct disk_opts){.dir = getenv("EHT_BENCH_DIR") ? getenv("EHT_BENCH_DIR") : "/var/tmp/eht-bench-disk",
 				.shapes = {196608, 6144}, .nshapes = 2, .reps = 10, .io_threads = 64,
 				.iops_threads = 64, .workload = "uniform", .steps = 300};

@@ -76,14 +76,17 @@ static int gpu_time(const eht_engram_layout *l, const struct eht_engram_batch *b
 	return rc;
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_bench_hash[] = {
+    {"reps", required_argument, 0, 'r'}, {"prefill", required_argument, 0, 'p'},
+    {"decode", required_argument, 0, 'd'}, {"device", required_argument, 0, 'D'},
+    {"no-gpu", no_argument, 0, 'n'}, {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
 int bench_hash(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"reps", required_argument, 0, 'r'}, {"prefill", required_argument, 0, 'p'},
-	    {"decode", required_argument, 0, 'd'}, {"device", required_argument, 0, 'D'},
-	    {"no-gpu", no_argument, 0, 'n'}, {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
+	const struct option *opts = cli_opts_bench_hash;
 	int reps = 50, device = 0, no_gpu = 0, json = 0, c;
 	long prefill = 8192, decode = 256;
 	cli_opt_reset();

@@ -314,20 +314,23 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 }
 
 /* The command line into o; -1 to run, else the exit status. */
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_bench_lookup[] = {
+	{"table-gib", required_argument, NULL, 'g'}, {"ids", required_argument, NULL, 'i'},
+	{"sweep", no_argument, NULL, 'w'},           {"strategies", required_argument, NULL, 's'},
+	{"ids-on", required_argument, NULL, 'o'},    {"graph", no_argument, NULL, 'G'},
+	{"reps", required_argument, NULL, 'r'},      {"threads", required_argument, NULL, 't'},
+	{"format", required_argument, NULL, 'f'},    {"device", required_argument, NULL, 'd'},
+	{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
+	{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
+	{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
+	{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
+	{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
+	{NULL, 0, NULL, 0}};
+
 static int parse_args(int argc, char **argv, struct lk_opts *o)
 {
-	static const struct option longopts[] = {
-		{"table-gib", required_argument, NULL, 'g'}, {"ids", required_argument, NULL, 'i'},
-		{"sweep", no_argument, NULL, 'w'},           {"strategies", required_argument, NULL, 's'},
-		{"ids-on", required_argument, NULL, 'o'},    {"graph", no_argument, NULL, 'G'},
-		{"reps", required_argument, NULL, 'r'},      {"threads", required_argument, NULL, 't'},
-		{"format", required_argument, NULL, 'f'},    {"device", required_argument, NULL, 'd'},
-		{"cpu", no_argument, NULL, 'c'},             {"json", no_argument, NULL, 'j'},
-		{"workload", required_argument, NULL, 'W'},  {"help", no_argument, NULL, 'h'},
-		{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
-		{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
-		{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
-		{NULL, 0, NULL, 0}};
+	const struct option *longopts = cli_opts_bench_lookup;
 	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2,
 			      .strategies = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO},
 			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform", .tier = "memory",

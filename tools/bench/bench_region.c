@@ -88,17 +88,20 @@ struct region_opts {
 };
 
 /* The command line into o; -1 to run, else the exit status. */
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_bench_region[] = {{"sizes", required_argument, NULL, 's'},
+					 {"dir", required_argument, NULL, 'D'},
+					 {"threads", required_argument, NULL, 't'},
+					 {"runs", required_argument, NULL, 'r'},
+					 {"device", required_argument, NULL, 'd'},
+					 {"thp", no_argument, NULL, 'T'},
+					 {"json", no_argument, NULL, 'j'},
+					 {"help", no_argument, NULL, 'h'},
+					 {0}};
+
 static int parse_args(int argc, char **argv, struct region_opts *o)
 {
-	static const struct option longopts[] = {{"sizes", required_argument, NULL, 's'},
-						 {"dir", required_argument, NULL, 'D'},
-						 {"threads", required_argument, NULL, 't'},
-						 {"runs", required_argument, NULL, 'r'},
-						 {"device", required_argument, NULL, 'd'},
-						 {"thp", no_argument, NULL, 'T'},
-						 {"json", no_argument, NULL, 'j'},
-						 {"help", no_argument, NULL, 'h'},
-						 {0}};
+	const struct option *longopts = cli_opts_bench_region;
 	const char *dir_opt = NULL;
 	int nthreads = 0, c, bad = 0;
 	*o = (struct region_opts){.sizes = "1,16,48", .runs = 2};

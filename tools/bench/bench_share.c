@@ -85,13 +85,16 @@ static int bench_rank(int rank, const char *key, const double *sizes, int n, uin
 	return status;
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_bench_share[] = {{"sizes", required_argument, NULL, 's'},
+					 {"chunk", required_argument, NULL, 'c'},
+					 {"json", no_argument, NULL, 'j'},
+					 {"help", no_argument, NULL, 'h'},
+					 {0}};
+
 int bench_share(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"sizes", required_argument, NULL, 's'},
-						 {"chunk", required_argument, NULL, 'c'},
-						 {"json", no_argument, NULL, 'j'},
-						 {"help", no_argument, NULL, 'h'},
-						 {0}};
+	const struct option *longopts = cli_opts_bench_share;
 	const char *size_list = "1,48", *chunk_s = NULL;
 	int json = 0, o;
 	cli_opt_reset();

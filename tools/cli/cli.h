@@ -19,6 +19,28 @@ int cmd_hash(int argc, char **argv);     /* cli_hash.c */
 int cmd_hotset(int argc, char **argv);   /* cli_hotset.c */
 int cmd_bench(int argc, char **argv);    /* tools/bench/bench.c: the benchmarks (tools/bench/bench.h) */
 
+/* The option tables getopt reads, one per command (tools/cli/commands.c lists them for --help,
+ * completion and the man page, so the three cannot drift from what a command accepts). */
+extern const struct option cli_opts_info[], cli_opts_synth[], cli_opts_probe[], cli_opts_regions[],
+	cli_opts_serve[], cli_opts_status[], cli_opts_worker[], cli_opts_hash[], cli_opts_hotset_build[],
+	cli_opts_bench_lookup[], cli_opts_bench_region[], cli_opts_bench_share[], cli_opts_bench_disk[],
+	cli_opts_bench_hash[];
+
+/* One row of the command table (tools/cli/commands.c). */
+struct cli_command {
+	const char *path;		   /* "info", "regions gc", "bench lookup" */
+	const char *synopsis;		   /* what follows "eht PATH" on a usage line */
+	const char *summary;		   /* one line */
+	const struct option *opts;	   /* the getopt table, or NULL */
+	const char *const *extra_opts;	   /* options of a command without a getopt table (bench step) */
+};
+extern const struct cli_command cli_commands[];
+extern const size_t cli_ncommands;
+void cli_print_commands(FILE *f);    /* `eht --help`'s command list */
+void cli_print_commands_under(FILE *f, const char *cmd); /* the rows of CMD's subcommands ("bench") */
+void cli_print_completion(FILE *f);  /* `eht --completion-table`: "PATH<TAB>--opt --opt=..." lines */
+void cli_print_man(FILE *f);	     /* `eht --man-commands`: the man page's generated COMMANDS section */
+
 /* Prints "eht CMD: <eht_last_error()>" (or msg when given) to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *msg);
 /* Monotonic seconds, for timings. */

@@ -61,15 +61,18 @@ static void print_step(const struct eht_engram_info *in, const struct engram_ste
 			}
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_hash[] = {
+    {"preset", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
+    {"token-map", required_argument, 0, 'm'}, {"steps", required_argument, 0, 's'},
+    {"gpu", no_argument, 0, 'g'}, {"json", no_argument, 0, 'j'},
+    {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
 int cmd_hash(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"preset", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
-	    {"token-map", required_argument, 0, 'm'}, {"steps", required_argument, 0, 's'},
-	    {"gpu", no_argument, 0, 'g'}, {"json", no_argument, 0, 'j'},
-	    {"device", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
+	const struct option *opts = cli_opts_hash;
 	const char *preset = NULL, *config = NULL, *map = NULL, *steps = NULL;
 	int gpu = 0, json = 0, device = 0, c;
 	optind = 1;

@@ -25,6 +25,14 @@ static void usage(FILE *f)
 		   "               \"gpu_bytes\", \"seconds\"} on stdout; errors as {\"error\": ...}\n");
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_hotset_build[] = {
+	{"workload", required_argument, NULL, 'W'}, {"rows", required_argument, NULL, 'k'},
+	{"layer", required_argument, NULL, 'l'},    {"skip-tokens", required_argument, NULL, 's'},
+	{"table-rows", required_argument, NULL, 'r'}, {"output", required_argument, NULL, 'o'},
+	{"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0}};
+
 int cmd_hotset(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "build")) {
@@ -39,12 +47,7 @@ int cmd_hotset(int argc, char **argv)
 	}
 	const char *workload = NULL, *outp = NULL;
 	long long k = 0, skip = 0, trows = 0, layer = 1;
-	static const struct option longopts[] = {
-		{"workload", required_argument, NULL, 'W'}, {"rows", required_argument, NULL, 'k'},
-		{"layer", required_argument, NULL, 'l'},    {"skip-tokens", required_argument, NULL, 's'},
-		{"table-rows", required_argument, NULL, 'r'}, {"output", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0}};
+	const struct option *longopts = cli_opts_hotset_build;
 	int opt, json = 0;
 	char *end;
 	argc--, argv++;

@@ -144,9 +144,12 @@ static void usage(FILE *f)
 		   "  --json   one JSON object (errors as {\"error\": ...})\n");
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_info[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+
 int cmd_info(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	const struct option *longopts = cli_opts_info;
 	int json = 0, c;
 	cli_opt_reset();
 	while ((c = cli_getopt(argc, argv, "info", "h", longopts)) != -1) {

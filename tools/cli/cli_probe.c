@@ -113,11 +113,14 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	return 0;
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_probe[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
+					 {"ckpt", required_argument, NULL, 'c'}, {"tensors", required_argument, NULL, 't'},
+					 {0}};
+
 int cmd_probe(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'},
-						 {"ckpt", required_argument, NULL, 'c'}, {"tensors", required_argument, NULL, 't'},
-						 {0}};
+	const struct option *longopts = cli_opts_probe;
 	int json = 0, c;
 	const char *ckpt = NULL, *pattern = NULL;
 	cli_opt_reset();

@@ -23,13 +23,16 @@ struct ropts {
 	int json, dry;
 };
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_regions[] = {{"dir", required_argument, NULL, 'd'},
+					 {"json", no_argument, NULL, 'j'},
+					 {"dry-run", no_argument, NULL, 'n'},
+					 {"help", no_argument, NULL, 'h'},
+					 {0}};
+
 static int parse(int argc, char **argv, const char *cmd, int allow_dry, struct ropts *o)
 {
-	static const struct option longopts[] = {{"dir", required_argument, NULL, 'd'},
-						 {"json", no_argument, NULL, 'j'},
-						 {"dry-run", no_argument, NULL, 'n'},
-						 {"help", no_argument, NULL, 'h'},
-						 {0}};
+	const struct option *longopts = cli_opts_regions;
 	int c;
 	cli_opt_reset();
 	while ((c = cli_getopt(argc, argv, cmd, "h", longopts)) != -1) {

@@ -175,22 +175,25 @@ static int parse_nodes(const char *arg, struct eht_serve_opts *o)
 	return 0;
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_serve[] = {{"tensors", required_argument, NULL, 'p'},
+					 {"key", required_argument, NULL, 'k'},
+					 {"tier", required_argument, NULL, 't'},
+					 {"device", required_argument, NULL, 'd'},
+					 {"threads", required_argument, NULL, 'T'},
+					 {"ready-file", required_argument, NULL, 'r'},
+					 {"json", no_argument, NULL, 'j'},
+					 {"hotset", required_argument, NULL, 'H'},
+					 {"per-numa", optional_argument, NULL, 'N'},
+					 {"workers", required_argument, NULL, 'W'},
+					 {"cpu-budget", required_argument, NULL, 'B'},
+					 {"help", no_argument, NULL, 'h'},
+					 {0}};
+
 static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const char **path, const char **ready_file,
 		       int *json, const char **hotsets)
 {
-	static const struct option longopts[] = {{"tensors", required_argument, NULL, 'p'},
-						 {"key", required_argument, NULL, 'k'},
-						 {"tier", required_argument, NULL, 't'},
-						 {"device", required_argument, NULL, 'd'},
-						 {"threads", required_argument, NULL, 'T'},
-						 {"ready-file", required_argument, NULL, 'r'},
-						 {"json", no_argument, NULL, 'j'},
-						 {"hotset", required_argument, NULL, 'H'},
-						 {"per-numa", optional_argument, NULL, 'N'},
-						 {"workers", required_argument, NULL, 'W'},
-						 {"cpu-budget", required_argument, NULL, 'B'},
-						 {"help", no_argument, NULL, 'h'},
-						 {0}};
+	const struct option *longopts = cli_opts_serve;
 	int c, v = 0;
 	cli_opt_reset();
 	while ((c = cli_getopt(argc, argv, "serve", "h", longopts)) != -1) {

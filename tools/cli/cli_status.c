@@ -86,9 +86,12 @@ static void print_server(json_t *s)
 	}
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_status[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+
 int cmd_status(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+	const struct option *longopts = cli_opts_status;
 	int json = 0, c;
 	cli_opt_reset();
 	while ((c = cli_getopt(argc, argv, "status", "h", longopts)) != -1) {

@@ -38,14 +38,17 @@ static int usage_err(const char *msg)
 	return 2;
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_synth[] = {
+    {"tables", required_argument, 0, 't'}, {"rows", required_argument, 0, 'r'},
+    {"shards", required_argument, 0, 's'}, {"seed", required_argument, 0, 'x'},
+    {"preset", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
+    {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+};
+
 int cmd_synth(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"tables", required_argument, 0, 't'}, {"rows", required_argument, 0, 'r'},
-	    {"shards", required_argument, 0, 's'}, {"seed", required_argument, 0, 'x'},
-	    {"preset", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
-	    {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
-	};
+	const struct option *opts = cli_opts_synth;
 	int json = 0;
 	struct eht_synth_opts o = {.size = sizeof(o)};
 	const char *preset = NULL;

@@ -301,21 +301,24 @@ static void usage(FILE *f)
 		   "               BYTES of GPU memory per engine (row bytes + 48 a row; e.g. 256M, 1G)\n");
 }
 
+/* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
+const struct option cli_opts_worker[] = {{"check", required_argument, NULL, 'c'},
+					 {"ids", required_argument, NULL, 'n'},
+					 {"reps", required_argument, NULL, 'r'},
+					 {"device", required_argument, NULL, 'd'},
+					 {"id", required_argument, NULL, 'i'},
+					 {"timeout", required_argument, NULL, 't'},
+					 {"wait", no_argument, NULL, 'w'},
+					 {"json", no_argument, NULL, 'j'},
+					 {"hotset", required_argument, NULL, 'H'},
+					 {"no-hotset", no_argument, NULL, 'N'},
+					 {"hotset-size", required_argument, NULL, 'S'},
+					 {"help", no_argument, NULL, 'h'},
+					 {0}};
+
 static int parse_worker(int argc, char **argv, struct wopts *o)
 {
-	static const struct option longopts[] = {{"check", required_argument, NULL, 'c'},
-						 {"ids", required_argument, NULL, 'n'},
-						 {"reps", required_argument, NULL, 'r'},
-						 {"device", required_argument, NULL, 'd'},
-						 {"id", required_argument, NULL, 'i'},
-						 {"timeout", required_argument, NULL, 't'},
-						 {"wait", no_argument, NULL, 'w'},
-						 {"json", no_argument, NULL, 'j'},
-						 {"hotset", required_argument, NULL, 'H'},
-						 {"no-hotset", no_argument, NULL, 'N'},
-						 {"hotset-size", required_argument, NULL, 'S'},
-						 {"help", no_argument, NULL, 'h'},
-						 {0}};
+	const struct option *longopts = cli_opts_worker;
 	int c, bad = 0;
 	cli_opt_reset();
 	while ((c = cli_getopt(argc, argv, "worker", "h", longopts)) != -1) {

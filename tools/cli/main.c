@@ -10,18 +10,17 @@
 static const struct {
 	const char *name;
 	int (*fn)(int, char **);
-	const char *help;
 } commands[] = {
-	{"info", cmd_info, "info PATH [--json]          tensors of a safetensors file or checkpoint"},
-	{"synth", cmd_synth, "synth DIR [options]         write a synthetic Engram-shaped checkpoint"},
-	{"probe", cmd_probe, "probe [--json]              GPUs, NUMA nodes, /dev/shm, huge pages, handle support"},
-	{"regions", cmd_regions, "regions list|gc [--dir D]   shared regions on this node; remove stale ones"},
-	{"serve", cmd_serve, "serve CHECKPOINT [options]  host a checkpoint's tables for this node's workers"},
-	{"status", cmd_status, "status [KEY] [--json]       what running servers hold, for whom; readiness"},
-	{"worker", cmd_worker, "worker KEY --check CKPT     attach like a worker; look up, verify, print rows/s"},
-	{"hash", cmd_hash, "hash (--preset v41|--config F) --steps S [--gpu] [--json]  Engram row ids of token steps"},
-	{"hotset", cmd_hotset, "hotset build --workload text:F --rows K -o OUT  the most frequent rows (GPU hot set)"},
-	{"bench", cmd_bench, "bench lookup|region|share|disk [options] [--json]"},
+	{"info", cmd_info},
+	{"synth", cmd_synth},
+	{"probe", cmd_probe},
+	{"regions", cmd_regions},
+	{"serve", cmd_serve},
+	{"status", cmd_status},
+	{"worker", cmd_worker},
+	{"hash", cmd_hash},
+	{"hotset", cmd_hotset},
+	{"bench", cmd_bench},
 };
 
 int cli_fail(const char *cmd, const char *msg)
@@ -53,9 +52,8 @@ int cli_has_flag(int argc, char **argv, const char *flag)
 static void usage(FILE *f)
 {
 	fprintf(f, "eht %s: Engram host tables\n\nusage:\n", eht_version());
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  eht %s\n", commands[i].help);
-	fprintf(f, "  eht version\n\nEvery command takes --help. Exit status: 0 done, 1 failed, 2 usage error.\n"
+	cli_print_commands(f); /* tools/cli/commands.c: the table completion and the man page come from */
+	fprintf(f, "\nEvery command takes --help. Exit status: 0 done, 1 failed, 2 usage error.\n"
 		   "EHT_LOG=error|warn|info|debug sets the log level; docs/ENVIRONMENT.md lists every variable.\n");
 }
 
@@ -67,6 +65,15 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
+		return 0;
+	}
+	/* hidden: what scripts/eht-completion.bash and scripts/gen-man read */
+	if (!strcmp(argv[1], "--completion-table")) {
+		cli_print_completion(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--man-commands")) {
+		cli_print_man(stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {

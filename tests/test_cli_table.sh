@@ -1,0 +1,81 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# test_cli_table.sh: --help, completion and man/eht.1 agree with the command table (tools/cli/commands.c)
+# and the table with every command's getopt options and usage text. usage: test_cli_table.sh EHT SRCDIR
+set -u
+eht=${1:?usage: test_cli_table.sh EHT SRCDIR}
+src=${2:?usage: test_cli_table.sh EHT SRCDIR}
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+table=$("$eht" --completion-table) || { echo "FAIL: eht --completion-table" >&2; exit 1; }
+paths=$(printf '%s\n' "$table" | cut -f1)
+
+# 1. every getopt table of the CLI is file-scope and listed in the command table
+for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c; do
+	grep -q 'static const struct option' "$f" &&
+		fail "$f: a function-local getopt table (hoist it to cli_opts_* and list it in commands.c)"
+	for v in $(grep -o 'const struct option cli_opts_[a-z_]*\[\]' "$f" | sed 's/.*\(cli_opts_[a-z_]*\).*/\1/'); do
+		grep -q "\b$v\b" "$src/tools/cli/commands.c" || fail "$v ($f) is not in tools/cli/commands.c"
+	done
+done
+
+# 2. every dispatched command and benchmark has a row
+for c in $(sed -n 's/^\t{"\([a-z]*\)", cmd_.*/\1/p' "$src/tools/cli/main.c"); do
+	printf '%s\n' "$paths" | grep -q "^$c\( \|$\)" || fail "command $c has no row in the table"
+done
+for k in $(grep -o '{"[a-z]*", bench_[a-z]*}' "$src/tools/bench/bench.c" | sed 's/{"\([a-z]*\)".*/\1/'); do
+	printf '%s\n' "$paths" | grep -qx "bench $k" || fail "bench $k has no row in the table"
+done
+
+# 3. each row's options are what its --help documents (mentions of another command's option allowed)
+allow() {
+	case "$1|$2" in
+	"hotset build|--output") return 0 ;; # documented as -o OUT
+	"bench lookup|--table-rows") return 0 ;; # refers to eht hotset build --table-rows
+	esac
+	return 1
+}
+while IFS=$'\t' read -r path opts; do
+	# shellcheck disable=SC2086
+	help=$("$eht" $path --help 2>&1) || fail "eht $path --help exits $?"
+	[ -n "$help" ] || fail "eht $path --help prints nothing"
+	tab=$(printf '%s\n' $opts | sed 's/\[*=.*//' | sort -u)
+	doc=$(printf '%s\n' "$help" | grep -o -- '--[a-z][a-z0-9-]*' | sort -u)
+	for o in $(comm -23 <(echo "$doc") <(echo "$tab")); do
+		allow "$path" "$o" || fail "eht $path --help documents $o, which its getopt table lacks"
+	done
+	for o in $(comm -13 <(echo "$doc") <(echo "$tab")); do
+		[ "$o" = --help ] || allow "$path" "$o" || fail "eht $path accepts $o, which its --help does not document"
+	done
+done <<<"$table"
+
+# 4. eht --help lists every row
+help=$("$eht" --help)
+while IFS=$'\t' read -r path _; do
+	printf '%s\n' "$help" | grep -q "^  eht $path\b" || fail "eht --help does not list $path"
+done <<<"$table"
+
+# 5. the committed man page is what the table generates
+"$src/scripts/gen-man" "$eht" --check || fail "man/eht.1 is not what scripts/gen-man generates"
+
+# 6. completion offers each row's options and the subcommands, read from the table at run time
+comp() {
+	# shellcheck disable=SC1091
+	(source "$src/scripts/eht-completion.bash"; COMP_WORDS=("$eht" "$@"); COMP_CWORD=$#; _eht; echo "${COMPREPLY[*]}")
+}
+while IFS=$'\t' read -r path opts; do
+	want=$(printf '%s\n' $opts | sed 's/\[=\]$//; s/=$//' | sort -u | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	got=$(comp $path -- | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
+	[ "$got" = "$want" ] || fail "completion of 'eht $path --': '$got', want '$want'"
+done <<<"$table"
+top=$(comp "")
+for c in $(printf '%s\n' "$paths" | cut -d' ' -f1 | sort -u); do
+	[[ " $top " == *" $c "* ]] || fail "completion of 'eht ' lacks $c"
+done
+[[ " $(comp bench "") " == *" hash "* ]] || fail "completion of 'eht bench ' lacks hash"
+[[ " $(comp hotset "") " == *" build "* ]] || fail "completion of 'eht hotset ' lacks build"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
+echo "ok: $(printf '%s\n' "$paths" | wc -l) commands"
