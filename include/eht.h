@@ -405,7 +405,7 @@ struct eht_region_opts {
 				     * none asked (openers then accept any) */
 	int numa_node;              /* with EHT_REGION_NUMA_NODE */
 	int device;                 /* with EHT_REGION_NUMA_DEVICE */
-	unsigned populate_threads;  /* creator's populate threads; 0: one per CPU, at most 32 */
+	unsigned populate_threads;  /* creator's populate threads; 0: one per CPU it may use, at most 32 */
 	double timeout_s;           /* how long openers wait for ready; <= 0: 60 s */
 	gid_t gid;                  /* with EHT_REGION_GROUP */
 	unsigned expected_peers;    /* with UNLINK_WHEN_MAPPED: processes that map it, creator included */

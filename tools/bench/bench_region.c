@@ -12,6 +12,7 @@
 
 #include "bench.h"
 #include "cli.h"
+#include "util/cpu.h"
 #include "gpu/dev.h"
 #include "eht.h"
 #include "os/fsinfo.h"
@@ -145,9 +146,9 @@ static int parse_args(int argc, char **argv, struct region_opts *o)
 	o->dir = eht_region_dir(dir_opt);
 	o->threads = (unsigned)nthreads;
 	o->gpu = eht_dev_count() > o->device;
-	if (!o->threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		o->threads = n > 32 ? 32 : (n < 1 ? 1 : (unsigned)n);
+	if (!o->threads) { /* the region's own default (src/os/region.c), so the bench times what tables get */
+		unsigned n = eht_cpu_usable(NULL);
+		o->threads = n > 32 ? 32 : n;
 	}
 	return -1;
 }
