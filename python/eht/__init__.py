@@ -99,7 +99,8 @@ _RUN_IDS_HOST, _RUN_IDS_DEVICE, _RUN_OUT_HOST, _RUN_OUT_DEVICE = 0x2, 0x4, 0x8, 
 _RUN_DEAD_ERROR = 0x1
 _LOOKUP_CPU_ONLY = 0x1
 _LOOKUP_GPU_DEDUP = 0x4
-_LOOKUP_BACKGROUND = 0x8
+_LOOKUP_NO_HOTSET = 0x8
+_LOOKUP_BACKGROUND = 0x10
 _ATTACH_FAIL_FAST = 0x1
 
 
@@ -479,6 +480,7 @@ class Lookup(_Closing):
     step's start): no SM waits for the CPU (stream memory operations and the copy engine), AUTO runs
     as HOST, every kernel is capped at sm_cap SMs (default an eighth). sm_cap caps the grid of each of
     the engine's kernels in any mode; spin_us is how long the process's CPU pool spins after a job.
+    no_hotset=True loads no hot set at create, not even the table's own (set_hotset still can).
 
     Engines call it as they call their own kernels: ids and out as CUDA tensors, on the current
     (or a given) stream, eagerly or inside torch.cuda.graph(...) for every strategy. A captured graph
@@ -486,7 +488,7 @@ class Lookup(_Closing):
     this engine kept alive while the graph may replay."""
 
     def __init__(self, table, strategy="auto", format="raw", device=None, threads=0,
-                 max_batch=0, cpu_only=False, gpu_dedup=False, sm_cap=0, background=False, spin_us=0):
+                 max_batch=0, cpu_only=False, gpu_dedup=False, sm_cap=0, background=False, spin_us=0, no_hotset=False):
         self.table = table
         self.format = format
         if not isinstance(table, Table):
@@ -501,7 +503,7 @@ class Lookup(_Closing):
                            format=_choice("format", format, FORMATS), device=dev,
                            threads=threads, max_batch=max_batch, numa_node=-1, sm_cap=sm_cap, spin_us=spin_us,
                            flags=(_LOOKUP_CPU_ONLY if cpu_only else 0) | (_LOOKUP_GPU_DEDUP if gpu_dedup else 0)
-                           | (_LOOKUP_BACKGROUND if background else 0))
+                           | (_LOOKUP_BACKGROUND if background else 0) | (_LOOKUP_NO_HOTSET if no_hotset else 0))
         h = ctypes.c_void_p()
         tn = table._use()  # the table cannot go while the engine is made
         _check(_L().eht_lookup_create(tn.h, ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")
