@@ -44,8 +44,31 @@ def main():
         except ValueError:
             pass
 
+    # --timeline's summary of one profiled replay: a synthetic trace as torch.profiler writes it (two
+    # graph launches; kernels of the model, eht's kernels and copies; a kernel of no launch is left out).
+    def ev(name, cat, ts, dur, corr, grid=None):
+        e = {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "args": {"correlation": corr}}
+        if grid:
+            e["args"]["grid"] = grid
+        return e
+    trace = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 0, "dur": 5,
+              "args": {"correlation": c}} for c in (7, 9)]
+    trace += [ev("nvjet_gemm", "kernel", 100, 80, 7), ev("eht_lk_stage_in", "kernel", 105, 200, 7, [119, 1, 1]),
+              ev("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 120, 10, 7), ev("Memcpy DtoD", "gpu_memcpy", 90, 3, 7),
+              ev("nvjet_gemm", "kernel", 1000, 90, 9), ev("eht_lk_expand", "kernel", 1010, 6, 9, [16, 1, 1]),
+              ev("stray", "kernel", 5000, 50, 11)]
+    reps = bs._gpu_events(trace)
+    check(len(reps) == 2 and [len(r) for r in reps] == [4, 2], "graph launches grouped: %r" % [len(r) for r in reps])
+    if len(reps) == 2:
+        s0 = bs.summarize_replay(reps[0])
+        check(s0["span_us"] == 215 and s0["model_kernel_us"] == 80 and s0["eht_kernel_us"] == 200
+              and s0["eht_max_grid"] == 119 and s0["eht_copies"] == 1 and s0["eht_copy_us"] == 10
+              and s0["eht_first_us"] == 15 and s0["eht_last_us"] == 215, "replay summary: %r" % s0)
+        s1 = bs.summarize_replay(reps[1])
+        check(s1["eht_kernels"] == 1 and s1["eht_max_grid"] == 16 and s1["model_kernel_us"] == 90, "second: %r" % s1)
+
     r = run(["--help"])
-    check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout, "--help: %s" % r.stderr)
+    check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout and "--timeline" in r.stdout, "--help: %s" % r.stderr)
     r = run(["--mode", "decode,prefill", "--variants", "none,vllm,host+bg-side,auto-inline", "--layers", "8",
              "--engram-layers", "1,6", "--table-gib", "0.5", "--dry-run", "--json"])
     check(r.returncode == 0, "dry run exits 0: %s" % r.stderr)

@@ -20,6 +20,12 @@ the whole step is one CUDA graph. Variants:
 load, how long the main stream stalled waiting for each table's rows, and how much slower the layers
 ran beside the lookups (interference): where the added time goes.
 
+--timeline DIR profiles a few graph replays of each variant (torch.profiler, that is CUPTI) and writes
+DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel
+and copy of the replayed step on its stream; the report gets a summary per variant: the model's
+kernels' time (against the step without lookups: what eht's work beside them cost them), eht's
+kernels (time, the widest grid: SMs held) and copies, and where the main stream waited.
+
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
 measured), the process's CPU time per step (user + sys, less the step's own without lookups), and both
@@ -138,6 +144,7 @@ def parse_args(argv):
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--trace", action="store_true", help="also time the pieces of an eager step (see above)")
+    ap.add_argument("--timeline", metavar="DIR", help="also profile graph replays: a trace per variant (see above)")
     ap.add_argument("--json", action="store_true", help="one JSON report on stdout")
     ap.add_argument("--dry-run", action="store_true", help="check the options and print the plan (no GPU)")
     a = ap.parse_args(argv)
@@ -472,6 +479,77 @@ def trace_step(torch, step, engines, place, side, feed, reps):
     return out
 
 
+def _gpu_events(trace_events):
+    """The kernels, copies and memsets that graph launches ran, grouped per launch (in order)."""
+    launches = {e["args"]["correlation"] for e in trace_events
+                if e.get("ph") == "X" and "GraphLaunch" in e.get("name", "") and "correlation" in e.get("args", {})}
+    per = {}
+    for e in trace_events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            c = e.get("args", {}).get("correlation")
+            if c in launches:
+                per.setdefault(c, []).append(e)
+    return [sorted(per[c], key=lambda e: e["ts"]) for c in sorted(per)]
+
+
+def summarize_replay(evs):
+    """One replay's GPU events -> where the time went (us): span, model kernels, eht kernels and copies."""
+    t0 = min(e["ts"] for e in evs)
+    t1 = max(e["ts"] + e["dur"] for e in evs)
+    out = {"span_us": t1 - t0, "model_kernel_us": 0.0, "eht_kernel_us": 0.0, "eht_copy_us": 0.0,
+           "eht_kernels": 0, "eht_copies": 0, "eht_max_grid": 0, "eht_first_us": None, "eht_last_us": None}
+    for e in evs:
+        name = e.get("name", "")
+        eht_piece = name.startswith("eht_") or e.get("cat") == "gpu_memcpy" and "DtoD" not in name
+        if e.get("cat") == "kernel" and not name.startswith("eht_"):
+            out["model_kernel_us"] += e["dur"]
+            continue
+        if not eht_piece:
+            continue
+        if e.get("cat") == "kernel":
+            out["eht_kernel_us"] += e["dur"]
+            out["eht_kernels"] += 1
+            grid = e.get("args", {}).get("grid") or [0]
+            blocks = 1
+            for g in grid:
+                blocks *= g
+            out["eht_max_grid"] = max(out["eht_max_grid"], blocks)
+        else:
+            out["eht_copy_us"] += e["dur"]
+            out["eht_copies"] += 1
+        a, b = e["ts"] - t0, e["ts"] + e["dur"] - t0
+        out["eht_first_us"] = a if out["eht_first_us"] is None else min(out["eht_first_us"], a)
+        out["eht_last_us"] = b if out["eht_last_us"] is None else max(out["eht_last_us"], b)
+    return out
+
+
+def timeline(torch, g, feed, reps, path):
+    """Profiles reps replays of g (each after a sync, fed new ids), writes the trace to path and
+    returns the medians of summarize_replay over the replays (None where the profiler saw none)."""
+    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
+    for i in range(3):
+        feed(i)
+        g.replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(reps):
+            feed(3 + i)
+            torch.cuda.synchronize()
+            g.replay()
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        reps_seen = _gpu_events(json.load(f).get("traceEvents", []))
+    sums = [summarize_replay(r) for r in reps_seen if r]
+    if not sums:
+        return None
+    out = {"file": os.path.basename(path), "replays": len(sums)}
+    for k in sums[0]:
+        xs = [x[k] for x in sums if x[k] is not None]
+        out[k] = statistics.median(xs) if xs else None
+    return out
+
+
 def make_engines(eht, tables, v, sms, hot, threads):
     kw = {"strategy": v["strategy"], "format": "bf16", "device": tables[0].device, "threads": threads}
     cap = sms // 2 if v["sm_cap"] == -1 else v["sm_cap"]
@@ -527,7 +605,7 @@ def run(a, rep, log):
                 for t in range(2):
                     step.ids[t].copy_(batches[i % batches.shape[0], t])
 
-            base_trace = g_none = none_alone = None
+            base_trace = g_none = none_alone = base_tl = None
             for v in a.variant_list:
                 res = {"mode": cfg["mode"], "workload": "uniform" if wspec == "uniform" else "text",
                        "workload_spec": wspec, "variant": v["name"], "strategy": v["strategy"],
@@ -557,6 +635,20 @@ def run(a, rep, log):
                         res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)
                         res["last_strategy"] = engines[0].last_strategy
                         del gl
+                    if a.timeline:
+                        os.makedirs(a.timeline, exist_ok=True)
+                        stem = os.path.join(a.timeline, "%s-%s-" % (cfg["mode"], res["workload"]))
+                        if base_tl is None:  # the step without lookups: what the model's kernels take alone
+                            base_tl = timeline(torch, g_none, feed, 5, stem + "none.json")
+                        if v["name"] == "none":
+                            res["timeline"] = base_tl
+                        else:
+                            gt = step.capture(engines, v["place"], side)
+                            res["timeline"] = timeline(torch, gt, feed, 5, stem + v["name"].replace("+", "_") + ".json")
+                            del gt
+                            if res["timeline"] and base_tl:
+                                res["timeline"]["model_slowdown_us"] = (res["timeline"]["model_kernel_us"]
+                                                                        - base_tl["model_kernel_us"])
                     if a.trace:
                         res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,
                                                   max(5, min(cfg["reps"], 20)))
@@ -605,6 +697,15 @@ def line(r):
     out += "  cpu %7.2f ms/step" % s["cpu_ms_per_step"]
     if "lookups_alone" in r:
         out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
+    tl = r.get("timeline")
+    if tl:
+        out += ("\n    timeline: span %.0f us, model kernels %.0f us%s; eht: %d kernels %.0f us (grid <= %d), "
+                "%d copies %.0f us, from %s to %s us" % (
+                    tl["span_us"], tl["model_kernel_us"],
+                    " (%+.0f against none)" % tl["model_slowdown_us"] if "model_slowdown_us" in tl else "",
+                    tl["eht_kernels"], tl["eht_kernel_us"], tl["eht_max_grid"], tl["eht_copies"], tl["eht_copy_us"],
+                    "-" if tl["eht_first_us"] is None else "%.0f" % tl["eht_first_us"],
+                    "-" if tl["eht_last_us"] is None else "%.0f" % tl["eht_last_us"]))
     t = r.get("trace")
     if t:
         f = lambda k: ("%.3f" % t[k]) if t.get(k) is not None else "-"  # noqa: E731
