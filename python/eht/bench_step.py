@@ -29,7 +29,11 @@ kernels (time, the widest grid: SMs held) and copies, and where the main stream 
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
 measured), the process's CPU time per step (user + sys, less the step's own without lookups), and both
-tables' lookups alone as a graph. --json writes one
+tables' lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
+graph's launch is then part of the step, as in an engine that waits for each step's tokens before it
+launches the next, and eht's CPU work during the launch slows the launch. "back to back" times
+bursts of replays queued without a sync (an engine that schedules ahead): the launch hides behind
+the step before it and what is added is the GPU's own cost of the lookups. --json writes one
 report (scripts/plot-bench draws it). Needs PyTorch with CUDA and a GPU (exit 77 without)."""
 import argparse
 import json
@@ -450,6 +454,34 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     return var, none
 
 
+def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
+    """Steps as a pipelining engine runs them: bursts of `burst` replays queued back to back (each fed
+    new ids by a copy on the stream, no host sync between), so each launch hides behind the step
+    before it and what is left is the GPU's time per step. Bursts of the variant and of the step
+    without lookups alternate; medians and p90s of the per-step time of each burst (ms), and the
+    variant's process CPU per step."""
+    def burst_ms(graph, first):
+        start = torch.cuda.Event(enable_timing=True, blocking=blocking)
+        end = torch.cuda.Event(enable_timing=True, blocking=blocking)
+        start.record()
+        for i in range(burst):
+            feed(first + i)
+            graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / burst
+    burst_ms(g, 0)
+    burst_ms(g_none, 0)
+    tv, tn, cpu = [], [], 0.0
+    for k in range(max(5, (reps + burst - 1) // burst)):
+        c0 = cpu_s()
+        tv.append(burst_ms(g, warmup + k * burst))
+        cpu += cpu_s() - c0
+        tn.append(burst_ms(g_none, warmup + k * burst))
+    return ({"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst)},
+            {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)})
+
+
 def trace_step(torch, step, engines, place, side, feed, reps):
     """Medians (ms) over eager steps of: the step; each table's lookup under load (side: from the fork,
     table 1 after table 0; inline: its own span); the main stream's stall at each consuming layer
@@ -629,6 +661,11 @@ def run(a, rep, log):
                         g = step.capture(engines, v["place"], side)
                         res["step"], res["none_paired"] = time_paired(
                             torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
+                        bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking)
+                        res["back_to_back"] = bb
+                        res["back_to_back_none"] = bb_none
+                        res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3
+                        res["back_to_back_added_pct"] = 100.0 * (bb["median_ms"] - bb_none["median_ms"]) / bb_none["median_ms"]
                         del g
                     if engines:
                         gl = step.capture_lookups(engines)
@@ -695,6 +732,10 @@ def line(r):
         if r.get("none_paired"):
             out += " [%+.1f us against the none run]" % r["added_vs_none_alone_us"]
     out += "  cpu %7.2f ms/step" % s["cpu_ms_per_step"]
+    if "back_to_back_added_us" in r:
+        out += "\n    back to back: step %.3f ms, added %+.1f us (%+.2f %%), cpu %.2f ms/step" % (
+            r["back_to_back"]["median_ms"], r["back_to_back_added_us"], r["back_to_back_added_pct"],
+            r["back_to_back"]["cpu_ms_per_step"])
     if "lookups_alone" in r:
         out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
     tl = r.get("timeline")
