@@ -535,7 +535,13 @@ class Lookup(_Closing):
         self.table._live()
         torch = _torch()
         if torch is not None and isinstance(ids, torch.Tensor) and ids.dim() > 1:
-            ids = ids.reshape(-1)
+            # A view only: a flattened copy would be freed when this returns, while the stream (or a
+            # captured graph's every replay) still reads it.
+            if not ids.is_contiguous():
+                raise ValueError("ids must be contiguous: a copy made here would be freed while the stream still "
+                                 "reads it; pass ids.contiguous() and keep it alive until the stream is done, or use "
+                                 "eht.torch's op (it keeps its inputs for the stream)")
+            ids = ids.view(-1)
         if not isinstance(id_offset, int) or isinstance(id_offset, bool):
             raise TypeError("id_offset must be an int, not %s" % type(id_offset).__name__)
         iaddr, inbytes, idev, keep_i = _buffer_address(ids, False)
