@@ -4,8 +4,9 @@
  * on an SM) bit-identical to the CPU reference for HOST and AUTO (which runs as HOST there), raw and
  * bf16: eager with ids in GPU memory, then captured once in a CUDA graph and replayed with new ids
  * (GPU ids and pinned host ids), dead ids counted; runs over max_batch ids keep the kernel path and stay
- * identical too. Checks the requests really went the background way. Exit 77 without a GPU (or where
- * the driver lacks stream memory operations). */
+ * identical too. The same with a hot set and with GPU dedup, whose distinct misses (their count known
+ * only on the GPU) go the background way too. Checks the requests really went the background way.
+ * Exit 77 without a GPU (or where the driver lacks stream memory operations). */
 #include <string.h>
 
 #include "gpu_lookup_ref.h"
@@ -51,6 +52,32 @@ int main(void)
 				CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) > 0);
 				eht_lookup_destroy(lk);
 			}
+	/* A hot set (a fifth of the rows) and GPU dedup: the misses of the dedup pass go the background way
+	 * (EHT_LOOKUP_BG_COMPACT=1 while that path is off by default). */
+	setenv("EHT_LOOKUP_BG_COMPACT", "1", 1);
+	static int64_t hot[10000];
+	for (size_t i = 0; i < 10000; i++)
+		hot[i] = (int64_t)(i * 5 + 3);
+	for (int fmt = 0; t && fmt < 2; fmt++)
+		for (int kind = 0; kind < 2; kind++) {
+			struct eht_lookup_opts o = {.size = sizeof(o),
+						    .flags = EHT_LOOKUP_BACKGROUND | EHT_LOOKUP_NO_HOTSET |
+							     (kind ? EHT_LOOKUP_GPU_DEDUP : 0),
+						    .strategy = EHT_LOOKUP_HOST, .format = fmt, .device = 0, .numa_node = -1,
+						    .threads = 4, .max_batch = NMAX};
+			eht_lookup *lk = NULL;
+			CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+			if (!lk)
+				continue;
+			if (!kind)
+				CHECK_RC(eht_lookup_set_hotset(lk, hot, 10000), 0);
+			t_lookup_check_engine(&g_lref, kind ? "memory+dedup" : "memory+hot", lk, EHT_LOOKUP_HOST, fmt, s, NMAX,
+					      true, &rs); /* a dedup pass captures only GPU ids */
+			fprintf(stderr, "fmt %d %s: %llu background requests\n", fmt, kind ? "dedup" : "hot set",
+				(unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_reqs));
+			CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) > 0);
+			eht_lookup_destroy(lk);
+		}
 	eht_table_close(t);
 	eht_dev_stream_destroy(s);
 	free(ref);

@@ -4,7 +4,9 @@
  * wait for each group's ready value, copy the group out of staging, write 0), the process's poller and
  * pool gather. Eager requests and a "captured" one replayed with new ids, one to eight groups, dead ids
  * (zero rows, counted into h_dead before the last group is ready), requests back to back reusing the
- * staging. */
+ * staging. And compact ones (the distinct misses of a dedup pass, their count known only to the GPU,
+ * which copies it to h_count before it rings): every group of the bound is published, those past the
+ * count (all of them for a count of zero) empty, and h_dead is left to the stream. */
 #include <string.h>
 
 #include "lookup/strategy/host.h"
@@ -45,6 +47,35 @@ static void run_bg(eht_lookup *lk, const int64_t *ids, size_t n, bool captured)
 	free(out);
 }
 
+static void run_bg_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_t count, bool captured)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	unsigned idx = 0;
+	CHECK_RC(eht_lk_bell_prepare(lk, rows, false, 0, 0, n, true, true, captured, &idx), 0);
+	if (!captured)
+		eht_lk_bell_arm(lk, idx);
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
+	*(volatile uint64_t *)lk->h_dead = 12345; /* the stream's to write, not the CPU's */
+	b->h_count[idx] = count;                  /* the stream's copy of the GPU's count */
+	uint8_t *out = malloc(n * RB + 1);
+	atomic_store_explicit(&b->words[idx], 1, memory_order_release);
+	for (uint32_t g = 0; g < groups; g++) {
+		while (atomic_load_explicit(&b->words[LK_REQS + g], memory_order_acquire) != LK_READY(idx, g))
+			eht_cpu_relax();
+		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
+		memcpy(out + r0 * RB, b->staging + r0 * RB, m * RB);
+		atomic_store_explicit(&b->words[LK_REQS + g], 0, memory_order_release);
+	}
+	uint64_t bad = 0;
+	for (size_t i = 0; i < count; i++)
+		bad += memcmp(out + i * RB, g_table + (size_t)rows[i] * RB, RB) != 0;
+	CHECK(bad == 0);
+	CHECK(*(volatile uint64_t *)lk->h_dead == 12345);
+	CHECK_RC(eht_lk_bell_take_error(lk), 0);
+	free(out);
+}
+
 int main(void)
 {
 	uint64_t rs = 11;
@@ -78,6 +109,15 @@ int main(void)
 		run_bg(lk, ids, 9000, true);
 	}
 	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) == 3 * sizeof(ns) / sizeof(ns[0]) + 4);
+	/* Compact requests: bound n, count rows (0, a part of one group, several groups, all). */
+	static uint32_t rows[20000];
+	static const size_t cs[][2] = {{6144, 0}, {6144, 100}, {6144, 4500}, {6144, 6144}, {20000, 13001}};
+	for (size_t k = 0; k < sizeof(cs) / sizeof(cs[0]); k++) {
+		for (size_t i = 0; i < cs[k][0]; i++)
+			rows[i] = (uint32_t)(t_rand(&rs) % g_rows);
+		run_bg_compact(lk, rows, cs[k][0], cs[k][1], k == 2);
+	}
+	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) == 3 * sizeof(ns) / sizeof(ns[0]) + 4 + 5);
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(g_table);

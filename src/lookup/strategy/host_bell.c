@@ -223,24 +223,30 @@ static void bg_task(void *arg, size_t t, unsigned worker)
 		atomic_store_explicit(&ready(b)[g], LK_READY(j->idx, g), memory_order_release);
 }
 
+/* n rows of request i (r->n for a plain one, the GPU's count for a compact one). The groups are the
+ * bound's (r->n), as the stream's waits: those past n are published empty. */
 static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t n)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	double t0 = eht_now_s();
 	struct bg_job j = {.lk = lk, .r = r, .n = n, .idx = i};
-	eht_lk_bell_bg_geom(lk, n, &j.groups, &j.group_rows);
+	eht_lk_bell_bg_geom(lk, r->n, &j.groups, &j.group_rows);
 	wait_slots_free(lk, t0);
 	b->prev_slots = j.groups;
-	j.chunk = eht_lk_chunk_for(lk, n);
+	j.chunk = eht_lk_chunk_for(lk, n ? n : 1);
 	if (j.chunk > j.group_rows)
 		j.chunk = j.group_rows;
+	if (j.chunk == 0)
+		j.chunk = 1;
 	j.tasks_per_group = (j.group_rows + j.chunk - 1) / j.chunk;
 	for (unsigned g = 0; g < j.groups; g++)
 		atomic_store_explicit(&b->slot_pub[g], 0, memory_order_relaxed);
 	double t1 = eht_now_s();
 	eht_pool_run(lk->pool, j.groups * j.tasks_per_group, bg_task, &j);
-	/* Every background request is its run's only piece: its dead count is the run's. */
-	*(volatile uint64_t *)lk->h_dead = atomic_load(&j.dead);
+	/* A plain background request is its run's only piece: its dead count is the run's. A compact
+	 * one's rows are valid local rows; the stream copies the dead count of its dedup pass. */
+	if (!r->compact)
+		*(volatile uint64_t *)lk->h_dead = atomic_load(&j.dead);
 	atomic_fetch_add_explicit(&b->bg_reqs, 1, memory_order_relaxed);
 	atomic_store_explicit(&ready(b)[j.groups - 1], LK_READY(i, j.groups - 1), memory_order_release);
 	int k = LK_AUTO_CLASS(r->n);
@@ -269,12 +275,12 @@ static void serve(eht_lookup *lk, unsigned i)
 		uint64_t c = *(volatile uint64_t *)&b->h_count[i];
 		n = c < n ? (size_t)c : n;
 	}
-	if (n == 0)
-		return;
-	if (r->bg) {
+	if (r->bg) { /* even with no rows: the stream waits for every group */
 		serve_bg(lk, r, i, n);
 		return;
 	}
+	if (n == 0)
+		return;
 	trace_take(b);
 	struct bell_job j = {.lk = lk, .r = r, .n = n, .idx = i, .t0 = eht_now_s()};
 	eht_lk_bell_geom(lk, r->n, &j.chunk, &j.nslots); /* the kernel's: it knows only the bound */
@@ -779,9 +785,62 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	return bell_launch(lk, &a, n, out, lk->fmt, s, capturing, publish_dead, idx);
 }
 
+/* Background mode for the distinct misses of a dedup pass (a hot set, GPU dedup), all of them the
+ * CPU's: as bg_piece, but their count exists only on the GPU. The stream copies it and the bound's
+ * local rows to pinned memory before it rings; the CPU gathers that many and publishes every group of
+ * the bound (those past the count at once, empty); the copy engine moves whole groups into compact
+ * (rows past the count are never read: the hot path's expand takes them by code). Its dead count is
+ * the dedup pass's (lk->d_counters[0]), copied to lk->h_dead at the end with publish_dead. */
+static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, size_t n, eht_stream s,
+		      bool capturing, bool publish_dead)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	unsigned idx;
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, true, capturing, &idx);
+	if (rc)
+		return rc;
+	struct lk_req *r = &b->reqs[idx];
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
+	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
+	eht_lk_bell_arm(lk, idx); /* before the stream can ring */
+	if (capturing)
+		rc = bell_capture_kick(lk, s, idx);
+	if (!rc)
+		rc = eht_dev_d2h_async(&b->h_count[idx], ucount, sizeof(uint64_t), s);
+	if (!rc)
+		rc = eht_dev_d2h_async(r->h_ids, uniq, n * sizeof(uint32_t), s);
+	if (!rc)
+		rc = eht_dev_stream_write32(s, b->d_words + idx * sizeof(uint32_t), 1);
+	for (uint32_t g = 0; g < groups && !rc; g++) {
+		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
+		rc = eht_dev_stream_wait32(s, d_ready + g * sizeof(uint32_t), LK_READY(idx, g), EHT_WAIT_EQ);
+		if (!rc)
+			rc = eht_dev_h2d_async(compact + r0 * lk->rb, b->staging + r0 * lk->rb, m * lk->rb, s);
+		if (!rc)
+			rc = eht_dev_stream_write32(s, d_ready + g * sizeof(uint32_t), 0);
+	}
+	if (!rc && publish_dead)
+		rc = eht_dev_d2h_async(lk->h_dead, lk->d_counters, sizeof(uint64_t), s);
+	if (!rc && capturing && b->kick_stream)
+		rc = eht_dev_stream_wait_event(s, b->ev_kjoin);
+	if (rc) {
+		bell_disarm(idx, r);
+		return rc;
+	}
+	if (!capturing && !(rc = eht_dev_event_record(r->done, s)))
+		r->done_used = true;
+	return rc;
+}
+
 int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, float share,
 			size_t n, eht_stream s, bool capturing, bool publish_dead)
 {
+	/* Background: every distinct miss the CPU's, a request that fits the staging whole. Off unless
+	 * EHT_LOOKUP_BG_COMPACT=1 until it has run on a GPU (its CPU side is tested; test_lookup_bell_bg). */
+	if (lk->background && share <= 0.0f && publish_dead && n <= eht_lk_host(lk)->bell.staging_rows &&
+	    eht_env_u64("EHT_LOOKUP_BG_COMPACT", 0))
+		return bg_compact(lk, uniq, ucount, compact, n, s, capturing, publish_dead);
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
 	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, false, capturing, &idx);
