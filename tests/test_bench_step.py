@@ -68,7 +68,8 @@ def main():
         check(s1["eht_kernels"] == 1 and s1["eht_max_grid"] == 16 and s1["model_kernel_us"] == 90, "second: %r" % s1)
 
     r = run(["--help"])
-    check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout and "--timeline" in r.stdout, "--help: %s" % r.stderr)
+    check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout and "--timeline" in r.stdout,
+          "--help: %s" % r.stderr)
     r = run(["--mode", "decode,prefill", "--variants", "none,vllm,host+bg-side,auto-inline", "--layers", "8",
              "--engram-layers", "1,6", "--table-gib", "0.5", "--dry-run", "--json"])
     check(r.returncode == 0, "dry run exits 0: %s" % r.stderr)

@@ -24,7 +24,7 @@ ran beside the lookups (interference): where the added time goes.
 DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel
 and copy of the replayed step on its stream; the report gets a summary per variant: the model's
 kernels' time (against the step without lookups: what eht's work beside them cost them), eht's
-kernels (time, the widest grid: SMs held) and copies, and where the main stream waited.
+kernels (time, the widest grid: SMs held) and copies, and when eht's first and last pieces ran.
 
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
@@ -478,8 +478,8 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
         tv.append(burst_ms(g, warmup + k * burst))
         cpu += cpu_s() - c0
         tn.append(burst_ms(g_none, warmup + k * burst))
-    return ({"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst)},
-            {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)})
+    var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst)}
+    return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
 
 
 def trace_step(torch, step, engines, place, side, feed, reps):
@@ -665,7 +665,8 @@ def run(a, rep, log):
                         res["back_to_back"] = bb
                         res["back_to_back_none"] = bb_none
                         res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3
-                        res["back_to_back_added_pct"] = 100.0 * (bb["median_ms"] - bb_none["median_ms"]) / bb_none["median_ms"]
+                        res["back_to_back_added_pct"] = (100.0 * (bb["median_ms"] - bb_none["median_ms"])
+                                                         / bb_none["median_ms"])
                         del g
                     if engines:
                         gl = step.capture_lookups(engines)
@@ -732,12 +733,12 @@ def line(r):
         if r.get("none_paired"):
             out += " [%+.1f us against the none run]" % r["added_vs_none_alone_us"]
     out += "  cpu %7.2f ms/step" % s["cpu_ms_per_step"]
+    if "lookups_alone" in r:
+        out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
     if "back_to_back_added_us" in r:
         out += "\n    back to back: step %.3f ms, added %+.1f us (%+.2f %%), cpu %.2f ms/step" % (
             r["back_to_back"]["median_ms"], r["back_to_back_added_us"], r["back_to_back_added_pct"],
             r["back_to_back"]["cpu_ms_per_step"])
-    if "lookups_alone" in r:
-        out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
     tl = r.get("timeline")
     if tl:
         out += ("\n    timeline: span %.0f us, model kernels %.0f us%s; eht: %d kernels %.0f us (grid <= %d), "
