@@ -488,7 +488,8 @@ class Lookup(_Closing):
     this engine kept alive while the graph may replay."""
 
     def __init__(self, table, strategy="auto", format="raw", device=None, threads=0,
-                 max_batch=0, cpu_only=False, gpu_dedup=False, sm_cap=0, background=False, spin_us=0, no_hotset=False):
+                 max_batch=0, cpu_only=False, gpu_dedup=False, sm_cap=0, background=False, spin_us=0,
+                 no_hotset=False):
         self.table = table
         self.format = format
         if not isinstance(table, Table):
@@ -540,7 +541,8 @@ class Lookup(_Closing):
             if not ids.is_contiguous():
                 raise ValueError("ids must be contiguous: a copy made here would be freed while the stream still "
                                  "reads it; pass ids.contiguous() and keep it alive until the stream is done, or use "
-                                 "eht.torch's op (it keeps its inputs for the stream)")
+                                 "eht.torch's op (it runs on torch's current stream, whose allocator orders the reuse "
+                                 "of its copies)")
             ids = ids.view(-1)
         if not isinstance(id_offset, int) or isinstance(id_offset, bool):
             raise TypeError("id_offset must be an int, not %s" % type(id_offset).__name__)
