@@ -118,6 +118,7 @@ int main(void)
 		run_bg_compact(lk, rows, cs[k][0], cs[k][1], k == 2);
 	}
 	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) == 3 * sizeof(ns) / sizeof(ns[0]) + 4 + 5);
+	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs) == 5);
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(g_table);

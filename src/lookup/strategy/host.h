@@ -74,6 +74,7 @@ struct lk_bell {
 	bool no_kick;          /* a capture got no host node: the poller naps (counted in its no_kick) */
 	bool own_h_dead;       /* the CPU emulation allocated lk->h_dead */
 	atomic_uint_fast64_t bg_reqs; /* background requests served, counted before the last group is ready */
+	atomic_uint_fast64_t bg_compact_reqs; /* of them, compact ones (a dedup pass's distinct misses) */
 	atomic_int err;        /* first error of a gather no caller waited for */
 	char errmsg[512];
 	bool registered;

@@ -248,6 +248,8 @@ static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t 
 	if (!r->compact)
 		*(volatile uint64_t *)lk->h_dead = atomic_load(&j.dead);
 	atomic_fetch_add_explicit(&b->bg_reqs, 1, memory_order_relaxed);
+	if (r->compact)
+		atomic_fetch_add_explicit(&b->bg_compact_reqs, 1, memory_order_relaxed);
 	atomic_store_explicit(&ready(b)[j.groups - 1], LK_READY(i, j.groups - 1), memory_order_release);
 	int k = LK_AUTO_CLASS(r->n);
 	b->st_reqs[k]++;
