@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
-#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [lookup] [cpu]   (default: build step)
+#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [compact] [spinners] [lookup] [cpu]
+#                                                                          (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode and prefill, uniform
-# ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set; lookup: the
-# standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; cpu: the step bench's
-# decode with the old spinning settings beside the new ones (same build).
+# ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set; compact: that
+# text step with the background mode's compact path (EHT_LOOKUP_BG_COMPACT=1) beside it off; spinners:
+# the decode step with EHT_POOL_SPINNERS=4 (fewer pool threads spinning after a job) beside the default;
+# lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; cpu: the
+# step bench's decode with the old spinning settings beside the new ones (same build).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 # Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
@@ -17,8 +20,8 @@ mkdir -p "$OUT"
 [ $# -gt 0 ] || set -- build step
 . "$(dirname "$0")/debs-env.sh"
 gib=${EHT_STEP_GIB:-24}
-variants=${EHT_STEP_VARIANTS:-none,vllm,auto-side,host-side,direct-side,auto-inline,host-inline}
-text=${EHT_STEP_TEXT:-$PWD/build-data/text_500k.compressed.u32}
+variants=${EHT_STEP_VARIANTS:-none,vllm,host-side,host+bg-side,auto+bg-side}
+text=${EHT_STEP_TEXT:-$PWD/tests/workloads/text_500k.compressed.u32}
 rc=0
 t0=$(date +%s)
 stamp() { echo "== $1 at +$(( $(date +%s) - t0 )) s"; }
@@ -43,9 +46,18 @@ for what in "$@"; do
     cat "$OUT/step.txt"
     ;;
   step-text)
-    timeout 120 build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "${EHT_STEP_TEXT_VARIANTS:-none,vllm,auto-side,host-side}" \
+    timeout 120 build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "${EHT_STEP_TEXT_VARIANTS:-none,vllm,host-side,host+bg-side}" \
       --workload "text:$text" --json >"$OUT/step-text.json" 2>"$OUT/step-text.txt" || rc=1
     cat "$OUT/step-text.txt"
+    ;;
+  compact | spinners)
+    if [ "$what" = compact ]; then env_on=EHT_LOOKUP_BG_COMPACT=1 wl="--workload text:$text"; vs=none,host-side,host+bg-side
+    else env_on=EHT_POOL_SPINNERS=4 wl=; vs=none,host+bg-side,auto+bg-side; fi
+    for e in off "$env_on"; do
+      env ${e#off} timeout 150 build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "$vs" $wl --json \
+        >"$OUT/$what-${e%%=*}.json" 2>"$OUT/$what-${e%%=*}.txt" || rc=1
+      echo "-- $what $e"; grep -v '^\s*$' "$OUT/$what-${e%%=*}.txt" | grep -iv warn
+    done
     ;;
   cpu)
     EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000 timeout 200 build/eht bench step --mode decode --table-gib "$gib" \
