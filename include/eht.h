@@ -957,6 +957,10 @@ EHT_API uint64_t eht_lookup_last_dead_count(const eht_lookup *lk);
 
 /* The strategy the last run used (AUTO resolved), and the name of a strategy ("direct", ...). */
 EHT_API int eht_lookup_last_strategy(const eht_lookup *lk);
+/* 1 when the engine runs in the background mode (EHT_LOOKUP_BACKGROUND or the environment's
+ * EHT_LOOKUP_BACKGROUND=1, on a GPU whose driver has stream memory operations); 0 otherwise, also
+ * where it was asked for and could not be had (no GPU, CPU_ONLY, a driver without them). */
+EHT_API int eht_lookup_background(const eht_lookup *lk);
 EHT_API const char *eht_lookup_strategy_name(int strategy);
 /* The strategies this library has: ids 0 .. eht_lookup_strategy_count() - 1 (enum
  * eht_lookup_strategy), each named by eht_lookup_strategy_name (the names the CLI and Python take).

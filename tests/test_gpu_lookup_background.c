@@ -45,6 +45,7 @@ int main(void)
 				if (!lk)
 					continue;
 				CHECK(lk->background);
+				CHECK(eht_lookup_background(lk) == 1); /* what engines and eht bench step read */
 				CHECK(lk->g.sm_cap > 0 && (int)lk->g.sm_cap < lk->g.sms); /* every kernel capped */
 				t_lookup_check_engine(&g_lref, "memory", lk, strategy, fmt, s, NMAX, false, &rs);
 				fprintf(stderr, "fmt %d strategy %d max_batch %llu: %llu background requests\n", fmt, strategy,

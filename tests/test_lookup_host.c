@@ -220,6 +220,25 @@ int main(void)
 		check_engine(t, 0, (int64_t)g_rows, 0, fmt, &rs);
 		check_engine(t, 0, (int64_t)g_rows, EHT_LOOKUP_HOST_SORT, fmt, &rs);
 	}
+	/* The background mode asked for where it cannot be had (a CPU-only engine) says so, also when
+	 * asked through the environment; it still looks rows up. */
+	CHECK(eht_lookup_background(NULL) == 0);
+	for (int by_env = 0; by_env < 2; by_env++) {
+		if (by_env)
+			setenv("EHT_LOOKUP_BACKGROUND", "1", 1);
+		struct eht_lookup_opts bo = {.size = sizeof(bo),
+					     .flags = EHT_LOOKUP_CPU_ONLY | (by_env ? 0 : EHT_LOOKUP_BACKGROUND),
+					     .strategy = EHT_LOOKUP_HOST, .max_batch = 100, .numa_node = -1,
+					     .device = -1};
+		eht_lookup *blk = NULL;
+		CHECK_RC(eht_lookup_create(t, &bo, &blk), 0);
+		if (blk) {
+			CHECK(eht_lookup_background(blk) == 0);
+			check_run(blk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 64, 1, 0, &rs, 0);
+			eht_lookup_destroy(blk);
+		}
+		unsetenv("EHT_LOOKUP_BACKGROUND");
+	}
 
 	/* A read_rows tier holding rows [100, 600) of 1000. */
 	struct eht_table_info fi = {.size = sizeof(fi), .tier = EHT_TIER_DISK, .rows = g_rows, .row_bytes = RB,

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_python_flags.py: every flag constant the Python module passes to libeht has the value eht.h
 gives it. The module's _LOOKUP_BACKGROUND once said 0x8, which eht.h had given to NO_HOTSET when
-that flag came: Lookup(background=True) turned the hot set off and left the background mode off."""
+that flag came: Lookup(background=True) turned the hot set off and left the background mode off.
+Lookup.background says whether the mode is on (eht_lookup_background): never for a CPU-only engine,
+asked for or not."""
+import array
 import os
 import re
 import sys
@@ -44,6 +47,16 @@ class Flags(unittest.TestCase):
         for must in ("_LOOKUP_BACKGROUND", "_LOOKUP_GPU_DEDUP", "_LOOKUP_CPU_ONLY", "_RUN_IDS_DEVICE",
                      "_ATTACH_FAIL_FAST", "_SHARE_PER_NUMA"):
             self.assertIn(must, checked)
+
+    def test_background_property(self):
+        table = bytearray(os.urandom(64 * 16))
+        with eht.wrap(table, 16, 64) as t:
+            for asked in (False, True):
+                with t.lookup_engine(strategy="host", cpu_only=True, background=asked) as lk:
+                    self.assertIs(lk.background, False)  # no GPU here: the mode cannot be had
+                    out = bytearray(64)
+                    self.assertEqual(lk.run(array.array("q", [3]), out), 0)
+                    self.assertEqual(out, table[3 * 64:4 * 64])
 
 
 if __name__ == "__main__":

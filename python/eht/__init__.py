@@ -235,6 +235,7 @@ def _L():
         "eht_lookup_create": (I, [VP, P(_LookupOpts), P(VP)]),
         "eht_lookup_run": (I, [VP, VP, I, ctypes.c_int64, U64, VP, VP, ctypes.c_uint, P(U64)]),
         "eht_lookup_last_strategy": (I, [VP]),
+        "eht_lookup_background": (I, [VP]),
         "eht_lookup_last_dead_count": (U64, [VP]),
         "eht_lookup_strategy_name": (ctypes.c_char_p, [I]),
         "eht_lookup_strategy_count": (I, []),
@@ -627,6 +628,12 @@ class Lookup(_Closing):
     def last_dead_count(self):
         """Dead ids of the last run (or graph replay), valid once the stream has passed it."""
         return int(_L().eht_lookup_last_dead_count(self._use().h))
+
+    @property
+    def background(self):
+        """True when the engine runs in the background mode: asked for (background=True or
+        EHT_LOOKUP_BACKGROUND=1) on a GPU whose driver has stream memory operations."""
+        return bool(_L().eht_lookup_background(self._use().h))
 
     @property
     def last_strategy(self):

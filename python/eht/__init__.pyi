@@ -63,6 +63,9 @@ class Lookup:
     def last_dead_count(self) -> int:
         """Dead ids of the last run (or graph replay), valid once the stream has passed it."""
     @property
+    def background(self) -> bool:
+        """True when the engine runs in the background mode (asked for, on a GPU with stream memory operations)."""
+    @property
     def last_strategy(self) -> str:
         """The strategy the last run used ("direct", "sorted", "host")."""
     def close(self) -> None:

@@ -363,3 +363,5 @@ uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)
 }
 
 int eht_lookup_last_strategy(const eht_lookup *lk) { return lk ? lk->last.strategy : -1; }
+
+int eht_lookup_background(const eht_lookup *lk) { return lk && lk->background ? 1 : 0; }
