@@ -663,6 +663,7 @@ def run(a, rep, log):
                             g_none = step.capture([], None, side)
                         res["step"] = time_graph(torch, g_none, feed, cfg["reps"], a.warmup, blocking)
                         none_alone = res["step"]
+                    g = g_none
                     if v["name"] != "none":
                         g = step.capture(engines, v["place"], side)
                         res["step"], res["none_paired"] = time_paired(
@@ -673,7 +674,6 @@ def run(a, rep, log):
                         res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3
                         res["back_to_back_added_pct"] = (100.0 * (bb["median_ms"] - bb_none["median_ms"])
                                                          / bb_none["median_ms"])
-                        del g
                     if engines:
                         gl = step.capture_lookups(engines)
                         res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)
@@ -684,15 +684,14 @@ def run(a, rep, log):
                         stem = os.path.join(a.timeline, "%s-%s-" % (cfg["mode"], res["workload"]))
                         if base_tl is None:  # the step without lookups: what the model's kernels take alone
                             base_tl = timeline(torch, g_none, feed, 5, stem + "none.json")
-                        if v["name"] == "none":
+                        if g is g_none:
                             res["timeline"] = base_tl
-                        else:
-                            gt = step.capture(engines, v["place"], side)
-                            res["timeline"] = timeline(torch, gt, feed, 5, stem + v["name"].replace("+", "_") + ".json")
-                            del gt
+                        else:  # the graph just timed
+                            res["timeline"] = timeline(torch, g, feed, 5, stem + v["name"].replace("+", "_") + ".json")
                             if res["timeline"] and base_tl:
                                 res["timeline"]["model_slowdown_us"] = (res["timeline"]["model_kernel_us"]
                                                                         - base_tl["model_kernel_us"])
+                    del g
                     if a.trace:
                         res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,
                                                   max(5, min(cfg["reps"], 20)))
