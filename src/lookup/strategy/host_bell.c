@@ -233,11 +233,9 @@ static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t 
 	eht_lk_bell_bg_geom(lk, r->n, &j.groups, &j.group_rows);
 	wait_slots_free(lk, t0);
 	b->prev_slots = j.groups;
-	j.chunk = eht_lk_chunk_for(lk, n ? n : 1);
+	j.chunk = eht_lk_chunk_for(lk, n ? n : 1); /* >= 1 row for n >= 1; a group holds >= 1 too */
 	if (j.chunk > j.group_rows)
 		j.chunk = j.group_rows;
-	if (j.chunk == 0)
-		j.chunk = 1;
 	j.tasks_per_group = (j.group_rows + j.chunk - 1) / j.chunk;
 	for (unsigned g = 0; g < j.groups; g++)
 		atomic_store_explicit(&b->slot_pub[g], 0, memory_order_relaxed);
