@@ -156,19 +156,29 @@ static int join(const struct bench_cg *c, const char *dir)
 	return put(c, p, pid);
 }
 
+/* Makes this run's folder c->dir under parent, after removing stale ones of runs that died there.
+ * On failure c->dir is empty and why says "<what>: mkdir <dir>: <reason>". */
+static int make_child(struct bench_cg *c, const char *parent, const char *what, char *why, size_t wl)
+{
+	sweep_stale(c, parent);
+	snprintf(c->dir, sizeof(c->dir), "%.1500s/eht-bench-disk-%d", parent, (int)getpid());
+	if (mkdir(c->dir, 0755) != 0) {
+		int e = errno;
+		snprintf(why, wl, "%s: mkdir %s: %s", what, c->dir, strerror(e));
+		c->dir[0] = '\0';
+		return -e;
+	}
+	return 0;
+}
+
 /* Makes c->dir (name under parent), sets the limit file, joins it. On failure undoes and says why. */
 static int make_limited(struct bench_cg *c, const char *parent, const char *limit_file, uint64_t limit,
 			const char *what, char *why, size_t wl)
 {
 	char p[1800], val[32];
-	sweep_stale(c, parent);
-	snprintf(c->dir, sizeof(c->dir), "%.1500s/eht-bench-disk-%d", parent, (int)getpid());
-	if (mkdir(c->dir, 0755) != 0) {
-		int e = errno;
-		snprintf(why, wl, "%s: mkdir %.600s: %s", what, c->dir, strerror(e));
-		c->dir[0] = '\0';
-		return -e;
-	}
+	int crc = make_child(c, parent, what, why, wl);
+	if (crc)
+		return crc;
 	snprintf(val, sizeof(val), "%" PRIu64, limit);
 	snprintf(p, sizeof(p), "%s/%s", c->dir, limit_file);
 	int rc = put(c, p, val);
@@ -199,16 +209,13 @@ static int v2_child(struct bench_cg *c, const char *own, uint64_t limit, char *w
 		snprintf(why, wl, "cgroup v2 child of %s: the memory controller is not available there (%s)", own, p);
 		return -EOPNOTSUPP;
 	}
-	sweep_stale(c, own);
-	snprintf(c->dir, sizeof(c->dir), "%.1500s/eht-bench-disk-%d", own, (int)getpid());
-	if (mkdir(c->dir, 0755) != 0) {
-		int e = errno;
-		snprintf(why, wl, "cgroup v2 child of %s: mkdir %s: %s", own, c->dir, strerror(e));
-		c->dir[0] = '\0';
-		return -e;
-	}
+	char what[1600];
+	snprintf(what, sizeof(what), "cgroup v2 child of %.1500s", own);
+	int rc = make_child(c, own, what, why, wl);
+	if (rc)
+		return rc;
 	set_home(c, own);
-	int rc = join(c, c->dir);
+	rc = join(c, c->dir);
 	if (rc) {
 		snprintf(why, wl, "cgroup v2 child of %s: joining %s: %s", own, c->dir, strerror(-rc));
 		goto undo;
