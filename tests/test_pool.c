@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_pool.c: the persistent thread pool runs every task exactly once, job after job. */
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,6 +19,48 @@ static void task(void *arg, size_t i, unsigned worker)
 	struct job *j = arg;
 	atomic_fetch_add(&j->hits[i], 1);
 	atomic_fetch_or(&j->workers_seen, 1u << (worker % 32));
+}
+
+static void noop(void *arg, size_t i, unsigned worker) { (void)arg, (void)i, (void)worker; }
+
+/* Waits up to 2 s for the pool to have `want` workers asleep; returns whether it got there. */
+static bool sleeping_reaches(eht_pool *pool, unsigned want)
+{
+	struct timespec ms = {0, 1000 * 1000};
+	for (int i = 0; i < 2000; i++) {
+		if (eht_pool_sleeping(pool) == want)
+			return true;
+		nanosleep(&ms, NULL);
+	}
+	return false;
+}
+
+/* After a job long after the last (a model's step), EHT_POOL_SPINNERS workers spin (default 4)
+ * and the rest sleep at once; while jobs come back to back, every worker spins. The spin is made
+ * long (3 s) so that the workers' states hold still while the test looks. */
+static void spinners(void)
+{
+	eht_pool *pool = NULL;
+	setenv("EHT_POOL_SPIN_MAX_US", "20000", 1);
+	CHECK_RC(eht_pool_create(6, -1, 3000000, &pool), 0);
+	if (!pool)
+		return;
+	CHECK(sleeping_reaches(pool, 2)); /* at start too: 4 spin, 2 sleep */
+	eht_pool_run(pool, 6, noop, NULL); /* the first job: no short gaps seen */
+	CHECK(sleeping_reaches(pool, 2));  /* 4 spin, 2 sleep */
+	for (int i = 0; i < 6; i++)        /* back to back */
+		eht_pool_run(pool, 64, noop, NULL);
+	CHECK(sleeping_reaches(pool, 0)); /* every worker spins */
+	eht_pool_destroy(pool);
+	setenv("EHT_POOL_SPINNERS", "1", 1);
+	CHECK_RC(eht_pool_create(3, -1, 3000000, &pool), 0);
+	if (pool) {
+		eht_pool_run(pool, 3, noop, NULL);
+		CHECK(sleeping_reaches(pool, 2));
+		eht_pool_destroy(pool);
+	}
+	unsetenv("EHT_POOL_SPINNERS");
+	unsetenv("EHT_POOL_SPIN_MAX_US");
 }
 
 int main(void)
@@ -57,6 +101,8 @@ int main(void)
 	CHECK(bad == 0);
 	eht_pool_destroy(pool);
 	eht_pool_destroy(NULL);
+
+	spinners();
 
 	eht_pool *p2 = NULL;
 	CHECK_RC(eht_pool_create(5000, -1, 0, &p2), -EINVAL);
