@@ -828,11 +828,11 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * and waits for each group of rows with stream memory operations (cuStreamWriteValue32 /
  * cuStreamWaitValue32) and the copy engine moves it; BF16 is dequantized per group by a small kernel.
  * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default a
- * eighth of the GPU's). Runs over max_batch ids, GPU dedup and the hot set keep the kernel path;
- * EHT_LOOKUP_BG_COMPACT=1 sends the distinct misses of a hot set or GPU dedup the background way too
+ * eighth of the GPU's). The distinct misses of a hot set or GPU dedup go the background way too
  * (their count exists only on the GPU: the stream copies it to the CPU, which gathers that many and
- * marks the groups past them ready at once; the copies move every group of the bound whole). That
- * path is off by default until it has run on a GPU.
+ * marks the groups past them ready at once; the copies move every group of the bound whole);
+ * EHT_LOOKUP_BG_COMPACT=0 sends them through the stage-in kernel instead. Runs over max_batch ids
+ * keep the kernel path.
  * Also set by EHT_LOOKUP_BACKGROUND=1. Falls back to the default mode where the driver lacks stream
  * memory operations. */
 #define EHT_LOOKUP_BACKGROUND 0x10u
