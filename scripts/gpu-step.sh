@@ -20,6 +20,8 @@ mkdir -p "$OUT"
 [ $# -gt 0 ] || set -- build step
 . "$(dirname "$0")/debs-env.sh"
 gib=${EHT_STEP_GIB:-24}
+# The library and the CLI only, unless tests are asked for (they need every test program).
+case " $* " in *" tests "*) targets=${EHT_STEP_TARGETS:-} ;; *) targets=${EHT_STEP_TARGETS:-eht eht_cli} ;; esac
 variants=${EHT_STEP_VARIANTS:-none,vllm,host-side,host+bg-side,auto+bg-side}
 text=${EHT_STEP_TEXT:-$PWD/tests/workloads/text_500k.compressed.u32}
 rc=0
@@ -32,7 +34,7 @@ for what in "$@"; do
     { nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; free -g | head -2
       python3 -c 'import torch; print("torch", torch.__version__)'; } >"$OUT/machine.txt" 2>&1
     cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_FIXTURES="$PWD/tests/fixtures" >"$OUT/build.log" 2>&1 &&
-      cmake --build build -j"$(nproc)" --target ${EHT_STEP_TARGETS:-eht eht_cli} >>"$OUT/build.log" 2>&1 ||
+      cmake --build build -j"$(nproc)" ${targets:+--target $targets} >>"$OUT/build.log" 2>&1 ||
       { tail -40 "$OUT/build.log"; exit 1; }
     ;;
   tests)

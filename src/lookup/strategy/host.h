@@ -81,11 +81,12 @@ struct lk_bell {
 	/* EHT_BELL_TRACE=1: requests served, seconds waiting for the previous request's slots, seconds
 	 * gathering; printed when the engine is destroyed (where a step's time goes). */
 	uint64_t st_reqs[LK_AUTO_NCLASS], st_rows[LK_AUTO_NCLASS]; /* per batch-size class (LK_AUTO_CLASS) */
-	double st_wait_s[LK_AUTO_NCLASS], st_gather_s[LK_AUTO_NCLASS];
+	double st_wait_s[LK_AUTO_NCLASS], st_gather_s[LK_AUTO_NCLASS], st_first_s[LK_AUTO_NCLASS];
 	bool trace;          /* EHT_BELL_TRACE: the kernel also stamps GPU times into gtrace */
 	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end */
 	eht_dptr d_gtrace;
-	int gclass;          /* class of the launch gtrace belongs to */
+	uint64_t gprev[2];   /* start and ring of the launch served last (its later stamps are in gtrace) */
+	int gclass;          /* class of the launch served last */
 	uint64_t g_n[LK_AUTO_NCLASS];
 	double g_ring_s[LK_AUTO_NCLASS], g_first_s[LK_AUTO_NCLASS], g_span_s[LK_AUTO_NCLASS], g_tail_s[LK_AUTO_NCLASS];
 };

@@ -76,6 +76,7 @@ struct bell_job {
 	unsigned idx;
 	uint32_t chunk, nslots;
 	double t0;
+	double t_first; /* EHT_BELL_TRACE: when chunk 0 was published */
 };
 
 static void bell_fail(struct lk_bell *b, int rc)
@@ -117,32 +118,36 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 	/* ready first: a thread that sees slot_pub == c + 1 must then see ready != 0 until the GPU read it. */
 	atomic_store_explicit(&ready(b)[slot], LK_READY(j->idx, c), memory_order_release);
 	atomic_store_explicit(&b->slot_pub[slot], (unsigned)(c + 1), memory_order_release);
+	if (c == 0 && b->trace)
+		j->t_first = eht_now_s();
 }
 
-/* EHT_BELL_TRACE: adds the GPU times of the last finished stage-in launch to the sums (called
- * before the next one is served, so the last launch's stamps are complete, or at teardown). */
-static void trace_take(struct lk_bell *b)
+/* EHT_BELL_TRACE: adds the GPU times of the last finished stage-in launch to the sums. Called as the
+ * next launch is served (started_next) or at teardown. By the time a launch rings it has already
+ * stamped its own start and ring over the previous launch's, so those two are kept here when it is
+ * served, and matched with its chunk and end stamps (g[2..4]) one launch later. */
+static void trace_take(struct lk_bell *b, bool started_next)
 {
 	volatile uint64_t *g = b->gtrace;
-	if (!g || !g[4])
+	if (!g)
 		return;
-	/* Blocks stamp in any order; a launch whose stamps are not in order (chunk 0 and the last chunk
-	 * seen by blocks that ran late, or block 0 starting after the ring) is skipped. */
-	int64_t d[4];
-	bool ok = true;
-	for (int i = 0; i < 4; i++) {
-		d[i] = (int64_t)(g[i + 1] - g[i]);
-		ok = ok && g[i] && d[i] >= 0;
-	}
+	uint64_t t[5] = {b->gprev[0], b->gprev[1], g[2], g[3], g[4]};
+	/* Every stamp is taken from the ring on (chunk 0 and the last chunk may be ready in either
+	 * order); a launch with a stamp missing or before its ring (block 0 starting late) is skipped. */
+	bool ok = t[0] && t[1] >= t[0];
+	for (int i = 2; i < 5; i++)
+		ok = ok && t[i] >= t[1];
 	int k = b->gclass;
 	if (ok) {
 		b->g_n[k]++;
-		b->g_ring_s[k] += (double)d[0] * 1e-9;  /* start -> ids copied, doorbell rung */
-		b->g_first_s[k] += (double)d[1] * 1e-9; /* ring -> first chunk ready (CPU noticed, gathered it) */
-		b->g_span_s[k] += (double)d[2] * 1e-9;  /* first -> last chunk ready */
-		b->g_tail_s[k] += (double)d[3] * 1e-9;  /* last chunk ready -> kernel done */
+		b->g_ring_s[k] += (double)(t[1] - t[0]) * 1e-9;  /* start -> ids copied, doorbell rung */
+		b->g_first_s[k] += (double)(t[2] - t[1]) * 1e-9; /* ring -> chunk 0 ready (CPU noticed, gathered it) */
+		b->g_span_s[k] += (double)(t[3] - t[1]) * 1e-9;  /* ring -> last chunk ready */
+		b->g_tail_s[k] += (double)(t[4] - t[1]) * 1e-9;  /* ring -> kernel done */
 	}
-	for (int i = 0; i < 5; i++)
+	b->gprev[0] = started_next ? g[0] : 0;
+	b->gprev[1] = started_next ? g[1] : 0;
+	for (int i = 2; i < 5; i++)
 		g[i] = 0;
 }
 
@@ -170,7 +175,10 @@ static void wait_slots_free(eht_lookup *lk, double t0)
 
 void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint32_t *group_rows)
 {
-	size_t g = (n + BG_GROUP_ROWS - 1) / BG_GROUP_ROWS, max = eht_env_u64("EHT_LOOKUP_BG_GROUPS", BG_MAX_GROUPS);
+	size_t grp = eht_env_u64("EHT_LOOKUP_BG_GROUP_ROWS", BG_GROUP_ROWS);
+	if (grp == 0)
+		grp = BG_GROUP_ROWS;
+	size_t g = (n + grp - 1) / grp, max = eht_env_u64("EHT_LOOKUP_BG_GROUPS", BG_MAX_GROUPS);
 	if (max > LK_BG_GROUPS_MAX)
 		max = LK_BG_GROUPS_MAX;
 	if (g > max)
@@ -193,6 +201,7 @@ struct bg_job {
 	unsigned idx;
 	uint32_t groups, group_rows;
 	_Atomic uint64_t dead;
+	double t_first; /* EHT_BELL_TRACE: when group 0 was marked ready */
 };
 
 /* Task t: rows of group t / tasks_per_group straight into their place in staging (a group's rows lie
@@ -219,8 +228,11 @@ static void bg_task(void *arg, size_t t, unsigned worker)
 		atomic_fetch_add_explicit(&j->dead, dead, memory_order_relaxed);
 	}
 	if (atomic_fetch_add_explicit(&b->slot_pub[g], 1, memory_order_acq_rel) + 1 == j->tasks_per_group &&
-	    g + 1 < j->groups)
+	    g + 1 < j->groups) {
 		atomic_store_explicit(&ready(b)[g], LK_READY(j->idx, g), memory_order_release);
+		if (g == 0 && b->trace)
+			j->t_first = eht_now_s();
+	}
 }
 
 /* n rows of request i (r->n for a plain one, the GPU's count for a compact one). The groups are the
@@ -254,6 +266,7 @@ static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t 
 	b->st_rows[k] += n;
 	b->st_wait_s[k] += t1 - t0;
 	b->st_gather_s[k] += eht_now_s() - t1;
+	b->st_first_s[k] += j.t_first > t1 ? j.t_first - t1 : eht_now_s() - t1; /* (one group: at the end) */
 }
 
 /* Serves request i of lk: its doorbell rang. Called by the poller with P.mu held. */
@@ -279,9 +292,9 @@ static void serve(eht_lookup *lk, unsigned i)
 		serve_bg(lk, r, i, n);
 		return;
 	}
+	trace_take(b, true); /* (before a request with no rows returns: its launch stamps too) */
 	if (n == 0)
 		return;
-	trace_take(b);
 	struct bell_job j = {.lk = lk, .r = r, .n = n, .idx = i, .t0 = eht_now_s()};
 	eht_lk_bell_geom(lk, r->n, &j.chunk, &j.nslots); /* the kernel's: it knows only the bound */
 	wait_slots_free(lk, j.t0);
@@ -299,6 +312,7 @@ static void serve(eht_lookup *lk, unsigned i)
 	b->st_rows[k] += n;
 	b->st_wait_s[k] += t1 - j.t0;
 	b->st_gather_s[k] += eht_now_s() - t1;
+	b->st_first_s[k] += j.t_first > t1 ? j.t_first - t1 : 0;
 }
 
 static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *ts)
@@ -523,11 +537,11 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		return;
 	if (b->registered)
 		poller_remove(lk);
-	trace_take(b);
+	trace_take(b, false);
 	for (int k = 0; k < LK_AUTO_NCLASS; k++)
 		if (b->g_n[k])
 			fprintf(stderr, "eht: %s (%s): GPU side of %llu stage-in launches (class %s): start to doorbell %.1f us, "
-				"doorbell to first chunk ready %.1f us, first to last chunk ready %.1f us, last chunk to kernel "
+				"doorbell to chunk 0 ready %.1f us, to the last chunk ready %.1f us, to the kernel's "
 				"end %.1f us\n", lk->ti.name, lk->st->name,
 				(unsigned long long)b->g_n[k], k == 2 ? "prefill" : k == 1 ? "decode" : "small", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_first_s[k] / (double)b->g_n[k] * 1e6, b->g_span_s[k] / (double)b->g_n[k] * 1e6,
@@ -535,11 +549,11 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	for (int k = 0; k < LK_AUTO_NCLASS; k++)
 		if (b->st_reqs[k] && eht_env_u64("EHT_BELL_TRACE", 0))
 			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
-				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s)\n", lk->ti.name,
+				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s; chunk 0 after %.1f us)\n", lk->ti.name,
 				lk->st->name, (unsigned long long)b->st_reqs[k],
 				(double)b->st_rows[k] / (double)b->st_reqs[k], b->st_wait_s[k] / (double)b->st_reqs[k] * 1e6,
 				b->st_gather_s[k] / (double)b->st_reqs[k] * 1e6,
-				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6);
+				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6, b->st_first_s[k] / (double)b->st_reqs[k] * 1e6);
 	for (unsigned i = 0; i < LK_REQS; i++) {
 		if (i < LK_EAGER_REQS)
 			bell_free(lk, b->reqs[i].h_ids);

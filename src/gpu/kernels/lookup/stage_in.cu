@@ -57,11 +57,11 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 	if (threadIdx.x == 0 && atomicAdd(&sync[0], 1u) == gridDim.x - 1) {
 		if (h_count)
 			*(volatile unsigned long long *)h_count = n;
+		if (trace) /* before the ring: the CPU reads it when it sees the bell */
+			trace[1] = gtime();
 		__threadfence_system();
 		*(volatile unsigned *)bell = 1u;
 		__threadfence_system();
-		if (trace)
-			trace[1] = gtime();
 	}
 	const unsigned long long nchunks = (n + chunk - 1) / chunk;
 	const uint32_t ob = out_bytes(rb, fmt);
