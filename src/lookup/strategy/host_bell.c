@@ -732,10 +732,46 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 }
 
 /* Background mode (EHT_LOOKUP_BACKGROUND): nothing on an SM waits for the CPU. The stream copies GPU
- * ids to pinned memory (copy engine), rings the doorbell (cuStreamWriteValue32), then per group waits
- * for its ready value (cuStreamWaitValue32), copies the group from staging into out (raw) or d_compact
- * (copy engine), frees it (a write of 0) and, for BF16, dequantizes it with a small kernel (the SM cap)
- * while the CPU gathers the next group. */
+ * ids to pinned memory (copy engine), rings the doorbell (cuStreamWriteValue32), then bg_groups
+ * moves the rows group by group. */
+
+/* Rows of a bf16 request above which each group is dequantized as soon as it is copied (beside the
+ * CPU's next group) instead of all at once after the last copy. Each node on the stream costs a few
+ * microseconds (a wait, a copy, a kernel: about 15 us a group on the lent H200); a decode batch's
+ * dequants are short, so there one kernel at the end costs less than one per group. */
+#define BG_DEQUANT_PER_GROUP_ROWS 16384
+
+/* Per group of request idx: wait for its ready value (cuStreamWaitValue32), copy it from staging to
+ * dst (copy engine) and, when expand, dequantize it into out (a small kernel, the SM cap); then one
+ * memset frees every group's ready word (the CPU's next request waits for that before it reuses the
+ * staging; one node instead of a write per group). */
+static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_dptr dst, eht_dptr out, bool expand)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
+	const bool per_group = expand && n > BG_DEQUANT_PER_GROUP_ROWS;
+	int rc = 0;
+	for (uint32_t g = 0; g < groups && !rc; g++) {
+		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
+		rc = eht_dev_stream_wait32(s, d_ready + g * sizeof(uint32_t), LK_READY(idx, g), EHT_WAIT_EQ);
+		if (!rc)
+			rc = eht_dev_h2d_async(dst + r0 * lk->rb, b->staging + r0 * lk->rb, m * lk->rb, s);
+		/* On the copies' stream: the dequant of a group runs when its copy is done and the
+		 * next wait is enqueued behind it. Measured on the H200 in eht bench step (prefill, side
+		 * stream): on a stream of its own the dequants ran beside the GEMMs at once and cost the
+		 * step 49.4 ms against 46.8 ms here. */
+		if (!rc && per_group)
+			rc = eht_gpu_expand(&lk->g, s, 0, m, dst + r0 * lk->rb, lk->rb, out + r0 * lk->out_rb, lk->fmt);
+	}
+	if (!rc)
+		rc = eht_dev_memset32_async(d_ready, 0, groups, s);
+	if (!rc && expand && !per_group)
+		rc = eht_gpu_expand(&lk->g, s, 0, n, dst, lk->rb, out, lk->fmt);
+	return rc;
+}
+
 static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n, eht_dptr out,
 		    eht_stream es, bool capturing)
 {
@@ -745,9 +781,6 @@ static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	uint32_t groups, grows;
-	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
-	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
 	eht_lk_bell_arm(lk, idx); /* before the stream can ring */
 	if (capturing)
 		rc = bell_capture_kick(lk, es, idx);
@@ -755,20 +788,9 @@ static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int
 		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
 	if (!rc)
 		rc = eht_dev_stream_write32(es, b->d_words + idx * sizeof(uint32_t), 1);
-	for (uint32_t g = 0; g < groups && !rc; g++) {
-		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
-		eht_dptr dst = lk->fmt == EHT_LOOKUP_RAW ? out + r0 * lk->rb : lk->scr.d_compact + r0 * lk->rb;
-		rc = eht_dev_stream_wait32(es, d_ready + g * sizeof(uint32_t), LK_READY(idx, g), EHT_WAIT_EQ);
-		if (!rc)
-			rc = eht_dev_h2d_async(dst, b->staging + r0 * lk->rb, m * lk->rb, es);
-		if (!rc)
-			rc = eht_dev_stream_write32(es, d_ready + g * sizeof(uint32_t), 0);
-		/* On the copies' stream: the dequant of a group runs when its copy is done and the
-		 * next wait is enqueued behind it. Measured on the H200 in eht bench step (prefill, side
-		 * stream): on a stream of its own the dequants ran beside the GEMMs at once and cost the
-		 * step 49.4 ms against 46.8 ms here. */
-		if (!rc && lk->fmt != EHT_LOOKUP_RAW)
-			rc = eht_gpu_expand(&lk->g, es, 0, m, dst, lk->rb, out + r0 * lk->out_rb, lk->fmt);
+	if (!rc) {
+		bool raw = lk->fmt == EHT_LOOKUP_RAW;
+		rc = bg_groups(lk, es, idx, n, raw ? out : lk->scr.d_compact, out, !raw);
 	}
 	if (!rc && capturing && b->kick_stream)
 		rc = eht_dev_stream_wait_event(es, b->ev_kjoin);
@@ -814,9 +836,6 @@ static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr c
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	uint32_t groups, grows;
-	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
-	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
 	eht_lk_bell_arm(lk, idx); /* before the stream can ring */
 	if (capturing)
 		rc = bell_capture_kick(lk, s, idx);
@@ -826,14 +845,8 @@ static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr c
 		rc = eht_dev_d2h_async(r->h_ids, uniq, n * sizeof(uint32_t), s);
 	if (!rc)
 		rc = eht_dev_stream_write32(s, b->d_words + idx * sizeof(uint32_t), 1);
-	for (uint32_t g = 0; g < groups && !rc; g++) {
-		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
-		rc = eht_dev_stream_wait32(s, d_ready + g * sizeof(uint32_t), LK_READY(idx, g), EHT_WAIT_EQ);
-		if (!rc)
-			rc = eht_dev_h2d_async(compact + r0 * lk->rb, b->staging + r0 * lk->rb, m * lk->rb, s);
-		if (!rc)
-			rc = eht_dev_stream_write32(s, d_ready + g * sizeof(uint32_t), 0);
-	}
+	if (!rc)
+		rc = bg_groups(lk, s, idx, n, compact, 0, false);
 	if (!rc && publish_dead)
 		rc = eht_dev_d2h_async(lk->h_dead, lk->d_counters, sizeof(uint64_t), s);
 	if (!rc && capturing && b->kick_stream)
