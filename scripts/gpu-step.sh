@@ -6,8 +6,9 @@
 #                                                                          (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode and prefill, uniform
 # ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set; compact: that
-# text step with the background mode's compact path (EHT_LOOKUP_BG_COMPACT=1) beside it off; spinners:
-# the decode step with EHT_POOL_SPINNERS=4 (fewer pool threads spinning after a job) beside the default;
+# text step with the background mode's compact path (the default) beside it off (EHT_LOOKUP_BG_COMPACT=0);
+# spinners: the step with every pool thread spinning after a job (EHT_POOL_SPINNERS=1024) beside the
+# default 4;
 # lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; cpu: the
 # step bench's decode with the old spinning settings beside the new ones (same build).
 set -u
@@ -53,8 +54,8 @@ for what in "$@"; do
     cat "$OUT/step-text.txt"
     ;;
   compact | spinners)
-    if [ "$what" = compact ]; then env_on=EHT_LOOKUP_BG_COMPACT=1 wl="--workload text:$text"; vs=none,host-side,host+bg-side
-    else env_on=EHT_POOL_SPINNERS=4 wl=; vs=none,host+bg-side,auto+bg-side; fi
+    if [ "$what" = compact ]; then env_on=EHT_LOOKUP_BG_COMPACT=0 wl="--workload text:$text"; vs=none,host-side,host+bg-side
+    else env_on=EHT_POOL_SPINNERS=1024 wl=; vs=none,host+bg-side,auto+bg-side; fi
     for e in off "$env_on"; do
       env ${e#off} timeout 150 build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "$vs" $wl --json \
         >"$OUT/$what-${e%%=*}.json" 2>"$OUT/$what-${e%%=*}.txt" || rc=1
