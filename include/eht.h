@@ -776,7 +776,7 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * (eht serve --cpu-budget / --workers: eht_table_copy's pool_threads), else the CPUs of the table's
  * NUMA node divided by the GPUs attached to that node (one GPU process each), less two (the thread
  * feeding the pool and the process's own). After a job pool threads spin for spin_us (EHT_POOL_SPIN_US,
- * 50; up to 1 ms while jobs come back to back; at most EHT_POOL_SPINNERS of them, default all), then
+ * 50; EHT_POOL_SPINNERS of them, default 4; every thread, up to 1 ms, while jobs come back to back), then
  * sleep on a futex; a job wakes only as many as it has tasks. The doorbell poller spins
  * EHT_BELL_SPIN_US (100; up to 1 ms while requests come back to back) after the last request, then
  * sleeps: until an eager call wakes it, in naps of 50 us while captured lookups exist
