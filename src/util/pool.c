@@ -110,16 +110,21 @@ static void *worker_main(void *v)
 			/* Jobs that come back to back (a standalone loop, the second table of a step) find
 			 * a few threads still spinning; between steps every thread sleeps. */
 			unsigned spin = atomic_load_explicit(&p->spin_now_us, memory_order_relaxed);
-			if (p->spin_us && atomic_fetch_add(&p->spinners, 1) <
-						  atomic_load_explicit(&p->spinners_now, memory_order_relaxed)) {
+			unsigned limit = atomic_load_explicit(&p->spinners_now, memory_order_relaxed);
+			/* A slot is taken only below the limit: a worker turned away never counts, so it
+			 * cannot turn away another that the limit has room for. */
+			unsigned cur = atomic_load(&p->spinners);
+			bool spins = false;
+			while (p->spin_us && cur < limit && !(spins = atomic_compare_exchange_weak(&p->spinners, &cur, cur + 1)))
+				;
+			if (spins) {
 				double start = eht_now_us();
 				while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
 				       !atomic_load_explicit(&p->stop, memory_order_relaxed) &&
 				       eht_now_us() - start < spin)
 					eht_cpu_relax();
-			}
-			if (p->spin_us)
 				atomic_fetch_sub(&p->spinners, 1);
+			}
 			if (g == seen)
 				sleep_for_work(p, seen);
 			g = atomic_load_explicit(&p->gen, memory_order_acquire);
