@@ -68,6 +68,7 @@ struct lk_bell {
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
+	uint32_t bg_group_rows, bg_max_groups; /* EHT_LOOKUP_BG_GROUP_ROWS / _GROUPS, read at init */
 	_Atomic unsigned scan; /* requests the poller looks at: indices < scan */
 	eht_stream kick_stream; /* EHT_BELL_HOST_KICK: captured requests fork a host node here that wakes the poller */
 	eht_event ev_kfork, ev_kjoin;

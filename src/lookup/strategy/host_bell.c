@@ -168,21 +168,17 @@ static void wait_slots_free(eht_lookup *lk, double t0)
 }
 
 /* ------------------------------------------------------------------- background requests (CPU side) */
-/* Rows per group the stream waits for: few groups keep the stream's memory operations (three per
+/* Rows per group the stream waits for: few groups keep the stream's nodes (a wait and a copy per
  * group) cheap, enough of them let the copy engine move one while the CPU gathers the next. */
 #define BG_GROUP_ROWS 2048
 #define BG_MAX_GROUPS 8
 
 void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint32_t *group_rows)
 {
-	size_t grp = eht_env_u64("EHT_LOOKUP_BG_GROUP_ROWS", BG_GROUP_ROWS);
-	if (grp == 0)
-		grp = BG_GROUP_ROWS;
-	size_t g = (n + grp - 1) / grp, max = eht_env_u64("EHT_LOOKUP_BG_GROUPS", BG_MAX_GROUPS);
-	if (max > LK_BG_GROUPS_MAX)
-		max = LK_BG_GROUPS_MAX;
-	if (g > max)
-		g = max ? max : 1;
+	const struct lk_bell *b = &eht_lk_host(lk)->bell;
+	size_t g = (n + b->bg_group_rows - 1) / b->bg_group_rows;
+	if (g > b->bg_max_groups)
+		g = b->bg_max_groups;
 	if (g > lk->max_chunks)
 		g = lk->max_chunks;
 	if (g == 0)
@@ -494,6 +490,12 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->arena_cap = 2 * lk->max_batch * 8;
 	b->arena = bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
 	b->h_count = bell_alloc(lk, LK_REQS * sizeof(uint64_t), &b->d_h_count, &rc);
+	/* Read once: the stream's waits (enqueued by the call) and the CPU's groups (the poller) must
+	 * agree for the engine's life. */
+	uint64_t grp = eht_env_u64("EHT_LOOKUP_BG_GROUP_ROWS", BG_GROUP_ROWS),
+		 maxg = eht_env_u64("EHT_LOOKUP_BG_GROUPS", BG_MAX_GROUPS);
+	b->bg_group_rows = grp == 0 ? BG_GROUP_ROWS : grp > UINT32_MAX ? UINT32_MAX : (uint32_t)grp;
+	b->bg_max_groups = maxg == 0 ? 1 : maxg > LK_BG_GROUPS_MAX ? LK_BG_GROUPS_MAX : (uint32_t)maxg;
 	b->trace = eht_env_u64("EHT_BELL_TRACE", 0) != 0;
 	if (b->trace)
 		b->gtrace = bell_alloc(lk, 5 * sizeof(uint64_t), &b->d_gtrace, &rc);
