@@ -261,8 +261,9 @@ static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t 
 	b->st_reqs[k]++;
 	b->st_rows[k] += n;
 	b->st_wait_s[k] += t1 - t0;
-	b->st_gather_s[k] += eht_now_s() - t1;
-	b->st_first_s[k] += j.t_first > t1 ? j.t_first - t1 : eht_now_s() - t1; /* (one group: at the end) */
+	double t2 = eht_now_s();
+	b->st_gather_s[k] += t2 - t1;
+	b->st_first_s[k] += (j.t_first > t1 ? j.t_first : t2) - t1; /* (one group: at the end) */
 }
 
 /* Serves request i of lk: its doorbell rang. Called by the poller with P.mu held. */
