@@ -704,6 +704,31 @@ static void bell_disarm(unsigned idx, struct lk_req *r)
 		atomic_fetch_sub(&P.pending, 1);
 }
 
+/* The start of every stream-triggered request's enqueue: armed before the stream can ring (the
+ * poller ignores a ring of a request that is not), and under capture the kick that wakes the poller. */
+static int bell_start(eht_lookup *lk, eht_stream s, unsigned idx, bool capturing)
+{
+	eht_lk_bell_arm(lk, idx);
+	return capturing ? bell_capture_kick(lk, s, idx) : 0;
+}
+
+/* Its end, given what the enqueue returned: the capture joins the kick's stream, an eager request
+ * records its done event; on an error the request is disarmed. */
+static int bell_finish(eht_lookup *lk, eht_stream s, unsigned idx, bool capturing, int rc)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	struct lk_req *r = &b->reqs[idx];
+	if (!rc && capturing && b->kick_stream)
+		rc = eht_dev_stream_wait_event(s, b->ev_kjoin);
+	if (rc) {
+		bell_disarm(idx, r);
+		return rc;
+	}
+	if (!capturing && !(rc = eht_dev_event_record(r->done, s)))
+		r->done_used = true;
+	return rc;
+}
+
 /* Enqueues request idx's stage-in kernel (a: everything but the request's own fields). */
 static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht_dptr out, int fmt, eht_stream s,
 		       bool capturing, bool publish_dead, unsigned idx)
@@ -720,18 +745,10 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 	a->trace = b->d_gtrace;
 	eht_lk_bell_geom(lk, n, &a->chunk, &a->nslots);
 	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
-	/* Armed before the kernel can ring: the poller ignores a ring of a request that is not. */
-	eht_lk_bell_arm(lk, idx);
-	int rc = capturing ? bell_capture_kick(lk, s, idx) : 0;
+	int rc = bell_start(lk, s, idx, capturing);
 	if (!rc)
 		rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, fmt, lk->d_counters);
-	if (!rc && capturing && b->kick_stream)
-		rc = eht_dev_stream_wait_event(s, b->ev_kjoin);
-	if (rc)
-		bell_disarm(idx, r);
-	if (!rc && !capturing && !(rc = eht_dev_event_record(r->done, s)))
-		r->done_used = true;
-	return rc;
+	return bell_finish(lk, s, idx, capturing, rc);
 }
 
 /* Background mode (EHT_LOOKUP_BACKGROUND): nothing on an SM waits for the CPU. The stream copies GPU
@@ -784,9 +801,7 @@ static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	eht_lk_bell_arm(lk, idx); /* before the stream can ring */
-	if (capturing)
-		rc = bell_capture_kick(lk, es, idx);
+	rc = bell_start(lk, es, idx, capturing);
 	if (!rc && ids_dev)
 		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
 	if (!rc)
@@ -795,15 +810,7 @@ static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int
 		bool raw = lk->fmt == EHT_LOOKUP_RAW;
 		rc = bg_groups(lk, es, idx, n, raw ? out : lk->scr.d_compact, out, !raw);
 	}
-	if (!rc && capturing && b->kick_stream)
-		rc = eht_dev_stream_wait_event(es, b->ev_kjoin);
-	if (rc) {
-		bell_disarm(idx, r);
-		return rc;
-	}
-	if (!capturing && !(rc = eht_dev_event_record(r->done, es)))
-		r->done_used = true;
-	return rc;
+	return bell_finish(lk, es, idx, capturing, rc);
 }
 
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
@@ -839,9 +846,7 @@ static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr c
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	eht_lk_bell_arm(lk, idx); /* before the stream can ring */
-	if (capturing)
-		rc = bell_capture_kick(lk, s, idx);
+	rc = bell_start(lk, s, idx, capturing);
 	if (!rc)
 		rc = eht_dev_d2h_async(&b->h_count[idx], ucount, sizeof(uint64_t), s);
 	if (!rc)
@@ -852,15 +857,7 @@ static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr c
 		rc = bg_groups(lk, s, idx, n, compact, 0, false);
 	if (!rc && publish_dead)
 		rc = eht_dev_d2h_async(lk->h_dead, lk->d_counters, sizeof(uint64_t), s);
-	if (!rc && capturing && b->kick_stream)
-		rc = eht_dev_stream_wait_event(s, b->ev_kjoin);
-	if (rc) {
-		bell_disarm(idx, r);
-		return rc;
-	}
-	if (!capturing && !(rc = eht_dev_event_record(r->done, s)))
-		r->done_used = true;
-	return rc;
+	return bell_finish(lk, s, idx, capturing, rc);
 }
 
 int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, float share,
