@@ -226,15 +226,21 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 	/* At most one block per SM: every block waits on the CPU, so all must be resident at once with
 	 * room left for other kernels (the in-place gather of an AUTO split runs beside it). */
 	uint64_t cap = grid_cap(g, 1);
+	eht_dptr mirror = a->mirror && a->nslots <= EHT_LK_RELAY_SLOTS && cap >= 2 ? a->mirror : 0;
+	if (mirror) /* the relay block is one of them */
+		cap--;
 	unsigned grid = (unsigned)(nchunks < cap ? nchunks : cap);
+	grid = grid ? grid : 1;
 	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
 	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
 			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &fmt, &vec, &counters,
 			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->ucount,
-			(void *)&a->share, (void *)&a->h_count};
-	return launch(g->stage_in, grid ? grid : 1, THREADS, s, args, "eht_lk_stage_in");
+			(void *)&a->share, (void *)&a->h_count, (void *)&mirror};
+	unsigned blocks = grid + (mirror ? 1 : 0), shmem = mirror ? a->nslots * 4 : 0;
+	int rc = eht_dev_launch(g->stage_in, blocks, THREADS, shmem, s, args);
+	return rc ? eht_err_prefix(rc, "launching eht_lk_stage_in (%u blocks)", blocks) : 0;
 }
 
 int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,

@@ -89,6 +89,10 @@ struct eht_gpu_stage_in {
 	eht_dptr ucount, h_count;
 	float share;
 	uint32_t chunk, nslots, tag;
+	/* GPU memory of nslots words, zero between launches: one relay block copies the ready words
+	 * there and the others poll it instead of host memory (0, or more than EHT_LK_RELAY_SLOTS slots:
+	 * every block polls host memory). */
+	eht_dptr mirror;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, eht_dptr out, int fmt, eht_dptr counters);

@@ -9,6 +9,9 @@
 #define EHT_LK_RPW 4
 /* Threads per block of the row movers, eht_lk_stage_in and eht_lk_dedup_mark. */
 #define EHT_LK_THREADS 256
+/* Most staging slots a stage-in launch relays through GPU memory (its relay block keeps the last
+ * value of each in shared memory: 4 bytes a slot); launches with more slots poll host memory. */
+#define EHT_LK_RELAY_SLOTS 8192
 /* A dead id's slot or code. */
 #define EHT_LK_DEAD32 0xffffffffu
 

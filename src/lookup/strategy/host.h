@@ -65,6 +65,7 @@ struct lk_bell {
 	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
 	eht_dptr d_cdead;
 	eht_dptr d_sync; /* 2 x LK_REQS u32, zero between launches */
+	eht_dptr d_mirror; /* GPU memory, max_chunks u32: the stage-in kernel's relay of ready (0: none) */
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */

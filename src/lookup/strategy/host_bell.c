@@ -513,6 +513,13 @@ int eht_lk_bell_init(eht_lookup *lk)
 		if (!rc)
 			rc = eht_dev_memset8(b->d_sync, 0, LK_REQS * 2 * sizeof(uint32_t));
 	}
+	/* EHT_LOOKUP_RELAY=0: every stage-in block polls its ready word in host memory, instead of one
+	 * relay block copying them into GPU memory for the others (stage_in.cu). */
+	if (!rc && lk->gpu && eht_env_u64("EHT_LOOKUP_RELAY", 1)) {
+		rc = eht_dev_alloc(&b->d_mirror, lk->max_chunks * sizeof(uint32_t));
+		if (!rc)
+			rc = eht_dev_memset8(b->d_mirror, 0, lk->max_chunks * sizeof(uint32_t));
+	}
 	if (!rc && lk->gpu) {
 		/* EHT_BELL_HOST_KICK=1: captured requests fork a host node that wakes the poller (needs
 		 * feature HOST_FUNC). Off by default: on the lent H200 VM the node's round trip, which the
@@ -568,6 +575,8 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	}
 	if (b->d_sync)
 		eht_dev_free(b->d_sync);
+	if (b->d_mirror)
+		eht_dev_free(b->d_mirror);
 	eht_dev_event_destroy(b->ev_kfork);
 	eht_dev_event_destroy(b->ev_kjoin);
 	eht_dev_stream_destroy(b->kick_stream);
@@ -743,6 +752,7 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 	a->sync = b->d_sync + idx * 2 * sizeof(uint32_t);
 	a->h_dead = publish_dead ? lk->d_h_dead : 0;
 	a->trace = b->d_gtrace;
+	a->mirror = b->d_mirror;
 	eht_lk_bell_geom(lk, n, &a->chunk, &a->nslots);
 	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
 	int rc = bell_start(lk, s, idx, capturing);

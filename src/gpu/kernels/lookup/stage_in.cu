@@ -28,15 +28,58 @@ __device__ __forceinline__ unsigned long long gtime(void)
  * not NULL) gathers the distinct rows of a dedup pass (eht_lk_dedup_mark): ids are its u32 local rows,
  * of which this launch takes [split_at(*ucount, share), *ucount) into out (the compact rows) at the
  * same positions; that count exists only on the GPU, so the ringing block writes it to *h_count (host-
- * mapped) for the CPU first. */
+ * mapped) for the CPU first.
+ *
+ * With mirror (GPU memory, nslots words, zero between launches), the last block is a relay: it polls
+ * every slot's ready word in host memory and copies each new value of this launch into mirror, where
+ * the other blocks wait for their chunks. One block's reads cross PCIe instead of every block's (on
+ * the lent H200, 119 blocks polling host memory slowed both the CPU's first chunk and the blocks'
+ * reads of staging). A block frees a slot in mirror before it frees it in host memory, so that the
+ * relay's copy of the slot's next value is never overwritten. */
+__device__ __forceinline__ void relay_ready(const unsigned *ready, unsigned *mirror, unsigned tag, unsigned nslots,
+					    unsigned long long nchunks)
+{
+	extern __shared__ unsigned last[]; /* the value relayed last per slot */
+	__shared__ unsigned long long seen;
+	const unsigned used = (unsigned)min((unsigned long long)nslots, nchunks);
+	for (unsigned s = threadIdx.x; s < used; s += blockDim.x)
+		last[s] = 0;
+	if (threadIdx.x == 0)
+		seen = 0;
+	__syncthreads();
+	for (;;) {
+		unsigned got = 0;
+		for (unsigned s = threadIdx.x; s < used; s += blockDim.x) {
+			unsigned v = ((volatile const unsigned *)ready)[s];
+			/* this launch's chunk c has tag | (c + 1); every chunk comes once into its slot */
+			if (v != last[s] && v - tag - 1u < nchunks) {
+				last[s] = v;
+				((volatile unsigned *)mirror)[s] = v;
+				got++;
+			}
+		}
+		if (got)
+			atomicAdd(&seen, (unsigned long long)got);
+		__syncthreads();
+		const bool done = seen >= nchunks;
+		__syncthreads();
+		if (done)
+			return;
+		if (!got)
+			__nanosleep(100);
+	}
+}
+
 extern "C" __global__ void __launch_bounds__(EHT_LK_THREADS)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
 		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
 		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
-		const unsigned long long *ucount, float share, unsigned long long *h_count)
+		const unsigned long long *ucount, float share, unsigned long long *h_count, unsigned *mirror)
 {
 	const int lane = threadIdx.x & (WARP - 1);
+	const bool relay = mirror != NULL && gridDim.x > 1;
+	const unsigned nblocks = relay ? gridDim.x - 1 : gridDim.x; /* blocks that copy chunks */
 	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
 	if (trace && blockIdx.x == 0 && threadIdx.x == 0)
 		trace[0] = gtime();
@@ -65,14 +108,16 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 	}
 	const unsigned long long nchunks = (n + chunk - 1) / chunk;
 	const uint32_t ob = out_bytes(rb, fmt);
-	for (unsigned long long c = blockIdx.x; c < nchunks; c += gridDim.x) {
+	if (relay && blockIdx.x == nblocks)
+		relay_ready(ready, mirror, tag, nslots, nchunks);
+	for (unsigned long long c = blockIdx.x; blockIdx.x < nblocks && c < nchunks; c += nblocks) {
 		const unsigned slot = (unsigned)(c % nslots);
 		if (threadIdx.x == 0) {
-			volatile unsigned *r = ready + slot;
-			unsigned ns = 64;
+			volatile unsigned *r = (relay ? mirror : ready) + slot;
+			unsigned ns = relay ? 32 : 64, ns_max = relay ? 256 : 1024; /* GPU memory polls cost little */
 			while (*r != (tag | (unsigned)(c + 1))) {
 				__nanosleep(ns);
-				if (ns < 1024)
+				if (ns < ns_max)
 					ns *= 2;
 			}
 			__threadfence_system();
@@ -104,6 +149,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		}
 		__syncthreads(); /* every load of the slot has completed (its values were stored) */
 		if (threadIdx.x == 0) {
+			if (relay) /* before the CPU can see the slot free and publish its next chunk */
+				*(volatile unsigned *)(mirror + slot) = 0u;
 			__threadfence_system();
 			*(volatile unsigned *)(ready + slot) = 0u;
 		}
