@@ -85,12 +85,15 @@ struct lk_bell {
 	uint64_t st_reqs[LK_AUTO_NCLASS], st_rows[LK_AUTO_NCLASS]; /* per batch-size class (LK_AUTO_CLASS) */
 	double st_wait_s[LK_AUTO_NCLASS], st_gather_s[LK_AUTO_NCLASS], st_first_s[LK_AUTO_NCLASS];
 	bool trace;          /* EHT_BELL_TRACE: the kernel also stamps GPU times into gtrace */
-	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end */
+	bool fused_dequant;  /* EHT_LOOKUP_FUSED_DEQUANT: bf16 dequantized by the stage-in kernel itself */
+	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end; then the
+			      * CPU's marks and their GPU stamps (trace_mark) */
 	eht_dptr d_gtrace;
 	uint64_t gprev[2];   /* start and ring of the launch served last (its later stamps are in gtrace) */
 	int gclass;          /* class of the launch served last */
 	uint64_t g_n[LK_AUTO_NCLASS];
 	double g_ring_s[LK_AUTO_NCLASS], g_first_s[LK_AUTO_NCLASS], g_span_s[LK_AUTO_NCLASS], g_tail_s[LK_AUTO_NCLASS];
+	double g_ans_s[LK_AUTO_NCLASS], g_pool_s[LK_AUTO_NCLASS], g_copy0_s[LK_AUTO_NCLASS], g_copyl_s[LK_AUTO_NCLASS];
 };
 
 /* The HOST strategy's state (lk->state[EHT_LOOKUP_HOST]). */

@@ -105,6 +105,17 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		__threadfence_system();
 		*(volatile unsigned *)bell = 1u;
 		__threadfence_system();
+		if (trace) { /* the CPU's marks (host_bell.c trace_mark) on this clock; 1 ms at most each */
+			volatile unsigned long long *m = trace;
+			for (int i = 5; i <= 7; i += 2) {
+				const unsigned long long t0 = gtime();
+				while (!m[i] && gtime() - t0 < 1000000ull)
+					;
+				m[i + 1] = m[i] ? gtime() : 0;
+				m[i] = 0;
+			}
+			__threadfence_system();
+		}
 	}
 	const unsigned long long nchunks = (n + chunk - 1) / chunk;
 	const uint32_t ob = out_bytes(rb, fmt);
@@ -148,6 +159,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 			warp_rows<true>(src, dst, rb, nrows, fmt, vec, lane);
 		}
 		__syncthreads(); /* every load of the slot has completed (its values were stored) */
+		if (trace && threadIdx.x == 0 && (c == 0 || c == nchunks - 1)) /* chunk 0's / the last one's copy done */
+			trace[c == 0 ? 9 : 10] = gtime();
 		if (threadIdx.x == 0) {
 			if (relay) /* before the CPU can see the slot free and publish its next chunk */
 				*(volatile unsigned *)(mirror + slot) = 0u;
