@@ -750,7 +750,8 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * Ids in GPU memory, HOST and AUTO: the call only enqueues work on the stream, with no host
  * synchronization. A stage-in kernel copies the ids to pinned memory and rings a doorbell in
  * host-mapped memory; the process's poller thread sees it and the CPU pool gathers the rows into
- * pinned staging chunk by chunk; the kernel copies each chunk into out as soon as it is ready. AUTO
+ * pinned staging chunk by chunk; the kernel copies each chunk into out as soon as it is ready (BF16:
+ * raw into the engine's GPU scratch, dequantized by one kernel after it). AUTO
  * runs DIRECT on its calibrated share of the ids at the same time (calibrated separately for ids in
  * GPU memory). The kernel keeps at most one block per SM waiting on the CPU.
  *
