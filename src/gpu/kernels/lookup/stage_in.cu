@@ -33,9 +33,9 @@ __device__ __forceinline__ unsigned long long gtime(void)
  * With mirror (GPU memory, nslots words, zero between launches), the last block is a relay: it polls
  * every slot's ready word in host memory and copies each new value of this launch into mirror, where
  * the other blocks wait for their chunks. One block's reads cross PCIe instead of every block's (on
- * the lent H200, 119 blocks polling host memory slowed both the CPU's first chunk and the blocks'
- * reads of staging). A block frees a slot in mirror before it frees it in host memory, so that the
- * relay's copy of the slot's next value is never overwritten. */
+ * the lent H200 a decode batch's chunk 0 was ready 33 us after the doorbell this way, 50-60 us with
+ * its 119 blocks polling host memory). A block frees a slot in mirror before it frees it in host
+ * memory, so that the relay's copy of the slot's next value is never overwritten. */
 __device__ __forceinline__ void relay_ready(const unsigned *ready, unsigned *mirror, unsigned tag, unsigned nslots,
 					    unsigned long long nchunks)
 {
