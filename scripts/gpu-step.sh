@@ -2,15 +2,17 @@
 # SPDX-License-Identifier: Apache-2.0
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
-#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [compact] [spinners] [lookup] [cpu]
+#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [compact] [spinners] [lookup] [stagein] [cpu]
 #                                                                          (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode and prefill, uniform
 # ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set; compact: that
 # text step with the background mode's compact path (the default) beside it off (EHT_LOOKUP_BG_COMPACT=0);
 # spinners: the step with every pool thread spinning after a job (EHT_POOL_SPINNERS=1024) beside the
 # default 4;
-# lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; cpu: the
-# step bench's decode with the old spinning settings beside the new ones (same build).
+# lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; stagein:
+# that latency with EHT_BELL_TRACE's breakdown for the stage-in kernel's defaults beside its old ways
+# (EHT_LOOKUP_FUSED_DEQUANT=1, EHT_LOOKUP_RELAY=0); cpu: the step bench's decode with the old spinning
+# settings beside the new ones (same build).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 # Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
@@ -39,7 +41,7 @@ for what in "$@"; do
       { tail -40 "$OUT/build.log"; exit 1; }
     ;;
   tests)
-    (cd build && ctest --output-on-failure -j4 --timeout 90 -R "${EHT_STEP_TESTS:-gpu_lookup_background|gpu_lookup_graph|gpu_lookup_hot|lookup_bell|test_pool|cpu_budget|bench_step}") \
+    (cd build && ctest --output-on-failure -j4 --timeout 90 -R "${EHT_STEP_TESTS:-gpu_lookup_background|gpu_lookup_graph|gpu_lookup_hot|gpu_lookup_strategies|lookup_bell|test_pool|cpu_budget|bench_step}") \
       >"$OUT/ctest.log" 2>&1 || rc=1
     grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP" "$OUT/ctest.log" | head -30
     ;;
@@ -66,6 +68,14 @@ for what in "$@"; do
     EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000 timeout 200 build/eht bench step --mode decode --table-gib "$gib" \
       --variants none,auto-side,host-side --json >"$OUT/step-oldspin.json" 2>"$OUT/step-oldspin.txt" || rc=1
     cat "$OUT/step-oldspin.txt"
+    ;;
+  stagein)
+    for s in new EHT_LOOKUP_FUSED_DEQUANT=1 EHT_LOOKUP_RELAY=0; do
+      name=${s%%=*}; name=${name#EHT_}
+      env EHT_BELL_TRACE=1 ${s#new} timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host \
+        --ids-on gpu --graph --format bf16 >"$OUT/stagein-$name.txt" 2>&1 || rc=1
+      echo "-- stage-in $s"; grep -E "^host |GPU side|stream-triggered" "$OUT/stagein-$name.txt"
+    done
     ;;
   lookup)
     for s in new "EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000" EHT_LOOKUP_BACKGROUND=1; do
