@@ -209,7 +209,6 @@ static int parse_opt(struct disk_opts *o, int c, const char *arg)
 	}
 }
 
-/* The command line into o; -1 to run, else the exit status. */
 /* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
 const struct option cli_opts_bench_disk[] = {{"json", no_argument, NULL, 'j'},
 					 {"cpu", no_argument, NULL, 'C'},
@@ -231,6 +230,7 @@ const struct option cli_opts_bench_disk[] = {{"json", no_argument, NULL, 'j'},
 					 {"help", no_argument, NULL, 'h'},
 					 {0}};
 
+/* The command line into o; -1 to run, else the exit status. */
 static int parse_args(int argc, char **argv, struct disk_opts *o)
 {
 	const struct option *longopts = cli_opts_bench_disk;

@@ -313,7 +313,6 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 	}
 }
 
-/* The command line into o; -1 to run, else the exit status. */
 /* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
 const struct option cli_opts_bench_lookup[] = {
 	{"table-gib", required_argument, NULL, 'g'}, {"ids", required_argument, NULL, 'i'},
@@ -328,6 +327,7 @@ const struct option cli_opts_bench_lookup[] = {
 	{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
 	{NULL, 0, NULL, 0}};
 
+/* The command line into o; -1 to run, else the exit status. */
 static int parse_args(int argc, char **argv, struct lk_opts *o)
 {
 	const struct option *longopts = cli_opts_bench_lookup;

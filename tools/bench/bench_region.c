@@ -88,7 +88,6 @@ struct region_opts {
 	bool thp, json;
 };
 
-/* The command line into o; -1 to run, else the exit status. */
 /* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
 const struct option cli_opts_bench_region[] = {{"sizes", required_argument, NULL, 's'},
 					 {"dir", required_argument, NULL, 'D'},
@@ -100,6 +99,7 @@ const struct option cli_opts_bench_region[] = {{"sizes", required_argument, NULL
 					 {"help", no_argument, NULL, 'h'},
 					 {0}};
 
+/* The command line into o; -1 to run, else the exit status. */
 static int parse_args(int argc, char **argv, struct region_opts *o)
 {
 	const struct option *longopts = cli_opts_bench_region;
