@@ -18,55 +18,58 @@
 static uint8_t *g_table;
 static const uint64_t g_rows = 7000;
 
-static void run_bg(eht_lookup *lk, const int64_t *ids, size_t n, bool captured)
+/* Plays the stream's side of background request idx of n rows: rings the doorbell, then per group
+ * waits for its ready value, copies it out of staging into out and writes 0. Returns h_dead as read
+ * when the last group was ready (the CPU writes a plain request's dead count before that). */
+static uint64_t play_stream(eht_lookup *lk, unsigned idx, size_t n, uint8_t *out)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
-	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, true, captured, &idx), 0);
-	if (!captured)
-		eht_lk_bell_arm(lk, idx);
 	uint32_t groups, grows;
 	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
 	CHECK(groups >= 1 && (size_t)groups * grows >= n && (size_t)(groups - 1) * grows < n);
-	uint8_t *out = malloc(n * RB + 1);
 	atomic_store_explicit(&b->words[idx], 1, memory_order_release); /* cuStreamWriteValue32(bell, 1) */
 	uint64_t dead_seen = UINT64_MAX;
 	for (uint32_t g = 0; g < groups; g++) {
 		while (atomic_load_explicit(&b->words[LK_REQS + g], memory_order_acquire) != LK_READY(idx, g))
 			eht_cpu_relax();
-		if (g + 1 == groups) /* the dead count is written before the last group is ready */
+		if (g + 1 == groups)
 			dead_seen = *(volatile uint64_t *)lk->h_dead;
 		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
 		memcpy(out + r0 * RB, b->staging + r0 * RB, m * RB);
 		atomic_store_explicit(&b->words[LK_REQS + g], 0, memory_order_release);
 	}
+	return dead_seen;
+}
+
+/* Prepares (and, eager, arms) a background request for ids (id64) or local rows (compact). */
+static unsigned prepare_bg(eht_lookup *lk, const void *ids, int id64, size_t n, bool compact, bool captured)
+{
+	unsigned idx = 0;
+	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, id64, 0, n, compact, true, captured, &idx), 0);
+	if (!captured)
+		eht_lk_bell_arm(lk, idx);
+	return idx;
+}
+
+static void run_bg(eht_lookup *lk, const int64_t *ids, size_t n, bool captured)
+{
+	unsigned idx = prepare_bg(lk, ids, 1, n, false, captured);
+	uint8_t *out = malloc(n * RB + 1);
+	uint64_t dead_seen = play_stream(lk, idx, n, out);
 	uint64_t want_dead = 0;
 	CHECK(t_rows_compare(g_table, g_rows, RB, ids, n, out, &want_dead) == 0);
-	CHECK(dead_seen == want_dead);
+	CHECK(dead_seen == want_dead); /* the dead count is written before the last group is ready */
 	CHECK_RC(eht_lk_bell_take_error(lk), 0);
 	free(out);
 }
 
 static void run_bg_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_t count, bool captured)
 {
-	struct lk_bell *b = &eht_lk_host(lk)->bell;
-	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, rows, false, 0, 0, n, true, true, captured, &idx), 0);
-	if (!captured)
-		eht_lk_bell_arm(lk, idx);
-	uint32_t groups, grows;
-	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
-	*(volatile uint64_t *)lk->h_dead = 12345; /* the stream's to write, not the CPU's */
-	b->h_count[idx] = count;                  /* the stream's copy of the GPU's count */
+	unsigned idx = prepare_bg(lk, rows, 0, n, true, captured);
+	*(volatile uint64_t *)lk->h_dead = 12345;  /* the stream's to write, not the CPU's */
+	eht_lk_host(lk)->bell.h_count[idx] = count; /* the stream's copy of the GPU's count */
 	uint8_t *out = malloc(n * RB + 1);
-	atomic_store_explicit(&b->words[idx], 1, memory_order_release);
-	for (uint32_t g = 0; g < groups; g++) {
-		while (atomic_load_explicit(&b->words[LK_REQS + g], memory_order_acquire) != LK_READY(idx, g))
-			eht_cpu_relax();
-		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
-		memcpy(out + r0 * RB, b->staging + r0 * RB, m * RB);
-		atomic_store_explicit(&b->words[LK_REQS + g], 0, memory_order_release);
-	}
+	play_stream(lk, idx, n, out);
 	uint64_t bad = 0;
 	for (size_t i = 0; i < count; i++)
 		bad += memcmp(out + i * RB, g_table + (size_t)rows[i] * RB, RB) != 0;
