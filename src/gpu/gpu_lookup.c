@@ -92,10 +92,16 @@ static unsigned row_blocks(const struct eht_gpu_lookup *g, uint64_t n)
 	return blocks ? (unsigned)blocks : 1;
 }
 
+static int launch_shmem(eht_kernel f, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args,
+			const char *name)
+{
+	int rc = eht_dev_launch(f, grid, block, shmem, s, args);
+	return rc ? eht_err_prefix(rc, "launching %s (%u blocks)", name, grid) : 0;
+}
+
 static int launch(eht_kernel f, unsigned grid, unsigned block, eht_stream s, void **args, const char *name)
 {
-	int rc = eht_dev_launch(f, grid, block, 0, s, args);
-	return rc ? eht_err_prefix(rc, "launching %s (%u blocks)", name, grid) : 0;
+	return launch_shmem(f, grid, block, 0, s, args, name);
 }
 
 int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
@@ -239,8 +245,7 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->ucount,
 			(void *)&a->share, (void *)&a->h_count, (void *)&mirror};
 	unsigned blocks = grid + (mirror ? 1 : 0), shmem = mirror ? a->nslots * 4 : 0;
-	int rc = eht_dev_launch(g->stage_in, blocks, THREADS, shmem, s, args);
-	return rc ? eht_err_prefix(rc, "launching eht_lk_stage_in (%u blocks)", blocks) : 0;
+	return launch_shmem(g->stage_in, blocks, THREADS, shmem, s, args, "eht_lk_stage_in");
 }
 
 int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
