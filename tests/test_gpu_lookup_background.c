@@ -11,6 +11,7 @@
 
 #include "gpu_lookup_ref.h"
 #include "lookup/strategy/host.h"
+#include "util/env.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
 #define NMAX 20000
@@ -51,6 +52,12 @@ int main(void)
 				fprintf(stderr, "fmt %d strategy %d max_batch %llu: %llu background requests\n", fmt, strategy,
 					(unsigned long long)batches[b], (unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_reqs));
 				CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) > 0);
+				/* bf16: the groups of the NMAX-row run were dequantized on the dequant stream,
+				 * beside the next groups' copies (unless EHT_LOOKUP_BG_DEQUANT_STREAM=0). */
+				const struct lk_bell *bell = &eht_lk_host(lk)->bell;
+				bool side = fmt == EHT_LOOKUP_BF16 && eht_env_u64("EHT_LOOKUP_BG_DEQUANT_STREAM", 1);
+				CHECK((bell->bg_xstream != NULL) == side);
+				CHECK((bell->bg_side_dequants > 0) == (side && batches[b] > bell->bg_dequant_rows));
 				eht_lookup_destroy(lk);
 			}
 	/* A hot set (a fifth of the rows) and GPU dedup: the misses of the dedup pass go the background way

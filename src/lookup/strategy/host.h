@@ -73,6 +73,13 @@ struct lk_bell {
 	_Atomic unsigned scan; /* requests the poller looks at: indices < scan */
 	eht_stream kick_stream; /* EHT_BELL_HOST_KICK: captured requests fork a host node here that wakes the poller */
 	eht_event ev_kfork, ev_kjoin;
+	/* Background bf16 (EHT_LOOKUP_BG_DEQUANT_STREAM, on by default): each group's dequant runs on
+	 * bg_xstream once its copy is done (bg_copied[g]), beside the next groups' copies; the caller's
+	 * stream joins it (bg_xdone) at the end. NULL: the dequants queue behind the copies. */
+	eht_stream bg_xstream;
+	eht_event bg_copied[LK_BG_GROUPS_MAX], bg_xdone;
+	size_t bg_dequant_rows; /* EHT_LOOKUP_BG_DEQUANT_ROWS: above it, one dequant per group */
+	uint64_t bg_side_dequants; /* group dequants enqueued on bg_xstream (the tests check the path ran) */
 	bool no_kick;          /* a capture got no host node: the poller naps (counted in its no_kick) */
 	bool own_h_dead;       /* the CPU emulation allocated lk->h_dead */
 	atomic_uint_fast64_t bg_reqs; /* background requests served, counted before the last group is ready */

@@ -186,6 +186,13 @@ static void wait_slots_free(eht_lookup *lk, double t0)
 #define BG_GROUP_ROWS 2048
 #define BG_MAX_GROUPS 8
 
+/* Rows of a bf16 request above which each group is dequantized as soon as it is copied instead of
+ * all at once after the last copy (EHT_LOOKUP_BG_DEQUANT_ROWS). Each dequant is a kernel that, beside
+ * the model, waits for SMs between the GEMMs' waves, and each node costs a few microseconds (a wait,
+ * a copy, a kernel: about 15 us a group on the lent H200): a decode batch's one dequant at the end
+ * costs less than one per group. */
+#define BG_DEQUANT_PER_GROUP_ROWS 16384
+
 void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint32_t *group_rows)
 {
 	const struct lk_bell *b = &eht_lk_host(lk)->bell;
@@ -551,6 +558,15 @@ int eht_lk_bell_init(eht_lookup *lk)
 				rc = eht_dev_event_create(&b->ev_kjoin, 0);
 		}
 	}
+	if (!rc && lk->gpu && lk->background && lk->fmt != EHT_LOOKUP_RAW &&
+	    eht_env_u64("EHT_LOOKUP_BG_DEQUANT_STREAM", 1)) {
+		rc = eht_dev_stream_create(&b->bg_xstream, EHT_STREAM_NONBLOCKING);
+		for (unsigned g = 0; g < LK_BG_GROUPS_MAX && !rc; g++)
+			rc = eht_dev_event_create(&b->bg_copied[g], 0);
+		if (!rc)
+			rc = eht_dev_event_create(&b->bg_xdone, 0);
+	}
+	b->bg_dequant_rows = (size_t)eht_env_u64("EHT_LOOKUP_BG_DEQUANT_ROWS", BG_DEQUANT_PER_GROUP_ROWS);
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	if (!rc)
 		rc = poller_add(lk);
@@ -601,6 +617,10 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	eht_dev_event_destroy(b->ev_kfork);
 	eht_dev_event_destroy(b->ev_kjoin);
 	eht_dev_stream_destroy(b->kick_stream);
+	for (unsigned g = 0; g < LK_BG_GROUPS_MAX; g++)
+		eht_dev_event_destroy(b->bg_copied[g]);
+	eht_dev_event_destroy(b->bg_xdone);
+	eht_dev_stream_destroy(b->bg_xstream);
 	if (b->no_kick)
 		atomic_fetch_sub(&P.no_kick, 1);
 	bell_free(lk, b->arena);
@@ -786,40 +806,52 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
  * ids to pinned memory (copy engine), rings the doorbell (cuStreamWriteValue32), then bg_groups
  * moves the rows group by group. */
 
-/* Rows of a bf16 request above which each group is dequantized as soon as it is copied (beside the
- * CPU's next group) instead of all at once after the last copy. Each node on the stream costs a few
- * microseconds (a wait, a copy, a kernel: about 15 us a group on the lent H200); a decode batch's
- * dequants are short, so there one kernel at the end costs less than one per group. */
-#define BG_DEQUANT_PER_GROUP_ROWS 16384
-
 /* Per group of request idx: wait for its ready value (cuStreamWaitValue32), copy it from staging to
- * dst (copy engine) and, when expand, dequantize it into out (a small kernel, the SM cap); then one
- * memset frees every group's ready word (the CPU's next request waits for that before it reuses the
- * staging; one node instead of a write per group). */
+ * dst (copy engine) and, when expand, dequantize it into out (a small kernel, the SM cap): on the
+ * dequant stream after the group's copy (an event), else behind the copy on s. Then one memset frees
+ * every group's ready word (the CPU's next request waits for that before it reuses the staging; one
+ * node instead of a write per group), and s joins the dequant stream. On the copies' stream each
+ * dequant, waiting for SMs beside the model, also held up the next group's copy. Measured on the H200
+ * (eht bench step, prefill, 2 x 24 GiB, back to back, three runs of each alternated): HOST background
+ * added +0.16 / +0.74 / +0.55 ms with the dequant stream against +1.18 / +0.77 / +1.12 ms without,
+ * AUTO background +0.35 / +0.62 / +0.19 against +1.44 / +1.38 / +1.22 ms. */
 static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_dptr dst, eht_dptr out, bool expand)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
 	uint32_t groups, grows;
 	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
-	const bool per_group = expand && n > BG_DEQUANT_PER_GROUP_ROWS;
+	const bool per_group = expand && n > b->bg_dequant_rows;
+	const eht_stream xs = per_group ? b->bg_xstream : NULL; /* (groups <= LK_BG_GROUPS_MAX events) */
 	int rc = 0;
 	for (uint32_t g = 0; g < groups && !rc; g++) {
 		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
 		rc = eht_dev_stream_wait32(s, d_ready + g * sizeof(uint32_t), LK_READY(idx, g), EHT_WAIT_EQ);
 		if (!rc)
 			rc = eht_dev_h2d_async(dst + r0 * lk->rb, b->staging + r0 * lk->rb, m * lk->rb, s);
-		/* On the copies' stream: the dequant of a group runs when its copy is done and the
-		 * next wait is enqueued behind it. Measured on the H200 in eht bench step (prefill, side
-		 * stream): on a stream of its own the dequants ran beside the GEMMs at once and cost the
-		 * step 49.4 ms against 46.8 ms here. */
-		if (!rc && per_group)
-			rc = eht_gpu_expand(&lk->g, s, 0, m, dst + r0 * lk->rb, lk->rb, out + r0 * lk->out_rb, lk->fmt);
+		if (rc || !per_group)
+			continue;
+		if (xs) {
+			rc = eht_dev_event_record(b->bg_copied[g], s);
+			if (!rc)
+				rc = eht_dev_stream_wait_event(xs, b->bg_copied[g]);
+			b->bg_side_dequants++;
+		}
+		if (!rc)
+			rc = eht_gpu_expand(&lk->g, xs ? xs : s, 0, m, dst + r0 * lk->rb, lk->rb, out + r0 * lk->out_rb,
+					    lk->fmt);
 	}
 	if (!rc)
 		rc = eht_dev_memset32_async(d_ready, 0, groups, s);
 	if (!rc && expand && !per_group)
 		rc = eht_gpu_expand(&lk->g, s, 0, n, dst, lk->rb, out, lk->fmt);
+	/* (after an error too: a capture must not leave the dequant stream forked) */
+	if (xs) {
+		int jrc = eht_dev_event_record(b->bg_xdone, xs);
+		if (!jrc)
+			jrc = eht_dev_stream_wait_event(s, b->bg_xdone);
+		rc = rc ? rc : jrc;
+	}
 	return rc;
 }
 
