@@ -50,7 +50,7 @@ static void dq_init(void)
 			dq_table[s << 8 | w] = eht_lk_dequant1((uint8_t)w, (uint8_t)s);
 }
 
-void eht_engram_dequant_row(const uint8_t *row, uint16_t *out)
+void eht_lk_dequant_row_table(const uint8_t *row, uint16_t *out)
 {
 	pthread_once(&dq_once, dq_init);
 	const uint8_t *sc = row + EHT_ENGRAM_DIM;
@@ -59,4 +59,11 @@ void eht_engram_dequant_row(const uint8_t *row, uint16_t *out)
 		for (int i = g * EHT_ENGRAM_GROUP; i < (g + 1) * EHT_ENGRAM_GROUP; i++)
 			out[i] = t[row[i]];
 	}
+}
+
+void eht_engram_dequant_row(const uint8_t *row, uint16_t *out)
+{
+	pthread_once(&dq_once, dq_init);
+	if (eht_lk_dequant_row_simd(row, out, dq_table) != 0)
+		eht_lk_dequant_row_table(row, out);
 }

@@ -247,5 +247,12 @@ int eht_lk_hot_create(eht_lookup *lk);
 
 /* The CPU reference of one weight: e4m3 byte w with ue8m0 scale s -> bf16 bits. */
 uint16_t eht_lk_dequant1(uint8_t w, uint8_t s);
+/* 1 where rows are dequantized with AVX-512BW (the CPU has it and EHT_DEQUANT_SIMD is not 0). */
+int eht_lk_dequant_simd(void);
+/* One row with AVX-512BW (table: eht_lk_dequant1 of every scale << 8 | weight, for the groups whose
+ * scale it cannot shift exactly); -1 (nothing written) without it. */
+int eht_lk_dequant_row_simd(const uint8_t *row, uint16_t *out, const uint16_t *table);
+/* One row by table lookup only (what rows take without AVX-512BW). */
+void eht_lk_dequant_row_table(const uint8_t *row, uint16_t *out);
 
 #endif
