@@ -827,8 +827,9 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * start): what the model loses counts, not the lookup's own latency. HOST lookups of GPU output with
  * ids in GPU memory or under capture hold no SM while the CPU gathers: the stream rings the doorbell
  * and waits for each group of rows with stream memory operations (cuStreamWriteValue32 /
- * cuStreamWaitValue32) and the copy engine moves it; BF16 is dequantized by a small kernel (per
- * group beside the next one for big runs, once after the last copy for decode-sized ones).
+ * cuStreamWaitValue32) and the copy engine moves it; BF16 is dequantized by a small kernel (for big
+ * runs per group, on a stream of the engine's own beside the next groups' copies; once after the
+ * last copy for decode-sized ones).
  * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default a
  * eighth of the GPU's). The distinct misses of a hot set or GPU dedup go the background way too
  * (their count exists only on the GPU: the stream copies it to the CPU, which gathers that many and
