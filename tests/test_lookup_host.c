@@ -240,6 +240,23 @@ int main(void)
 		unsetenv("EHT_LOOKUP_BACKGROUND");
 	}
 
+	/* The staging's size: the option, else EHT_LOOKUP_STAGING_BYTES, else max_batch rows; lookups
+	 * larger than it still come out whole (HOST goes through it in pieces). */
+	setenv("EHT_LOOKUP_STAGING_BYTES", "38016", 1); /* 144 rows */
+	for (int by_opt = 0; by_opt < 2; by_opt++) {
+		struct eht_lookup_opts so = {.size = sizeof(so), .flags = EHT_LOOKUP_CPU_ONLY, .strategy = EHT_LOOKUP_HOST,
+					     .max_batch = 1000, .numa_node = -1, .device = -1,
+					     .staging_bytes = by_opt ? 100 * RB : 0};
+		eht_lookup *slk = NULL;
+		CHECK_RC(eht_lookup_create(t, &so, &slk), 0);
+		if (slk) {
+			CHECK(slk->staging_rows == (by_opt ? 100u : 144u));
+			check_run(slk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 1000, 1, 0, &rs, 0);
+			eht_lookup_destroy(slk);
+		}
+	}
+	unsetenv("EHT_LOOKUP_STAGING_BYTES");
+
 	/* A read_rows tier holding rows [100, 600) of 1000. */
 	struct eht_table_info fi = {.size = sizeof(fi), .tier = EHT_TIER_DISK, .rows = g_rows, .row_bytes = RB,
 				    .first_row = 100, .local_rows = 500, .device = -1, .numa_node = -1, .name = "fake"};
