@@ -80,6 +80,7 @@ struct lk_bell {
 	eht_event bg_copied[LK_BG_GROUPS_MAX], bg_xdone;
 	size_t bg_dequant_rows; /* EHT_LOOKUP_BG_DEQUANT_ROWS: above it, one dequant per group */
 	uint64_t bg_side_dequants; /* group dequants enqueued on bg_xstream (the tests check the path ran) */
+	bool bg_compact; /* EHT_LOOKUP_BG_COMPACT (1): a dedup pass's misses go the background way */
 	bool no_kick;          /* a capture got no host node: the poller naps (counted in its no_kick) */
 	bool own_h_dead;       /* the CPU emulation allocated lk->h_dead */
 	atomic_uint_fast64_t bg_reqs; /* background requests served, counted before the last group is ready */

@@ -567,6 +567,7 @@ int eht_lk_bell_init(eht_lookup *lk)
 			rc = eht_dev_event_create(&b->bg_xdone, 0);
 	}
 	b->bg_dequant_rows = (size_t)eht_env_u64("EHT_LOOKUP_BG_DEQUANT_ROWS", BG_DEQUANT_PER_GROUP_ROWS);
+	b->bg_compact = eht_env_u64("EHT_LOOKUP_BG_COMPACT", 1) != 0;
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	if (!rc)
 		rc = poller_add(lk);
@@ -594,7 +595,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 				b->g_tail_s[k] / (double)b->g_n[k] * 1e6, b->g_copy0_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_copyl_s[k] / (double)b->g_n[k] * 1e6);
 	for (int k = 0; k < LK_AUTO_NCLASS; k++)
-		if (b->st_reqs[k] && eht_env_u64("EHT_BELL_TRACE", 0))
+		if (b->st_reqs[k] && b->trace)
 			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
 				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s; chunk 0 after %.1f us)\n", lk->ti.name,
 				lk->st->name, (unsigned long long)b->st_reqs[k],
@@ -835,11 +836,12 @@ static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_d
 			rc = eht_dev_event_record(b->bg_copied[g], s);
 			if (!rc)
 				rc = eht_dev_stream_wait_event(xs, b->bg_copied[g]);
-			b->bg_side_dequants++;
 		}
 		if (!rc)
 			rc = eht_gpu_expand(&lk->g, xs ? xs : s, 0, m, dst + r0 * lk->rb, lk->rb, out + r0 * lk->out_rb,
 					    lk->fmt);
+		if (!rc && xs)
+			b->bg_side_dequants++;
 	}
 	if (!rc)
 		rc = eht_dev_memset32_async(d_ready, 0, groups, s);
@@ -940,7 +942,7 @@ int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr
 	 * (EHT_LOOKUP_BG_COMPACT=0: the stage-in kernel instead; on the lent H200 a text decode step's
 	 * lookups added +93 us that way against +317 us through the kernel). */
 	if (lk->background && share <= 0.0f && publish_dead && n <= eht_lk_host(lk)->bell.staging_rows &&
-	    eht_env_u64("EHT_LOOKUP_BG_COMPACT", 1))
+	    eht_lk_host(lk)->bell.bg_compact)
 		return bg_compact(lk, uniq, ucount, compact, n, s, capturing, publish_dead);
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
