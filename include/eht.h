@@ -830,8 +830,8 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * cuStreamWaitValue32) and the copy engine moves it; BF16 is dequantized by a small kernel (for big
  * runs per group, on a stream of the engine's own beside the next groups' copies; once after the
  * last copy for decode-sized ones).
- * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default a
- * eighth of the GPU's). The distinct misses of a hot set or GPU dedup go the background way too
+ * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default half
+ * the GPU's). The distinct misses of a hot set or GPU dedup go the background way too
  * (their count exists only on the GPU: the stream copies it to the CPU, which gathers that many and
  * marks the groups past them ready at once; the copies move every group of the bound whole);
  * EHT_LOOKUP_BG_COMPACT=0 sends them through the stage-in kernel instead. Runs over max_batch ids

@@ -479,7 +479,7 @@ class Lookup(_Closing):
 
     background=True is the mode for lookups beside the model's kernels (a side stream forked at the
     step's start): no SM waits for the CPU (stream memory operations and the copy engine), AUTO runs
-    as HOST, every kernel is capped at sm_cap SMs (default an eighth). sm_cap caps the grid of each of
+    as HOST, every kernel is capped at sm_cap SMs (default half of them). sm_cap caps the grid of each of
     the engine's kernels in any mode; spin_us is how long the process's CPU pool spins after a job.
     no_hotset=True loads no hot set at create, not even the table's own (set_hotset still can).
 

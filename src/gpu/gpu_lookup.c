@@ -7,6 +7,7 @@
 
 #include "eht.h"
 #include "gpu/fatbin.h"
+#include "util/env.h"
 #include "util/err.h"
 
 _Static_assert(EHT_LK_FMT_RAW == EHT_LOOKUP_RAW && EHT_LK_FMT_BF16 == EHT_LOOKUP_BF16,
@@ -42,6 +43,7 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		{"eht_lk_stage_in", offsetof(struct eht_gpu_lookup, stage_in)},
 		{"eht_lk_dedup_mark", offsetof(struct eht_gpu_lookup, dedup_mark)},
 		{"eht_lk_expand_codes", offsetof(struct eht_gpu_lookup, expand_codes)},
+		{"eht_lk_expand_wide", offsetof(struct eht_gpu_lookup, expand_wide)},
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		eht_kernel *f = (eht_kernel *)((char *)g + fns[i].off);
@@ -52,6 +54,7 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 			return rc;
 		}
 	}
+	g->wide_capped = eht_env_u64("EHT_LOOKUP_WIDE_CAPPED", 1) != 0;
 	return 0;
 }
 
@@ -125,6 +128,15 @@ static int expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, u
 	int vec = eht_gpu_vec(rb, compact, out);
 	unsigned long long nn = n;
 	void *args[] = {&slot, &nn, &compact, &rb, &out, &fmt, &vec, &dslot};
+	/* Capped below what the rows could use (the background mode beside the model): as many SMs,
+	 * four times the warps on each, so the expand is over sooner and takes SMs from the model's
+	 * kernels for less time. */
+	uint64_t warps = (n + RPW - 1) / RPW;
+	if (g->sm_cap && g->wide_capped && warps > (uint64_t)g->sm_cap * WARPS_PER_BLOCK) {
+		const uint64_t wide_warps = EHT_LK_WIDE_THREADS / EHT_LK_WARP, need = (warps + wide_warps - 1) / wide_warps;
+		unsigned blocks = need < g->sm_cap ? (unsigned)need : g->sm_cap;
+		return launch(g->expand_wide, blocks, EHT_LK_WIDE_THREADS, s, args, "eht_lk_expand_wide");
+	}
 	return launch(g->expand, row_blocks(g, n), THREADS, s, args, "eht_lk_expand");
 }
 

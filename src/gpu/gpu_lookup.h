@@ -5,6 +5,7 @@
 #ifndef EHT_GPU_GPU_LOOKUP_H
 #define EHT_GPU_GPU_LOOKUP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gpu/dev.h"
@@ -19,9 +20,10 @@
 struct eht_gpu_lookup {
 	eht_module mod;
 	eht_kernel direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
-		dedup_assign, stage_in, dedup_mark, expand_codes;
+		dedup_assign, stage_in, dedup_mark, expand_codes, expand_wide;
 	int sms;
 	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
+	bool wide_capped; /* EHT_LOOKUP_WIDE_CAPPED (1): a capped expand runs in blocks of 1024 threads */
 };
 
 /* Loads the module on the current context of `device`. Returns 0, -ENOTSUP (no kernels built), or a

@@ -9,6 +9,9 @@
 #define EHT_LK_RPW 4
 /* Threads per block of the row movers, eht_lk_stage_in and eht_lk_dedup_mark. */
 #define EHT_LK_THREADS 256
+/* Threads per block of eht_lk_expand_wide: a launch capped at sm_cap SMs (one block each) fills the
+ * SMs it takes instead of a quarter of each. */
+#define EHT_LK_WIDE_THREADS 1024
 /* Most staging slots a stage-in launch relays through GPU memory (its relay block keeps the last
  * value of each in shared memory: 4 bytes a slot); launches with more slots poll host memory. */
 #define EHT_LK_RELAY_SLOTS 8192

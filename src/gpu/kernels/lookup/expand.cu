@@ -6,8 +6,8 @@
 /* ------------------------------------------------------------------------------ expand */
 /* out[p] = compact[slot[p]] (slot NULL: compact[p]; slot DEAD32: zeros), in the output format; with
  * dslot, out[dslot[p]] instead (a hot-set refresh scattering its new rows into their slots). */
-extern "C" __global__ void eht_lk_expand(const uint32_t *slot, unsigned long long n, const uint8_t *compact,
-					 uint32_t rb, uint8_t *out, int fmt, int vec, const uint32_t *dslot)
+__device__ __forceinline__ void expand_rows(const uint32_t *slot, unsigned long long n, const uint8_t *compact,
+					    uint32_t rb, uint8_t *out, int fmt, int vec, const uint32_t *dslot)
 {
 	const uint32_t ob = out_bytes(rb, fmt);
 	for_rows(n, rb, fmt, vec,
@@ -17,6 +17,20 @@ extern "C" __global__ void eht_lk_expand(const uint32_t *slot, unsigned long lon
 			 *dst = out + (dslot ? (unsigned long long)dslot[p] : p) * ob;
 		 },
 		 no_after);
+}
+
+extern "C" __global__ void eht_lk_expand(const uint32_t *slot, unsigned long long n, const uint8_t *compact,
+					 uint32_t rb, uint8_t *out, int fmt, int vec, const uint32_t *dslot)
+{
+	expand_rows(slot, n, compact, rb, out, fmt, vec, dslot);
+}
+
+/* The same in blocks of EHT_LK_WIDE_THREADS, for launches capped at sm_cap blocks (gpu_lookup.c). */
+extern "C" __global__ void __launch_bounds__(EHT_LK_WIDE_THREADS)
+	eht_lk_expand_wide(const uint32_t *slot, unsigned long long n, const uint8_t *compact, uint32_t rb, uint8_t *out,
+			   int fmt, int vec, const uint32_t *dslot)
+{
+	expand_rows(slot, n, compact, rb, out, fmt, vec, dslot);
 }
 
 /* out[p] in fmt from code[p] (eht_lk_dedup_mark): zeros, the hot row, or the compact row of its dedup
