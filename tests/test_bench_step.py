@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_bench_step.py: `eht bench step` without a GPU: the CLI runs the Python bench (--help, --dry-run
 --json gives the report's envelope with the plan of each mode and the parsed variants), bad options
-exit 2 with a message, and the variant parser reads every form. With torch and a GPU the real run is the
+exit 2 with a message, the variant parser reads every form, and --rounds' summary takes the median and
+range of each variant's rounds. With torch and a GPU the real run is the
 device script's (scripts/gpu-step.sh); here a run without them must exit 77."""
 import json
 import os
@@ -67,6 +68,32 @@ def main():
         s1 = bs.summarize_replay(reps[1])
         check(s1["eht_kernels"] == 1 and s1["eht_max_grid"] == 16 and s1["model_kernel_us"] == 90, "second: %r" % s1)
 
+    # --rounds: the summary over the rounds of each variant (a failed round and the none rows left out).
+    def res(variant, rnd, b2b, synced, cpu, mode="decode", err=False):
+        r = {"mode": mode, "workload": "uniform", "variant": variant, "round": rnd, "added_us": synced,
+             "step": {"cpu_ms_per_step": cpu}}
+        if b2b is not None:
+            r["back_to_back_added_us"] = b2b
+        if err:
+            r = {"mode": mode, "workload": "uniform", "variant": variant, "round": rnd, "error": "boom"}
+        return r
+    results = [res("none", 0, None, 0.0, 0.3), res("host+bg-side", 0, 30.0, 60.0, 3.0),
+               res("vllm", 0, 400.0, 410.0, 0.5), res("none", 1, None, 0.0, 0.3),
+               res("host+bg-side", 1, 10.0, 80.0, 4.0), res("vllm", 1, 0, 0, 0, err=True),
+               res("host+bg-side", 2, 50.0, 70.0, 3.5), res("host+bg-side", 0, -100.0, 500.0, 50.0, mode="prefill")]
+    summ = bs.summarize_rounds(results)
+    check([(x["mode"], x["variant"], x["rounds"]) for x in summ] ==
+          [("decode", "host+bg-side", 3), ("decode", "vllm", 1), ("prefill", "host+bg-side", 1)],
+          "summary rows: %r" % [(x["mode"], x["variant"], x["rounds"]) for x in summ])
+    if summ:
+        h = summ[0]
+        check(h["back_to_back_added_us"] == {"median": 30.0, "min": 10.0, "max": 50.0}
+              and h["added_us"] == {"median": 70.0, "min": 60.0, "max": 80.0}
+              and h["cpu_ms_per_step"]["median"] == 3.5, "median and range over rounds: %r" % h)
+        ln = bs.summary_line(h)
+        check("3 rounds" in ln and "+30.0 us (+10.0 .. +50.0)" in ln and "+70.0 us" in ln, "summary line: %s" % ln)
+    check(bs.summarize_rounds([res("none", 0, None, 0.0, 0.3)]) == [], "no variant with lookups: no rows")
+
     r = run(["--help"])
     check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout and "--timeline" in r.stdout,
           "--help: %s" % r.stderr)
@@ -85,8 +112,12 @@ def main():
         check(plan[1]["tokens"] == 8192 and plan[1]["ffn"] == 8192 and plan[1]["layers"] == 8,
               "prefill shape: %r" % plan[1])
     check(rep.get("engram_layers") == [1, 6] and rep.get("table_gib") == 0.5, "layers and table size")
+    check(rep.get("rounds") == 1, "one round by default: %r" % rep.get("rounds"))
+    r = run(["--rounds", "4", "--dry-run", "--json"])
+    check(r.returncode == 0 and json.loads(r.stdout).get("rounds") == 4, "--rounds 4 in the envelope: %s" % r.stderr)
     for bad in (["--mode", "train"], ["--variants", "auto"], ["--engram-layers", "1"],
-                ["--engram-layers", "1,20"], ["--workload", "text:/nonexistent"], ["--table-gib", "0"]):
+                ["--engram-layers", "1,20"], ["--workload", "text:/nonexistent"], ["--table-gib", "0"],
+                ["--rounds", "0"]):
         r = run(bad + ["--dry-run"])
         check(r.returncode == 2 and r.stderr.strip(), "%s exits 2 with a message (%d)" % (bad, r.returncode))
 

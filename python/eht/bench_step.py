@@ -20,6 +20,11 @@ the whole step is one CUDA graph. Variants:
 load, how long the main stream stalled waiting for each table's rows, and how much slower the layers
 ran beside the lookups (interference): where the added time goes.
 
+--rounds N measures every variant N times in turn, the tables made once: a VM's step time varies
+from run to run by more than some of the effects measured (on the lent H200 about +-40 us in decode
+and +-0.5 ms in prefill), so one run's figure can mislead. The report then gets a summary per
+variant: the median and range over the rounds of both figures of time added and of the CPU.
+
 --timeline DIR profiles a few graph replays of each variant (torch.profiler, that is CUPTI) and writes
 DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel
 and copy of the replayed step on its stream; the report gets a summary per variant: the model's
@@ -142,6 +147,8 @@ def parse_args(argv):
     ap.add_argument("--variants", default=DEFAULT_VARIANTS, help="comma-separated (default %(default)s)")
     ap.add_argument("--reps", type=_pos_int, help="timed replays (decode 40, prefill 15)")
     ap.add_argument("--warmup", type=_pos_int, default=5)
+    ap.add_argument("--rounds", type=_pos_int, default=1,
+                    help="measure every variant this many times in turn and summarize (see above)")
     ap.add_argument("--threads", type=int, default=0, help="eht's CPU pool (0: its default)")
     ap.add_argument("--sync", choices=("block", "spin"), default="block",
                     help="how the host waits for each step: a blocking event (the thread sleeps) or a spin")
@@ -202,7 +209,7 @@ def envelope(a):
     return {"bench": "step", "eht_version": version, "host": socket.gethostname(),
             "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version(),
             "table_gib": a.table_gib, "tables": 2, "row_bytes": ROW_BYTES, "format": "bf16",
-            "engram_layers": a.engram_layers, "sync": a.sync, "threads": a.threads,
+            "engram_layers": a.engram_layers, "sync": a.sync, "threads": a.threads, "rounds": a.rounds,
             "variants": [v["name"] for v in a.variant_list], "workloads": a.workloads, "plan": plan(a),
             "gpu": None, "results": []}
 
@@ -638,12 +645,12 @@ def run(a, rep, log):
                     step.ids[t].copy_(batches[i % batches.shape[0], t])
 
             base_trace = g_none = none_alone = base_tl = None
-            for v in a.variant_list:
+            for rnd, v in ((r, v) for r in range(a.rounds) for v in a.variant_list):
                 res = {"mode": cfg["mode"], "workload": "uniform" if wspec == "uniform" else "text",
                        "workload_spec": wspec, "variant": v["name"], "strategy": v["strategy"],
                        "place": v["place"], "background": v["background"], "sm_cap": None,
                        "distinct_fraction": distinct, "hot_rows": None, "hot_coverage": None,
-                       "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"]}
+                       "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"], "round": rnd}
                 engines = []
                 try:
                     if v["strategy"]:
@@ -679,7 +686,7 @@ def run(a, rep, log):
                         res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)
                         res["last_strategy"] = engines[0].last_strategy
                         del gl
-                    if a.timeline:
+                    if a.timeline and rnd == 0:  # (one profile per variant is enough)
                         os.makedirs(a.timeline, exist_ok=True)
                         stem = os.path.join(a.timeline, "%s-%s-" % (cfg["mode"], res["workload"]))
                         if base_tl is None:  # the step without lookups: what the model's kernels take alone
@@ -724,7 +731,44 @@ def run(a, rep, log):
             del step, batches, g_none
             torch.cuda.empty_cache()
     del tables, keep
+    rep["summary"] = summarize_rounds(rep["results"])
+    if a.rounds > 1:
+        for srow in rep["summary"]:
+            log(summary_line(srow))
     return 0
+
+
+def _spread(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)} if xs else None
+
+
+def summarize_rounds(results):
+    """Per (mode, workload, variant) with lookups, in the order first seen: how many rounds measured it
+    and the median / min / max over them of the time added back to back and synced (us) and of the
+    process CPU per step (synced, ms). Rounds that failed are left out."""
+    rows, order = {}, []
+    for r in results:
+        if "error" in r or r["variant"] == "none" or "added_us" not in r:
+            continue
+        k = (r["mode"], r["workload"], r["variant"])
+        if k not in rows:
+            rows[k] = {"b2b": [], "synced": [], "cpu": []}
+            order.append(k)
+        if "back_to_back_added_us" in r:
+            rows[k]["b2b"].append(r["back_to_back_added_us"])
+        rows[k]["synced"].append(r["added_us"])
+        rows[k]["cpu"].append(r["step"]["cpu_ms_per_step"])
+    return [{"mode": k[0], "workload": k[1], "variant": k[2], "rounds": len(rows[k]["synced"]),
+             "back_to_back_added_us": _spread(rows[k]["b2b"]), "added_us": _spread(rows[k]["synced"]),
+             "cpu_ms_per_step": _spread(rows[k]["cpu"])} for k in order]
+
+
+def summary_line(s):
+    def us(d):
+        return "-" if d is None else "%+.1f us (%+.1f .. %+.1f)" % (d["median"], d["min"], d["max"])
+    return "%-8s %-7s %-22s %d rounds: added back to back %s, synced %s; cpu %.2f ms/step" % (
+        s["mode"], s["workload"], s["variant"], s["rounds"], us(s["back_to_back_added_us"]), us(s["added_us"]),
+        s["cpu_ms_per_step"]["median"])
 
 
 def line(r):
