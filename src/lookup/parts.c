@@ -64,9 +64,10 @@ int eht_lk_core_gpu_init(eht_lookup *lk)
 			eht_warn_once("lookup: the driver has no stream memory operations; background mode is off");
 		/* Beside the model every kernel of the engine leaves half the SMs alone (vLLM's background
 		 * grid too). Measured on the lent H200 in `eht bench step`, alternated runs: a cap of half
-		 * the SMs with 1024-thread expand blocks added +0.17-0.35 ms to a prefill step (synced)
-		 * against +1.06-1.65 ms with an eighth of the SMs, whose capped dequant finished late and
-		 * delayed the layer that consumes the rows; decode +26-45 us against +27-67 back to back. */
+		 * the SMs with 1024-thread expand blocks added +0.17-0.50 ms to a prefill step synced (none
+		 * measurable back to back) against +1.06-1.65 ms with an eighth of the SMs, whose capped
+		 * dequant finished late and delayed the layer that consumes the rows; decode a median of
+		 * +32 us against +51-67 back to back. */
 		if (lk->background && !lk->g.sm_cap && lk->g.sms > 0)
 			lk->g.sm_cap = lk->g.sms >= 4 ? (unsigned)lk->g.sms / 2 : 2;
 	}
