@@ -122,8 +122,13 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 		j->t_first = eht_now_s();
 }
 
-/* EHT_BELL_TRACE: the CPU's marks (gtrace[5]: the poller serves the request, [7]: the pool starts its
- * gather), which the ringing block waits for and stamps ([6], [8]) on the GPU's clock. */
+/* EHT_BELL_TRACE: the CPU's marks (gtrace[TRACE_SERVED]: the poller serves the request,
+ * [TRACE_POOL]: the pool starts its gather), which the ringing block waits for and stamps (in the
+ * word after each) on the GPU's clock. */
+#define TRACE_SERVED 5
+#define TRACE_POOL 7
+static bool trace_cpu_mark(int i) { return i == TRACE_SERVED || i == TRACE_POOL; }
+
 static void trace_mark(struct lk_bell *b, int i)
 {
 	if (b->gtrace)
@@ -144,7 +149,7 @@ static void trace_take(struct lk_bell *b, bool started_next)
 	 * order); a launch with a stamp missing or before its ring (block 0 starting late) is skipped. */
 	bool ok = t[0] && t[1] >= t[0];
 	for (int i = 2; i < 11; i++)
-		ok = ok && (i == 5 || i == 7 || t[i] >= t[1]);
+		ok = ok && (trace_cpu_mark(i) || t[i] >= t[1]);
 	int k = b->gclass;
 	if (ok) {
 		b->g_n[k]++;
@@ -160,7 +165,7 @@ static void trace_take(struct lk_bell *b, bool started_next)
 	b->gprev[0] = started_next ? g[0] : 0;
 	b->gprev[1] = started_next ? g[1] : 0;
 	for (int i = 2; i < 11; i++)
-		if (i != 5 && i != 7)
+		if (!trace_cpu_mark(i))
 			g[i] = 0;
 }
 
@@ -310,9 +315,9 @@ static void serve(eht_lookup *lk, unsigned i)
 		return;
 	}
 	trace_take(b, true); /* (before a request with no rows returns: its launch stamps too) */
-	trace_mark(b, 5);
+	trace_mark(b, TRACE_SERVED);
 	if (n == 0) {
-		trace_mark(b, 7);
+		trace_mark(b, TRACE_POOL);
 		return;
 	}
 	struct bell_job j = {.lk = lk, .r = r, .n = n, .idx = i, .t0 = eht_now_s()};
@@ -325,7 +330,7 @@ static void serve(eht_lookup *lk, unsigned i)
 	if (nchunks < j.nslots)
 		j.nslots = (uint32_t)nchunks; /* as the kernel's geometry for n rows: slots wrap at the same place */
 	double t1 = eht_now_s();
-	trace_mark(b, 7);
+	trace_mark(b, TRACE_POOL);
 	eht_pool_run(lk->pool, nchunks, bell_task, &j);
 	int k = LK_AUTO_CLASS(r->n);
 	b->gclass = k;
