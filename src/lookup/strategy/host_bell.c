@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu/kernels/lookup_const.h"
 #include "lookup/strategy/host.h"
 #include "util/cpu.h"
 #include "util/env.h"
@@ -122,12 +123,10 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 		j->t_first = eht_now_s();
 }
 
-/* EHT_BELL_TRACE: the CPU's marks (gtrace[TRACE_SERVED]: the poller serves the request,
- * [TRACE_POOL]: the pool starts its gather), which the ringing block waits for and stamps (in the
- * word after each) on the GPU's clock. */
-#define TRACE_SERVED 5
-#define TRACE_POOL 7
-static bool trace_cpu_mark(int i) { return i == TRACE_SERVED || i == TRACE_POOL; }
+/* EHT_BELL_TRACE: the CPU's marks (gtrace[EHT_LK_TRACE_SERVED]: the poller serves the request,
+ * [EHT_LK_TRACE_POOL]: the pool starts its gather), which the ringing block waits for and stamps (in
+ * the word after each) on the GPU's clock. */
+static bool trace_cpu_mark(int i) { return i == EHT_LK_TRACE_SERVED || i == EHT_LK_TRACE_POOL; }
 
 static void trace_mark(struct lk_bell *b, int i)
 {
@@ -315,9 +314,9 @@ static void serve(eht_lookup *lk, unsigned i)
 		return;
 	}
 	trace_take(b, true); /* (before a request with no rows returns: its launch stamps too) */
-	trace_mark(b, TRACE_SERVED);
+	trace_mark(b, EHT_LK_TRACE_SERVED);
 	if (n == 0) {
-		trace_mark(b, TRACE_POOL);
+		trace_mark(b, EHT_LK_TRACE_POOL);
 		return;
 	}
 	struct bell_job j = {.lk = lk, .r = r, .n = n, .idx = i, .t0 = eht_now_s()};
@@ -330,7 +329,7 @@ static void serve(eht_lookup *lk, unsigned i)
 	if (nchunks < j.nslots)
 		j.nslots = (uint32_t)nchunks; /* as the kernel's geometry for n rows: slots wrap at the same place */
 	double t1 = eht_now_s();
-	trace_mark(b, TRACE_POOL);
+	trace_mark(b, EHT_LK_TRACE_POOL);
 	eht_pool_run(lk->pool, nchunks, bell_task, &j);
 	int k = LK_AUTO_CLASS(r->n);
 	b->gclass = k;

@@ -107,7 +107,9 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		__threadfence_system();
 		if (trace) { /* the CPU's marks (host_bell.c trace_mark) on this clock; 1 ms at most each */
 			volatile unsigned long long *m = trace;
-			for (int i = 5; i <= 7; i += 2) {
+			const int marks[2] = {EHT_LK_TRACE_SERVED, EHT_LK_TRACE_POOL};
+			for (int k = 0; k < 2; k++) {
+				const int i = marks[k];
 				const unsigned long long t0 = gtime();
 				while (!m[i] && gtime() - t0 < 1000000ull)
 					;
