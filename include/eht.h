@@ -964,6 +964,15 @@ EHT_API int eht_lookup_last_strategy(const eht_lookup *lk);
  * EHT_LOOKUP_BACKGROUND=1, on a GPU whose driver has stream memory operations); 0 otherwise, also
  * where it was asked for and could not be had (no GPU, CPU_ONLY, a driver without them). */
 EHT_API int eht_lookup_background(const eht_lookup *lk);
+/* Dequantizes count raw rows of lk's table (packed Engram rows of EHT_ENGRAM_ROW_BYTES, in GPU memory,
+ * as a lookup of format RAW writes them) into bf16 rows (2 x EHT_ENGRAM_DIM bytes each, GPU memory,
+ * 16-byte aligned; the same values as a BF16 lookup) on stream, with one of the engine's kernels over
+ * the whole GPU (no SM cap). Asynchronous and capturable. For lookups beside the model: look rows up
+ * raw on the side stream (the background mode then runs no kernel at all, only the copy engine) and
+ * dequantize them on the model's stream right before the layer that consumes them, where the kernel
+ * runs between the model's kernels instead of beside them. Returns 0, -EINVAL (NULL or host pointers,
+ * a misaligned out, rows that are not packed Engram rows), -ENOTSUP (no GPU kernels) or -ENODEV. */
+EHT_API int eht_lookup_dequant(eht_lookup *lk, const void *raw, uint64_t count, void *out, void *stream);
 EHT_API const char *eht_lookup_strategy_name(int strategy);
 /* The strategies this library has: ids 0 .. eht_lookup_strategy_count() - 1 (enum
  * eht_lookup_strategy), each named by eht_lookup_strategy_name (the names the CLI and Python take).

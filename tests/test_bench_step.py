@@ -38,6 +38,9 @@ def main():
           "vllm is DIRECT capped at SMs / 2")
     check(bs.parse_variant("none")["strategy"] is None, "none has no strategy")
     check(bs.parse_variant("auto-inline")["place"] == "inline", "auto-inline")
+    v = bs.parse_variant("host+bg+ldq-side")
+    check(v["late_dequant"] and v["background"] and not bs.parse_variant("host+bg-side")["late_dequant"],
+          "ldq: late dequant: %r" % v)
     for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle"):
         try:
             bs.parse_variant(bad)

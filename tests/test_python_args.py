@@ -36,6 +36,13 @@ class TestArgs(unittest.TestCase):
             lk.run(array.array("q", [0]), bytearray(264), strategy="nope")
         with self.assertRaises(TypeError):
             lk.run(array.array("d", [0.0]), bytearray(264))
+        # dequant: whole raw rows, room for the bf16 rows, GPU memory only
+        with self.assertRaisesRegex(ValueError, "whole rows of 264"):
+            lk.dequant(bytearray(265), bytearray(512))
+        with self.assertRaisesRegex(ValueError, "2 rows need 1024"):
+            lk.dequant(bytearray(528), bytearray(512))
+        with self.assertRaisesRegex(ValueError, "GPU memory"):
+            lk.dequant(bytearray(528), bytearray(1024))
         with self.assertRaises(TypeError):
             eht.Lookup("not a table")
         self.assertEqual(t.host_view()[3], 0)

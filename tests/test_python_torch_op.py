@@ -8,7 +8,8 @@ function captured); ids as the non-contiguous [T, 24] view of a [T, 2, 24] hash 
 int64; every (head_start, part) of tp 1/2/3/4/6/8/12 over the whole table (the range masks) and over
 the rank's own shard (the offset maps); both output layouts (bf16 [T, part, 256], packed uint8
 [T, part, 264] with a row stride); graphs captured at 130 sizes and all replayed; errors naming the
-argument; a missing stream dependency shows as wrong rows (negative control). Prints the op's graph
+argument; a missing stream dependency shows as wrong rows (negative control); a raw lookup dequantized
+by eht.torch.dequant equals the bf16 lookup (eager, strided out, a captured graph replayed). Prints the op's graph
 replay time beside the C path's. Exits 77 without torch.library.custom_op (torch >= 2.4) or CUDA."""
 import os
 import sys
@@ -298,6 +299,43 @@ gpu_rows = v41.hash(toks.to(dev), starts=torch.tensor(starts, dtype=torch.int32,
 torch.cuda.synchronize()
 check(gpu_rows.shape == (300, 2, 24) and gpu_rows.cpu().reshape(-1).tolist() == list(cpu_rows),
       "Layout.hash on the GPU equals the CPU's")
+
+# ---- deferred dequant: a raw lookup, then eht.torch.dequant, equals the bf16 lookup ----
+lkr = engines[("raw", "auto")]
+ids = make_ids(300)[:, 0, :]
+raw = et.lookup(lkr, ids, head_start=0, part=24)  # [300, 24, 264] uint8
+want = expect(ids, 0, 24, 0, R, "bf16")
+check(same(et.dequant(lkr, raw), want), "dequant of raw rows equals the bf16 lookup")
+strided = torch.full((300, 24, 264), 7.0, dtype=torch.bfloat16, device=dev)[:, :, :256]
+et.dequant_into(lkr, raw, strided)
+check(same(strided, want), "dequant into a strided out")
+ids_buf = make_ids(300)
+raw_buf = torch.empty((300, 24, 264), dtype=torch.uint8, device=dev)
+o = torch.empty((300, 24, 256), dtype=torch.bfloat16, device=dev)
+
+
+def raw_then_dequant():
+    et.lookup_into(lkr, ids_buf[:, 0, :], raw_buf, head_start=0, part=24)
+    et.dequant_into(lkr, raw_buf, o)
+
+
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side):
+    raw_then_dequant()
+torch.cuda.current_stream().wait_stream(side)
+gr = torch.cuda.CUDAGraph()
+with torch.cuda.graph(gr):
+    raw_then_dequant()
+for replay in range(3):
+    ids_buf.copy_(make_ids(300))
+    gr.replay()
+    torch.cuda.synchronize()
+    check(same(o, expect(ids_buf[:, 0, :], 0, 24, 0, R, "bf16")), "raw lookup + dequant graph replay %d" % replay)
+raises(ValueError, "raw must be", lambda: et.dequant(lkr, raw[:, :, :100]))
+raises(ValueError, "out must be", lambda: et.dequant_into(lkr, raw, torch.empty((300, 24, 255), dtype=torch.bfloat16,
+                                                                                device=dev)))
+raises(ValueError, "one GPU", lambda: et.dequant(lkr, raw.cpu()))
 
 # ---- speed: the op (strided ids, head range, mask) against the C path on contiguous ids, as graphs ----
 def graph_us(fn, reps=200):

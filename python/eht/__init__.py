@@ -236,6 +236,7 @@ def _L():
         "eht_lookup_run": (I, [VP, VP, I, ctypes.c_int64, U64, VP, VP, ctypes.c_uint, P(U64)]),
         "eht_lookup_last_strategy": (I, [VP]),
         "eht_lookup_background": (I, [VP]),
+        "eht_lookup_dequant": (I, [VP, VP, U64, VP, VP]),
         "eht_lookup_last_dead_count": (U64, [VP]),
         "eht_lookup_strategy_name": (ctypes.c_char_p, [I]),
         "eht_lookup_strategy_count": (I, []),
@@ -571,6 +572,31 @@ class Lookup(_Closing):
                                    flags, ctypes.byref(dead) if count_dead else None), "eht_lookup_run")
         del keep_i, keep_o, n
         return dead.value if count_dead else None
+
+    def dequant(self, raw, out, stream=None):
+        """Dequantizes raw Engram rows (264 bytes each, GPU memory, as a lookup with format="raw" writes
+        them) into bf16 rows (512 bytes each, GPU memory) on the stream (default: torch's current one),
+        with one kernel over the whole GPU (eht_lookup_dequant); the values a format="bf16" lookup gives.
+        For lookups beside the model: look up raw on the side stream, dequantize on the model's stream
+        right before the layer that reads the rows. Capturable; the row count is raw's."""
+        n = self._use()
+        self.table._live()
+        raddr, rnbytes, rdev, keep_r = _buffer_address(raw, False)
+        oaddr, onbytes, odev, keep_o = _buffer_address(out, True)
+        rb = self.table.row_bytes
+        if rnbytes % rb:
+            raise ValueError("raw holds %d bytes, not whole rows of %d" % (rnbytes, rb))
+        count = rnbytes // rb
+        if onbytes < count * 512:
+            raise ValueError("output holds %d bytes, %d rows need %d" % (onbytes, count, count * 512))
+        if not (rdev and odev):
+            raise ValueError("raw and out must be GPU memory")
+        handle = _stream_handle(stream)
+        torch = _torch()
+        if stream is None and torch is not None:
+            handle = torch.cuda.current_stream(out.device).cuda_stream
+        _check(_L().eht_lookup_dequant(n.h, raddr, count, oaddr, handle or None), "eht_lookup_dequant")
+        del keep_r, keep_o, n
 
     def set_hotset(self, rows):
         """GPU hot-row cache (eht_lookup_set_hotset): rows (ints, or the path of an `eht hotset build`

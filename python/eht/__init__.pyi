@@ -43,6 +43,8 @@ class Lookup:
             count_dead: Optional[bool] = None) -> Optional[int]:
         """Looks ids up into out; returns the number of dead ids (their rows are zeros) for host output,
         for GPU output only with count_dead=True (else None: read last_dead_count() later)."""
+    def dequant(self, raw: Buffer, out: Buffer, stream: Optional[Any] = None) -> None:
+        """Raw Engram rows (GPU memory) into bf16 rows (GPU memory) on the stream, one kernel over the GPU."""
     def set_hotset(self, rows: Union[Sequence[int], str, "os.PathLike[str]"]) -> None:
         """GPU hot-row cache: these rows (or an `eht hotset build` file) served from GPU memory."""
     def update_hotset(self, rows: Union[Sequence[int], str, "os.PathLike[str]"]) -> None:

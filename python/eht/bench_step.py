@@ -14,7 +14,9 @@ the whole step is one CUDA graph. Variants:
                        table before its layer (vLLM's prefetch)
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
   STRATEGY: auto, direct, sorted, host; OPT: bg (the background mode), capN (SM cap N), dedup,
-  pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us)
+  pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
+  the engines look rows up raw and the main stream dequantizes them right before their layer,
+  eht_lookup_dequant, instead of a dequant kernel beside the model's)
 
 --trace adds, per variant, an eager run with CUDA events on both streams: the lookups' times under
 load, how long the main stream stalled waiting for each table's rows, and how much slower the layers
@@ -72,26 +74,29 @@ DEFAULT_VARIANTS = "none,vllm,auto-side,host-side,direct-side,auto-inline,host-i
 
 
 def parse_variant(spec):
-    """'none' | 'vllm' | STRATEGY[+bg][+capN][+dedup]-side|inline -> dict (ValueError when malformed)."""
+    """'none' | 'vllm' | STRATEGY[+bg][+capN][+dedup][+ldq]-side|inline -> dict (ValueError when malformed)."""
     spec = spec.strip()
     if spec == "none":
         return {"name": "none", "strategy": None, "place": None, "background": False, "sm_cap": 0,
-                "dedup": False}
+                "dedup": False, "late_dequant": False}
     if spec == "vllm":
         return {"name": "vllm", "strategy": "direct", "place": "side", "background": False, "sm_cap": -1,
-                "dedup": False}
+                "dedup": False, "late_dequant": False}
     head, sep, place = spec.rpartition("-")
     if not sep or place not in ("side", "inline"):
         raise ValueError("variant %r: STRATEGY[+OPT]-side|inline, none or vllm" % spec)
     parts = head.split("+")
     if parts[0] not in STRATEGIES:
         raise ValueError("variant %r: strategy %r is not one of %s" % (spec, parts[0], ", ".join(STRATEGIES)))
-    v = {"name": spec, "strategy": parts[0], "place": place, "background": False, "sm_cap": 0, "dedup": False}
+    v = {"name": spec, "strategy": parts[0], "place": place, "background": False, "sm_cap": 0, "dedup": False,
+         "late_dequant": False}
     for p in parts[1:]:
         if p == "bg":
             v["background"] = True
         elif p == "dedup":
             v["dedup"] = True
+        elif p == "ldq":
+            v["late_dequant"] = True
         elif p.startswith("cap") and p[3:].isdigit() and int(p[3:]) > 0:
             v["sm_cap"] = int(p[3:])
         elif p.startswith("pspin") and p[5:].isdigit():
@@ -99,7 +104,7 @@ def parse_variant(spec):
         elif p.startswith("bspin") and p[5:].isdigit():
             v["bell_spin_us"] = int(p[5:])
         else:
-            raise ValueError("variant %r: unknown option %r (bg, capN, dedup, pspinN, bspinN)" % (spec, p))
+            raise ValueError("variant %r: unknown option %r (bg, capN, dedup, pspinN, bspinN, ldq)" % (spec, p))
     return v
 
 
@@ -341,6 +346,9 @@ class Step:
         self.T, self.L, self.elayers = T, L, engram_layers
         self.ids = [torch.zeros(T * HEADS, dtype=torch.int32, device=dev) for _ in range(2)]
         self.rows = [torch.zeros(T * HEADS, DIM, dtype=torch.bfloat16, device=dev) for _ in range(2)]
+        # late dequant (the ldq option): the lookups' raw rows, dequantized into rows on the main stream
+        self.raw = [torch.zeros(T * HEADS, ROW_BYTES, dtype=torch.uint8, device=dev) for _ in range(2)]
+        self.late = False
 
     def body(self, engines, place, side, marks=None):
         """The step as enqueued (eagerly or under capture) on the current stream. marks (eager only):
@@ -361,7 +369,7 @@ class Step:
             with torch.cuda.stream(side):
                 mark("side_start", side)
                 for t in range(2):
-                    engines[t].run(self.ids[t], self.rows[t], stream=side)
+                    engines[t].run(self.ids[t], self.raw[t] if self.late else self.rows[t], stream=side)
                     events[t] = torch.cuda.Event()
                     events[t].record(side)
                     mark("lookup%d_end" % t, side)
@@ -376,8 +384,10 @@ class Step:
                         main.wait_event(events[t])
                     else:
                         mark("lookup%d_start" % t, main)
-                        engines[t].run(self.ids[t], self.rows[t], stream=main)
+                        engines[t].run(self.ids[t], self.raw[t] if self.late else self.rows[t], stream=main)
                         mark("lookup%d_end" % t, main)
+                    if self.late:  # between the model's kernels, on its stream
+                        engines[t].dequant(self.raw[t], self.rows[t], stream=main)
                 mark("after_wait%d" % t, main)
                 x.add_(self.rows[t].view(self.T, HEADS * DIM) @ self.E[t])
             x.copy_(torch.relu(x @ self.W1[layer]) @ self.W2[layer])
@@ -404,7 +414,10 @@ class Step:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             for t in range(2):
-                engines[t].run(self.ids[t], self.rows[t], stream=torch.cuda.current_stream())
+                cur = torch.cuda.current_stream()
+                engines[t].run(self.ids[t], self.raw[t] if self.late else self.rows[t], stream=cur)
+                if self.late:
+                    engines[t].dequant(self.raw[t], self.rows[t], stream=cur)
         torch.cuda.synchronize()
         return g
 
@@ -590,7 +603,8 @@ def timeline(torch, g, feed, reps, path):
 
 
 def make_engines(eht, tables, v, sms, hot, threads):
-    kw = {"strategy": v["strategy"], "format": "bf16", "device": tables[0].device, "threads": threads}
+    kw = {"strategy": v["strategy"], "format": "raw" if v.get("late_dequant") else "bf16", "device": tables[0].device,
+          "threads": threads}
     cap = sms // 2 if v["sm_cap"] == -1 else v["sm_cap"]
     if cap:
         kw["sm_cap"] = cap
@@ -652,6 +666,7 @@ def run(a, rep, log):
                        "distinct_fraction": distinct, "hot_rows": None, "hot_coverage": None,
                        "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"], "round": rnd}
                 engines = []
+                step.late = bool(v.get("late_dequant"))
                 try:
                     if v["strategy"]:
                         engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads)

@@ -26,6 +26,12 @@ Wrong types raise TypeError, wrong shapes, devices and ranges ValueError, naming
 The engine's own options apply: its strategy, format, and where the module has them the background
 mode and SM cap of the engine-step work (table.lookup_engine(background=True, sm_cap=N)).
 
+Deferred dequant (`dequant_into` / `dequant`, op `torch.ops.eht.dequant_into`): a raw engine's rows
+([..., 264] uint8 on the GPU) into bf16 ([..., 256]) on torch's current stream, one kernel over the
+whole GPU. For lookups beside the model: look up raw on the side stream (the background mode then
+runs no kernel beside the model's) and dequantize on the model's stream right before the layer that
+reads the rows.
+
 Strided ids, padded heads, a masked range or a strided output cost a torch copy each around the C
 lookup (small elementwise kernels, captured with it); contiguous head-range ids into a contiguous out
 go straight to eht_lookup_run.
@@ -43,7 +49,8 @@ if not hasattr(getattr(torch, "library", None), "custom_op"):
     raise ImportError("eht.torch needs torch.library.custom_op (PyTorch 2.4 or later), not torch %s"
                       % torch.__version__)
 
-__all__ = ["engine_id", "release", "lookup_into", "lookup", "check_args", "BACKGROUND_SUPPORTED"]
+__all__ = ["engine_id", "release", "lookup_into", "lookup", "dequant_into", "dequant", "check_args",
+           "BACKGROUND_SUPPORTED"]
 
 _log = logging.getLogger("eht")
 
@@ -217,3 +224,52 @@ def lookup(engine, ids, head_start=0, part=None, vocab_start=None, vocab_end=Non
     out = torch.empty((ids.shape[0], part, rowlen), dtype=dtype, device=ids.device)
     torch.ops.eht.lookup_into(eid, ids, out, head_start, part, vs, ve, off)
     return out
+
+
+def _check_dequant(engine, raw, out):
+    lk = _engine(engine)
+    rb = lk.table.row_bytes
+    if not isinstance(raw, torch.Tensor) or not isinstance(out, torch.Tensor):
+        raise TypeError("raw and out must be tensors")
+    if raw.dtype != torch.uint8 or raw.dim() < 1 or raw.shape[-1] != rb:
+        raise ValueError("raw must be [..., %d] uint8 (packed Engram rows), not %s %s" % (rb, raw.dtype,
+                                                                                           list(raw.shape)))
+    if out.dtype != torch.bfloat16 or tuple(out.shape) != tuple(raw.shape[:-1]) + (256,):
+        raise ValueError("out must be %s bf16 for raw %s, not %s %s" % (list(raw.shape[:-1]) + [256],
+                                                                       list(raw.shape), out.dtype, list(out.shape)))
+    if not (raw.is_cuda and out.is_cuda) or raw.device != out.device:
+        raise ValueError("raw and out must be on one GPU (%s, %s)" % (raw.device, out.device))
+    return lk
+
+
+@torch.library.custom_op("eht::dequant_into", mutates_args=("out",))
+def _dequant_op(engine: int, raw: torch.Tensor, out: torch.Tensor) -> None:
+    lk = _check_dequant(engine, raw, out)
+    if raw.numel() == 0:
+        return
+    src = raw if raw.is_contiguous() else raw.contiguous()
+    dense = out.is_contiguous()
+    dst = out if dense else torch.empty(out.shape, dtype=out.dtype, device=out.device)
+    lk.dequant(src.view(-1), dst.view(-1), stream=torch.cuda.current_stream(out.device).cuda_stream)
+    if not dense:
+        out.copy_(dst)
+
+
+@_dequant_op.register_fake
+def _dequant_fake(engine, raw, out):
+    _check_dequant(engine, raw, out)
+
+
+def dequant_into(engine, raw, out):
+    """raw [..., 264] uint8 (a raw engine's rows, GPU) -> out [..., 256] bf16 on torch's current stream."""
+    eid = getattr(engine, "_eht_op_id", None) if isinstance(engine, Lookup) else engine
+    if eid is None:
+        eid = engine_id(engine)
+    torch.ops.eht.dequant_into(eid, raw, out)
+    return out
+
+
+def dequant(engine, raw):
+    """The functional form: a new [..., 256] bf16 tensor."""
+    out = torch.empty(tuple(raw.shape[:-1]) + (256,), dtype=torch.bfloat16, device=raw.device)
+    return dequant_into(engine, raw, out)

@@ -25,3 +25,9 @@ def lookup_into(engine: Engine, ids: torch.Tensor, out: torch.Tensor, head_start
 def lookup(engine: Engine, ids: torch.Tensor, head_start: int = 0, part: Optional[int] = None,
            vocab_start: Optional[int] = None, vocab_end: Optional[int] = None, id_offset: Optional[int] = None) -> torch.Tensor:
     """The functional form: a new [T, part, 256] bf16 (or [T, part, row_bytes] uint8) tensor."""
+
+def dequant_into(engine: Engine, raw: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """raw [..., row_bytes] uint8 (a raw engine's rows, GPU) -> out [..., 256] bf16 on torch's current stream."""
+
+def dequant(engine: Engine, raw: torch.Tensor) -> torch.Tensor:
+    """The functional form: a new [..., 256] bf16 tensor."""
