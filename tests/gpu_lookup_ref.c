@@ -182,3 +182,24 @@ out:
 		eht_dev_free(d_out);
 	free(ids);
 }
+
+eht_stream t_gpu_test_stream(void)
+{
+	if (!t_have_gpu())
+		t_skip("no GPU");
+	if (eht_dev_use(0))
+		t_skip("cannot use GPU 0");
+	eht_stream s = NULL;
+	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
+	return s;
+}
+
+eht_table *t_lookup_ref_table(struct t_lookup_ref *ref, uint64_t nrows, uint64_t *rs, const char *name)
+{
+	uint8_t *rows = t_rand_rows(nrows, EHT_ENGRAM_ROW_BYTES, rs);
+	ref->nrows = nrows;
+	ref->rows = rows;
+	eht_table *t = NULL;
+	CHECK_RC(eht_table_wrap(rows, nrows, EHT_ENGRAM_ROW_BYTES, 0, name, &t), 0);
+	return t;
+}

@@ -15,6 +15,12 @@ struct t_lookup_ref {
 	uint64_t nrows;
 };
 
+/* A GPU test's start: exits 77 without a usable GPU 0; a non-blocking stream on it (NULL after a
+ * counted failure). */
+eht_stream t_gpu_test_stream(void);
+/* nrows random rows of EHT_ENGRAM_ROW_BYTES into ref (ref->rows: the caller frees it) wrapped as a
+ * memory table called name; NULL after a counted failure. */
+eht_table *t_lookup_ref_table(struct t_lookup_ref *ref, uint64_t nrows, uint64_t *rs, const char *name);
 /* rc; a failed driver call also counts as a test failure (the message names the call). */
 int t_cu(int rc);
 /* n ids over the reference: live, repeated, negative (dead) and past the end (dead). */

@@ -76,20 +76,11 @@ static void check_engine(eht_lookup *lk, const char *what, eht_stream s, eht_dpt
 
 int main(void)
 {
-	if (!t_have_gpu())
-		t_skip("no GPU");
-	if (eht_dev_use(0))
-		t_skip("cannot use GPU 0");
-	eht_stream s = NULL;
-	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
+	eht_stream s = t_gpu_test_stream();
 	uint64_t rs = 11;
-	g_lref.nrows = 50000;
-	uint8_t *ref = t_rand_rows(g_lref.nrows, RB, &rs);
-	g_lref.rows = ref;
+	eht_table *t = t_lookup_ref_table(&g_lref, 50000, &rs, "dequant-mem");
 	int64_t *ids = malloc(NMAX * sizeof(int64_t));
 	eht_dptr d_ids = 0, d_raw = 0, d_out = 0;
-	eht_table *t = NULL;
-	CHECK_RC(eht_table_wrap(ref, g_lref.nrows, RB, 0, "dequant-mem", &t), 0);
 	if (!ids || t_cu(eht_dev_alloc(&d_ids, NMAX * 8)) || t_cu(eht_dev_alloc(&d_raw, NMAX * RB)) ||
 	    t_cu(eht_dev_alloc(&d_out, NMAX * 512 + 16)))
 		goto out;
@@ -121,6 +112,6 @@ out:
 	eht_table_close(t);
 	eht_dev_stream_destroy(s);
 	free(ids);
-	free(ref);
+	free((void *)g_lref.rows);
 	return t_done();
 }

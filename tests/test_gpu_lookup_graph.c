@@ -39,12 +39,7 @@ static void check_table(const char *tier, eht_table *t, eht_stream s, uint64_t *
 
 int main(void)
 {
-	if (!t_have_gpu())
-		t_skip("no GPU");
-	if (eht_dev_use(0))
-		t_skip("cannot use GPU 0");
-	eht_stream s = NULL;
-	CHECK_RC(eht_dev_stream_create(&s, EHT_STREAM_NONBLOCKING), 0);
+	eht_stream s = t_gpu_test_stream();
 	uint64_t rs = 3;
 
 	/* Memory, host-NUMA and pinned-region tables with the same random rows. */
