@@ -31,12 +31,16 @@ static void check_engine(eht_lookup *lk, const char *what, eht_stream s, eht_dpt
 		t_lookup_ids(&g_lref, ids, n, rs);
 		t_cu(eht_dev_h2d(d_ids, ids, n * 8));
 		t_cu(eht_dev_memset8(d_out, 0xab, n * 512));
+		t_cu(eht_dev_memset8(d_raw, 0xcd, n * RB));
+		/* (the memsets run on the legacy stream, which s does not wait for) */
+		t_cu(eht_dev_sync());
 		CHECK_RC(raw_then_dequant(lk, d_ids, n, d_raw, d_out, s), 0);
 		t_cu(eht_dev_stream_sync(s));
 		uint64_t dead = 0;
 		size_t bad = t_lookup_compare(&g_lref, d_out, ids, n, EHT_LOOKUP_BF16, &dead);
-		if (bad)
-			fprintf(stderr, "%s: %zu of %zu rows differ\n", what, bad, n);
+		if (bad) /* which half broke: the raw lookup or its dequant */
+			fprintf(stderr, "%s: %zu of %zu rows differ (raw rows: %zu differ)\n", what, bad, n,
+				t_lookup_compare(&g_lref, d_raw, ids, n, EHT_LOOKUP_RAW, &dead));
 		CHECK(bad == 0);
 	}
 	/* Lookup and dequant in one graph, replayed with new ids written into its id buffer. */
