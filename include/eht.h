@@ -967,10 +967,11 @@ EHT_API int eht_lookup_background(const eht_lookup *lk);
 /* Dequantizes count raw rows of lk's table (packed Engram rows of EHT_ENGRAM_ROW_BYTES, in GPU memory,
  * as a lookup of format RAW writes them) into bf16 rows (2 x EHT_ENGRAM_DIM bytes each, GPU memory,
  * 16-byte aligned; the same values as a BF16 lookup) on stream, with one of the engine's kernels over
- * the whole GPU (no SM cap). Asynchronous and capturable. For lookups beside the model: look rows up
- * raw on the side stream (the background mode then runs no kernel at all, only the copy engine) and
- * dequantize them on the model's stream right before the layer that consumes them, where the kernel
- * runs between the model's kernels instead of beside them. Returns 0, -EINVAL (NULL or host pointers,
+ * the whole GPU (no SM cap). Asynchronous and capturable. For engines that hold looked-up rows raw
+ * (half the bytes of bf16) until the layer that consumes them and dequantize there, on the model's
+ * stream; a raw lookup in the background mode then runs no kernel beside the model, only the copy
+ * engine. (On the lent H200's simulated decode step this did not cost the step less than the
+ * background mode's own dequant beside the model: docs/BENCHMARKS.md.) Returns 0, -EINVAL (NULL or host pointers,
  * a misaligned out, rows that are not packed Engram rows), -ENOTSUP (no GPU kernels) or -ENODEV. */
 EHT_API int eht_lookup_dequant(eht_lookup *lk, const void *raw, uint64_t count, void *out, void *stream);
 EHT_API const char *eht_lookup_strategy_name(int strategy);
