@@ -41,7 +41,9 @@ def main():
     v = bs.parse_variant("host+bg+ldq-side")
     check(v["late_dequant"] and v["background"] and not bs.parse_variant("host+bg-side")["late_dequant"],
           "ldq: late dequant: %r" % v)
-    for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle"):
+    v = bs.parse_variant("copy")
+    check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)
+    for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle", "copy-side"):
         try:
             bs.parse_variant(bad)
             check(False, "variant %r refused" % bad)
@@ -132,6 +134,17 @@ def main():
     if not have_gpu:
         r = run(["--table-gib", "0.01", "--variants", "none"])
         check(r.returncode == 77, "without torch or a GPU the run exits 77 (%d: %s)" % (r.returncode, r.stdout))
+    else:  # a small step on the GPU: every kind of variant runs and reports
+        r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
+                 "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json",
+                 "--variants", "none,copy,host+bg-side,host+bg+ldq-side"])
+        check(r.returncode == 0, "small GPU run exits 0: %s" % r.stderr[-2000:])
+        res = {x["variant"]: x for x in json.loads(r.stdout)["results"]} if r.returncode == 0 else {}
+        for name in ("copy", "host+bg-side", "host+bg+ldq-side"):
+            x = res.get(name, {})
+            check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
+                  "%s measured: %r" % (name, x))
+        check(res.get("copy", {}).get("last_strategy") == "copy", "copy: no eht engine ran")
     return 1 if fails else 0
 
 

@@ -10,6 +10,9 @@ the whole step is one CUDA graph. Variants:
   none                 no lookups (the step's own time)
   vllm                 an in-place GPU gather on the side stream, grid capped at SMs / 2 (what vLLM ships;
                        eht DIRECT with an SM cap stands in for its kernel)
+  copy                 no lookup: only the bytes a decode or prefill batch's raw rows take, copied from
+                       pinned host memory on the side stream in three pieces (the copy engine, as
+                       the background mode moves them): what any host-table design must at least pay
   STRATEGY[+OPT..]-side    eht on one side stream forked at the step's start, joined by one event per
                        table before its layer (vLLM's prefetch)
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
@@ -82,6 +85,9 @@ def parse_variant(spec):
     if spec == "vllm":
         return {"name": "vllm", "strategy": "direct", "place": "side", "background": False, "sm_cap": -1,
                 "dedup": False, "late_dequant": False}
+    if spec == "copy":
+        return {"name": "copy", "strategy": None, "place": "side", "background": False, "sm_cap": 0,
+                "dedup": False, "late_dequant": False, "copy_only": True}
     head, sep, place = spec.rpartition("-")
     if not sep or place not in ("side", "inline"):
         raise ValueError("variant %r: STRATEGY[+OPT]-side|inline, none or vllm" % spec)
@@ -602,6 +608,30 @@ def timeline(torch, g, feed, reps, path):
     return out
 
 
+class LinkCopy:
+    """The copy variant's stand-in for an engine: run() copies n raw rows' bytes from pinned host
+    memory into GPU memory on the stream in `pieces` copies (the copy engine; no gather, no dequant,
+    out untouched), the part of a host-table lookup no design avoids."""
+
+    last_strategy = "copy"
+    background = False
+
+    def __init__(self, torch, n, dev, pieces=3):
+        self.torch = torch
+        self.src = torch.empty(n * ROW_BYTES, dtype=torch.uint8, pin_memory=True)
+        self.dst = torch.empty(n * ROW_BYTES, dtype=torch.uint8, device=dev)
+        step = (n + pieces - 1) // pieces * ROW_BYTES
+        self.bounds = [(b, min(b + step, n * ROW_BYTES)) for b in range(0, n * ROW_BYTES, step)]
+
+    def run(self, ids, out, stream=None):
+        with self.torch.cuda.stream(stream or self.torch.cuda.current_stream()):
+            for b, e in self.bounds:
+                self.dst[b:e].copy_(self.src[b:e], non_blocking=True)
+
+    def close(self):
+        self.src = self.dst = None
+
+
 def make_engines(eht, tables, v, sms, hot, threads):
     kw = {"strategy": v["strategy"], "format": "raw" if v.get("late_dequant") else "bf16", "device": tables[0].device,
           "threads": threads}
@@ -668,6 +698,8 @@ def run(a, rep, log):
                 engines = []
                 step.late = bool(v.get("late_dequant"))
                 try:
+                    if v.get("copy_only"):
+                        engines = [LinkCopy(torch, cfg["ids_per_table"], dev) for _ in range(2)]
                     if v["strategy"]:
                         engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads)
                         # What the engine runs, not what was asked: a flag that did not take once
