@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_pool.c: the persistent thread pool runs every task exactly once, job after job. */
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -63,8 +65,48 @@ static void spinners(void)
 	unsetenv("EHT_POOL_SPIN_MAX_US");
 }
 
+/* Bit i of the result: a thread of this process is named "eht-pool/i" (i < 8). */
+static unsigned pool_names_seen(void)
+{
+	unsigned seen = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char path[64], comm[32] = "";
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		unsigned i;
+		if (fgets(comm, sizeof(comm), f) && sscanf(comm, "eht-pool/%u", &i) == 1 && i < 8)
+			seen |= 1u << i;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return seen;
+}
+
+/* Workers carry names (top -H, ps -L show eht's threads in an engine's process), and lose them with the pool. */
+static void thread_names(void)
+{
+	CHECK(pool_names_seen() == 0);
+	eht_pool *pool = NULL;
+	CHECK_RC(eht_pool_create(3, -1, 0, &pool), 0);
+	unsigned seen = 0;
+	for (int tries = 0; pool && tries < 2000 && (seen = pool_names_seen()) != 7; tries++) {
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	CHECK(seen == 7);
+	eht_pool_destroy(pool);
+	CHECK(pool_names_seen() == 0);
+}
+
 int main(void)
 {
+	thread_names();
+
 	eht_pool *pool = NULL;
 	CHECK_RC(eht_pool_create(0, -1, 50, &pool), 0);
 	if (!pool)

@@ -26,6 +26,7 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/thread.h"
 
 #define STATUS_TIMEOUT_MS 2000
 #define STATUS_MAX (16u << 20)
@@ -145,6 +146,7 @@ static void answer(struct serve_status *st, int cfd)
 static void *status_thread(void *arg)
 {
 	struct serve_status *st = arg;
+	eht_thread_name("eht-status");
 	for (;;) {
 		struct pollfd p[2] = {{.fd = st->wake[0], .events = POLLIN}, {.fd = st->lfd, .events = POLLIN}};
 		if (poll(p, 2, -1) < 0 && errno != EINTR)

@@ -26,6 +26,7 @@
 #include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/thread.h"
 
 #define SEND_TIMEOUT_MS 30000
 #define MAX_SENDERS 64          /* workers being sent their tables at once (one thread each) */
@@ -175,6 +176,7 @@ struct sender {
 static void *sender_thread(void *arg)
 {
 	struct sender *sd = arg;
+	eht_thread_name("eht-serve-send");
 	eht_server *s = sd->s;
 	int cfd = sd->cfd;
 	free(sd);
@@ -290,6 +292,7 @@ static void accept_one(eht_server *s)
 static void *serve_thread(void *arg)
 {
 	eht_server *s = arg;
+	eht_thread_name("eht-serve");
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
 		size_t n = 2 + s->nclients;

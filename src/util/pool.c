@@ -20,6 +20,7 @@
 #include "util/env.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/thread.h"
 
 /* Idle gaps remembered to choose the spin after a job: spin long only when the last ones were all short. */
 #define POOL_GAPS 4
@@ -102,6 +103,7 @@ static void *worker_main(void *v)
 	struct worker_arg wa = *(struct worker_arg *)v;
 	free(v);
 	eht_pool *p = wa.pool;
+	eht_thread_name("eht-pool/%u", wa.index);
 	/* Generation 0 is the state at creation: a worker that starts late must still run job 1. */
 	unsigned seen = 0;
 	for (;;) {

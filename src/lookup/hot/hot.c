@@ -20,6 +20,7 @@
 #include "table/hotset.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 struct lk_hot {
 	uint64_t n; /* hot rows (0: dedup only) */
@@ -257,6 +258,7 @@ int eht_lookup_hotset_apply(eht_lookup *lk, void *stream)
 static void *adapt_main(void *arg)
 {
 	struct lk_hot *h = arg;
+	eht_thread_name("eht-hot-adapt");
 	eht_lookup *lk = h->lk;
 	const uint64_t S = h->n, local_rows = (uint64_t)(lk->hi - lk->lo);
 	uint32_t *hits = malloc(S * 4), *prev = calloc(S, 4), *delta = malloc(S * 4);

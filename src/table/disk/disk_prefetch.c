@@ -9,6 +9,7 @@
 #include "util/err.h"
 #include "util/radix.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 /* Reader threads spin briefly: they wait on the disk, not on each other. */
 #define IO_SPIN_US 50u
@@ -76,6 +77,7 @@ static struct eht_disk_ticket *oldest(struct disk *d, int min_state)
 static void *dispatcher_main(void *arg)
 {
 	struct disk *d = arg;
+	eht_thread_name("eht-disk-read");
 	pthread_mutex_lock(&d->mu);
 	while (!d->stop) {
 		struct eht_disk_ticket *tk = NULL;
