@@ -172,10 +172,13 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 	p->spin_max_us = smax > spin_us ? (unsigned)(smax < 1000000 ? smax : 1000000) : spin_us;
 	atomic_init(&p->spin_now_us, spin_us);
 	/* EHT_POOL_SPINNERS: how many idle workers spin for spin_us after a job that came long after
-	 * the last (0: none). 4: in a model's decode step only the second table's job follows the first
-	 * closely, and 4 spinners start it while the woken rest join (measured on the lent H200: the
-	 * step's process CPU 4.0 -> 2.8 ms, the time added no worse). Back-to-back jobs keep them all. */
-	uint64_t sp = eht_env_u64("EHT_POOL_SPINNERS", 4);
+	 * the last. In a model's decode step only the second table's job follows the first closely,
+	 * and it is not the one the next layer waits for: none (measured on the lent H200, background
+	 * decode steps, three rounds in each of two alternated pairs of runs: 0 spinners against 4 took
+	 * the process's CPU per step from 4.2-4.6 to 3.4-4.0 ms, the time added no worse; 4 against
+	 * every worker had taken it from 4.0 to 2.8 ms a round before). Back-to-back jobs (a loop of
+	 * lookups) keep every worker spinning all the same. */
+	uint64_t sp = eht_env_u64("EHT_POOL_SPINNERS", 0);
 	p->max_spinners = sp < nthreads ? (unsigned)sp : nthreads;
 	atomic_init(&p->spinners_now, p->max_spinners);
 	pthread_mutex_init(&p->job_lock, NULL);

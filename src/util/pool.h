@@ -12,7 +12,7 @@ typedef void (*eht_pool_fn)(void *arg, size_t task, unsigned worker);
 
 /* Creates nthreads workers (0: one per online CPU of the node, else of the machine). numa_node >= 0
  * pins workers to that node's CPUs (read from sysfs; ignored with one warning when unreadable).
- * After a job, up to EHT_POOL_SPINNERS workers (default 4) spin for spin_us microseconds, or,
+ * After a job, EHT_POOL_SPINNERS workers (default none) spin for spin_us microseconds, or,
  * when the last few jobs all came within EHT_POOL_SPIN_MAX_US (1000) of each other, every worker
  * spins for twice the longest of those gaps (so back-to-back jobs start in well under a
  * microsecond); then they sleep on
