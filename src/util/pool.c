@@ -174,8 +174,8 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 	/* EHT_POOL_SPINNERS: how many idle workers spin for spin_us after a job that came long after
 	 * the last. In a model's decode step only the second table's job follows the first closely,
 	 * and it is not the one the next layer waits for: none (measured on the lent H200, background
-	 * decode steps, three rounds in each of two alternated pairs of runs: 0 spinners against 4 took
-	 * the process's CPU per step from 4.2-4.6 to 3.4-4.0 ms, the time added no worse; 4 against
+	 * decode steps, three rounds in each of three runs a side, alternated: 0 spinners against 4 took
+	 * the process's CPU per step from 3.9-4.6 to 3.4-4.0 ms, the time added no worse; 4 against
 	 * every worker had taken it from 4.0 to 2.8 ms a round before). Back-to-back jobs (a loop of
 	 * lookups) keep every worker spinning all the same. */
 	uint64_t sp = eht_env_u64("EHT_POOL_SPINNERS", 0);
