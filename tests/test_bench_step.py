@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 src = os.environ.get("EHT_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..")
 sys.path.insert(0, os.path.join(src, "python"))
@@ -41,6 +42,39 @@ def main():
     v = bs.parse_variant("host+bg+ldq-side")
     check(v["late_dequant"] and v["background"] and not bs.parse_variant("host+bg-side")["late_dequant"],
           "ldq: late dequant: %r" % v)
+    # CPU by kind of thread: a thread named as eht names its pool's workers is counted as the pool's.
+    import ctypes  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def burn(name, secs, burnt, release):
+        libc.prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME, this thread only
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < secs:
+            pass
+        burnt.set()
+        release.wait()  # alive while read: a thread's time goes with it
+
+    c0 = bs.thread_cpu_s()
+    if c0:  # (Linux /proc)
+        release = threading.Event()
+        started = []
+        for name, secs in (("eht-pool/0", 0.2), ("eht-bell", 0.1)):
+            burnt = threading.Event()
+            th = threading.Thread(target=burn, args=(name, secs, burnt, release))
+            th.start()
+            started.append((th, burnt))
+        for th, burnt in started:
+            burnt.wait(30)
+        c1 = bs.thread_cpu_s()
+        release.set()
+        for th, _ in started:
+            th.join()
+        per = bs.thread_cpu_ms_per_step(c0, c1, 10)
+        check(19.0 <= per["pool"] <= 25.0, "the named pool thread's 200 ms of CPU, per step of 10: %r" % per)
+        check(9.0 <= per["poller"] <= 15.0 and per["eht"] < 1.0, "the poller's 100 ms: %r" % per)
+    check(bs.thread_cpu_ms_per_step({}, {"pool": 1.0}, 1) is None, "no reading, no split")
+
     v = bs.parse_variant("copy")
     check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)
     for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle", "copy-side"):
@@ -145,6 +179,8 @@ def main():
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
                   "%s measured: %r" % (name, x))
         check(res.get("copy", {}).get("last_strategy") == "copy", "copy: no eht engine ran")
+        byt = res.get("host+bg-side", {}).get("step", {}).get("cpu_ms_by_thread") or {}
+        check(byt.get("pool", 0) > 0 and byt.get("poller", 0) > 0, "host+bg: its pool's and poller's CPU: %r" % byt)
     return 1 if fails else 0
 
 

@@ -38,7 +38,8 @@ kernels (time, the widest grid: SMs held) and copies, and when eht's first and l
 
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
-measured), the process's CPU time per step (user + sys, less the step's own without lookups), and both
+measured), the process's CPU time per step (user + sys, less the step's own without lookups; in the
+JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest), and both
 tables' lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
 graph's launch is then part of the step, as in an engine that waits for each step's tokens before it
 launches the next, and eht's CPU work during the launch slows the launch. "back to back" times
@@ -228,6 +229,46 @@ def envelope(a):
 def cpu_s():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+def thread_cpu_s():
+    """This process's CPU seconds by kind of thread, from its threads' names (eht names its own):
+    {"pool": eht's CPU pool (eht-pool/N), "poller": the doorbell poller (eht-bell), "eht": eht's other
+    threads, "rest": every other thread (Python's, the CUDA driver's)}. Nanoseconds from /proc's
+    schedstat where the kernel keeps it, else clock ticks from stat; {} without /proc. A thread that
+    ends between two readings takes its time with it (eht's threads live as long as their engine)."""
+    out = {"pool": 0.0, "poller": 0.0, "eht": 0.0, "rest": 0.0}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in tids:
+        base = "/proc/self/task/%s/" % tid
+        try:
+            with open(base + "comm") as f:
+                name = f.read().strip()
+            try:
+                with open(base + "schedstat") as f:
+                    sec = int(f.read().split()[0]) * 1e-9
+            except (OSError, ValueError, IndexError):
+                with open(base + "stat") as f:
+                    st = f.read()
+                fields = st[st.rindex(")") + 2:].split()
+                sec = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError, IndexError):
+            continue  # (the thread ended while we looked)
+        kind = ("pool" if name.startswith("eht-pool/") else "poller" if name == "eht-bell"
+                else "eht" if name.startswith("eht-") else "rest")
+        out[kind] += sec
+    return out
+
+
+def thread_cpu_ms_per_step(c0, c1, steps):
+    """The CPU per step (ms) of each kind of thread between two thread_cpu_s() readings."""
+    if not c0 or not c1 or steps <= 0:
+        return None
+    return {k: (c1[k] - c0[k]) * 1e3 / steps for k in c1}
 
 
 def pct(xs, q):
@@ -467,15 +508,17 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     per step (the loop's, less the none step's own, measured alone)."""
     start, end = _warm(torch, g, feed, warmup, blocking)
     tv, tn = [], []
-    c0, w0 = cpu_s(), time.perf_counter()
+    t0, c0, w0 = thread_cpu_s(), cpu_s(), time.perf_counter()
     for i in range(reps):
         for graph, times in ((g, tv), (g_none, tn)):
             feed(warmup + i)
             times.append(_replay_ms(start, end, graph))
-    c1, w1 = cpu_s(), time.perf_counter()
+    c1, w1, t1 = cpu_s(), time.perf_counter(), thread_cpu_s()
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
-           "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn)}
+           "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
+           # eht's threads work for the variant's steps only; "rest" includes the none steps' own
+           "cpu_ms_by_thread": thread_cpu_ms_per_step(t0, t1, reps)}
     none = {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
     return var, none
 
@@ -829,6 +872,9 @@ def line(r):
         if r.get("none_paired"):
             out += " [%+.1f us against the none run]" % r["added_vs_none_alone_us"]
     out += "  cpu %7.2f ms/step" % s["cpu_ms_per_step"]
+    byt = s.get("cpu_ms_by_thread")
+    if byt and (byt["pool"] or byt["poller"]):
+        out += " (pool %.2f, poller %.2f)" % (byt["pool"], byt["poller"])
     if "lookups_alone" in r:
         out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
     if "back_to_back_added_us" in r:
