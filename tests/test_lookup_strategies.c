@@ -5,6 +5,7 @@
  * --strategies refuses others with exit 2; an engine of each strategy a CPU can run reports it; the
  * hot-set file functions of eht.h round-trip the format byte for byte. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,22 @@ static void check_cli(void)
 	CHECK(strcmp(out, want) == 0);
 	CHECK_RC(t_cli_run("bench lookup --strategies host,fastest --cpu", 60, out, sizeof(out), err, sizeof(err)), 2);
 	CHECK(strstr(err, "unknown lookup strategy 'fastest'") != NULL);
+	/* The CPU a call takes, and the pool's part of it (its threads are named eht-pool/N): HOST with
+	 * host ids into host memory rings no doorbell, so the poller has none. */
+	static char rep[16384];
+	CHECK_RC(t_cli_run("bench lookup --cpu --table-gib 0.02 --ids 4096 --strategies host --threads 2 --reps 10 --json",
+			   120, rep, sizeof(rep), err, sizeof(err)), 0);
+	json_error_t je;
+	json_t *root = json_loads(rep, 0, &je);
+	CHECK(root != NULL);
+	json_t *h = json_object_get(json_array_get(json_object_get(root, "results"), 0), "host_ids");
+	double all = json_real_value(json_object_get(h, "cpu_ms_per_call")),
+	       pool = json_real_value(json_object_get(h, "pool_cpu_ms_per_call"));
+	fprintf(stderr, "bench lookup --cpu: %.3f ms of CPU a call, the pool's %.3f\n", all, pool);
+	CHECK(pool > 0 && pool <= all * 1.05 + 0.02); /* (two clocks, read a moment apart) */
+	CHECK(json_is_real(json_object_get(h, "poller_cpu_ms_per_call")) &&
+	      json_real_value(json_object_get(h, "poller_cpu_ms_per_call")) == 0.0);
+	json_decref(root);
 }
 
 /* CPU engines: HOST and AUTO (AUTO resolves to HOST there); DIRECT and SORTED need a GPU. */

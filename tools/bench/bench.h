@@ -30,6 +30,14 @@ struct bench_stats {
 };
 void bench_stats(double *v, int n, double scale, struct bench_stats *out);
 
+/* CPU seconds of eht's own threads in this process, by their names (eht-pool/N: the lookup pool's
+ * workers; eht-bell: the doorbell poller), from /proc's schedstat (nanoseconds; clock ticks of stat
+ * where the kernel keeps no schedstat). Zeros without /proc (bench_threads.c). */
+struct bench_thread_cpu {
+	double pool_s, poller_s;
+};
+void bench_thread_cpu(struct bench_thread_cpu *out);
+
 /* ---- reports ---- */
 /* Where a bench's progress lines go: stderr under --json (stdout is the report), else stdout. */
 static inline FILE *bench_info(int json) { return json ? stderr : stdout; }

@@ -62,10 +62,16 @@ static void fill_table(void *host, size_t bytes, void *arg)
 enum { ON_HOST, ON_GPU, ON_GRAPH, NMODES };
 static const char *mode_names[NMODES] = {"host_ids", "gpu_ids", "graph"};
 
+/* The CPU a call took: the whole process's, and of it eht's pool workers' and doorbell poller's (ms). */
+struct call_cpu {
+	double all_ms, pool_ms, poller_ms;
+};
+
 struct result {
 	int strategy;
 	size_t n;
-	double med_ms[NMODES], p90_ms[NMODES], cpu_ms[NMODES];
+	double med_ms[NMODES], p90_ms[NMODES];
+	struct call_cpu cpu[NMODES];
 	double distinct; /* mean fraction of distinct ids per step */
 	double hit;      /* fraction of ids in the hot set (-1: none) */
 	int ok[NMODES];
@@ -147,9 +153,10 @@ struct bench_ctx {
 };
 
 /* One mode of one shape: median time per step to the last byte, after a stream sync; and the
- * process's CPU time per call (every thread: the caller, its stream sync, the pool, the poller). */
+ * process's CPU time per call (every thread: the caller, its stream sync, the pool, the poller),
+ * with the pool's and the poller's part. */
 static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, size_t n, double *med, double *p90,
-		     double *cpu_ms)
+		     struct call_cpu *cpu)
 {
 	int err = 0;
 	unsigned fl = EHT_LOOKUP_RUN_STRATEGY(strat);
@@ -169,10 +176,13 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 			err = eht_dev_graph_instantiate(&ge, g);
 	}
 	double cpu0 = 0;
+	struct bench_thread_cpu th0 = {0}, th1;
 	for (int rep = -2; rep < c->reps && !err; rep++) {
 		size_t off = (size_t)(rep + 2) * c->maxn;
-		if (rep == 0)
+		if (rep == 0) {
+			bench_thread_cpu(&th0);
 			cpu0 = cpu_seconds();
+		}
 		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
 						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
 		if (mode == ON_GRAPH) { /* fresh ids into the captured buffer, not timed */
@@ -194,7 +204,10 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 	if (g)
 		eht_dev_graph_destroy(g);
 	if (!err) {
-		*cpu_ms = (cpu_seconds() - cpu0) * 1e3 / c->reps;
+		cpu->all_ms = (cpu_seconds() - cpu0) * 1e3 / c->reps;
+		bench_thread_cpu(&th1);
+		cpu->pool_ms = (th1.pool_s - th0.pool_s) * 1e3 / c->reps;
+		cpu->poller_ms = (th1.poller_s - th0.poller_s) * 1e3 / c->reps;
 		struct bench_stats st;
 		bench_stats(c->times, c->reps, 1e3, &st);
 		*med = st.median;
@@ -517,7 +530,7 @@ static int lk_shapes(struct lk_run *d)
 					snprintf(r->err[m], sizeof(r->err[m]), "%s", d->cerr[si]);
 					continue;
 				}
-				if (time_mode(&bc, d->engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m], &r->cpu_ms[m]))
+				if (time_mode(&bc, d->engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m], &r->cpu[m]))
 					snprintf(r->err[m], sizeof(r->err[m]), "%s", eht_last_error());
 				else
 					r->ok[m] = 1;
@@ -586,7 +599,8 @@ static int lk_knob_sweep(struct lk_run *d)
 				for (int m = 0; m < NMODES; m++) {
 					if (!d->want[m])
 						continue;
-					double med = 0, p90 = 0, cpu = 0;
+					double med = 0, p90 = 0;
+					struct call_cpu cpu;
 					int e = time_mode(&bc, d->engines[si], st, m, o->shapes[k], &med, &p90, &cpu);
 					len += snprintf(line + len, sizeof(line) - (size_t)len,
 							o->json ? (e ? ", \"%s\": null" : ", \"%s\": %.4f")
@@ -648,8 +662,10 @@ static json_t *lk_result_json(const struct lk_run *d, const struct result *r)
 		if (!d->want[m])
 			continue;
 		json_object_set_new(o, mode_names[m],
-				    r->ok[m] ? json_pack("{s:f, s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms", r->p90_ms[m],
-							 "cpu_ms_per_call", r->cpu_ms[m])
+				    r->ok[m] ? json_pack("{s:f, s:f, s:f, s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms",
+							 r->p90_ms[m], "cpu_ms_per_call", r->cpu[m].all_ms,
+							 "pool_cpu_ms_per_call", r->cpu[m].pool_ms, "poller_cpu_ms_per_call",
+							 r->cpu[m].poller_ms)
 					     : json_pack("{s:s}", "error", r->err[m]));
 	}
 	json_object_set_new(o, "best_rows_per_s", bench_real_or_null(rps, best > 0));
@@ -698,7 +714,7 @@ static void lk_result_row(const struct lk_run *d, const struct result *r)
 		if (!d->want[m])
 			continue;
 		if (r->ok[m])
-			printf(" %12.3f %8.3f %7.3f", r->med_ms[m], r->p90_ms[m], r->cpu_ms[m]);
+			printf(" %12.3f %8.3f %7.3f", r->med_ms[m], r->p90_ms[m], r->cpu[m].all_ms);
 		else
 			printf(" %12s %8s %7s", "fail", "-", "-");
 	}
