@@ -74,6 +74,12 @@ def main():
         check(19.0 <= per["pool"] <= 25.0, "the named pool thread's 200 ms of CPU, per step of 10: %r" % per)
         check(9.0 <= per["poller"] <= 15.0 and per["eht"] < 1.0, "the poller's 100 ms: %r" % per)
     check(bs.thread_cpu_ms_per_step({}, {"pool": 1.0}, 1) is None, "no reading, no split")
+    r = {"mode": "decode", "workload": "uniform", "variant": "host+bg-side", "added_us": 30.0, "added_pct": 1.0,
+         "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 3.6, "launch_us": 40.0,
+                  "cpu_ms_by_thread": {"pool": 2.9, "poller": 0.6, "eht": 0.0, "rest": 0.1}},
+         "none_paired": {"median_ms": 2.97, "p90_ms": 3.0, "launch_us": 12.0}, "added_vs_none_alone_us": 20.0}
+    ln = bs.line(r)
+    check("cpu    3.60 ms/step (pool 2.90, poller 0.60)" in ln and "launch 40 us (+28)" in ln, "report line: %s" % ln)
 
     v = bs.parse_variant("copy")
     check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)
@@ -181,6 +187,8 @@ def main():
         check(res.get("copy", {}).get("last_strategy") == "copy", "copy: no eht engine ran")
         byt = res.get("host+bg-side", {}).get("step", {}).get("cpu_ms_by_thread") or {}
         check(byt.get("pool", 0) > 0 and byt.get("poller", 0) > 0, "host+bg: its pool's and poller's CPU: %r" % byt)
+        check(res.get("host+bg-side", {}).get("step", {}).get("launch_us", 0) > 0 and
+              res.get("host+bg-side", {}).get("none_paired", {}).get("launch_us", 0) > 0, "launch times")
     return 1 if fails else 0
 
 

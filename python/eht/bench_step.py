@@ -39,8 +39,9 @@ kernels (time, the widest grid: SMs held) and copies, and when eht's first and l
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
 measured), the process's CPU time per step (user + sys, less the step's own without lookups; in the
-JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest), and both
-tables' lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
+JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest), the graph's launch
+call (launch_us, against the step without lookups: part of each synced step), and both tables'
+lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
 graph's launch is then part of the step, as in an engine that waits for each step's tokens before it
 launches the next, and eht's CPU work during the launch slows the launch. "back to back" times
 bursts of replays queued without a sync (an engine that schedules ahead): the launch hides behind
@@ -480,12 +481,17 @@ def _warm(torch, g, feed, warmup, blocking):
     return start, end
 
 
-def _replay_ms(start, end, graph):
-    """One replay of graph between the two events: its GPU time (ms)."""
+def _replay_ms(start, end, graph, launches=None):
+    """One replay of graph between the two events: its GPU time (ms), which includes the launch (the
+    start event runs at once on the idle stream). launches: gets the launch call's own time (us)."""
     start.record()
+    l0 = time.perf_counter()
     graph.replay()
+    l1 = time.perf_counter()
     end.record()
     end.synchronize()
+    if launches is not None:
+        launches.append((l1 - l0) * 1e6)
     return start.elapsed_time(end)
 
 
@@ -507,19 +513,21 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     over a run by more than the effects measured): both medians and p90s, and the variant's process CPU
     per step (the loop's, less the none step's own, measured alone)."""
     start, end = _warm(torch, g, feed, warmup, blocking)
-    tv, tn = [], []
+    tv, tn, lv, ln = [], [], [], []
     t0, c0, w0 = thread_cpu_s(), cpu_s(), time.perf_counter()
     for i in range(reps):
-        for graph, times in ((g, tv), (g_none, tn)):
+        for graph, times, launches in ((g, tv, lv), (g_none, tn, ln)):
             feed(warmup + i)
-            times.append(_replay_ms(start, end, graph))
+            times.append(_replay_ms(start, end, graph, launches))
     c1, w1, t1 = cpu_s(), time.perf_counter(), thread_cpu_s()
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
            "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
            # eht's threads work for the variant's steps only; "rest" includes the none steps' own
-           "cpu_ms_by_thread": thread_cpu_ms_per_step(t0, t1, reps)}
-    none = {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
+           "cpu_ms_by_thread": thread_cpu_ms_per_step(t0, t1, reps),
+           # the graph's launch call (part of a synced step's time): the variant's graph has more nodes
+           "launch_us": statistics.median(lv)}
+    none = {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9), "launch_us": statistics.median(ln)}
     return var, none
 
 
@@ -875,6 +883,8 @@ def line(r):
     byt = s.get("cpu_ms_by_thread")
     if byt and (byt["pool"] or byt["poller"]):
         out += " (pool %.2f, poller %.2f)" % (byt["pool"], byt["poller"])
+    if "launch_us" in s and (r.get("none_paired") or {}).get("launch_us") is not None:
+        out += "  launch %.0f us (%+.0f)" % (s["launch_us"], s["launch_us"] - r["none_paired"]["launch_us"])
     if "lookups_alone" in r:
         out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
     if "back_to_back_added_us" in r:
