@@ -14,6 +14,9 @@ What it does, as the engine would:
   head_start + part), its vocab range) into persistent bf16 [T, part, 256] buffers, one event per
   layer; the consumer of layer L waits on its event.
 - CUDA graphs at several batch sizes (FULL decode graphs), replayed with new token ids.
+- The engines are made in the default mode: this step has no model layers beside the lookups, so
+  their own latency is what counts. An engine whose prefetch stream runs beside its layers makes
+  them with background=True (docs/BENCHMARKS.md, "Which mode where").
 
     python3 examples/vllm_engram.py [--tp 4 --rank 1] [--key KEY] [--sizes 1,64,256,1024,8192]
 
