@@ -137,6 +137,21 @@ def main():
               and h["cpu_ms_per_step"]["median"] == 3.5, "median and range over rounds: %r" % h)
         ln = bs.summary_line(h)
         check("3 rounds" in ln and "+30.0 us (+10.0 .. +50.0)" in ln and "+70.0 us" in ln, "summary line: %s" % ln)
+        check(h["pool_cpu_ms_per_step"] is None and h["launch_added_us"] is None and "pool" not in ln,
+              "no split measured, none summarized: %r" % h)
+    # The pool's CPU and the launch's added time, where the rounds have them.
+    split = []
+    for rnd, (pool, lv) in enumerate(((2.0, 30.0), (3.0, 50.0), (2.5, 20.0))):
+        r = res("host+bg-side", rnd, 10.0, 60.0, 3.5)
+        r["step"].update({"cpu_ms_by_thread": {"pool": pool, "poller": 0.5, "eht": 0.0, "rest": 1.0}, "launch_us": lv})
+        r["none_paired"] = {"launch_us": 10.0}
+        split.append(r)
+    s2 = bs.summarize_rounds(split)
+    check(len(s2) == 1 and s2[0]["pool_cpu_ms_per_step"] == {"median": 2.5, "min": 2.0, "max": 3.0}
+          and s2[0]["launch_added_us"] == {"median": 20.0, "min": 10.0, "max": 40.0}, "split summarized: %r" % s2)
+    if s2:
+        ln = bs.summary_line(s2[0])
+        check("(pool 2.50)" in ln and "launch +20 us" in ln, "summary line with the split: %s" % ln)
     check(bs.summarize_rounds([res("none", 0, None, 0.0, 0.3)]) == [], "no variant with lookups: no rows")
 
     r = run(["--help"])

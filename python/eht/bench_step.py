@@ -842,31 +842,45 @@ def _spread(xs):
 
 def summarize_rounds(results):
     """Per (mode, workload, variant) with lookups, in the order first seen: how many rounds measured it
-    and the median / min / max over them of the time added back to back and synced (us) and of the
-    process CPU per step (synced, ms). Rounds that failed are left out."""
+    and the median / min / max over them of the time added back to back and synced (us), of the
+    process CPU per step (synced, ms), of eht's pool's part of it (ms) and of what the variant's graph
+    adds to the launch call (us); those two None where the rounds did not measure them. Rounds that
+    failed are left out."""
     rows, order = {}, []
     for r in results:
         if "error" in r or r["variant"] == "none" or "added_us" not in r:
             continue
         k = (r["mode"], r["workload"], r["variant"])
         if k not in rows:
-            rows[k] = {"b2b": [], "synced": [], "cpu": []}
+            rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
         rows[k]["synced"].append(r["added_us"])
-        rows[k]["cpu"].append(r["step"]["cpu_ms_per_step"])
+        st = r["step"]
+        rows[k]["cpu"].append(st["cpu_ms_per_step"])
+        if st.get("cpu_ms_by_thread"):
+            rows[k]["pool"].append(st["cpu_ms_by_thread"]["pool"])
+        launch_none = (r.get("none_paired") or {}).get("launch_us")
+        if st.get("launch_us") is not None and launch_none is not None:
+            rows[k]["launch"].append(st["launch_us"] - launch_none)
     return [{"mode": k[0], "workload": k[1], "variant": k[2], "rounds": len(rows[k]["synced"]),
              "back_to_back_added_us": _spread(rows[k]["b2b"]), "added_us": _spread(rows[k]["synced"]),
-             "cpu_ms_per_step": _spread(rows[k]["cpu"])} for k in order]
+             "cpu_ms_per_step": _spread(rows[k]["cpu"]), "pool_cpu_ms_per_step": _spread(rows[k]["pool"]),
+             "launch_added_us": _spread(rows[k]["launch"])} for k in order]
 
 
 def summary_line(s):
     def us(d):
         return "-" if d is None else "%+.1f us (%+.1f .. %+.1f)" % (d["median"], d["min"], d["max"])
-    return "%-8s %-7s %-22s %d rounds: added back to back %s, synced %s; cpu %.2f ms/step" % (
+    out = "%-8s %-7s %-22s %d rounds: added back to back %s, synced %s; cpu %.2f ms/step" % (
         s["mode"], s["workload"], s["variant"], s["rounds"], us(s["back_to_back_added_us"]), us(s["added_us"]),
         s["cpu_ms_per_step"]["median"])
+    if s.get("pool_cpu_ms_per_step"):
+        out += " (pool %.2f)" % s["pool_cpu_ms_per_step"]["median"]
+    if s.get("launch_added_us"):
+        out += "; launch %+.0f us" % s["launch_added_us"]["median"]
+    return out
 
 
 def line(r):
