@@ -175,6 +175,9 @@ def main():
     check(rep.get("rounds") == 1, "one round by default: %r" % rep.get("rounds"))
     r = run(["--rounds", "4", "--dry-run", "--json"])
     check(r.returncode == 0 and json.loads(r.stdout).get("rounds") == 4, "--rounds 4 in the envelope: %s" % r.stderr)
+    dv = json.loads(r.stdout).get("variants", []) if r.returncode == 0 else []
+    check({"none", "vllm", "copy", "auto+bg-side", "host+bg-side"} <= set(dv),
+          "the default variants hold the baseline, the floor and the mode the docs recommend: %r" % dv)
     for bad in (["--mode", "train"], ["--variants", "auto"], ["--engram-layers", "1"],
                 ["--engram-layers", "1,20"], ["--workload", "text:/nonexistent"], ["--table-gib", "0"],
                 ["--rounds", "0"]):

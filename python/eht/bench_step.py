@@ -75,7 +75,7 @@ PAD = 2
 STRATEGIES = ("auto", "direct", "sorted", "host")
 MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40},
          "prefill": {"tokens": 8192, "ffn": 8192, "reps": 15}}
-DEFAULT_VARIANTS = "none,vllm,auto-side,host-side,direct-side,auto-inline,host-inline"
+DEFAULT_VARIANTS = "none,vllm,copy,auto-side,auto+bg-side,host+bg-side,direct-side,auto-inline"
 
 
 def parse_variant(spec):
