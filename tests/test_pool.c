@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "util/pool.h"
+#include "util/thread.h"
 
 struct job {
 	atomic_int *hits;
@@ -90,7 +91,7 @@ static unsigned pool_names_seen(void)
 		if (!f)
 			continue;
 		unsigned i;
-		if (fgets(comm, sizeof(comm), f) && sscanf(comm, "eht-pool/%u", &i) == 1 && i < 8)
+		if (fgets(comm, sizeof(comm), f) && sscanf(comm, EHT_THREAD_POOL "%u", &i) == 1 && i < 8)
 			seen |= 1u << i;
 		fclose(f);
 	}

@@ -103,7 +103,7 @@ static void *worker_main(void *v)
 	struct worker_arg wa = *(struct worker_arg *)v;
 	free(v);
 	eht_pool *p = wa.pool;
-	eht_thread_name("eht-pool/%u", wa.index);
+	eht_thread_name(EHT_THREAD_POOL "%u", wa.index);
 	/* Generation 0 is the state at creation: a worker that starts late must still run job 1. */
 	unsigned seen = 0;
 	for (;;) {

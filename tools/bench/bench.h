@@ -30,8 +30,8 @@ struct bench_stats {
 };
 void bench_stats(double *v, int n, double scale, struct bench_stats *out);
 
-/* CPU seconds of eht's own threads in this process, by their names (eht-pool/N: the lookup pool's
- * workers; eht-bell: the doorbell poller), from /proc's schedstat (nanoseconds; clock ticks of stat
+/* CPU seconds of eht's own threads in this process, by their names (util/thread.h: the lookup pool's
+ * workers, the doorbell poller), from /proc's schedstat (nanoseconds; clock ticks of stat
  * where the kernel keeps no schedstat). Zeros without /proc (bench_threads.c). */
 struct bench_thread_cpu {
 	double pool_s, poller_s;

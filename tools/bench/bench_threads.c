@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "util/thread.h"
 
 /* One thread's CPU seconds: schedstat's first field (ns on CPU), else stat's utime + stime. */
 static int task_cpu_s(const char *tid, double *sec)
@@ -58,9 +59,10 @@ void bench_thread_cpu(struct bench_thread_cpu *out)
 		double sec = 0;
 		if (!got || task_cpu_s(e->d_name, &sec))
 			continue;
-		if (strncmp(name, "eht-pool/", 9) == 0)
+		name[strcspn(name, "\n")] = 0;
+		if (strncmp(name, EHT_THREAD_POOL, strlen(EHT_THREAD_POOL)) == 0)
 			out->pool_s += sec;
-		else if (strncmp(name, "eht-bell", 8) == 0 && (name[8] == '\n' || name[8] == 0))
+		else if (strcmp(name, EHT_THREAD_BELL) == 0)
 			out->poller_s += sec;
 	}
 	closedir(d);

@@ -357,7 +357,7 @@ static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *t
 static void *poll_main(void *arg)
 {
 	(void)arg;
-	eht_thread_name("eht-bell");
+	eht_thread_name(EHT_THREAD_BELL);
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* naps of tens of microseconds, not the default 50 us slack */
 	const double spin_min = (double)eht_env_u64("EHT_BELL_SPIN_US", 100) * 1e-6, spin_max = 1e-3;
 	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), last_kick = last, idle_from = -1;
