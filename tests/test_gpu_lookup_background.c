@@ -5,7 +5,8 @@
  * bf16: eager with ids in GPU memory, then captured once in a CUDA graph and replayed with new ids
  * (GPU ids and pinned host ids), dead ids counted; runs over max_batch ids keep the kernel path and stay
  * identical too. The same with a hot set and with GPU dedup, whose distinct misses (their count known
- * only on the GPU) go the background way too. Checks the requests really went the background way.
+ * only on the GPU) go the background way too. Checks the requests really went the background way,
+ * and pushed (the CPU's own copies, one wait on the stream: the default) unless EHT_LOOKUP_BG_PUSH=0.
  * Exit 77 without a GPU (or where the driver lacks stream memory operations). */
 #include <string.h>
 
@@ -58,6 +59,9 @@ int main(void)
 				bool side = fmt == EHT_LOOKUP_BF16 && eht_env_u64("EHT_LOOKUP_BG_DEQUANT_STREAM", 1);
 				CHECK((bell->bg_xstream != NULL) == side);
 				CHECK((bell->bg_side_dequants > 0) == (side && batches[b] > bell->bg_dequant_rows));
+				CHECK(bell->bg_push == (eht_env_u64("EHT_LOOKUP_BG_PUSH", 1) != 0));
+				if (!bell->bg_push || fmt == EHT_LOOKUP_RAW) /* (bf16 pushes only what it dequantizes at once) */
+					CHECK((bell->pushed_reqs > 0) == bell->bg_push);
 				eht_lookup_destroy(lk);
 			}
 	/* A hot set (a fifth of the rows) and GPU dedup: the misses of the dedup pass go the background way
@@ -85,6 +89,7 @@ int main(void)
 				(unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs));
 			/* small runs skip the dedup pass (plain background requests): the compact ones count */
 			CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs) > 0);
+			CHECK((eht_lk_host(lk)->bell.pushed_reqs > 0) == eht_lk_host(lk)->bell.bg_push);
 			eht_lookup_destroy(lk);
 		}
 	eht_table_close(t);

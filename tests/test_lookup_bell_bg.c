@@ -6,7 +6,9 @@
  * (zero rows, counted into h_dead before the last group is ready), requests back to back reusing the
  * staging. And compact ones (the distinct misses of a dedup pass, their count known only to the GPU,
  * which copies it to h_count before it rings): every group of the bound is published, those past the
- * count (all of them for a count of zero) empty, and h_dead is left to the stream. */
+ * count (all of them for a count of zero) empty, and h_dead is left to the stream. Each of them also
+ * pushed (the CPU copies every group to the request's destination itself and then sets the request's
+ * done word, the one thing the stream waits for; no ready word is touched). */
 #include <string.h>
 
 #include "lookup/strategy/host.h"
@@ -41,21 +43,40 @@ static uint64_t play_stream(eht_lookup *lk, unsigned idx, size_t n, uint8_t *out
 	return dead_seen;
 }
 
-/* Prepares (and, eager, arms) a background request for ids (id64) or local rows (compact). */
-static unsigned prepare_bg(eht_lookup *lk, const void *ids, int id64, size_t n, bool compact, bool captured)
+/* Plays the stream's side of pushed request idx: the ring kernel clears the done word and rings,
+ * then the stream waits for done. Returns h_dead as read then. The rows are in out (the CPU's). */
+static uint64_t play_stream_push(eht_lookup *lk, unsigned idx)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	_Atomic uint32_t *done = eht_lk_bell_done(b, lk, idx);
+	atomic_store_explicit(done, 0, memory_order_relaxed);
+	atomic_store_explicit(&b->words[idx], 1, memory_order_release);
+	while (atomic_load_explicit(done, memory_order_acquire) != 1)
+		eht_cpu_relax();
+	uint64_t dead_seen = *(volatile uint64_t *)lk->h_dead;
+	for (size_t s = 0; s < lk->max_chunks; s++) /* no ready word is the pushed way's */
+		CHECK(atomic_load(&b->words[LK_REQS + s]) == 0);
+	return dead_seen;
+}
+
+/* Prepares (and, eager, arms) a background request for ids (id64) or local rows (compact), pushed
+ * into out when out is not NULL. */
+static unsigned prepare_bg(eht_lookup *lk, const void *ids, int id64, size_t n, bool compact, bool captured,
+			   uint8_t *out)
 {
 	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, id64, 0, n, compact, true, captured, &idx), 0);
+	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, id64, 0, n, compact, true, (eht_dptr)(uintptr_t)out, captured, &idx),
+		 0);
 	if (!captured)
 		eht_lk_bell_arm(lk, idx);
 	return idx;
 }
 
-static void run_bg(eht_lookup *lk, const int64_t *ids, size_t n, bool captured)
+static void run_bg(eht_lookup *lk, const int64_t *ids, size_t n, bool captured, bool push)
 {
-	unsigned idx = prepare_bg(lk, ids, 1, n, false, captured);
 	uint8_t *out = malloc(n * RB + 1);
-	uint64_t dead_seen = play_stream(lk, idx, n, out);
+	unsigned idx = prepare_bg(lk, ids, 1, n, false, captured, push ? out : NULL);
+	uint64_t dead_seen = push ? play_stream_push(lk, idx) : play_stream(lk, idx, n, out);
 	uint64_t want_dead = 0;
 	CHECK(t_rows_compare(g_table, g_rows, RB, ids, n, out, &want_dead) == 0);
 	CHECK(dead_seen == want_dead); /* the dead count is written before the last group is ready */
@@ -63,13 +84,16 @@ static void run_bg(eht_lookup *lk, const int64_t *ids, size_t n, bool captured)
 	free(out);
 }
 
-static void run_bg_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_t count, bool captured)
+static void run_bg_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_t count, bool captured, bool push)
 {
-	unsigned idx = prepare_bg(lk, rows, 0, n, true, captured);
+	uint8_t *out = malloc(n * RB + 1);
+	unsigned idx = prepare_bg(lk, rows, 0, n, true, captured, push ? out : NULL);
 	*(volatile uint64_t *)lk->h_dead = 12345;  /* the stream's to write, not the CPU's */
 	eht_lk_host(lk)->bell.h_count[idx] = count; /* the stream's copy of the GPU's count */
-	uint8_t *out = malloc(n * RB + 1);
-	play_stream(lk, idx, n, out);
+	if (push)
+		play_stream_push(lk, idx);
+	else
+		play_stream(lk, idx, n, out);
 	uint64_t bad = 0;
 	for (size_t i = 0; i < count; i++)
 		bad += memcmp(out + i * RB, g_table + (size_t)rows[i] * RB, RB) != 0;
@@ -94,13 +118,16 @@ int main(void)
 	CHECK_RC(eht_lk_bell_init(lk), 0);
 	static int64_t ids[20000];
 	static const size_t ns[] = {1, 17, 2048, 2049, 6144, 16384, 20000};
+	const uint64_t nns = sizeof(ns) / sizeof(ns[0]);
+	for (int push = 0; push < 2; push++) {
+	const uint64_t reqs0 = atomic_load(&eht_lk_host(lk)->bell.bg_reqs);
 	for (int rep = 0; rep < 3; rep++)
 		for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 			for (size_t i = 0; i < ns[k]; i++) {
 				uint64_t x = t_rand(&rs);
 				ids[i] = x % 11 == 0 ? -(int64_t)(x % 5) - 1 : x % 19 == 0 ? (int64_t)g_rows + 1 : (int64_t)(x % g_rows);
 			}
-			run_bg(lk, ids, ns[k], false);
+			run_bg(lk, ids, ns[k], false, push);
 		}
 	uint32_t groups, grows;
 	eht_lk_bell_bg_geom(lk, 20000, &groups, &grows);
@@ -109,19 +136,21 @@ int main(void)
 	for (int replay = 0; replay < 4; replay++) {
 		for (size_t i = 0; i < 9000; i++)
 			ids[i] = (int64_t)((t_rand(&rs) + (uint64_t)replay) % (g_rows + 10)) - 5;
-		run_bg(lk, ids, 9000, true);
+		run_bg(lk, ids, 9000, true, push);
 	}
-	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) == 3 * sizeof(ns) / sizeof(ns[0]) + 4);
+	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) - reqs0 == 3 * nns + 4);
 	/* Compact requests: bound n, count rows (0, a part of one group, several groups, all). */
 	static uint32_t rows[20000];
 	static const size_t cs[][2] = {{6144, 0}, {6144, 100}, {6144, 4500}, {6144, 6144}, {20000, 13001}};
 	for (size_t k = 0; k < sizeof(cs) / sizeof(cs[0]); k++) {
 		for (size_t i = 0; i < cs[k][0]; i++)
 			rows[i] = (uint32_t)(t_rand(&rs) % g_rows);
-		run_bg_compact(lk, rows, cs[k][0], cs[k][1], k == 2);
+		run_bg_compact(lk, rows, cs[k][0], cs[k][1], k == 2, push);
 	}
-	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) == 3 * sizeof(ns) / sizeof(ns[0]) + 4 + 5);
-	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs) == 5);
+	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) - reqs0 == 3 * nns + 4 + 5);
+	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs) == 5 * (uint64_t)(push + 1));
+	CHECK(eht_lk_host(lk)->bell.pushed_reqs == (push ? 3 * nns + 4 + 5 : 0));
+	}
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(g_table);

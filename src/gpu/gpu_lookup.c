@@ -41,6 +41,7 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		{"eht_lk_dedup_count", offsetof(struct eht_gpu_lookup, dedup_count)},
 		{"eht_lk_dedup_assign", offsetof(struct eht_gpu_lookup, dedup_assign)},
 		{"eht_lk_stage_in", offsetof(struct eht_gpu_lookup, stage_in)},
+		{"eht_lk_ring", offsetof(struct eht_gpu_lookup, ring)},
 		{"eht_lk_dedup_mark", offsetof(struct eht_gpu_lookup, dedup_mark)},
 		{"eht_lk_expand_codes", offsetof(struct eht_gpu_lookup, expand_codes)},
 		{"eht_lk_expand_wide", offsetof(struct eht_gpu_lookup, expand_wide)},
@@ -258,6 +259,20 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 			(void *)&a->share, (void *)&a->h_count, (void *)&mirror};
 	unsigned blocks = grid + (mirror ? 1 : 0), shmem = mirror ? a->nslots * 4 : 0;
 	return launch_shmem(g->stage_in, blocks, THREADS, shmem, s, args, "eht_lk_stage_in");
+}
+
+int eht_gpu_ring(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ring *a)
+{
+	/* 2,048 words a block (8 a thread): a decode batch's ids in a few blocks, a prefill's in 32 */
+	uint64_t words = a->ucount ? a->n : a->id_words, blocks = (words + 2047) / 2048, cap = grid_cap(g, 1);
+	if (cap > 32)
+		cap = 32;
+	unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+	grid = grid ? grid : 1;
+	unsigned long long w = a->id_words, n = a->n;
+	void *args[] = {(void *)&a->ids, &w, (void *)&a->h_ids, (void *)&a->ucount, &n, (void *)&a->h_count,
+			(void *)&a->dead, (void *)&a->h_dead, (void *)&a->done, (void *)&a->bell, (void *)&a->sync};
+	return launch(g->ring, grid, THREADS, s, args, "eht_lk_ring");
 }
 
 int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,

@@ -20,7 +20,7 @@
 struct eht_gpu_lookup {
 	eht_module mod;
 	eht_kernel direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
-		dedup_assign, stage_in, dedup_mark, expand_codes, expand_wide;
+		dedup_assign, stage_in, ring, dedup_mark, expand_codes, expand_wide;
 	int sms;
 	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
 	bool wide_capped; /* EHT_LOOKUP_WIDE_CAPPED (1): a capped expand runs in blocks of 1024 threads */
@@ -98,6 +98,20 @@ struct eht_gpu_stage_in {
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, eht_dptr out, int fmt, eht_dptr counters);
+
+/* The doorbell of a pushed background request (kernel eht_lk_ring; src/lookup/strategy/host_bell.c):
+ * copies id_words u32 words of ids into h_ids (or, with ucount, the first min(*ucount, n) u32 distinct
+ * rows, their number to h_count), *dead to h_dead (when both are set), clears *done, then rings *bell.
+ * h_ids, h_count, h_dead, done and bell are device addresses of host-mapped memory; sync: one device
+ * word, zero between launches. */
+struct eht_gpu_ring {
+	eht_dptr ids, h_ids;
+	uint64_t id_words;
+	eht_dptr ucount, h_count;
+	uint64_t n;
+	eht_dptr dead, h_dead, done, bell, sync;
+};
+int eht_gpu_ring(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ring *a);
 
 /* A deduplicating run (src/lookup/hot/hot.c): the hot set's index keys/vals (2^bits entries,
  * src/table/hotset.h; keys 0: no hot set) and rows (raw, slot order); the step's dedup table

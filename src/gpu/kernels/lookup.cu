@@ -6,4 +6,5 @@
 #include "lookup/expand.cu"
 #include "lookup/sort.cu"
 #include "lookup/stage_in.cu"
+#include "lookup/ring.cu"
 #include "lookup/mark.cu"

@@ -39,6 +39,10 @@ struct lk_req {
 	int64_t off;
 	bool compact;     /* the distinct rows of a dedup pass: n bounds them, h_count has their number */
 	bool bg;          /* background mode: groups of rows waited for by stream memory operations */
+	/* Pushed (a background request the CPU finishes itself, host_bell.c): the CPU's own copies move
+	 * each group from staging to push_dst (GPU memory) and then set the request's done word, the one
+	 * thing the stream waits for. 0: the stream waits for each group and copies it. */
+	eht_dptr push_dst;
 	atomic_uint kicked; /* captured: replays' host nodes that woke the poller for this request */
 	unsigned rang;      /* captured: rings served (poller only); kicked ahead of it: a ring is due */
 	atomic_bool armed; /* fields above published (release) for the poller */
@@ -53,7 +57,7 @@ struct lk_bell {
 	uint8_t *staging;   /* pinned, mapped: slots of chunk rows */
 	size_t staging_rows;
 	eht_dptr d_staging;
-	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], then ready[max_chunks] */
+	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], ready[max_chunks], done[LK_REQS] */
 	atomic_uint *slot_pub;   /* CPU only: chunk + 1 last gathered into each slot */
 	uint8_t *arena;          /* pinned: ids copies of captured requests, bump-allocated */
 	eht_dptr d_arena;
@@ -79,6 +83,13 @@ struct lk_bell {
 	eht_stream bg_xstream;
 	eht_event bg_copied[LK_BG_GROUPS_MAX], bg_xdone;
 	size_t bg_dequant_rows; /* EHT_LOOKUP_BG_DEQUANT_ROWS: above it, one dequant per group */
+	/* Pushed requests (EHT_LOOKUP_BG_PUSH, on by default): the CPU's copies go on push_stream, whose
+	 * last one is ev_pushed (staging is busy until it is done; pushed_used: recorded once). */
+	bool bg_push;
+	eht_stream push_stream;
+	eht_event ev_pushed;
+	bool pushed_used;
+	uint64_t pushed_reqs; /* pushed requests served (poller only; the tests check the path ran) */
 	uint64_t bg_side_dequants; /* group dequants enqueued on bg_xstream (the tests check the path ran) */
 	bool bg_compact; /* EHT_LOOKUP_BG_COMPACT (1): a dedup pass's misses go the background way */
 	bool no_kick;          /* a capture got no host node: the poller naps (counted in its no_kick) */
@@ -165,9 +176,13 @@ int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr
  * joins the poller. */
 int eht_lk_bell_init(eht_lookup *lk);
 /* The call's CPU part: picks request idx (an eager ring slot, or the captured request of this key)
- * and records what the CPU will read; then arm (before the kernel can ring). */
+ * and records what the CPU will read (push_dst: a pushed background request's rows go there, part
+ * of the key); then arm (before the kernel can ring). */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool compact, bool bg, bool capturing, unsigned *idx);
+			bool compact, bool bg, eht_dptr push_dst, bool capturing, unsigned *idx);
+/* Request idx's done word (host_bell.c, pushed requests): the CPU sets it to 1 once the rows are in
+ * GPU memory; the stream's ring clears it. */
+_Atomic uint32_t *eht_lk_bell_done(struct lk_bell *b, const eht_lookup *lk, unsigned idx);
 /* Groups of a background request of n rows (bg_geom): the stream waits for each, then copies it. */
 void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint32_t *group_rows);
 void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);

@@ -54,6 +54,14 @@ static struct poller {
 
 static _Atomic uint32_t *bells(struct lk_bell *b) { return b->words; }
 static _Atomic uint32_t *ready(struct lk_bell *b) { return b->words + LK_REQS; }
+_Atomic uint32_t *eht_lk_bell_done(struct lk_bell *b, const eht_lookup *lk, unsigned idx)
+{
+	return b->words + LK_REQS + lk->max_chunks + idx;
+}
+static eht_dptr d_done(const struct lk_bell *b, const eht_lookup *lk, unsigned idx)
+{
+	return b->d_words + ((eht_dptr)LK_REQS + lk->max_chunks + idx) * sizeof(uint32_t);
+}
 
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots)
 {
@@ -170,9 +178,27 @@ static void trace_take(struct lk_bell *b, bool started_next)
 }
 
 /* The previous request's slots must all have been read by the GPU before they are reused. */
+static int bell_on_device(const eht_lookup *lk);
+
+/* Staging is free once the previous request's slots are (the stream read them) and the CPU's copies
+ * of the last pushed request are done. */
 static void wait_slots_free(eht_lookup *lk, double t0)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	if (b->pushed_used) {
+		int d = bell_on_device(lk);
+		while (!d && !(d = eht_dev_event_done(b->ev_pushed))) {
+			if (eht_now_s() - t0 > STALL_S) {
+				d = eht_err(ETIMEDOUT, "lookup: the copies of table %s's last rows to the GPU did not end in %.0f s",
+					    lk->ti.name, STALL_S);
+				break;
+			}
+			eht_cpu_relax();
+		}
+		if (d < 0)
+			bell_fail(b, d);
+		b->pushed_used = false;
+	}
 	for (unsigned s = 0; s < b->prev_slots; s++)
 		while (atomic_load_explicit(&ready(b)[s], memory_order_acquire) != 0) {
 			if (eht_now_s() - t0 > STALL_S) {
@@ -225,6 +251,57 @@ struct bg_job {
 	double t_first; /* EHT_BELL_TRACE: when group 0 was marked ready */
 };
 
+/* Makes lk's GPU current on the calling thread (a pool thread or the poller pushing rows). */
+static int bell_on_device(const eht_lookup *lk)
+{
+	int dev = -1;
+	int rc = eht_dev_current(NULL, &dev);
+	return rc ? rc : dev == lk->device ? 0 : eht_dev_use(lk->device);
+}
+
+/* A pushed request's rows [begin, end) from staging to their place in push_dst, by the copy engine
+ * on push_stream (the CPU emulation of the tests: memcpy). */
+static void push_rows(eht_lookup *lk, const struct lk_req *r, size_t begin, size_t end)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	if (begin >= end)
+		return;
+	const size_t off = begin * lk->rb, bytes = (end - begin) * lk->rb;
+	if (!lk->gpu) {
+		memcpy((uint8_t *)(uintptr_t)r->push_dst + off, b->staging + off, bytes);
+		return;
+	}
+	int rc = bell_on_device(lk);
+	if (!rc)
+		rc = eht_dev_h2d_async(r->push_dst + off, b->staging + off, bytes, b->push_stream);
+	if (rc)
+		bell_fail(b, eht_err_prefix(rc, "lookup: copying rows of table %s to the GPU", lk->ti.name));
+}
+
+/* The end of pushed request i: its done word set after its copies (the stream waits for that), and
+ * the copies' end recorded for the next request's use of staging. Should the driver refuse, the CPU
+ * sets the word itself once the copies are done: the stream goes on, the error is the next call's. */
+static void push_done(eht_lookup *lk, unsigned i)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	_Atomic uint32_t *done = eht_lk_bell_done(b, lk, i);
+	if (!lk->gpu) {
+		atomic_store_explicit(done, 1u, memory_order_release);
+		return;
+	}
+	int rc = bell_on_device(lk);
+	if (!rc)
+		rc = eht_dev_stream_write32(b->push_stream, d_done(b, lk, i), 1u);
+	if (!rc && !(rc = eht_dev_event_record(b->ev_pushed, b->push_stream)))
+		b->pushed_used = true;
+	if (rc) {
+		bell_fail(b, eht_err_prefix(rc, "lookup: ending a pushed request of table %s", lk->ti.name));
+		eht_dev_stream_sync(b->push_stream);
+		b->pushed_used = false;
+		atomic_store_explicit(done, 1u, memory_order_release);
+	}
+}
+
 /* Task t: rows of group t / tasks_per_group straight into their place in staging (a group's rows lie
  * together, no slot wraps inside a request). The last task of a group marks it ready, except for the
  * last group, which serve_bg marks once the dead count is written. */
@@ -250,7 +327,10 @@ static void bg_task(void *arg, size_t t, unsigned worker)
 	}
 	if (atomic_fetch_add_explicit(&b->slot_pub[g], 1, memory_order_acq_rel) + 1 == j->tasks_per_group &&
 	    g + 1 < j->groups) {
-		atomic_store_explicit(&ready(b)[g], LK_READY(j->idx, g), memory_order_release);
+		if (j->r->push_dst)
+			push_rows(lk, j->r, g * j->group_rows, gend);
+		else
+			atomic_store_explicit(&ready(b)[g], LK_READY(j->idx, g), memory_order_release);
 		if (g == 0 && b->trace)
 			j->t_first = eht_now_s();
 	}
@@ -265,7 +345,7 @@ static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t 
 	struct bg_job j = {.lk = lk, .r = r, .n = n, .idx = i};
 	eht_lk_bell_bg_geom(lk, r->n, &j.groups, &j.group_rows);
 	wait_slots_free(lk, t0);
-	b->prev_slots = j.groups;
+	b->prev_slots = r->push_dst ? 0 : j.groups; /* (a pushed request's groups have no ready words) */
 	j.chunk = eht_lk_chunk_for(lk, n ? n : 1); /* >= 1 row for n >= 1; a group holds >= 1 too */
 	if (j.chunk > j.group_rows)
 		j.chunk = j.group_rows;
@@ -281,7 +361,13 @@ static void serve_bg(eht_lookup *lk, const struct lk_req *r, unsigned i, size_t 
 	atomic_fetch_add_explicit(&b->bg_reqs, 1, memory_order_relaxed);
 	if (r->compact)
 		atomic_fetch_add_explicit(&b->bg_compact_reqs, 1, memory_order_relaxed);
-	atomic_store_explicit(&ready(b)[j.groups - 1], LK_READY(i, j.groups - 1), memory_order_release);
+	if (r->push_dst) {
+		push_rows(lk, r, (size_t)(j.groups - 1) * j.group_rows, n);
+		b->pushed_reqs++;
+		push_done(lk, i);
+	} else {
+		atomic_store_explicit(&ready(b)[j.groups - 1], LK_READY(i, j.groups - 1), memory_order_release);
+	}
 	int k = LK_AUTO_CLASS(r->n);
 	b->st_reqs[k]++;
 	b->st_rows[k] += n;
@@ -512,7 +598,7 @@ int eht_lk_bell_init(eht_lookup *lk)
 	int rc = 0;
 	b->staging_rows = lk->staging_rows;
 	b->staging = bell_alloc(lk, b->staging_rows * lk->rb, &b->d_staging, &rc);
-	b->words = bell_alloc(lk, (LK_REQS + lk->max_chunks) * sizeof(uint32_t), &b->d_words, &rc);
+	b->words = bell_alloc(lk, (2 * LK_REQS + lk->max_chunks) * sizeof(uint32_t), &b->d_words, &rc);
 	b->cdead = bell_alloc(lk, lk->max_chunks * sizeof(uint64_t), &b->d_cdead, &rc);
 	if (!lk->gpu && !lk->h_dead) { /* the CPU emulation: a background request writes its dead count here */
 		lk->h_dead = bell_alloc(lk, sizeof(uint64_t), NULL, &rc);
@@ -572,6 +658,14 @@ int eht_lk_bell_init(eht_lookup *lk)
 		if (!rc)
 			rc = eht_dev_event_create(&b->bg_xdone, 0);
 	}
+	/* EHT_LOOKUP_BG_PUSH=0: the stream waits for and copies every group itself (push_ring_wait says
+	 * what pushing saves) */
+	b->bg_push = eht_env_u64("EHT_LOOKUP_BG_PUSH", 1) != 0;
+	if (!rc && lk->gpu && lk->background && b->bg_push) {
+		rc = eht_dev_stream_create(&b->push_stream, EHT_STREAM_NONBLOCKING);
+		if (!rc)
+			rc = eht_dev_event_create(&b->ev_pushed, 0);
+	}
 	b->bg_dequant_rows = (size_t)eht_env_u64("EHT_LOOKUP_BG_DEQUANT_ROWS", BG_DEQUANT_PER_GROUP_ROWS);
 	b->bg_compact = eht_env_u64("EHT_LOOKUP_BG_COMPACT", 1) != 0;
 	atomic_store(&b->scan, LK_EAGER_REQS);
@@ -628,6 +722,10 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		eht_dev_event_destroy(b->bg_copied[g]);
 	eht_dev_event_destroy(b->bg_xdone);
 	eht_dev_stream_destroy(b->bg_xstream);
+	if (b->push_stream)
+		eht_dev_stream_sync(b->push_stream);
+	eht_dev_event_destroy(b->ev_pushed);
+	eht_dev_stream_destroy(b->push_stream);
 	if (b->no_kick)
 		atomic_fetch_sub(&P.no_kick, 1);
 	bell_free(lk, b->arena);
@@ -655,7 +753,7 @@ int eht_lk_bell_take_error(eht_lookup *lk)
 
 /* ------------------------------------------------------------------- the call's side */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool compact, bool bg, bool capturing, unsigned *idx)
+			bool compact, bool bg, eht_dptr push_dst, bool capturing, unsigned *idx)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	size_t bytes = n * (id64 ? 8 : 4);
@@ -679,7 +777,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 		for (unsigned i = LK_EAGER_REQS; i < scan; i++) {
 			struct lk_req *q = &b->reqs[i];
 			if (q->key == ids && q->n == n && q->id64 == id64 && q->off == off && (q->h_ids != NULL) == ids_dev &&
-			    q->compact == compact && q->bg == bg) {
+			    q->compact == compact && q->bg == bg && q->push_dst == push_dst) {
 				*idx = i;
 				return 0;
 			}
@@ -713,6 +811,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 	r->off = off;
 	r->compact = compact;
 	r->bg = bg;
+	r->push_dst = bg ? push_dst : 0;
 	if (capturing) {
 		atomic_store_explicit(&r->armed, true, memory_order_release);
 		atomic_store_explicit(&b->scan, *idx + 1, memory_order_release);
@@ -863,16 +962,53 @@ static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_d
 	return rc;
 }
 
+/* A pushed request on the stream (push_piece, bg_compact): the ring kernel (the ids or distinct rows
+ * into pinned memory, the done word cleared, the doorbell), then one wait for the done word, which
+ * the CPU sets once its own copies have moved every group into GPU memory. Two nodes where the
+ * stream-driven way has a copy and a wait per group, a copy of the ids, a write and a memset: on the
+ * lent H200 a graph's launch call pays about 1.7 us per copy node touching host memory and 1.3 us
+ * per memory op, next to nothing per kernel node, and a synced decode step pays that launch. */
+static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	a->h_ids = b->reqs[idx].d_h_ids;
+	a->done = d_done(b, lk, idx);
+	a->bell = b->d_words + idx * sizeof(uint32_t);
+	a->sync = b->d_sync + idx * 2 * sizeof(uint32_t);
+	int rc = eht_gpu_ring(&lk->g, s, a);
+	return rc ? rc : eht_dev_stream_wait32(s, a->done, 1u, EHT_WAIT_EQ);
+}
+
+/* Background requests are pushed (EHT_LOOKUP_BG_PUSH, default on) unless their bf16 rows are
+ * dequantized group by group (prefill: bg_groups' dequant stream), which needs the stream to see
+ * each group arrive. */
+static bool bg_pushed(const eht_lookup *lk, size_t n)
+{
+	const struct lk_bell *b = &eht_lk_host(lk)->bell;
+	return b->bg_push && (lk->fmt == EHT_LOOKUP_RAW || n <= b->bg_dequant_rows);
+}
+
 static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n, eht_dptr out,
 		    eht_stream es, bool capturing)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	const bool raw = lk->fmt == EHT_LOOKUP_RAW, push = bg_pushed(lk, n);
+	const eht_dptr dst = raw ? out : lk->scr.d_compact;
 	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, push ? dst : 0, capturing, &idx);
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
 	rc = bell_start(lk, es, idx, capturing);
+	if (push) {
+		struct eht_gpu_ring a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
+					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
+		if (!rc)
+			rc = push_ring_wait(lk, es, idx, &a);
+		if (!rc && !raw)
+			rc = eht_gpu_expand(&lk->g, es, 0, n, dst, lk->rb, out, lk->fmt);
+		return bell_finish(lk, es, idx, capturing, rc);
+	}
 	if (!rc && ids_dev)
 		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
 	if (!rc)
@@ -892,7 +1028,7 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	if (lk->background && publish_dead && n <= eht_lk_host(lk)->bell.staging_rows)
 		return bg_piece(lk, ids, ids_dev, id64, off, n, out, s, capturing);
 	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, false, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, false, 0, capturing, &idx);
 	if (rc)
 		return rc;
 	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
@@ -922,12 +1058,22 @@ static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr c
 		      bool capturing, bool publish_dead)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	const bool push = b->bg_push;
 	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, true, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, true, push ? compact : 0,
+				     capturing, &idx);
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
 	rc = bell_start(lk, s, idx, capturing);
+	if (push) {
+		struct eht_gpu_ring a = {.ids = uniq, .ucount = ucount, .n = n,
+					 .h_count = b->d_h_count + idx * sizeof(uint64_t),
+					 .dead = publish_dead ? lk->d_counters : 0, .h_dead = publish_dead ? lk->d_h_dead : 0};
+		if (!rc)
+			rc = push_ring_wait(lk, s, idx, &a);
+		return bell_finish(lk, s, idx, capturing, rc);
+	}
 	if (!rc)
 		rc = eht_dev_d2h_async(&b->h_count[idx], ucount, sizeof(uint64_t), s);
 	if (!rc)
@@ -952,7 +1098,8 @@ int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr
 		return bg_compact(lk, uniq, ucount, compact, n, s, capturing, publish_dead);
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
-	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, false, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, false, 0, capturing,
+				     &idx);
 	if (rc)
 		return rc;
 	struct eht_gpu_stage_in a = {.ids = uniq, .id_bytes = n * 4, .ucount = ucount, .share = share,
