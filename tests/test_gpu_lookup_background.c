@@ -6,8 +6,10 @@
  * (GPU ids and pinned host ids), dead ids counted; runs over max_batch ids keep the kernel path and stay
  * identical too. The same with a hot set and with GPU dedup, whose distinct misses (their count known
  * only on the GPU) go the background way too. Checks the requests really went the background way,
- * and pushed (the CPU's own copies, one wait on the stream: the default) unless EHT_LOOKUP_BG_PUSH=0.
+ * and, with EHT_LOOKUP_BG_PUSH (the flag, or the environment's 1 / 0 overriding it), pushed (the CPU's
+ * own copies, one wait on the stream).
  * Exit 77 without a GPU (or where the driver lacks stream memory operations). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu_lookup_ref.h"
@@ -18,6 +20,13 @@
 #define NMAX 20000
 
 static struct t_lookup_ref g_lref;
+
+/* Whether an engine made with flags pushes: the environment's EHT_LOOKUP_BG_PUSH, else the flag. */
+static bool want_push(uint32_t flags)
+{
+	const char *e = getenv("EHT_LOOKUP_BG_PUSH");
+	return e && *e ? strtoull(e, NULL, 0) != 0 : (flags & EHT_LOOKUP_BG_PUSH) != 0;
+}
 
 int main(void)
 {
@@ -36,10 +45,12 @@ int main(void)
 	eht_table *t = NULL;
 	CHECK_RC(eht_table_wrap(ref, g_lref.nrows, RB, 0, "bg-mem", &t), 0);
 	static const uint64_t batches[] = {NMAX, 8192}; /* one piece per run; and runs of several pieces */
+	for (int push = 0; push < 2; push++)
 	for (int fmt = 0; t && fmt < 2; fmt++)
 		for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy += EHT_LOOKUP_HOST)
 			for (size_t b = 0; b < 2; b++) {
-				struct eht_lookup_opts o = {.size = sizeof(o), .flags = EHT_LOOKUP_BACKGROUND,
+				const uint32_t flags = EHT_LOOKUP_BACKGROUND | (push ? EHT_LOOKUP_BG_PUSH : 0);
+				struct eht_lookup_opts o = {.size = sizeof(o), .flags = flags,
 							    .strategy = strategy, .format = fmt, .device = 0, .numa_node = -1,
 							    .threads = 4, .max_batch = batches[b]};
 				eht_lookup *lk = NULL;
@@ -50,8 +61,10 @@ int main(void)
 				CHECK(eht_lookup_background(lk) == 1); /* what engines and eht bench step read */
 				CHECK(lk->g.sm_cap > 0 && (int)lk->g.sm_cap < lk->g.sms); /* every kernel capped */
 				t_lookup_check_engine(&g_lref, "memory", lk, strategy, fmt, s, NMAX, false, &rs);
-				fprintf(stderr, "fmt %d strategy %d max_batch %llu: %llu background requests\n", fmt, strategy,
-					(unsigned long long)batches[b], (unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_reqs));
+				fprintf(stderr, "push %d fmt %d strategy %d max_batch %llu: %llu background requests, %llu pushed\n",
+					push, fmt, strategy, (unsigned long long)batches[b],
+					(unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_reqs),
+					(unsigned long long)eht_lk_host(lk)->bell.pushed_reqs);
 				CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) > 0);
 				/* bf16: the groups of the NMAX-row run were dequantized on the dequant stream,
 				 * beside the next groups' copies (unless EHT_LOOKUP_BG_DEQUANT_STREAM=0). */
@@ -59,7 +72,7 @@ int main(void)
 				bool side = fmt == EHT_LOOKUP_BF16 && eht_env_u64("EHT_LOOKUP_BG_DEQUANT_STREAM", 1);
 				CHECK((bell->bg_xstream != NULL) == side);
 				CHECK((bell->bg_side_dequants > 0) == (side && batches[b] > bell->bg_dequant_rows));
-				CHECK(bell->bg_push == (eht_env_u64("EHT_LOOKUP_BG_PUSH", 1) != 0));
+				CHECK(bell->bg_push == want_push(flags));
 				if (!bell->bg_push || fmt == EHT_LOOKUP_RAW) /* (bf16 pushes only what it dequantizes at once) */
 					CHECK((bell->pushed_reqs > 0) == bell->bg_push);
 				eht_lookup_destroy(lk);
@@ -69,11 +82,12 @@ int main(void)
 	static int64_t hot[10000];
 	for (size_t i = 0; i < 10000; i++)
 		hot[i] = (int64_t)(i * 5 + 3);
+	for (int push = 0; push < 2; push++)
 	for (int fmt = 0; t && fmt < 2; fmt++)
 		for (int kind = 0; kind < 2; kind++) {
-			struct eht_lookup_opts o = {.size = sizeof(o),
-						    .flags = EHT_LOOKUP_BACKGROUND | EHT_LOOKUP_NO_HOTSET |
-							     (kind ? EHT_LOOKUP_GPU_DEDUP : 0),
+			const uint32_t flags = EHT_LOOKUP_BACKGROUND | EHT_LOOKUP_NO_HOTSET | (kind ? EHT_LOOKUP_GPU_DEDUP : 0) |
+					       (push ? EHT_LOOKUP_BG_PUSH : 0);
+			struct eht_lookup_opts o = {.size = sizeof(o), .flags = flags,
 						    .strategy = EHT_LOOKUP_HOST, .format = fmt, .device = 0, .numa_node = -1,
 						    .threads = 4, .max_batch = NMAX};
 			eht_lookup *lk = NULL;
@@ -89,6 +103,7 @@ int main(void)
 				(unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs));
 			/* small runs skip the dedup pass (plain background requests): the compact ones count */
 			CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs) > 0);
+			CHECK(eht_lk_host(lk)->bell.bg_push == want_push(flags));
 			CHECK((eht_lk_host(lk)->bell.pushed_reqs > 0) == eht_lk_host(lk)->bell.bg_push);
 			eht_lookup_destroy(lk);
 		}

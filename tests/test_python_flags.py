@@ -44,7 +44,7 @@ class Flags(unittest.TestCase):
                         checked.append(name)
                         break
         # The flags the module is known to pass: none may stop being checked by a rename.
-        for must in ("_LOOKUP_BACKGROUND", "_LOOKUP_GPU_DEDUP", "_LOOKUP_CPU_ONLY", "_RUN_IDS_DEVICE",
+        for must in ("_LOOKUP_BACKGROUND", "_LOOKUP_BG_PUSH", "_LOOKUP_GPU_DEDUP", "_LOOKUP_CPU_ONLY", "_RUN_IDS_DEVICE",
                      "_ATTACH_FAIL_FAST", "_SHARE_PER_NUMA"):
             self.assertIn(must, checked)
 
@@ -57,6 +57,10 @@ class Flags(unittest.TestCase):
                     out = bytearray(64)
                     self.assertEqual(lk.run(array.array("q", [3]), out), 0)
                     self.assertEqual(out, table[3 * 64:4 * 64])
+            with t.lookup_engine(strategy="host", cpu_only=True, background=True, push=True) as lk:
+                self.assertIs(lk.background, False)
+            with self.assertRaisesRegex(ValueError, "background=True"):
+                t.lookup_engine(strategy="host", cpu_only=True, push=True)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ the whole step is one CUDA graph. Variants:
   STRATEGY[+OPT..]-side    eht on one side stream forked at the step's start, joined by one event per
                        table before its layer (vLLM's prefetch)
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
-  STRATEGY: auto, direct, sorted, host; OPT: bg (the background mode), capN (SM cap N), dedup,
+  STRATEGY: auto, direct, sorted, host; OPT: bg (the background mode), push (with bg: the CPU pushes
+  the rows, two graph nodes a lookup: for engines that wait for each step), capN (SM cap N), dedup,
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
   eht_lookup_dequant, instead of a dequant kernel beside the model's)
@@ -75,7 +76,7 @@ PAD = 2
 STRATEGIES = ("auto", "direct", "sorted", "host")
 MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40},
          "prefill": {"tokens": 8192, "ffn": 8192, "reps": 15}}
-DEFAULT_VARIANTS = "none,vllm,copy,auto-side,auto+bg-side,host+bg-side,direct-side,auto-inline"
+DEFAULT_VARIANTS = "none,vllm,copy,auto-side,auto+bg-side,auto+bg+push-side,host+bg-side,direct-side,auto-inline"
 
 
 def parse_variant(spec):
@@ -103,6 +104,8 @@ def parse_variant(spec):
             v["background"] = True
         elif p == "dedup":
             v["dedup"] = True
+        elif p == "push":
+            v["push"] = True
         elif p == "ldq":
             v["late_dequant"] = True
         elif p.startswith("cap") and p[3:].isdigit() and int(p[3:]) > 0:
@@ -112,7 +115,9 @@ def parse_variant(spec):
         elif p.startswith("bspin") and p[5:].isdigit():
             v["bell_spin_us"] = int(p[5:])
         else:
-            raise ValueError("variant %r: unknown option %r (bg, capN, dedup, pspinN, bspinN, ldq)" % (spec, p))
+            raise ValueError("variant %r: unknown option %r (bg, push, capN, dedup, pspinN, bspinN, ldq)" % (spec, p))
+    if v.get("push") and not v["background"]:
+        raise ValueError("variant %r: push is a way of the background mode (bg+push)" % spec)
     return v
 
 
@@ -691,6 +696,8 @@ def make_engines(eht, tables, v, sms, hot, threads):
         kw["sm_cap"] = cap
     if v["background"]:
         kw["background"] = True
+    if v.get("push"):
+        kw["push"] = True
     if v["dedup"]:
         kw["gpu_dedup"] = True
     if "pool_spin_us" in v:

@@ -83,7 +83,7 @@ struct lk_bell {
 	eht_stream bg_xstream;
 	eht_event bg_copied[LK_BG_GROUPS_MAX], bg_xdone;
 	size_t bg_dequant_rows; /* EHT_LOOKUP_BG_DEQUANT_ROWS: above it, one dequant per group */
-	/* Pushed requests (EHT_LOOKUP_BG_PUSH, on by default): the CPU's copies go on push_stream, whose
+	/* Pushed requests (EHT_LOOKUP_BG_PUSH): the CPU's copies go on push_stream, whose
 	 * last one is ev_pushed (staging is busy until it is done; pushed_used: recorded once). */
 	bool bg_push;
 	eht_stream push_stream;

@@ -10,7 +10,10 @@
  *
  * Why a kernel and not cuStreamWriteValue/WaitValue plus one DMA per chunk: one launch per request
  * instead of three stream operations per chunk (a decode batch has dozens of chunks), the dequant to
- * bf16 fused into the same pass, and no dependence on optional driver entry points. */
+ * bf16 fused into the same pass, and no dependence on optional driver entry points. The background
+ * mode (EHT_LOOKUP_BACKGROUND) trades that for holding no SM: the stream waits for a few groups with
+ * memory operations and the copy engine moves them (bg_groups); pushed (EHT_LOOKUP_BG_PUSH) the CPU
+ * moves them with its own copies and the stream waits for one word (push_ring_wait). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -658,9 +661,9 @@ int eht_lk_bell_init(eht_lookup *lk)
 		if (!rc)
 			rc = eht_dev_event_create(&b->bg_xdone, 0);
 	}
-	/* EHT_LOOKUP_BG_PUSH=0: the stream waits for and copies every group itself (push_ring_wait says
-	 * what pushing saves) */
-	b->bg_push = eht_env_u64("EHT_LOOKUP_BG_PUSH", 1) != 0;
+	/* EHT_LOOKUP_BG_PUSH (the flag, or 1 / 0 in the environment for every engine): background
+	 * requests pushed (push_ring_wait says what that saves and eht.h when to use it) */
+	b->bg_push = eht_env_u64("EHT_LOOKUP_BG_PUSH", (lk->flags & EHT_LOOKUP_BG_PUSH) ? 1 : 0) != 0;
 	if (!rc && lk->gpu && lk->background && b->bg_push) {
 		rc = eht_dev_stream_create(&b->push_stream, EHT_STREAM_NONBLOCKING);
 		if (!rc)
@@ -979,7 +982,7 @@ static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht
 	return rc ? rc : eht_dev_stream_wait32(s, a->done, 1u, EHT_WAIT_EQ);
 }
 
-/* Background requests are pushed (EHT_LOOKUP_BG_PUSH, default on) unless their bf16 rows are
+/* Background requests are pushed (EHT_LOOKUP_BG_PUSH) unless their bf16 rows are
  * dequantized group by group (prefill: bg_groups' dequant stream), which needs the stream to see
  * each group arrive. */
 static bool bg_pushed(const eht_lookup *lk, size_t n)
