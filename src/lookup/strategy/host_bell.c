@@ -180,11 +180,10 @@ static void trace_take(struct lk_bell *b, bool started_next)
 			g[i] = 0;
 }
 
-/* The previous request's slots must all have been read by the GPU before they are reused. */
 static int bell_on_device(const eht_lookup *lk);
 
-/* Staging is free once the previous request's slots are (the stream read them) and the CPU's copies
- * of the last pushed request are done. */
+/* Staging is free for the next request once the previous request's slots have all been read by the
+ * GPU and the CPU's copies of the last pushed request are done. */
 static void wait_slots_free(eht_lookup *lk, double t0)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
