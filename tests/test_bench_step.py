@@ -175,14 +175,16 @@ def main():
               "prefill shape: %r" % plan[1])
     check(rep.get("engram_layers") == [1, 6] and rep.get("table_gib") == 0.5, "layers and table size")
     check(rep.get("rounds") == 1, "one round by default: %r" % rep.get("rounds"))
-    r = run(["--rounds", "4", "--dry-run", "--json"])
+    check(rep.get("burst") == 8, "bursts of 8 back-to-back replays by default: %r" % rep.get("burst"))
+    r = run(["--rounds", "4", "--burst", "2", "--dry-run", "--json"])
     check(r.returncode == 0 and json.loads(r.stdout).get("rounds") == 4, "--rounds 4 in the envelope: %s" % r.stderr)
+    check(r.returncode == 0 and json.loads(r.stdout).get("burst") == 2, "--burst 2 in the envelope")
     dv = json.loads(r.stdout).get("variants", []) if r.returncode == 0 else []
     check({"none", "vllm", "copy", "auto+bg-side", "host+bg-side"} <= set(dv),
           "the default variants hold the baseline, the floor and the mode the docs recommend: %r" % dv)
     for bad in (["--mode", "train"], ["--variants", "auto"], ["--engram-layers", "1"],
                 ["--engram-layers", "1,20"], ["--workload", "text:/nonexistent"], ["--table-gib", "0"],
-                ["--rounds", "0"]):
+                ["--rounds", "0"], ["--burst", "0"]):
         r = run(bad + ["--dry-run"])
         check(r.returncode == 2 and r.stderr.strip(), "%s exits 2 with a message (%d)" % (bad, r.returncode))
 

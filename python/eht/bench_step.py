@@ -45,8 +45,10 @@ call (launch_us, against the step without lookups: part of each synced step), an
 lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
 graph's launch is then part of the step, as in an engine that waits for each step's tokens before it
 launches the next, and eht's CPU work during the launch slows the launch. "back to back" times
-bursts of replays queued without a sync (an engine that schedules ahead): the launch hides behind
-the step before it and what is added is the GPU's own cost of the lookups. --json writes one
+bursts of replays queued without a sync (an engine that schedules ahead; --burst replays each, 8;
+2 is an engine one step ahead, as vLLM's async scheduling and SGLang's overlap scheduler, and
+shows the first launch of each burst more): the launch hides behind the step before it and what is
+added is the GPU's own cost of the lookups. --json writes one
 report (scripts/plot-bench draws it). Needs PyTorch with CUDA and a GPU (exit 77 without)."""
 import argparse
 import json
@@ -165,6 +167,7 @@ def parse_args(argv):
     ap.add_argument("--variants", default=DEFAULT_VARIANTS, help="comma-separated (default %(default)s)")
     ap.add_argument("--reps", type=_pos_int, help="timed replays (decode 40, prefill 15)")
     ap.add_argument("--warmup", type=_pos_int, default=5)
+    ap.add_argument("--burst", type=_pos_int, default=8, help="replays per back-to-back burst (see above)")
     ap.add_argument("--rounds", type=_pos_int, default=1,
                     help="measure every variant this many times in turn and summarize (see above)")
     ap.add_argument("--threads", type=int, default=0, help="eht's CPU pool (0: its default)")
@@ -227,7 +230,7 @@ def envelope(a):
     return {"bench": "step", "eht_version": version, "host": socket.gethostname(),
             "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version(),
             "table_gib": a.table_gib, "tables": 2, "row_bytes": ROW_BYTES, "format": "bf16",
-            "engram_layers": a.engram_layers, "sync": a.sync, "threads": a.threads, "rounds": a.rounds,
+            "engram_layers": a.engram_layers, "sync": a.sync, "burst": a.burst, "threads": a.threads, "rounds": a.rounds,
             "variants": [v["name"] for v in a.variant_list], "workloads": a.workloads, "plan": plan(a),
             "gpu": None, "results": []}
 
@@ -780,7 +783,8 @@ def run(a, rep, log):
                         g = step.capture(engines, v["place"], side)
                         res["step"], res["none_paired"] = time_paired(
                             torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
-                        bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking)
+                        bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking,
+                                                        a.burst)
                         res["back_to_back"] = bb
                         res["back_to_back_none"] = bb_none
                         res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3
