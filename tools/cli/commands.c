@@ -8,7 +8,7 @@
 /* bench step runs Python (python/eht/bench_step.py), which parses its own options */
 static const char *const bench_step_opts[] = {
 	"--mode=", "--layers=", "--tokens=", "--hidden=", "--ffn=", "--table-gib=", "--engram-layers=", "--workload=",
-	"--hotset-rows=", "--variants=", "--reps=", "--warmup=", "--rounds=", "--threads=", "--sync=", "--device=", "--seed=",
+	"--hotset-rows=", "--variants=", "--reps=", "--warmup=", "--burst=", "--rounds=", "--threads=", "--sync=", "--device=", "--seed=",
 	"--trace", "--timeline=", "--json", "--dry-run", "--help", NULL};
 
 const struct cli_command cli_commands[] = {
