@@ -76,6 +76,25 @@ def main():
         check(19.0 <= per["pool"] <= 25.0, "the named pool thread's 200 ms of CPU, per step of 10: %r" % per)
         check(9.0 <= per["poller"] <= 15.0 and per["eht"] < 1.0, "the poller's 100 ms: %r" % per)
     check(bs.thread_cpu_ms_per_step({}, {"pool": 1.0}, 1) is None, "no reading, no split")
+    # Runs by kind of thread: a thread named as eht names its poller that naps 40 times is put on a
+    # CPU 40 times more, give or take a few preemptions (not its nanoseconds, schedstat's first field).
+    r0 = bs.thread_runs()
+    if r0:  # (a kernel with schedstat)
+        def nap(n, done):
+            libc.prctl(15, b"eht-bell", 0, 0, 0)
+            for _ in range(n):
+                time.sleep(0.001)
+            done.set()
+            release.wait()
+        release, done = threading.Event(), threading.Event()
+        th = threading.Thread(target=nap, args=(40, done))
+        th.start()
+        done.wait(30)
+        r1 = bs.thread_runs()
+        release.set()
+        th.join()
+        check(40 <= r1["poller"] - r0["poller"] < 400 and r1["pool"] == r0["pool"],
+              "the napping poller's runs: %r -> %r" % (r0, r1))
     r = {"mode": "decode", "workload": "uniform", "variant": "host+bg-side", "added_us": 30.0, "added_pct": 1.0,
          "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 3.6, "launch_us": 40.0,
                   "cpu_ms_by_thread": {"pool": 2.9, "poller": 0.6, "eht": 0.0, "rest": 0.1}},

@@ -40,7 +40,8 @@ kernels (time, the widest grid: SMs held) and copies, and when eht's first and l
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
 measured), the process's CPU time per step (user + sys, less the step's own without lookups; in the
-JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest), the graph's launch
+JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest; and how often each
+kind was put on a CPU per step, runs_per_step_by_thread: the poller's naps, the pool's wake-ups), the graph's launch
 call (launch_us, against the step without lookups: part of each synced step), and both tables'
 lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
 graph's launch is then part of the step, as in an engine that waits for each step's tokens before it
@@ -240,18 +241,20 @@ def cpu_s():
     return r.ru_utime + r.ru_stime
 
 
-def thread_cpu_s():
-    """This process's CPU seconds by kind of thread, from its threads' names (eht names its own):
-    {"pool": eht's CPU pool (eht-pool/N), "poller": the doorbell poller (eht-bell), "eht": eht's other
-    threads, "rest": every other thread (Python's, the CUDA driver's)}. Nanoseconds from /proc's
-    schedstat where the kernel keeps it, else clock ticks from stat; {} without /proc. A thread that
-    ends between two readings takes its time with it (eht's threads live as long as their engine)."""
-    out = {"pool": 0.0, "poller": 0.0, "eht": 0.0, "rest": 0.0}
+def _thread_kind(name):
+    return ("pool" if name.startswith("eht-pool/") else "poller" if name == "eht-bell"
+            else "eht" if name.startswith("eht-") else "rest")
+
+
+def _thread_readings():
+    """(kind, CPU seconds, times run on a CPU or None) of each of this process's threads; None without
+    /proc. Nanoseconds and runs from schedstat where the kernel keeps it, else clock ticks from stat."""
     try:
         tids = os.listdir("/proc/self/task")
     except OSError:
-        return {}
+        return None
     tick = os.sysconf("SC_CLK_TCK")
+    got = []
     for tid in tids:
         base = "/proc/self/task/%s/" % tid
         try:
@@ -259,17 +262,43 @@ def thread_cpu_s():
                 name = f.read().strip()
             try:
                 with open(base + "schedstat") as f:
-                    sec = int(f.read().split()[0]) * 1e-9
+                    fields = f.read().split()
+                sec, runs = int(fields[0]) * 1e-9, int(fields[2])
             except (OSError, ValueError, IndexError):
                 with open(base + "stat") as f:
                     st = f.read()
                 fields = st[st.rindex(")") + 2:].split()
-                sec = (int(fields[11]) + int(fields[12])) / tick
+                sec, runs = (int(fields[11]) + int(fields[12])) / tick, None
         except (OSError, ValueError, IndexError):
             continue  # (the thread ended while we looked)
-        kind = ("pool" if name.startswith("eht-pool/") else "poller" if name == "eht-bell"
-                else "eht" if name.startswith("eht-") else "rest")
+        got.append((_thread_kind(name), sec, runs))
+    return got
+
+
+def thread_cpu_s():
+    """This process's CPU seconds by kind of thread, from its threads' names (eht names its own):
+    {"pool": eht's CPU pool (eht-pool/N), "poller": the doorbell poller (eht-bell), "eht": eht's other
+    threads, "rest": every other thread (Python's, the CUDA driver's)}; {} without /proc. A thread that
+    ends between two readings takes its time with it (eht's threads live as long as their engine)."""
+    got = _thread_readings()
+    if got is None:
+        return {}
+    out = {"pool": 0.0, "poller": 0.0, "eht": 0.0, "rest": 0.0}
+    for kind, sec, _ in got:
         out[kind] += sec
+    return out
+
+
+def thread_runs():
+    """Times this process's threads were put on a CPU (wake-ups and preemptions; schedstat), by kind
+    as thread_cpu_s; {} where the kernel keeps no schedstat. How often the poller and the pool wake
+    in a step: the CPU a step takes beyond its rows' copies is mostly wake-ups."""
+    got = _thread_readings()
+    if not got or any(runs is None for _, _, runs in got):
+        return {}
+    out = {"pool": 0, "poller": 0, "eht": 0, "rest": 0}
+    for kind, _, runs in got:
+        out[kind] += runs
     return out
 
 
@@ -522,17 +551,19 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     per step (the loop's, less the none step's own, measured alone)."""
     start, end = _warm(torch, g, feed, warmup, blocking)
     tv, tn, lv, ln = [], [], [], []
-    t0, c0, w0 = thread_cpu_s(), cpu_s(), time.perf_counter()
+    t0, r0, c0, w0 = thread_cpu_s(), thread_runs(), cpu_s(), time.perf_counter()
     for i in range(reps):
         for graph, times, launches in ((g, tv, lv), (g_none, tn, ln)):
             feed(warmup + i)
             times.append(_replay_ms(start, end, graph, launches))
-    c1, w1, t1 = cpu_s(), time.perf_counter(), thread_cpu_s()
+    c1, w1, t1, r1 = cpu_s(), time.perf_counter(), thread_cpu_s(), thread_runs()
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
            "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
            # eht's threads work for the variant's steps only; "rest" includes the none steps' own
            "cpu_ms_by_thread": thread_cpu_ms_per_step(t0, t1, reps),
+           # times each kind of thread was put on a CPU per step (the poller's naps, the pool's wake-ups)
+           "runs_per_step_by_thread": ({k: (r1[k] - r0[k]) / reps for k in r1} if r0 and r1 and reps > 0 else None),
            # the graph's launch call (part of a synced step's time): the variant's graph has more nodes
            "launch_us": statistics.median(lv)}
     none = {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9), "launch_us": statistics.median(ln)}
