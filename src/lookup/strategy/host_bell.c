@@ -57,13 +57,23 @@ static struct poller {
 
 static _Atomic uint32_t *bells(struct lk_bell *b) { return b->words; }
 static _Atomic uint32_t *ready(struct lk_bell *b) { return b->words + LK_REQS; }
+/* Request idx's done word: after the bells and the ready words. */
+static size_t done_at(const eht_lookup *lk, unsigned idx) { return LK_REQS + lk->max_chunks + idx; }
 _Atomic uint32_t *eht_lk_bell_done(struct lk_bell *b, const eht_lookup *lk, unsigned idx)
 {
-	return b->words + LK_REQS + lk->max_chunks + idx;
+	return b->words + done_at(lk, idx);
 }
 static eht_dptr d_done(const struct lk_bell *b, const eht_lookup *lk, unsigned idx)
 {
-	return b->d_words + ((eht_dptr)LK_REQS + lk->max_chunks + idx) * sizeof(uint32_t);
+	return b->d_words + done_at(lk, idx) * sizeof(uint32_t);
+}
+
+/* Makes lk's GPU current on the calling thread (a pool thread or the poller pushing rows). */
+static int bell_on_device(const eht_lookup *lk)
+{
+	int dev = -1;
+	int rc = eht_dev_current(NULL, &dev);
+	return rc ? rc : dev == lk->device ? 0 : eht_dev_use(lk->device);
 }
 
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots)
@@ -180,8 +190,6 @@ static void trace_take(struct lk_bell *b, bool started_next)
 			g[i] = 0;
 }
 
-static int bell_on_device(const eht_lookup *lk);
-
 /* Staging is free for the next request once the previous request's slots have all been read by the
  * GPU and the CPU's copies of the last pushed request are done. */
 static void wait_slots_free(eht_lookup *lk, double t0)
@@ -253,14 +261,6 @@ struct bg_job {
 	double t_first; /* EHT_BELL_TRACE: when group 0 was marked ready */
 };
 
-/* Makes lk's GPU current on the calling thread (a pool thread or the poller pushing rows). */
-static int bell_on_device(const eht_lookup *lk)
-{
-	int dev = -1;
-	int rc = eht_dev_current(NULL, &dev);
-	return rc ? rc : dev == lk->device ? 0 : eht_dev_use(lk->device);
-}
-
 /* A pushed request's rows [begin, end) from staging to their place in push_dst, by the copy engine
  * on push_stream (the CPU emulation of the tests: memcpy). */
 static void push_rows(eht_lookup *lk, const struct lk_req *r, size_t begin, size_t end)
@@ -305,8 +305,9 @@ static void push_done(eht_lookup *lk, unsigned i)
 }
 
 /* Task t: rows of group t / tasks_per_group straight into their place in staging (a group's rows lie
- * together, no slot wraps inside a request). The last task of a group marks it ready, except for the
- * last group, which serve_bg marks once the dead count is written. */
+ * together, no slot wraps inside a request). The last task of a group marks it ready (pushed: copies
+ * it to the GPU), except for the last group, which serve_bg marks (pushes) once the dead count is
+ * written. */
 static void bg_task(void *arg, size_t t, unsigned worker)
 {
 	(void)worker;
@@ -964,7 +965,7 @@ static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_d
 	return rc;
 }
 
-/* A pushed request on the stream (push_piece, bg_compact): the ring kernel (the ids or distinct rows
+/* A pushed request on the stream (bg_piece, bg_compact): the ring kernel (the ids or distinct rows
  * into pinned memory, the done word cleared, the doorbell), then one wait for the done word, which
  * the CPU sets once its own copies have moved every group into GPU memory. Two nodes where the
  * stream-driven way has a copy and a wait per group, a copy of the ids, a write and a memset: on the
