@@ -41,9 +41,9 @@ Reports per variant the step's median and p90, the time it adds (us and % of the
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
 measured), the process's CPU time per step (user + sys, less the step's own without lookups; in the
 JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest; and how often each
-kind was put on a CPU per step, runs_per_step_by_thread: the poller's naps, the pool's wake-ups), the graph's launch
-call (launch_us, against the step without lookups: part of each synced step), and both tables'
-lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
+kind was put on a CPU per step, runs_per_step_by_thread: the poller's naps, the pool's wake-ups),
+the graph's launch call (launch_us, against the step without lookups: part of each synced step),
+and both tables' lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
 graph's launch is then part of the step, as in an engine that waits for each step's tokens before it
 launches the next, and eht's CPU work during the launch slows the launch. "back to back" times
 bursts of replays queued without a sync (an engine that schedules ahead; --burst replays each, 8;
@@ -275,31 +275,33 @@ def _thread_readings():
     return got
 
 
-def thread_cpu_s():
-    """This process's CPU seconds by kind of thread, from its threads' names (eht names its own):
-    {"pool": eht's CPU pool (eht-pool/N), "poller": the doorbell poller (eht-bell), "eht": eht's other
-    threads, "rest": every other thread (Python's, the CUDA driver's)}; {} without /proc. A thread that
-    ends between two readings takes its time with it (eht's threads live as long as their engine)."""
+def thread_stats():
+    """One reading of this process's threads by kind, from their names (eht names its own): (CPU
+    seconds, times put on a CPU), each {"pool": eht's CPU pool (eht-pool/N), "poller": the doorbell
+    poller (eht-bell), "eht": eht's other threads, "rest": every other thread (Python's, the CUDA
+    driver's)}. The CPU is {} without /proc, the runs (wake-ups and preemptions, schedstat) {} where
+    the kernel keeps no schedstat. A thread that ends between two readings takes its figures with it
+    (eht's threads live as long as their engine)."""
     got = _thread_readings()
     if got is None:
-        return {}
-    out = {"pool": 0.0, "poller": 0.0, "eht": 0.0, "rest": 0.0}
-    for kind, sec, _ in got:
-        out[kind] += sec
-    return out
+        return {}, {}
+    cpu = {"pool": 0.0, "poller": 0.0, "eht": 0.0, "rest": 0.0}
+    runs = {"pool": 0, "poller": 0, "eht": 0, "rest": 0}
+    for kind, sec, n in got:
+        cpu[kind] += sec
+        runs[kind] += n or 0
+    return cpu, (runs if all(n is not None for _, _, n in got) else {})
+
+
+def thread_cpu_s():
+    """This process's CPU seconds by kind of thread (thread_stats)."""
+    return thread_stats()[0]
 
 
 def thread_runs():
-    """Times this process's threads were put on a CPU (wake-ups and preemptions; schedstat), by kind
-    as thread_cpu_s; {} where the kernel keeps no schedstat. How often the poller and the pool wake
-    in a step: the CPU a step takes beyond its rows' copies is mostly wake-ups."""
-    got = _thread_readings()
-    if not got or any(runs is None for _, _, runs in got):
-        return {}
-    out = {"pool": 0, "poller": 0, "eht": 0, "rest": 0}
-    for kind, _, runs in got:
-        out[kind] += runs
-    return out
+    """Times this process's threads were put on a CPU, by kind (thread_stats): how often the poller
+    and the pool wake in a step."""
+    return thread_stats()[1]
 
 
 def thread_cpu_ms_per_step(c0, c1, steps):
@@ -551,12 +553,12 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     per step (the loop's, less the none step's own, measured alone)."""
     start, end = _warm(torch, g, feed, warmup, blocking)
     tv, tn, lv, ln = [], [], [], []
-    t0, r0, c0, w0 = thread_cpu_s(), thread_runs(), cpu_s(), time.perf_counter()
+    (t0, r0), c0, w0 = thread_stats(), cpu_s(), time.perf_counter()
     for i in range(reps):
         for graph, times, launches in ((g, tv, lv), (g_none, tn, ln)):
             feed(warmup + i)
             times.append(_replay_ms(start, end, graph, launches))
-    c1, w1, t1, r1 = cpu_s(), time.perf_counter(), thread_cpu_s(), thread_runs()
+    c1, w1, (t1, r1) = cpu_s(), time.perf_counter(), thread_stats()
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
            "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
