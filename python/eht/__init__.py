@@ -468,6 +468,17 @@ def _stream_handle(stream):
                     % type(stream).__name__)
 
 
+def _stream_or_current(stream, device=None):
+    """stream as a CUstream int (_stream_handle); None: torch's current stream of device (of the
+    current device when None, where torch has CUDA), 0 without torch."""
+    if stream is not None:
+        return _stream_handle(stream)
+    torch = _torch()
+    if torch is None or (device is None and not torch.cuda.is_available()):
+        return 0
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 def _choice(name, value, table):
     if not isinstance(value, str):
         raise TypeError("%s must be a string (%s), not %s" % (name, ", ".join(table), type(value).__name__))
@@ -568,9 +579,7 @@ class Lookup(_Closing):
             flags |= _choice("strategy", strategy, STRATEGIES) << 8
         if dead_is_error:
             flags |= _RUN_DEAD_ERROR
-        handle = _stream_handle(stream)
-        if stream is None and odev and torch is not None:
-            handle = torch.cuda.current_stream(out.device).cuda_stream
+        handle = _stream_or_current(stream, out.device) if odev else _stream_handle(stream)
         if count_dead is None:
             count_dead = not odev
         if count_dead and odev and torch is not None and torch.cuda.is_current_stream_capturing():
@@ -600,10 +609,7 @@ class Lookup(_Closing):
             raise ValueError("output holds %d bytes, %d rows need %d" % (onbytes, count, count * 512))
         if not (rdev and odev):
             raise ValueError("raw and out must be GPU memory")
-        handle = _stream_handle(stream)
-        torch = _torch()
-        if stream is None and torch is not None:
-            handle = torch.cuda.current_stream(out.device).cuda_stream
+        handle = _stream_or_current(stream, out.device)
         _check(_L().eht_lookup_dequant(n.h, raddr, count, oaddr, handle or None), "eht_lookup_dequant")
         del keep_r, keep_o, n
 
@@ -628,10 +634,7 @@ class Lookup(_Closing):
     def apply_hotset(self, stream=None):
         """Applies a pending refresh on the stream (default: torch's current one); True if one was."""
         e = self._use()
-        handle = _stream_handle(stream)
-        torch = _torch()
-        if stream is None and torch is not None and torch.cuda.is_available():
-            handle = torch.cuda.current_stream().cuda_stream
+        handle = _stream_or_current(stream)
         rc = _L().eht_lookup_hotset_apply(e.h, handle or None)
         _check(rc, "eht_lookup_hotset_apply")
         return rc == 1

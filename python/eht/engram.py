@@ -13,7 +13,7 @@ import array
 import ctypes
 import os
 
-from . import _bind, _check, _torch, _stream_handle
+from . import _bind, _check, _torch, _stream_or_current
 
 __all__ = ["Layout", "State", "part", "check_tp", "HIST_UNKNOWN", "HIST_BLOCK"]
 
@@ -261,7 +261,7 @@ class Layout:
                    dead=dead_t.data_ptr() if dead_t is not None else None, n_requests=starts.shape[0] - 1,
                    starts=starts.data_ptr(), history=history.data_ptr() if history is not None else None)
         if dev.type == "cuda":
-            h = _stream_handle(stream) if stream is not None else torch.cuda.current_stream(dev).cuda_stream
+            h = _stream_or_current(stream, dev)
             with torch.cuda.device(dev):
                 _check(_lib().eht_engram_hash_gpu(self._h, ctypes.byref(b), out.data_ptr(), h or None),
                        "eht_engram_hash_gpu")
