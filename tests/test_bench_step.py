@@ -57,6 +57,22 @@ def main():
         burnt.set()
         release.wait()  # alive while read: a thread's time goes with it
 
+    def settled(names):
+        # Thread.join returns before the kernel's thread is gone: wait until /proc no longer lists these
+        # names, so a later reading does not lose a thread that was still exiting (a CI run did).
+        for _ in range(500):
+            alive = set()
+            for tid in os.listdir("/proc/self/task"):
+                try:
+                    with open("/proc/self/task/%s/comm" % tid) as f:
+                        alive.add(f.read().strip())
+                except OSError:
+                    pass
+            if not alive & set(names):
+                return
+            time.sleep(0.01)
+        check(False, "threads %r still listed after 5 s" % (names,))
+
     c0 = bs.thread_cpu_s()
     if c0:  # (Linux /proc)
         release = threading.Event()
@@ -72,6 +88,7 @@ def main():
         release.set()
         for th, _ in started:
             th.join()
+        settled(("eht-pool/0", "eht-bell"))
         per = bs.thread_cpu_ms_per_step(c0, c1, 10)
         check(19.0 <= per["pool"] <= 25.0, "the named pool thread's 200 ms of CPU, per step of 10: %r" % per)
         check(9.0 <= per["poller"] <= 15.0 and per["eht"] < 1.0, "the poller's 100 ms: %r" % per)
