@@ -6,11 +6,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/dev.h"
 #include "table/numa_copy.h"
+#include "table/share_huge.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
+
+/* A group that cannot agree on anything more, or arguments that would fail the same way again. */
+static bool share_fatal(int rc)
+{
+	return rc == -ECONNRESET || rc == -ETIMEDOUT || rc == -EPROTO || rc == -EINVAL;
+}
+
+/* The auto tier's first try where rank 0 finds room in the huge page pool for the table
+ * (share_huge.h): region-pinned, on 2 MiB pages. Rank 0 decides for the group, since the pool is
+ * the node's and a rank that looked after rank 0 took pages would see less. Returns 0 with *out,
+ * 1 when not tried or failed (the usual order follows; why, at info level), or a group's error. */
+static int share_huge_first(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, const char *name,
+			    eht_table **out)
+{
+	int32_t huge = 0;
+	if (eht_group_rank(g) == 0) {
+		int node = opts && (opts->flags & EHT_SHARE_NUMA_NODE) ? opts->numa_node
+			   : eht_copy_node_for(opts && opts->device >= 0 ? opts->device : 0);
+		huge = eht_share_huge_first(bytes, eht_dev_count(), node);
+	}
+	int rc = eht_group_broadcast(g, &huge, sizeof(huge));
+	if (rc || !huge)
+		return rc ? rc : 1;
+	const struct eht_tier_def *region = eht_tier_of(EHT_TIER_REGION_PINNED);
+	rc = region->share(bytes, g, opts, EHT_TIER_REGION_PINNED, true, out);
+	if (rc == 0 || share_fatal(rc))
+		return rc;
+	if (eht_group_rank(g) == 0)
+		eht_info("table %s: region-pinned on huge pages failed (%s); trying the tiers in order", name,
+			 eht_last_error());
+	eht_err_clear();
+	return 1;
+}
 
 /* One table for the whole group, in the first tier that works (or opts->tier). */
 static int share_one(uint64_t bytes, eht_group *g, const struct eht_share_opts *opts, eht_table **out)
@@ -20,6 +55,11 @@ static int share_one(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	if (tier != 0 && (!forced || !(forced->caps & EHT_TIER_CAN_SHARE)))
 		return eht_err(EINVAL, "eht_table_share: tier %d (%s) cannot be shared", tier, eht_tier_name(tier));
 	const char *name = opts && opts->name ? opts->name : "table";
+	if (tier == 0) {
+		int hrc = share_huge_first(bytes, g, opts, name, out);
+		if (hrc <= 0)
+			return hrc;
+	}
 
 	/* Every rank gets the same answer from each step, so every rank takes the same next step. */
 	const struct eht_tier_def *first = NULL, *last = NULL;
@@ -32,8 +72,7 @@ static int share_one(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 		rc = k->share(bytes, g, opts, tier, tier == 0, out);
 		if (rc == 0 || forced)
 			break;
-		/* A broken group cannot agree on anything more; bad arguments would fail the same way again. */
-		if (rc == -ECONNRESET || rc == -ETIMEDOUT || rc == -EPROTO || rc == -EINVAL)
+		if (share_fatal(rc))
 			return rc;
 		if (!first) {
 			first = k;
@@ -133,7 +172,7 @@ static int share_per_numa(uint64_t bytes, eht_group *g, const struct eht_share_o
 			for (int k = 0; k < plan->n; k++)
 				eht_table_close(copies[k]);
 			memset(copies, 0, sizeof(copies));
-			if (rc == -ECONNRESET || rc == -ETIMEDOUT || rc == -EPROTO || rc == -EINVAL)
+			if (share_fatal(rc))
 				goto out;
 			snprintf(plan->why, sizeof(plan->why), "%s", eht_last_error());
 			plan->n = 1;

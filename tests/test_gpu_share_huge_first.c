@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_gpu_share_huge_first.c: eht_table_share's auto tier on a GPU node takes region-pinned on 2 MiB
+ * hugetlb pages when the huge page pool has room for the table (the GPU reads through the table's
+ * device pointer match the CPU's bytes), and host-NUMA, as before, when the pool has none. The
+ * pool is resized by the test and put back (root only). Skips (77) without a GPU. CUDA is only
+ * ever initialized in forked children. */
+#include <string.h>
+
+#include "gpu/dev.h"
+#include "os/fsinfo.h"
+#include "region_testutil.h"
+#include "table/table_impl.h"
+#include "util/err.h"
+
+#define HP (2ull << 20)
+#define RB 264u
+#define ROWS 100000u /* 25 MiB: 13 data pages + the header page */
+#define NR_PATH "/proc/sys/vm/nr_hugepages"
+
+static long nr_read(void)
+{
+	FILE *f = fopen(NR_PATH, "r");
+	long v = -1;
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int nr_write(long v)
+{
+	FILE *f = fopen(NR_PATH, "w");
+	if (!f)
+		return -1;
+	int ok = fprintf(f, "%ld\n", v) > 0;
+	return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+static uint64_t available(void)
+{
+	struct eht_hugetlb_pool pool;
+	return eht_hugetlb_pool(HP, &pool) == 0 ? pool.available : 0;
+}
+
+static eht_table *share(int tier, const char *name)
+{
+	eht_group *g = NULL;
+	eht_table *t = NULL;
+	struct eht_share_opts so = {.size = sizeof(so), .device = 0, .tier = tier, .row_bytes = RB, .name = name};
+	if (eht_group_create_single(&g) == 0 && eht_table_share((uint64_t)ROWS * RB, g, &so, &t) != 0)
+		fprintf(stderr, "%s: %s\n", name, eht_last_error());
+	eht_group_destroy(g);
+	return t;
+}
+
+/* Child, pool with room: region-pinned on huge pages, the GPU's view the CPU's bytes. */
+static void room_child(void)
+{
+	eht_table *t = share(0, "huge-first");
+	CHECK(t != NULL);
+	struct eht_table_info info = {.size = sizeof(info)};
+	if (!t || eht_table_get_info(t, &info))
+		_exit(t_done());
+	fprintf(stderr, "room: tier %s, page size %llu\n", eht_tier_name(info.tier), (unsigned long long)info.page_size);
+	CHECK(info.tier == EHT_TIER_REGION_PINNED && info.page_size == HP && info.device_ptr != 0);
+	uint8_t *p = info.host;
+	r_fill(p, (size_t)ROWS * RB, 0x4a6e);
+	static uint8_t buf[1u << 20];
+	const uint64_t offs[] = {0, 12345 * RB, (uint64_t)ROWS * RB - sizeof(buf)};
+	CHECK_RC(eht_dev_use(0), 0);
+	for (size_t i = 0; info.device_ptr && i < sizeof(offs) / sizeof(offs[0]); i++) {
+		memset(buf, 0xee, sizeof(buf));
+		CHECK_RC(eht_dev_d2h(buf, info.device_ptr + offs[i], sizeof(buf)), 0);
+		CHECK(memcmp(buf, p + offs[i], sizeof(buf)) == 0);
+	}
+	CHECK_RC(eht_table_close(t), 0);
+	_exit(t_done());
+}
+
+/* Child, no room: the tier host-NUMA gives when asked for, as before. */
+static void no_room_child(void)
+{
+	eht_table *h = share(EHT_TIER_HOST_NUMA, "host-numa");
+	int want = h ? EHT_TIER_HOST_NUMA : -1; /* without host-NUMA here, any tier but this path's */
+	eht_err_clear();
+	if (h)
+		CHECK_RC(eht_table_close(h), 0);
+	eht_table *t = share(0, "no-room");
+	struct eht_table_info info = {.size = sizeof(info)};
+	CHECK(t != NULL && eht_table_get_info(t, &info) == 0);
+	fprintf(stderr, "no room: tier %s, page size %llu\n", eht_tier_name(info.tier), (unsigned long long)info.page_size);
+	CHECK(want < 0 ? info.page_size != HP : info.tier == want);
+	if (t)
+		CHECK_RC(eht_table_close(t), 0);
+	_exit(t_done());
+}
+
+static int gpu_probe(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(t_have_gpu() ? 0 : T_SKIP);
+	return r_wait(pid);
+}
+
+int main(void)
+{
+	if (gpu_probe() != 0)
+		t_skip("no CUDA GPU");
+	struct eht_hugetlb_pool pool;
+	if (eht_hugetlb_pool(HP, &pool) != 0)
+		t_skip("no 2 MiB huge pages in this kernel");
+	long nr0 = nr_read();
+	if (geteuid() != 0 || nr0 < 0 || nr_write(nr0) != 0)
+		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
+	const long need = 1 + (long)(((uint64_t)ROWS * RB + HP - 1) / HP);
+	long used = (long)(pool.total - pool.available);
+
+	CHECK(nr_write(used) == 0);
+	pid_t c = fork();
+	if (c == 0)
+		no_room_child();
+	CHECK(r_wait(c) == 0);
+
+	CHECK(nr_write(used + need) == 0);
+	if (available() != (uint64_t)need) {
+		nr_write(nr0);
+		t_skip("no memory for the table's huge pages");
+	}
+	c = fork();
+	if (c == 0)
+		room_child();
+	CHECK(r_wait(c) == 0);
+	CHECK(available() == (uint64_t)need); /* all given back */
+	CHECK(nr_write(nr0) == 0);
+	return t_done();
+}
