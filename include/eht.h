@@ -645,7 +645,9 @@ EHT_API EHT_MUST_CHECK int eht_group_broadcast_fds(eht_group *group, int *fds, s
 struct eht_share_opts {
 	uint32_t size;          /* sizeof(struct eht_share_opts) */
 	uint32_t flags;         /* EHT_SHARE_* */
-	int tier;               /* eht_table_share: 0 tries host-numa, region-pinned, region in order;
+	int tier;               /* eht_table_share: 0 tries host-numa, region-pinned, region in order
+				 * (region-pinned first on a GPU node whose huge page pool has room for
+				 * the table: 2 MiB CPU pages, faster CPU gathers);
 				 * EHT_TIER_HOST_NUMA / _REGION_PINNED / _REGION forces one */
 	int device;             /* CUDA device ordinal; -1: the current context's device, else 0 */
 	uint64_t row_bytes;     /* row size for the table's geometry; 0: 1 (bytes) */
@@ -671,7 +673,10 @@ EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group
 			 eht_table **out);
 
 /* Collective: the one call users make. Tries host-NUMA, then a pinned shared region, then an
- * unpinned one (or only opts->tier), every rank ending in the same tier. Returns 0 and a table
+ * unpinned one (or only opts->tier), every rank ending in the same tier. With a GPU and a huge page
+ * pool (vm.nr_hugepages) whose available pages hold the whole table, rank 0 has the group try the
+ * pinned region first: on 2 MiB pages, where host-NUMA's CPU mapping has the driver's 4 KiB ones, the
+ * CPU gathers of HOST and AUTO run faster and the GPU reads it as fast. Returns 0 and a table
  * whose info gives the CPU pointer, the GPU pointer (0 for the unpinned region), tier, NUMA node and
  * page size; or the last tier's -errno. EHT_FAULT=region:rank=<r> (r > 0) fails rank r's attach to
  * the region, for tests of the all-or-none fallback. */
@@ -1165,7 +1170,8 @@ struct eht_serve_opts {
 				* becomes table NAME with packed rows (weight row bytes + scale row
 				* bytes: 264 for Engram); any other matched 2-D tensor becomes a table
 				* of its own rows, named after the tensor. */
-	int tier;              /* 0 (auto: host-numa, then pinned region, then region), or
+	int tier;              /* 0 (auto: host-numa, then pinned region, then region; the pinned
+				* region first when the huge page pool has room: eht_table_share), or
 				* EHT_TIER_HOST_NUMA, EHT_TIER_REGION_PINNED, EHT_TIER_REGION or
 				* EHT_TIER_DISK (rows stay in the files; workers read them themselves) */
 	int device;            /* GPU whose host NUMA node gets the tables; -1: 0 when there is a GPU */

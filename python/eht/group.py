@@ -353,7 +353,8 @@ class Group(_Closing):
 
     def share_table(self, nbytes, tier="auto", row_bytes=1, name="table", device=-1, per_numa=False):
         """Collective over the node: one table of nbytes, host-NUMA, else a pinned region, else a
-        region (or only `tier`), the same tier on every rank. Returns a SharedTable, or None on every
+        region (or only `tier`), the same tier on every rank; "auto" tries the pinned region first on
+        a GPU node whose huge page pool has room for the table (2 MiB CPU pages). Returns a SharedTable, or None on every
         rank of the node when no tier works (rank 0 logs why). Raises EhtError when the group itself
         fails (a rank died: ECONNRESET; stalled past the timeout: ETIMEDOUT).
         per_numa=True: one copy per NUMA node of the ranks (each rank's GPU's node), each rank

@@ -103,7 +103,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	       (unsigned long long)pool.available, (unsigned long long)pool.total, (unsigned long long)(hp >> 10),
 	       (unsigned long long)need);
 	if (pool.available >= need)
-		printf("  enough: eht serve --tier region puts them on huge pages\n");
+		printf("  enough: eht serve puts them on huge pages (--tier auto, region-pinned or region)\n");
 	else
 		printf("  set: sysctl vm.nr_hugepages=%llu (as root, before eht serve; the pages come from free memory:\n"
 		       "  %.1f GiB; per NUMA node: /sys/devices/system/node/nodeN/hugepages/hugepages-%llukB/nr_hugepages)\n"
