@@ -101,6 +101,9 @@ int main(void)
 			CHECK(json_array_size(tp) == 2);
 			const char *cp = json_string_value(json_object_get(json_array_get(tp, 0), "cpu_pages"));
 			CHECK(cp && (avail >= 2 ? strstr(cp, "hugetlb") != NULL : strstr(cp, "hugetlb") == NULL));
+			/* The tier eht serve --tier auto tries first: the region-pinned tier on those pages. */
+			const char *at = json_string_value(json_object_get(json_array_get(tp, 0), "auto_tier"));
+			CHECK(at && !strcmp(at, p->ndevices == 0 ? "region" : avail >= 2 ? "region-pinned" : "host-numa"));
 		}
 		json_decref(c);
 		snprintf(cmd, sizeof(cmd), "'%s' probe --tensors x > /dev/null 2>&1", cli);

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "eht.h"
+#include "gpu/dev.h"
 #include "os/fsinfo.h"
 #include "serve/serve_impl.h"
 
@@ -52,14 +53,17 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	eht_thp_shmem_mode(mode, sizeof(mode));
 	bool thp = strcmp(mode, "never") && strcmp(mode, "deny") && strcmp(mode, "unknown");
 	/* The CPU pages each table would get from a region-tier eht serve now: tables take huge pages in
-	 * order while the pool has room for the whole table (as region.c's choice does). */
-	const char **got = calloc(n ? n : 1, sizeof(*got));
+	 * order while the pool has room for the whole table (as region.c's choice does); and the tier
+	 * --tier auto would try first (table/share_huge.h): region-pinned for those, with a GPU. */
+	const char **got = calloc(n ? n : 1, sizeof(*got)), **autot = calloc(n ? n : 1, sizeof(*autot));
+	const bool gpu = eht_dev_count() > 0;
 	uint64_t left = pool.available;
-	for (size_t i = 0; got && i < n; i++) {
+	for (size_t i = 0; got && autot && i < n; i++) {
 		uint64_t pages = 1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp;
 		bool fits = have && left >= pages;
 		left -= fits ? pages : 0;
 		got[i] = fits ? "2 MiB (hugetlb)" : thp ? "2 MiB (shmem THP, advised)" : "4 KiB";
+		autot[i] = !gpu ? "region" : fits ? "region-pinned" : "host-numa";
 	}
 	if (json) {
 		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:b}", "checkpoint", path, "tables",
@@ -68,11 +72,11 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 				      (json_int_t)pool.available, "hugepages_needed", (json_int_t)need, "nr_hugepages",
 				      (json_int_t)set, "shmem_thp", mode, "fits", pool.available >= need);
 		json_t *arr = json_array();
-		for (size_t i = 0; o && arr && got && i < n; i++)
-			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:s}", "name", tabs[i].name, "bytes",
+		for (size_t i = 0; o && arr && got && autot && i < n; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:s, s:s}", "name", tabs[i].name, "bytes",
 							     (json_int_t)(tabs[i].rows * tabs[i].row_bytes), "hugepages",
 							     (json_int_t)(1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp),
-							     "cpu_pages", got[i]));
+							     "cpu_pages", got[i], "auto_tier", autot[i]));
 		if (o && arr)
 			json_object_set_new(o, "table_pages", arr);
 		else
@@ -81,6 +85,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 		json_decref(o);
 		free(tabs);
 		free(got);
+		free(autot);
 		if (!s)
 			return cli_error("probe", json, "out of memory");
 		printf("%s\n", s);
@@ -89,12 +94,14 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	}
 	printf("%s: %zu table(s), %.2f GiB\n", path, n, (double)bytes / (double)(1ull << 30));
 	for (size_t i = 0; i < n; i++)
-		printf("  %-44s %.2f GiB, %llu huge pages; on the region tier now: %s CPU pages\n", tabs[i].name,
-		       (double)(tabs[i].rows * tabs[i].row_bytes) / (double)(1ull << 30),
+		printf("  %-44s %.2f GiB, %llu huge pages; on the region tier now: %s CPU pages; --tier auto: %s%s\n",
+		       tabs[i].name, (double)(tabs[i].rows * tabs[i].row_bytes) / (double)(1ull << 30),
 		       (unsigned long long)(1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp),
-		       got ? got[i] : "?");
+		       got ? got[i] : "?", autot ? autot[i] : "?",
+		       autot && !strcmp(autot[i], "host-numa") ? " first (4 KiB CPU pages)" : "");
 	free(tabs);
 	free(got);
+	free(autot);
 	if (!have) {
 		printf("hugetlb: none in this kernel; region tables get %s pages\n", thp ? "shmem THP" : "4 KiB");
 		return 0;
