@@ -12,6 +12,7 @@
 #define EHT_LOOKUP_STRATEGY_HOST_H
 
 #include "lookup/lookup_impl.h"
+#include "lookup/strategy/bell_predict.h"
 
 /* Stream-triggered requests per engine (host_bell.c): the first LK_EAGER_REQS are a ring for calls
  * made outside capture, the rest are kept for captured calls (one per distinct ids buffer and shape).
@@ -45,6 +46,7 @@ struct lk_req {
 	eht_dptr push_dst;
 	atomic_uint kicked; /* captured: replays' host nodes that woke the poller for this request */
 	unsigned rang;      /* captured: rings served (poller only); kicked ahead of it: a ring is due */
+	struct bell_period period; /* captured: when its rings came (poller only; EHT_BELL_PREDICT) */
 	atomic_bool armed; /* fields above published (release) for the poller */
 	bool taken;       /* captured slot in use */
 	bool done_used;
@@ -188,6 +190,13 @@ void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint3
 void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);
 /* Chunk rows and staging slots of an n-row request (the kernel's launch arguments). */
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots);
+/* lk's captured requests ring without waking the poller (no host node beside their kernels): the
+ * idle poller naps while they may ring (what a capture without EHT_BELL_HOST_KICK does). */
+void eht_lk_bell_no_kick(eht_lookup *lk);
+/* EHT_BELL_PREDICT: the poller's sleeps to near a steady replay's next ring, and the rings that came
+ * before such a sleep ended (misses), since the process started; *until (may be NULL): when the
+ * last such sleep ends (eht_now_s), counted before it starts. */
+void eht_lk_bell_predict_stats(uint64_t *sleeps, uint64_t *misses, double *until);
 /* Leaves the poller and frees the path's buffers (after the GPU finished with them). */
 void eht_lk_bell_fini(eht_lookup *lk);
 /* The first error of a stream-triggered gather since the last call (then cleared), or 0. */

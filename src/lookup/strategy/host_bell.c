@@ -53,6 +53,9 @@ static struct poller {
 	atomic_uint kicks;
 	atomic_uint no_kick; /* engines whose captured requests got no host node (the default, or refused) */
 	atomic_bool napping;
+	/* EHT_BELL_PREDICT: sleeps to near a steady replay's next ring, and rings found when one ended */
+	atomic_uint_fast64_t predicted_sleeps, predict_misses;
+	atomic_uint_fast64_t predicted_until_ns; /* the end of the last such sleep (eht_now_s, in ns) */
 } P = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic uint32_t *bells(struct lk_bell *b) { return b->words; }
@@ -435,6 +438,20 @@ static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *t
 	return syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
+/* EHT_BELL_PREDICT, after a sleep to near the expected rings ended with a captured request's ring
+ * already there: it came early, so every history starts again, this ring's period its first
+ * (P.mu held). */
+static void predict_missed(void)
+{
+	atomic_fetch_add(&P.predict_misses, 1);
+	for (unsigned e = 0; e < P.n; e++) {
+		struct lk_bell *b = &eht_lk_host(P.engines[e])->bell;
+		unsigned scan = atomic_load_explicit(&b->scan, memory_order_acquire);
+		for (unsigned i = LK_EAGER_REQS; i < scan; i++)
+			bell_period_reset(&b->reqs[i].period);
+	}
+}
+
 /* Polls every doorbell while requests come and, after the last ring or kick, for EHT_BELL_SPIN_US
  * (100; the second table's request of a step follows the first within microseconds) or, when the
  * last idle gaps were all under 1 ms (back-to-back calls), twice the longest of them; and up to 2 ms
@@ -442,22 +459,28 @@ static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *t
  * the kick futex: an eager call (or, with EHT_BELL_HOST_KICK, a graph replay's host node) wakes it.
  * It naps 50 us at most while an eager request is armed but has not rung (its stream may be busy), a
  * kicked request is late, or captures got no host node (the default) and a ring came in the last
- * second; 1 ms otherwise. */
+ * second; 1 ms otherwise. With EHT_BELL_PREDICT=1, when every captured request that rang in the
+ * last second rings at a steady period, it sleeps instead until a guard before the earliest one's
+ * next ring (bell_predict.h). */
 static void *poll_main(void *arg)
 {
 	(void)arg;
 	eht_thread_name(EHT_THREAD_BELL);
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* naps of tens of microseconds, not the default 50 us slack */
 	const double spin_min = (double)eht_env_u64("EHT_BELL_SPIN_US", 100) * 1e-6, spin_max = 1e-3;
+	const bool predict = eht_env_u64("EHT_BELL_PREDICT", 0) != 0;
 	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), last_kick = last, idle_from = -1;
 	unsigned seen = atomic_load(&P.kicks), ngaps = 0;
+	bool slept_long = false; /* the last futex wait was a predicted sleep that no kick cut short */
 	while (!atomic_load(&P.stop)) {
-		bool served = false, awaiting = false;
+		bool served = false, awaiting = false, anytime = false;
+		double now = predict ? eht_now_s() : 0, wake = 0;
 		pthread_mutex_lock(&P.mu);
 		for (unsigned e = 0; e < P.n; e++) {
 			eht_lookup *lk = P.engines[e];
 			unsigned scan = atomic_load_explicit(&eht_lk_host(lk)->bell.scan, memory_order_acquire);
 			for (unsigned i = 0; i < scan; i++) {
+				struct lk_req *r = &eht_lk_host(lk)->bell.reqs[i];
 				if (atomic_load_explicit(&bells(&eht_lk_host(lk)->bell)[i], memory_order_acquire)) {
 					if (idle_from >= 0 && !served) { /* the idle gap this ring ends */
 						gaps[ngaps++ % 4] = eht_now_s() - idle_from;
@@ -466,15 +489,27 @@ static void *poll_main(void *arg)
 							g = gaps[q] > g ? gaps[q] : g;
 						spin_s = ngaps >= 4 && g <= spin_max ? (2 * g > spin_min ? (2 * g < spin_max ? 2 * g : spin_max) : spin_min) : spin_min;
 					}
+					if (predict && i >= LK_EAGER_REQS && atomic_load_explicit(&r->armed, memory_order_acquire)) {
+						if (slept_long) { /* (before serving it: whoever waits for its rows sees the count) */
+							predict_missed();
+							slept_long = false;
+						}
+						bell_period_ring(&r->period, now);
+					}
 					serve(lk, i);
 					served = true;
 				}
-				struct lk_req *r = &eht_lk_host(lk)->bell.reqs[i];
 				if (i >= LK_EAGER_REQS && (int)(atomic_load_explicit(&r->kicked, memory_order_relaxed) - r->rang) > 0)
 					awaiting = true; /* a replay reached this lookup; its ring is due */
+				double w = 0;
+				int says = predict && i >= LK_EAGER_REQS ? bell_period_wake(&r->period, now, &w) : 0;
+				anytime |= says < 0;
+				if (says > 0 && (wake == 0 || w < wake))
+					wake = w;
 			}
 		}
 		pthread_mutex_unlock(&P.mu);
+		slept_long = false;
 		double t = eht_now_s();
 		unsigned k = atomic_load(&P.kicks);
 		if (served || k != seen) {
@@ -491,13 +526,32 @@ static void *poll_main(void *arg)
 			continue;
 		}
 		/* Without kicks a replay is seen at a nap's end: 50 us naps, 1 ms ones after a second idle. */
-		bool short_nap = atomic_load(&P.pending) || awaiting || (atomic_load(&P.no_kick) && t - last < 1.0);
+		bool pending = atomic_load(&P.pending) != 0;
+		bool short_nap = pending || awaiting || (atomic_load(&P.no_kick) && t - last < 1.0);
 		struct timespec ts = {0, short_nap ? 50000 : 1000000};
+		/* Predicted: every recent captured request steady, no eager one or kicked one waiting. */
+		bool sleep_long = short_nap && !pending && !awaiting && !anytime && wake - t > 150e-6;
+		if (sleep_long) {
+			double s = wake - t < 1.0 ? wake - t : 1.0;
+			ts.tv_sec = (time_t)s;
+			ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+			atomic_store(&P.predicted_until_ns, (uint_fast64_t)((t + s) * 1e9));
+			atomic_fetch_add(&P.predicted_sleeps, 1);
+		}
 		atomic_store(&P.napping, true);
 		futex(&P.kicks, FUTEX_WAIT, seen, &ts);
 		atomic_store(&P.napping, false);
+		slept_long = sleep_long && atomic_load(&P.kicks) == seen;
 	}
 	return NULL;
+}
+
+void eht_lk_bell_predict_stats(uint64_t *sleeps, uint64_t *misses, double *until)
+{
+	*sleeps = atomic_load(&P.predicted_sleeps);
+	*misses = atomic_load(&P.predict_misses);
+	if (until)
+		*until = (double)atomic_load(&P.predicted_until_ns) * 1e-9;
 }
 
 /* Wakes the poller for a request about to ring (safe from any thread, the driver's included). */
@@ -705,6 +759,10 @@ void eht_lk_bell_fini(eht_lookup *lk)
 				(double)b->st_rows[k] / (double)b->st_reqs[k], b->st_wait_s[k] / (double)b->st_reqs[k] * 1e6,
 				b->st_gather_s[k] / (double)b->st_reqs[k] * 1e6,
 				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6, b->st_first_s[k] / (double)b->st_reqs[k] * 1e6);
+	if (b->trace && atomic_load(&P.predicted_sleeps))
+		fprintf(stderr, "eht: doorbell poller (EHT_BELL_PREDICT): %llu sleeps to near a replay's next ring, %llu "
+			"rings before one ended\n", (unsigned long long)atomic_load(&P.predicted_sleeps),
+			(unsigned long long)atomic_load(&P.predict_misses));
 	for (unsigned i = 0; i < LK_REQS; i++) {
 		if (i < LK_EAGER_REQS)
 			bell_free(lk, b->reqs[i].h_ids);
@@ -831,6 +889,15 @@ void eht_lk_bell_arm(eht_lookup *lk, unsigned idx)
 	poller_kick();
 }
 
+void eht_lk_bell_no_kick(eht_lookup *lk)
+{
+	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	if (!b->no_kick) { /* counted once: fini takes one back */
+		b->no_kick = true;
+		atomic_fetch_add(&P.no_kick, 1);
+	}
+}
+
 /* Under capture: a host node on a branch forked from s beside the stage-in kernel, joined back into
  * s after it, wakes the poller at each replay as the stream reaches the lookup (the kernel does not
  * wait for it). Without it (the driver refused) the idle poller naps 50 us instead of sleeping. */
@@ -838,10 +905,7 @@ static int bell_capture_kick(eht_lookup *lk, eht_stream s, unsigned idx)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	if (!b->kick_stream) { /* no host node: the idle poller naps instead of sleeping */
-		if (!b->no_kick) {
-			b->no_kick = true;
-			atomic_fetch_add(&P.no_kick, 1);
-		}
+		eht_lk_bell_no_kick(lk);
 		return 0;
 	}
 	int rc = eht_dev_event_record(b->ev_kfork, s);
@@ -849,8 +913,7 @@ static int bell_capture_kick(eht_lookup *lk, eht_stream s, unsigned idx)
 		rc = eht_dev_stream_wait_event(b->kick_stream, b->ev_kfork);
 	if (!rc && eht_dev_host_func(b->kick_stream, bell_host_kick, &b->reqs[idx]) != 0) {
 		eht_warn_once("lookup: the driver refused a host node in a captured lookup; the doorbell poller naps instead");
-		atomic_fetch_add(&P.no_kick, 1);
-		b->no_kick = true;
+		eht_lk_bell_no_kick(lk);
 	}
 	if (!rc)
 		rc = eht_dev_event_record(b->ev_kjoin, b->kick_stream);
