@@ -100,8 +100,8 @@ static void emu_close(struct emu *e)
 }
 
 /* One replay at time `at`: new ids, the ring, each chunk taken from staging and checked; *sleeps
- * (may be NULL): the poller's predicted sleeps just before the ring. */
-static void emu_step(struct emu *e, double at, uint64_t *sleeps)
+ * (may be NULL): the poller's predicted sleeps just before the ring. Returns when it rang. */
+static double emu_step(struct emu *e, double at, uint64_t *sleeps)
 {
 	for (size_t i = 0; i < N; i++)
 		e->ids[i] = (int64_t)(t_rand(&e->seed) % g_rows);
@@ -113,6 +113,7 @@ static void emu_step(struct emu *e, double at, uint64_t *sleeps)
 	struct lk_bell *b = &eht_lk_host(e->lk)->bell;
 	uint32_t chunk, nslots;
 	eht_lk_bell_geom(e->lk, N, &chunk, &nslots);
+	double rang = eht_now_s();
 	atomic_store_explicit(&b->words[e->idx], 1, memory_order_release); /* ring */
 	for (size_t c = 0; c < (N + chunk - 1) / chunk; c++) {
 		uint32_t slot = (uint32_t)(c % nslots);
@@ -125,6 +126,7 @@ static void emu_step(struct emu *e, double at, uint64_t *sleeps)
 	}
 	for (size_t i = 0; i < N; i++)
 		e->bad += memcmp(e->out + i * RB, g_table + (size_t)e->ids[i] * RB, RB) != 0;
+	return rang;
 }
 
 static uint64_t sleeps_now(void)
@@ -145,43 +147,43 @@ static uint64_t misses_now(void)
 
 /* The poller's runs at STEP_S steps through `len` seconds from `from` after a ring, summed over
  * `windows` steps once it has had 10. With predict, only in steps where a predicted sleep began
- * after the ring within 4 ms and lasts long enough: the window then starts once it has begun and
- * ends 0.5 ms before the sleep does, leaving room for a ring inside it. *seen: how many such windows
- * in 300 steps; *end: when the last one ended. Returns the runs (-1: no schedstat) and leaves *at
+ * within 4 ms of the ring: the window then starts once it has begun, and counts only when it was
+ * over 0.5 ms before the sleep's end (this thread may run late: ASan, a loaded machine), so any run
+ * in it is a wake-up inside the sleep. *seen: how many such windows in 300 steps; *end: when the
+ * last one ended; *until: when its sleep ends. Returns the runs (-1: no schedstat) and leaves *at
  * at the last window's ring. */
 static long window_runs(struct emu *e, bool predict, double from, double len, int windows, double *at, int *seen,
-			double *end)
+			double *end, double *until)
 {
 	long runs = 0;
 	*seen = 0;
 	for (int st = 0; st < 300 && *seen < windows; st++) {
 		uint64_t s0 = 0, x;
-		emu_step(e, *at += STEP_S, &s0);
-		double w0 = *at + from, until = 0;
+		double rang = emu_step(e, *at += STEP_S, &s0), w0 = rang + from;
+		*until = 0;
 		if (predict) {
-			while (sleeps_now() == s0 && eht_now_s() < *at + 0.004)
+			while (sleeps_now() == s0 && eht_now_s() < rang + 0.004)
 				nanosleep(&(struct timespec){0, 20000}, NULL);
 			double began = eht_now_s() + 50e-6;
-			eht_lk_bell_predict_stats(&x, &(uint64_t){0}, &until);
+			eht_lk_bell_predict_stats(&x, &(uint64_t){0}, until);
 			if (x == s0)
 				continue; /* no predicted sleep after this ring */
-			w0 = began > w0 ? began : w0;
-			if (w0 + len + 0.0005 > until)
-				continue; /* too short (learnt on a loaded machine's ragged periods) */
+			w0 = began;
 		} else if (st < 10) {
 			continue;
 		}
 		sleep_until(w0);
 		long r0 = poller_runs();
-		double t0 = eht_now_s();
-		sleep_until(*end = w0 + len);
+		sleep_until(w0 + len);
 		long r1 = poller_runs();
-		if (predict && (t0 - w0 > 200e-6 || eht_now_s() - *end > 200e-6))
-			continue; /* this thread ran late (a loaded machine): the window may not lie in the sleep */
+		*end = eht_now_s();
+		if (predict && *end > *until - 0.0005)
+			continue; /* the sleep ended too soon after the window for it to count */
 		if (r0 < 0 || r1 < r0)
 			return -1;
 		runs += r1 - r0;
 		++*seen;
+		*at = rang;
 	}
 	return runs;
 }
@@ -229,9 +231,9 @@ int main(void)
 	/* Naps: the idle poller wakes every 50 us or so between rings. */
 	struct emu *e = calloc(1, sizeof(*e));
 	int seen = 0;
-	double at = eht_now_s() + 0.01, end = 0;
+	double at = eht_now_s() + 0.01, end = 0, until = 0;
 	if (emu_open(e, false) == 0) {
-		long naps = window_runs(e, false, 0.0015, 0.0015, 8, &at, &seen, &end);
+		long naps = window_runs(e, false, 0.0015, 0.0015, 8, &at, &seen, &end, &until);
 		fprintf(stderr, "naps: the poller ran %ld times in %d x 1.5 ms between rings\n", naps, seen);
 		CHECK(sleeps_now() == 0); /* (how often it napped depends on the machine's load: printed only) */
 		emu_close(e);
@@ -241,7 +243,7 @@ int main(void)
 	memset(e, 0, sizeof(*e));
 	at = eht_now_s() + 0.01;
 	if (emu_open(e, true) == 0) {
-		long runs = window_runs(e, true, 0.0006, 0.0006, 1, &at, &seen, &end);
+		long runs = window_runs(e, true, 0, 0.0006, 1, &at, &seen, &end, &until);
 		if (!seen && e->late * 4 > e->steps) {
 			fprintf(stderr, "%u of %u replays rang over 200 us late\n", e->late, e->steps);
 			t_skip("this machine is too loaded to keep an 8 ms replay period");
@@ -251,22 +253,21 @@ int main(void)
 		CHECK(seen == 1);
 		if (seen && runs >= 0) /* (once: preempted between counting its sleep and starting it) */
 			CHECK(runs <= 1);
-		/* A step 0.2 ms after such a window, 0.3 ms before the sleep ends: a miss, its rows served all the same;
-		 * then, learnt again, it sleeps again. (Retried where this thread rang late.) */
+		/* A step 0.2 ms after such a window, inside the sleep: a miss, its rows served all the same;
+		 * then, learnt again, it sleeps again. (Tried again where this thread rang after the sleep.) */
 		bool missed = false;
 		for (int tries = 0; seen && !missed && tries < 20; tries++) {
 			if (tries)
-				window_runs(e, true, 0.0006, 0.0006, 1, &at, &seen, &end);
+				window_runs(e, true, 0, 0.0006, 1, &at, &seen, &end, &until);
 			uint64_t m0 = misses_now();
-			double ring = end + 0.0002;
-			emu_step(e, ring, NULL);
-			if (misses_now() == m0 + 1)
-				missed = true;
-			/* (no miss: this thread rang late, after the sleep's end; tried again) */
-			at = ring;
+			double rang = emu_step(e, end + 0.0002, NULL);
+			missed = misses_now() == m0 + 1;
+			if (!missed)
+				CHECK(rang > until - 50e-6); /* no miss only for a ring after the sleep ended */
+			at = rang;
 		}
 		CHECK(missed);
-		window_runs(e, true, 0.0006, 0.0006, 1, &at, &seen, &end);
+		window_runs(e, true, 0, 0.0006, 1, &at, &seen, &end, &until);
 		CHECK(seen == 1);
 		uint64_t sl, mi;
 		eht_lk_bell_predict_stats(&sl, &mi, NULL);
