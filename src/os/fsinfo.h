@@ -29,6 +29,11 @@ struct eht_hugetlb_pool {
 };
 /* Returns 0, or -ENOENT (no huge pages of that size; *p zeroed but page_size). */
 int eht_hugetlb_pool(uint64_t page_size, struct eht_hugetlb_pool *p);
+/* The huge pages of page_size a region of `bytes` rows takes: a header page and the rows. */
+static inline uint64_t eht_hugetlb_region_pages(uint64_t bytes, uint64_t page_size)
+{
+	return 1 + (bytes + page_size - 1) / page_size;
+}
 /* The active word of /sys/kernel/mm/transparent_hugepage/shmem_enabled ("never", "advise",
  * "always", "within_size", "deny", "force") into buf; "unknown" when unreadable. */
 const char *eht_thp_shmem_mode(char *buf, size_t len);

@@ -374,7 +374,7 @@ static void huge_choice(const struct req *q, uint64_t *memfd_page, bool *thp)
 	struct eht_hugetlb_pool pool;
 	bool have = eht_hugetlb_pool(0, &pool) == 0;
 	uint64_t hp = have ? pool.page_size : 0;
-	uint64_t need = hp ? 1 + (q->bytes + hp - 1) / hp : 0; /* a header page + the data */
+	uint64_t need = hp ? eht_hugetlb_region_pages(q->bytes, hp) : 0;
 	if (have && !q->no_memfd && pool.available >= need) {
 		*memfd_page = hp;
 		return;

@@ -13,7 +13,7 @@ bool eht_share_huge_first(uint64_t bytes, int gpus, int node)
 	struct eht_hugetlb_pool pool;
 	if (eht_hugetlb_pool(0, &pool) != 0 || !pool.page_size)
 		return false;
-	uint64_t need = 1 + (bytes + pool.page_size - 1) / pool.page_size; /* the header page + the rows */
+	uint64_t need = eht_hugetlb_region_pages(bytes, pool.page_size);
 	if (pool.available < need)
 		return false;
 	/* A region bound to a node faults its pages in from that node's pool. */

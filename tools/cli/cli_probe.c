@@ -45,7 +45,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t b = tabs[i].rows * tabs[i].row_bytes;
 		bytes += b;
-		need += 1 + (b + hp - 1) / hp;
+		need += eht_hugetlb_region_pages(b, hp);
 	}
 	/* What is in use stays in use; the tables need theirs on top. */
 	uint64_t used = pool.total - pool.available, set = used + need;
@@ -59,7 +59,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	const bool gpu = eht_dev_count() > 0;
 	uint64_t left = pool.available;
 	for (size_t i = 0; got && autot && i < n; i++) {
-		uint64_t pages = 1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp;
+		uint64_t pages = eht_hugetlb_region_pages(tabs[i].rows * tabs[i].row_bytes, hp);
 		bool fits = have && left >= pages;
 		left -= fits ? pages : 0;
 		got[i] = fits ? "2 MiB (hugetlb)" : thp ? "2 MiB (shmem THP, advised)" : "4 KiB";
@@ -75,7 +75,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 		for (size_t i = 0; o && arr && got && autot && i < n; i++)
 			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:s, s:s}", "name", tabs[i].name, "bytes",
 							     (json_int_t)(tabs[i].rows * tabs[i].row_bytes), "hugepages",
-							     (json_int_t)(1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp),
+							     (json_int_t)eht_hugetlb_region_pages(tabs[i].rows * tabs[i].row_bytes, hp),
 							     "cpu_pages", got[i], "auto_tier", autot[i]));
 		if (o && arr)
 			json_object_set_new(o, "table_pages", arr);
@@ -96,7 +96,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	for (size_t i = 0; i < n; i++)
 		printf("  %-44s %.2f GiB, %llu huge pages; on the region tier now: %s CPU pages; --tier auto: %s%s\n",
 		       tabs[i].name, (double)(tabs[i].rows * tabs[i].row_bytes) / (double)(1ull << 30),
-		       (unsigned long long)(1 + (tabs[i].rows * tabs[i].row_bytes + hp - 1) / hp),
+		       (unsigned long long)eht_hugetlb_region_pages(tabs[i].rows * tabs[i].row_bytes, hp),
 		       got ? got[i] : "?", autot ? autot[i] : "?",
 		       autot && !strcmp(autot[i], "host-numa") ? " first (4 KiB CPU pages)" : "");
 	free(tabs);
