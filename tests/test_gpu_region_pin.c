@@ -66,14 +66,6 @@ static void pin_child(const char *name, uint64_t bytes, const uint64_t *offs, in
 	_exit(t_done());
 }
 
-static int gpu_probe(void)
-{
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(t_have_gpu() ? 0 : T_SKIP);
-	return r_wait(pid);
-}
-
 /* Creates `name` in this process (no CUDA here), filled with a pattern, ready. */
 static eht_region *make_region(const char *name, uint64_t bytes)
 {
@@ -89,7 +81,7 @@ static eht_region *make_region(const char *name, uint64_t bytes)
 
 int main(void)
 {
-	if (gpu_probe() != 0)
+	if (!t_have_gpu_forked())
 		t_skip("no CUDA GPU");
 	dir = r_tmpdir("gpu-region");
 

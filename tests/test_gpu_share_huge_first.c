@@ -15,33 +15,6 @@
 #define HP (2ull << 20)
 #define RB 264u
 #define ROWS 100000u /* 25 MiB: 13 data pages + the header page */
-#define NR_PATH "/proc/sys/vm/nr_hugepages"
-
-static long nr_read(void)
-{
-	FILE *f = fopen(NR_PATH, "r");
-	long v = -1;
-	if (f && fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static int nr_write(long v)
-{
-	FILE *f = fopen(NR_PATH, "w");
-	if (!f)
-		return -1;
-	int ok = fprintf(f, "%ld\n", v) > 0;
-	return (fclose(f) == 0 && ok) ? 0 : -1;
-}
-
-static uint64_t available(void)
-{
-	struct eht_hugetlb_pool pool;
-	return eht_hugetlb_pool(HP, &pool) == 0 ? pool.available : 0;
-}
 
 static eht_table *share(int tier, const char *name)
 {
@@ -96,43 +69,35 @@ static void no_room_child(void)
 	_exit(t_done());
 }
 
-static int gpu_probe(void)
-{
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(t_have_gpu() ? 0 : T_SKIP);
-	return r_wait(pid);
-}
-
 int main(void)
 {
-	if (gpu_probe() != 0)
+	if (!t_have_gpu_forked())
 		t_skip("no CUDA GPU");
 	struct eht_hugetlb_pool pool;
 	if (eht_hugetlb_pool(HP, &pool) != 0)
 		t_skip("no 2 MiB huge pages in this kernel");
-	long nr0 = nr_read();
-	if (geteuid() != 0 || nr0 < 0 || nr_write(nr0) != 0)
+	long nr0 = t_nr_hugepages();
+	if (geteuid() != 0 || nr0 < 0 || t_set_nr_hugepages(nr0) != 0)
 		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
 	const long need = 1 + (long)(((uint64_t)ROWS * RB + HP - 1) / HP);
 	long used = (long)(pool.total - pool.available);
 
-	CHECK(nr_write(used) == 0);
+	CHECK(t_set_nr_hugepages(used) == 0);
 	pid_t c = fork();
 	if (c == 0)
 		no_room_child();
 	CHECK(r_wait(c) == 0);
 
-	CHECK(nr_write(used + need) == 0);
-	if (available() != (uint64_t)need) {
-		nr_write(nr0);
+	CHECK(t_set_nr_hugepages(used + need) == 0);
+	if (t_hugepages_available() != (uint64_t)need) {
+		t_set_nr_hugepages(nr0);
 		t_skip("no memory for the table's huge pages");
 	}
 	c = fork();
 	if (c == 0)
 		room_child();
 	CHECK(r_wait(c) == 0);
-	CHECK(available() == (uint64_t)need); /* all given back */
-	CHECK(nr_write(nr0) == 0);
+	CHECK(t_hugepages_available() == (uint64_t)need); /* all given back */
+	CHECK(t_set_nr_hugepages(nr0) == 0);
 	return t_done();
 }

@@ -21,35 +21,8 @@
 #define HP (2ull << 20)
 #define RB 264u
 #define ROWS 20000u /* 5.3 MiB: 3 data pages + the header page */
-#define NR_PATH "/proc/sys/vm/nr_hugepages"
 
 static char key[64];
-
-static long nr_read(void)
-{
-	FILE *f = fopen(NR_PATH, "r");
-	long v = -1;
-	if (f && fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static int nr_write(long v)
-{
-	FILE *f = fopen(NR_PATH, "w");
-	if (!f)
-		return -1;
-	int ok = fprintf(f, "%ld\n", v) > 0;
-	return (fclose(f) == 0 && ok) ? 0 : -1;
-}
-
-static uint64_t available(void)
-{
-	struct eht_hugetlb_pool pool;
-	return eht_hugetlb_pool(HP, &pool) == 0 ? pool.available : 0;
-}
 
 /* eht_table_share in the auto tier; checks the table is a region on huge pages, filled and read. */
 static int share_auto(eht_group *g, const char *name)
@@ -88,19 +61,6 @@ static int rank_main(int rank)
 	return bad;
 }
 
-static int count_in_file(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	char line[4096];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 int main(void)
 {
 	setenv("EHT_NO_CUDA", "1", 1);
@@ -108,16 +68,16 @@ int main(void)
 	struct eht_hugetlb_pool pool;
 	if (eht_hugetlb_pool(HP, &pool) != 0)
 		t_skip("no 2 MiB huge pages in this kernel");
-	long nr0 = nr_read();
-	if (geteuid() != 0 || nr0 < 0 || nr_write(nr0) != 0)
+	long nr0 = t_nr_hugepages();
+	if (geteuid() != 0 || nr0 < 0 || t_set_nr_hugepages(nr0) != 0)
 		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
 	const uint64_t bytes = (uint64_t)ROWS * RB, need = 1 + (bytes + HP - 1) / HP; /* 4 pages */
 	long used = (long)(pool.total - pool.available);
 
 	/* The test itself: no GPU, no; room for the table to the page, yes; one page short, no. */
-	CHECK(nr_write(used + (long)need) == 0);
-	if (available() != need) {
-		nr_write(nr0);
+	CHECK(t_set_nr_hugepages(used + (long)need) == 0);
+	if (t_hugepages_available() != need) {
+		t_set_nr_hugepages(nr0);
 		t_skip("no memory for a few huge pages");
 	}
 	CHECK(!eht_share_huge_first(bytes, 0, -1));
@@ -125,16 +85,16 @@ int main(void)
 	if (eht_numa_node_count() == 1) /* one node: the pool's count is the node's */
 		CHECK(eht_share_huge_first(bytes, 2, 0));
 	CHECK(!eht_share_huge_first(bytes + (HP - bytes % HP) + 1, 1, -1));
-	CHECK(nr_write(used + (long)need - 1) == 0);
+	CHECK(t_set_nr_hugepages(used + (long)need - 1) == 0);
 	CHECK(!eht_share_huge_first(bytes, 1, -1));
-	CHECK(nr_write(used) == 0);
+	CHECK(t_set_nr_hugepages(used) == 0);
 	CHECK(!eht_share_huge_first(bytes, 1, -1));
 
 	/* The path: region-pinned first (here it cannot pin), then host-NUMA (no GPU), then the region:
 	 * on huge pages, as the first attempt gave back what it took. */
 	setenv("EHT_TEST_SHARE_HUGE_FIRST", "1", 1);
-	CHECK(nr_write(used + 2 * (long)need) == 0);
-	uint64_t before = available();
+	CHECK(t_set_nr_hugepages(used + 2 * (long)need) == 0);
+	uint64_t before = t_hugepages_available();
 	CHECK(before >= need);
 	char *dir = t_tmpdir("hfirst"), path[512];
 	snprintf(path, sizeof(path), "%s/share.log", dir);
@@ -146,10 +106,10 @@ int main(void)
 	eht_group_destroy(g);
 	dup2(saved, 2);
 	close(saved);
-	CHECK(count_in_file(path, "region-pinned on huge pages failed") == 1); /* the path was taken */
-	CHECK(count_in_file(path, "could not pin the region for GPU DMA (no GPU)") == 1);
+	CHECK(t_count_lines(path, "region-pinned on huge pages failed") == 1); /* the path was taken */
+	CHECK(t_count_lines(path, "could not pin the region for GPU DMA (no GPU)") == 1);
 	t_rmtree(dir);
-	CHECK(available() == before);
+	CHECK(t_hugepages_available() == before);
 	/* Two ranks: both try the same tiers in the same order, each collective matched. */
 	snprintf(key, sizeof(key), "t.hfirst.%d", (int)getpid());
 	pid_t pids[2];
@@ -161,8 +121,8 @@ int main(void)
 		waitpid(pids[r], &st, 0);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	CHECK(available() == before);
-	CHECK(nr_write(nr0) == 0);
-	CHECK(nr_read() == nr0);
+	CHECK(t_hugepages_available() == before);
+	CHECK(t_set_nr_hugepages(nr0) == 0);
+	CHECK(t_nr_hugepages() == nr0);
 	return t_done();
 }

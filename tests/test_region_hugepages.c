@@ -20,30 +20,9 @@
 #define ROWS 20000u /* 5.3 MiB: 3 data pages + the header page */
 #define NIDS 3001u
 #define HP (2ull << 20)
-#define NR_PATH "/proc/sys/vm/nr_hugepages"
 
 static char logdir[256];
 static char key[64];
-
-static long nr_read(void)
-{
-	FILE *f = fopen(NR_PATH, "r");
-	long v = -1;
-	if (f && fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	if (f)
-		fclose(f);
-	return v;
-}
-
-static int nr_write(long v)
-{
-	FILE *f = fopen(NR_PATH, "w");
-	if (!f)
-		return -1;
-	int ok = fprintf(f, "%ld\n", v) > 0;
-	return (fclose(f) == 0 && ok) ? 0 : -1;
-}
 
 static uint8_t row_byte(uint64_t r, size_t k) { return (uint8_t)((r * 2654435761u) >> 7 ^ (k * 31u)); }
 
@@ -75,19 +54,6 @@ static void gather(eht_table *t, uint8_t *out)
 	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT64, 0, NIDS, out, NULL, 0, &dead), 0);
 	CHECK(dead == 0);
 	eht_lookup_destroy(lk);
-}
-
-static int count_in_file(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	char line[4096];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
 }
 
 static eht_table *share_one(void)
@@ -140,8 +106,8 @@ int main(void)
 	struct eht_hugetlb_pool pool;
 	if (eht_hugetlb_pool(HP, &pool) != 0)
 		t_skip("no 2 MiB huge pages in this kernel");
-	long nr0 = nr_read();
-	if (geteuid() != 0 || nr0 < 0 || nr_write(nr0) != 0)
+	long nr0 = t_nr_hugepages();
+	if (geteuid() != 0 || nr0 < 0 || t_set_nr_hugepages(nr0) != 0)
 		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
 	snprintf(logdir, sizeof(logdir), "%s", t_tmpdir("hugepages"));
 	uint8_t *out4k = malloc((size_t)NIDS * RB), *out2m = malloc((size_t)NIDS * RB);
@@ -149,7 +115,7 @@ int main(void)
 
 	/* No room in the pool: 4 KiB pages and one warning naming the fix. */
 	long used = (long)(pool.total - pool.available);
-	CHECK(nr_write(used) == 0);
+	CHECK(t_set_nr_hugepages(used) == 0);
 	CHECK(eht_hugetlb_pool(HP, &pool) == 0 && pool.available == 0);
 	char mode[32];
 	eht_thp_shmem_mode(mode, sizeof(mode));
@@ -167,17 +133,17 @@ int main(void)
 		fprintf(stderr, "no pool (shmem THP %s): page size %llu\n", mode, (unsigned long long)ps);
 		if (no_thp) {
 			CHECK(ps == 4096);
-			CHECK(count_in_file(path, "vm.nr_hugepages=") == 1);
-			CHECK(count_in_file(path, "4 KiB pages") == 1);
+			CHECK(t_count_lines(path, "vm.nr_hugepages=") == 1);
+			CHECK(t_count_lines(path, "4 KiB pages") == 1);
 		}
 		CHECK_RC(eht_table_close(t), 0);
 	}
 
 	/* A pool with room: the table is a hugetlb memfd, 2 MiB pages everywhere it is mapped. */
-	CHECK(nr_write(used + 16) == 0);
+	CHECK(t_set_nr_hugepages(used + 16) == 0);
 	if (eht_hugetlb_pool(HP, &pool) != 0 || pool.available < 8) {
 		fprintf(stderr, "could not reserve huge pages (%llu available)\n", (unsigned long long)pool.available);
-		nr_write(nr0);
+		t_set_nr_hugepages(nr0);
 		t_rmtree(logdir);
 		t_skip("no memory for 16 huge pages");
 	}
@@ -224,8 +190,8 @@ int main(void)
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	CHECK(eht_hugetlb_pool(HP, &pool) == 0 && pool.free == pool.total - (uint64_t)used); /* all given back */
-	CHECK(nr_write(nr0) == 0);
-	CHECK(nr_read() == nr0);
+	CHECK(t_set_nr_hugepages(nr0) == 0);
+	CHECK(t_nr_hugepages() == nr0);
 	free(out4k);
 	free(out2m);
 	t_rmtree(logdir);

@@ -81,19 +81,6 @@ static int rank_main(int rank)
 	return bad;
 }
 
-static int count_in_file(const char *path, const char *needle)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	char line[2048];
-	int n = 0;
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, needle) != NULL;
-	fclose(f);
-	return n;
-}
-
 int main(void)
 {
 	setenv("EHT_NO_CUDA", "1", 1);
@@ -143,7 +130,7 @@ int main(void)
 	for (int r = 0; r < N; r++) {
 		char path[512];
 		snprintf(path, sizeof(path), "%s/rank%d.log", logdir, r);
-		int w = count_in_file(path, "host-NUMA sharing unavailable");
+		int w = t_count_lines(path, "host-NUMA sharing unavailable");
 		if (r != 0)
 			CHECK(w == 0);
 		warnings += w;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gpu/dev.h"
+#include "os/fsinfo.h"
 #if EHT_HAVE_URING_BUILD
 #include <liburing.h>
 #endif
@@ -193,6 +194,56 @@ int t_uring_works(void)
 }
 
 int t_have_gpu(void) { return eht_dev_count() > 0; }
+
+int t_have_gpu_forked(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(t_have_gpu() ? 0 : 1);
+	int st = 0;
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int t_count_lines(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	char line[4096];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+#define NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
+
+long t_nr_hugepages(void)
+{
+	FILE *f = fopen(NR_HUGEPAGES, "r");
+	long v = -1;
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+int t_set_nr_hugepages(long n)
+{
+	FILE *f = fopen(NR_HUGEPAGES, "w");
+	if (!f)
+		return -1;
+	int ok = fprintf(f, "%ld\n", n) > 0;
+	return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+uint64_t t_hugepages_available(void)
+{
+	struct eht_hugetlb_pool pool;
+	return eht_hugetlb_pool(2ull << 20, &pool) == 0 ? pool.available : 0;
+}
 
 void t_sha256_hex(const void *data, size_t len, char out[65])
 {

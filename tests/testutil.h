@@ -64,6 +64,16 @@ size_t t_rows_compare(const uint8_t *table, uint64_t nrows, size_t rb, const int
 		      const uint8_t *out, uint64_t *dead);
 /* True when a CUDA device is usable (libcuda loads and has a device). */
 int t_have_gpu(void);
+/* t_have_gpu asked in a forked child, so this process never initializes CUDA (a test that forks
+ * ranks or children that use the GPU must not before it forks). */
+int t_have_gpu_forked(void);
+/* Lines of the file at path that contain needle (0 when it cannot be read): a log's warnings. */
+int t_count_lines(const char *path, const char *needle);
+/* /proc/sys/vm/nr_hugepages, -1 when unreadable; setting it (root only) returns 0 or -1. */
+long t_nr_hugepages(void);
+int t_set_nr_hugepages(long n);
+/* 2 MiB huge pages a new mapping can still get (free less reserved), 0 without a pool. */
+uint64_t t_hugepages_available(void);
 /* True when libeht was built with liburing and this kernel lets the process use io_uring. */
 int t_uring_works(void);
 /* eht_serve_status(key) parsed (a json_t, json_decref it); NULL when no server holds key. */
