@@ -540,19 +540,23 @@ static int lk_shapes(struct lk_run *d)
 	return 0;
 }
 
-/* One setting of the CPU gather's knobs (lk_host.c: EHT_LOOKUP_PREFETCH, _CHUNKS, _DMA_SPLIT). */
+/* One setting of the CPU gather's knobs (strategy/host.c: EHT_LOOKUP_PREFETCH, _CHUNKS, _DMA_SPLIT,
+ * _STREAM_STORES). */
 struct knob_set {
-	unsigned pf, chunks, split;
+	unsigned pf, chunks, split, stream;
 };
 
 /* --knob-sweep: the HOST and AUTO engines on every shape and mode again for each setting of the
- * gather's knobs (prefetch distance x chunks per worker, then the eager DMA split at the defaults),
+ * gather's knobs (prefetch distance x chunks per worker, then the eager DMA split and the streaming
+ * stores at the defaults),
  * one line per setting on stdout (JSON lines on stderr with --json). The knobs go back to the environment's
  * values after. 0 or 1. */
 static int lk_knob_sweep(struct lk_run *d)
 {
-	static const unsigned pfs[] = {0, 2, 4, 8, 16, 32}, chs[] = {1, 2, 4, 8}, splits[] = {1, 2, 4, 16};
-	static const char *names[3] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNKS", "EHT_LOOKUP_DMA_SPLIT"};
+	static const unsigned pfs[] = {0, 2, 4, 8, 16, 32}, chs[] = {1, 2, 4, 8, 16}, splits[] = {1, 2, 4, 16};
+	enum { NKNOBS = 4 };
+	static const char *names[NKNOBS] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNKS", "EHT_LOOKUP_DMA_SPLIT",
+					    "EHT_LOOKUP_STREAM_STORES"};
 	const struct lk_opts *o = d->o;
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .maxn = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
@@ -561,14 +565,16 @@ static int lk_knob_sweep(struct lk_run *d)
 	int ns = 0;
 	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
 		for (size_t b = 0; b < sizeof(chs) / sizeof(chs[0]); b++)
-			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8};
+			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8, 1};
 	for (size_t a = 0; a < sizeof(splits) / sizeof(splits[0]); a++)
-		sets[ns++] = (struct knob_set){LK_PREFETCH, 8, splits[a]};
-	char *saved[3];
-	for (int i = 0; i < 3; i++)
+		sets[ns++] = (struct knob_set){LK_PREFETCH, 8, splits[a], 1};
+	sets[ns++] = (struct knob_set){LK_PREFETCH, 8, 8, 0};
+	char *saved[NKNOBS];
+	for (int i = 0; i < NKNOBS; i++)
 		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
 	if (!o->json)
-		printf("knob sweep (median ms per step; prefetch rows, chunks per worker, eager DMA split):\n");
+		printf("knob sweep (median ms per step; prefetch rows, chunks per worker, eager DMA split, streaming "
+		       "stores):\n");
 	int rc = 0;
 	for (int k = 0; k < o->nshapes && !rc; k++) {
 		double distinct = 0;
@@ -578,11 +584,12 @@ static int lk_knob_sweep(struct lk_run *d)
 			break;
 		}
 		for (int q = 0; q < ns; q++) {
-			char v[3][16];
+			char v[NKNOBS][16];
 			snprintf(v[0], sizeof(v[0]), "%u", sets[q].pf);
 			snprintf(v[1], sizeof(v[1]), "%u", sets[q].chunks);
 			snprintf(v[2], sizeof(v[2]), "%u", sets[q].split);
-			for (int i = 0; i < 3; i++)
+			snprintf(v[3], sizeof(v[3]), "%u", sets[q].stream);
+			for (int i = 0; i < NKNOBS; i++)
 				setenv(names[i], v[i], 1);
 			eht_lk_knobs_reload();
 			for (int si = 0; si < o->nstrat; si++) {
@@ -591,10 +598,10 @@ static int lk_knob_sweep(struct lk_run *d)
 					continue;
 				char line[512];
 				int len = snprintf(line, sizeof(line),
-						   o->json ? "{\"knobs\": {\"prefetch\": %u, \"chunks\": %u, \"dma_split\": %u}, "
-							     "\"strategy\": \"%s\", \"ids\": %zu"
-							   : "  pf %2u chunks %u split %2u  %-5s %7zu ids",
-						   sets[q].pf, sets[q].chunks, sets[q].split, eht_lookup_strategy_name(st),
+						   o->json ? "{\"knobs\": {\"prefetch\": %u, \"chunks\": %u, \"dma_split\": %u, "
+							     "\"stream_stores\": %u}, \"strategy\": \"%s\", \"ids\": %zu"
+							   : "  pf %2u chunks %u split %2u stream %u  %-5s %7zu ids",
+						   sets[q].pf, sets[q].chunks, sets[q].split, sets[q].stream, eht_lookup_strategy_name(st),
 						   o->shapes[k]);
 				for (int m = 0; m < NMODES; m++) {
 					if (!d->want[m])
@@ -612,7 +619,7 @@ static int lk_knob_sweep(struct lk_run *d)
 			}
 		}
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < NKNOBS; i++) {
 		if (saved[i])
 			setenv(names[i], saved[i], 1);
 		else

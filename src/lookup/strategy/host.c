@@ -14,6 +14,7 @@
 #include "util/cpu.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/copy_stream.h"
 #include "util/radix.h"
 
 /* ------------------------------------------------------------------- the gather's knobs */
@@ -30,9 +31,12 @@
  *   EHT_LOOKUP_CHUNKS       chunks per worker a batch is cut into (default LK_CHUNKS_PER_WORKER)
  *   EHT_LOOKUP_CHUNK_MIN    the smallest chunk in rows (default LK_CHUNK_MIN, never below it)
  *   EHT_LOOKUP_DMA_SPLIT    eager HOST: copies to the GPU per job, overlapped with the gather
- *                           (1 = one copy after the whole gather; default 8) */
+ *                           (1 = one copy after the whole gather; default 8)
+ *   EHT_LOOKUP_STREAM_STORES  raw rows written with streaming stores (util/copy_stream.h; 1 default,
+ *                           0 plain memcpy) */
 static struct {
 	unsigned prefetch, chunks, chunk_min, dma_split;
+	bool stream_stores;
 } knobs;
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
@@ -47,6 +51,7 @@ static void knobs_read(void)
 	/* Below LK_CHUNK_MIN a batch would need more chunks than max_chunks holds. */
 	knobs.chunk_min = cm < LK_CHUNK_MIN ? LK_CHUNK_MIN : cm > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cm;
 	knobs.dma_split = ds < 1 ? 1 : ds > 1024 ? 1024 : (unsigned)ds;
+	knobs.stream_stores = eht_env_u64("EHT_LOOKUP_STREAM_STORES", 1) != 0;
 }
 
 void eht_lk_knobs_reload(void)
@@ -59,6 +64,12 @@ static inline unsigned knob_prefetch(void)
 {
 	pthread_once(&knobs_once, knobs_read);
 	return knobs.prefetch;
+}
+
+static inline bool knob_stream_stores(void)
+{
+	pthread_once(&knobs_once, knobs_read);
+	return knobs.stream_stores;
 }
 
 /* ------------------------------------------------------------------- (a) sort + dedup */
@@ -117,12 +128,14 @@ static inline void prefetch_row(const uint8_t *p, uint32_t rb)
 		__builtin_prefetch(p + o, 0, 0);
 }
 
-static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fmt)
+static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fmt, bool stream)
 {
 	if (!src)
 		memset(dst, 0, fmt == EHT_LOOKUP_BF16 ? 2 * EHT_ENGRAM_DIM : rb);
 	else if (fmt == EHT_LOOKUP_BF16)
 		eht_engram_dequant_row(src, (uint16_t *)(void *)dst);
+	else if (stream)
+		eht_copy_stream(dst, src, rb);
 	else
 		memcpy(dst, src, rb);
 }
@@ -167,6 +180,7 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 		return 0;
 	}
 	const size_t pf = knob_prefetch();
+	const bool stream = knob_stream_stores() && fmt == EHT_LOOKUP_RAW;
 	/* The first rows' misses start together instead of one after the other. */
 	for (size_t i = begin; pf && i < begin + pf && i < end; i++) {
 		uint64_t r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi);
@@ -181,8 +195,10 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 		}
 		uint64_t r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi);
 		*dead += r == LK_DEAD;
-		put_row(dst + (i - begin) * stride, r == LK_DEAD ? NULL : host + r * rb, rb, fmt);
+		put_row(dst + (i - begin) * stride, r == LK_DEAD ? NULL : host + r * rb, rb, fmt, stream);
 	}
+	if (stream) /* (before the caller says the rows are there) */
+		eht_stream_fence();
 	return 0;
 }
 
@@ -206,18 +222,21 @@ static void job_task(void *arg, size_t c, unsigned worker)
 			break;
 		}
 		const size_t pf = knob_prefetch();
+		const bool stream = knob_stream_stores();
 		for (size_t i = begin; pf && i < begin + pf && i < end; i++)
 			prefetch_row(host + j->rows[i] * rb, rb);
 		for (size_t i = begin; i < end; i++) {
 			if (pf && i + pf < end)
 				prefetch_row(host + j->rows[i + pf] * rb, rb);
-			memcpy(j->dst + i * rb, host + j->rows[i] * rb, rb);
+			put_row(j->dst + i * rb, host + j->rows[i] * rb, rb, EHT_LOOKUP_RAW, stream);
 		}
+		if (stream)
+			eht_stream_fence();
 		break;
 	case JOB_EXPAND:
 		for (size_t i = begin; i < end; i++) {
 			uint32_t s = j->slot[i];
-			put_row(j->dst + i * j->stride, s == LK_SLOT_DEAD ? NULL : j->src + (size_t)s * rb, rb, j->fmt);
+			put_row(j->dst + i * j->stride, s == LK_SLOT_DEAD ? NULL : j->src + (size_t)s * rb, rb, j->fmt, false);
 		}
 		break;
 	}
