@@ -123,7 +123,8 @@ static void usage(FILE *f)
 		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n"
 		   "  --knob-sweep  then the HOST and AUTO engines again on every shape and mode for each setting of\n"
 		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNKS, then\n"
-		   "             EHT_LOOKUP_DMA_SPLIT), one line per setting (with --json: JSON lines on stderr)\n"
+		   "             EHT_LOOKUP_DMA_SPLIT, then EHT_LOOKUP_STREAM_STORES=1), one line per setting\n"
+		   "             (with --json: JSON lines on stderr)\n"
 		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
 }
 
@@ -565,10 +566,10 @@ static int lk_knob_sweep(struct lk_run *d)
 	int ns = 0;
 	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
 		for (size_t b = 0; b < sizeof(chs) / sizeof(chs[0]); b++)
-			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8, 1};
+			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8, 0};
 	for (size_t a = 0; a < sizeof(splits) / sizeof(splits[0]); a++)
-		sets[ns++] = (struct knob_set){LK_PREFETCH, 8, splits[a], 1};
-	sets[ns++] = (struct knob_set){LK_PREFETCH, 8, 8, 0};
+		sets[ns++] = (struct knob_set){LK_PREFETCH, 8, splits[a], 0};
+	sets[ns++] = (struct knob_set){LK_PREFETCH, 8, 8, 1};
 	char *saved[NKNOBS];
 	for (int i = 0; i < NKNOBS; i++)
 		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;

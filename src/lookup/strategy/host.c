@@ -32,8 +32,13 @@
  *   EHT_LOOKUP_CHUNK_MIN    the smallest chunk in rows (default LK_CHUNK_MIN, never below it)
  *   EHT_LOOKUP_DMA_SPLIT    eager HOST: copies to the GPU per job, overlapped with the gather
  *                           (1 = one copy after the whole gather; default 8)
- *   EHT_LOOKUP_STREAM_STORES  raw rows written with streaming stores (util/copy_stream.h; 1 default,
- *                           0 plain memcpy) */
+ *   EHT_LOOKUP_STREAM_STORES  1: raw rows written with streaming stores (util/copy_stream.h); 0
+ *                           (default) memcpy. On the lent H200's host (Xeon, a 16-core VM; 48 GiB, two
+ *                           runs alternated) they lost: decode 122-205 against 88-111 us, prefill
+ *                           2.3-5.0 against 1.8-3.1 ms, no gain in the step bench's CPU; most likely the
+ *                           large L3 holds a batch's staging and the copy engine reads it from
+ *                           the cache. On the 2-core development VM one thread's 196,608-row gather
+ *                           took 94-119 against 130-155 ns a row: worth a sweep on other hosts. */
 static struct {
 	unsigned prefetch, chunks, chunk_min, dma_split;
 	bool stream_stores;
@@ -51,7 +56,7 @@ static void knobs_read(void)
 	/* Below LK_CHUNK_MIN a batch would need more chunks than max_chunks holds. */
 	knobs.chunk_min = cm < LK_CHUNK_MIN ? LK_CHUNK_MIN : cm > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cm;
 	knobs.dma_split = ds < 1 ? 1 : ds > 1024 ? 1024 : (unsigned)ds;
-	knobs.stream_stores = eht_env_u64("EHT_LOOKUP_STREAM_STORES", 1) != 0;
+	knobs.stream_stores = eht_env_u64("EHT_LOOKUP_STREAM_STORES", 0) != 0;
 }
 
 void eht_lk_knobs_reload(void)
