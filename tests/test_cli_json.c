@@ -238,6 +238,19 @@ int main(void)
 	CHECK(json_is_null(json_object_get(json_object_get(j, "prefill"), "gpu_s")));
 	CHECK(json_real_value(json_object_get(json_object_get(j, "decode"), "cpu_s")) > 0);
 	json_decref(j);
+	/* eht bench lookup: the CPU's own gather limit beside the engines, per shape, as wide as their pool. */
+	j = run_json("bench lookup --table-gib 0.02 --ids 512,2048 --reps 3 --cpu --strategies host --json", &st);
+	json_t *lim = json_object_get(j, "cpu_limit");
+	CHECK(st == 0 && json_array_size(lim) == 2);
+	for (size_t i = 0; i < json_array_size(lim); i++) {
+		json_t *e = json_array_get(lim, i);
+		CHECK(json_integer_value(json_object_get(e, "ids")) == (i ? 2048 : 512));
+		CHECK(json_integer_value(json_object_get(e, "threads")) >= 1 &&
+		      json_integer_value(json_object_get(e, "piece_rows")) >= 1);
+		CHECK(json_real_value(json_object_get(e, "local_ms")) > 0 &&
+		      json_real_value(json_object_get(e, "staging_ms")) > 0);
+	}
+	json_decref(j);
 	expect_usage("bench hash --reps x --json", "eht bench hash", "bad value 'x' for --reps");
 	expect_usage("bench hash --bogus --json", "eht bench hash", "unknown option");
 	expect_usage("bench frob --json", "eht bench", "unknown benchmark 'frob'");

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_cpu_limit.h"
 #include "bench_tier.h"
 #include "bench_workload.h"
 #include "lookup/lookup_impl.h"
@@ -23,6 +24,7 @@
 #include "os/numa.h"
 #include "gpu/dev.h"
 #include "eht.h"
+#include "util/env.h"
 #include "util/pool.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
@@ -392,6 +394,8 @@ struct lk_run {
 	char cerr[4][160];
 	struct result res[4 * MAX_SHAPES];
 	int nres;
+	const uint8_t *host;                  /* the rows as the CPU reads them (NULL: none) */
+	struct bench_cpu_limit lim[MAX_SHAPES]; /* per shape: the CPU's own limit (threads 0: not run) */
 };
 
 /* The table in the tier asked (memory: an anonymous mapping filled by a pool, wrapped and pinned
@@ -406,6 +410,7 @@ static int lk_table(struct lk_run *d)
 	if (eht_table_get_info(d->t, &ti))
 		return cli_fail("bench lookup", NULL);
 	d->table_tier = ti.tier;
+	d->host = ti.host;
 	d->cpu_page = bench_table_pages(&d->bt, d->pages, sizeof(d->pages));
 	if (d->gpu && !ti.device_ptr)
 		fprintf(d->info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", d->o->dev);
@@ -501,6 +506,26 @@ static void lk_engines(struct lk_run *d)
 		fprintf(d->info, "hot set loaded into %d engines in %.2f s\n", o->nstrat, d->t_hot);
 }
 
+/* The CPU's own limit on shape k's steps (bench_cpu_limit.c), as wide as the engines' pool (its
+ * workers and the thread that starts them) and prefetching as far ahead. Skipped (threads 0) for a
+ * table the CPU cannot read in place or where it cannot run. */
+static void lk_cpu_limit(struct lk_run *d, int k)
+{
+	unsigned width = 0;
+	for (int si = 0; si < d->o->nstrat && !width; si++)
+		if (d->engines[si])
+			width = d->engines[si]->nthreads + 1;
+	if (!d->host || !width)
+		return;
+	unsigned pf = (unsigned)eht_env_u64("EHT_LOOKUP_PREFETCH", LK_PREFETCH);
+	struct timespec calm = {0, 5000000}; /* the engines' threads stop their spin after the last call first */
+	nanosleep(&calm, NULL);
+	bool nta = eht_env_u64("EHT_LOOKUP_PREFETCH_NTA", 0) != 0;
+	if (bench_cpu_limit(d->host, RB, d->ids, d->o->shapes[k], (size_t)d->batches, d->maxn, width, pf, nta,
+			    d->o->reps, &d->lim[k]))
+		memset(&d->lim[k], 0, sizeof(d->lim[k]));
+}
+
 /* Per shape the same steps for every strategy (shape-major, so a text workload is hashed into steps
  * once per shape); results stay strategy-major. 0 or 1. */
 static int lk_shapes(struct lk_run *d)
@@ -537,6 +562,7 @@ static int lk_shapes(struct lk_run *d)
 					r->ok[m] = 1;
 			}
 		}
+		lk_cpu_limit(d, k);
 	}
 	return 0;
 }
@@ -699,6 +725,18 @@ static int lk_report_json(const struct lk_run *d)
 						      bench_workload_name(d->wl)));
 	for (int i = 0; i < d->nres; i++)
 		json_array_append_new(jres, lk_result_json(d, &d->res[i]));
+	json_t *jlim = json_array();
+	for (int k = 0; jlim && k < o->nshapes; k++)
+		if (d->lim[k].threads)
+			json_array_append_new(jlim, json_pack("{s:I, s:I, s:I, s:I, s:f, s:f}", "ids", (json_int_t)o->shapes[k],
+							      "threads", (json_int_t)d->lim[k].threads, "piece_rows",
+							      (json_int_t)d->lim[k].piece, "prefetch",
+							      (json_int_t)d->lim[k].prefetch, "local_ms",
+							      d->lim[k].local_s * 1e3, "staging_ms", d->lim[k].staging_s * 1e3));
+	if (rep && jlim)
+		json_object_set_new(rep, "cpu_limit", jlim);
+	else
+		json_decref(jlim);
 	/* json_object_set_new takes jres even when it fails */
 	if (!rep || !jres || json_object_set_new(rep, "results", jres)) {
 		if (!rep)
@@ -751,6 +789,12 @@ static void lk_report_table(const struct lk_run *d)
 	       "steps; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
 	       "rate; Mrows/s and link%% of the fastest mode)\n",
 	       d->gpu ? "GPU" : "host", o->reps, RB);
+	for (int k = 0; k < o->nshapes; k++)
+		if (d->lim[k].threads)
+			printf("CPU limit, %zu ids: %.3f ms into per-thread buffers, %.3f ms into staging (%u spinning threads, "
+			       "%d-row pieces, prefetch %u rows)\n",
+			       o->shapes[k], d->lim[k].local_s * 1e3, d->lim[k].staging_s * 1e3, d->lim[k].threads,
+			       d->lim[k].piece, d->lim[k].prefetch);
 	if (d->idle >= 0)
 		printf("idle CPU with %d engines made and waiting: %.2f cores\n", o->nstrat, d->idle);
 }
