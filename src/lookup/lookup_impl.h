@@ -51,6 +51,8 @@
 void eht_lk_knobs_reload(void);
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024
+/* The largest chunk unless EHT_LOOKUP_CHUNK_MAX says otherwise (strategy/host.c). */
+#define LK_CHUNK_DEFAULT_MAX 256
 
 /* Strategy ids are 0 .. eht_lookup_strategy_count() - 1 (enum eht_lookup_strategy; strategy.c's
  * table), at most LK_MAX_STRATEGIES. */

@@ -21,15 +21,27 @@
 /* Chunks per pool worker. Measured on the H200 (48 GiB, THP, 15 workers, ids in GPU memory, graph
  * replays; eht bench lookup --knob-sweep, 2026-12-01): a 6,144-id decode batch took 163 / 124 / 116 /
  * 106 us with 1 / 2 / 4 / 8 chunks per worker (prefetch 0; 144 / 122 / 114 / 106 at prefetch 8): more,
- * smaller chunks (51 rows) even out the threads' finish. A 196,608-id prefill is at LK_CHUNK_MAX
- * (1,024 rows) either way (1.63-1.66 ms). Prefetch 8 rows stays: prefill 1.63 ms against 1.73-1.95
- * at none and 2.1-2.2 at 32 (decode: no difference above noise). */
+ * smaller chunks (51 rows) even out the threads' finish. A 196,608-id prefill is at the largest chunk
+ * either way. Prefetch 8 rows stays: prefill 1.63 ms against 1.73-1.95 at none and 2.1-2.2 at 32
+ * (decode: no difference above noise). The largest chunk, 256 rows (LK_CHUNK_DEFAULT_MAX): a
+ * prefill request's first chunk is ready sooner and its last one copied sooner (the stage-in kernel
+ * copies a chunk with one block at ~1 GB/s: 144 us for the last 1,024 rows, 72 for 256); graph
+ * replays on the H200, 2026-12-02, two runs each: HOST 1.27-1.31 ms at 256 against 1.38-1.43 at
+ * 1,024 (512: 1.33, 128: 1.29), AUTO 1.28-1.31 against 1.37-1.40; on a slower machine the next day
+ * 1.67-1.69 against 1.90 (HOST), 1.60 against 1.85 (AUTO). Prefetching into every cache level
+ * (prefetcht0) instead of non-temporal (prefetchnta): decode graphs 88-97 against 97-106 us (same
+ * runs), and a loop of 15 spinning threads alone (as eht bench lookup's CPU limit) 40-50 against
+ * 51-62 us for 6,144 rows on THP, 2 MiB and 1 GiB hugetlb pages, 16 and 48 GiB; prefill within noise. */
 #define LK_CHUNKS_PER_WORKER 8
 /* Read once per process from the environment, so one bench run can sweep them (eht bench lookup
  * --knob-sweep re-reads them between settings: eht_lk_knobs_reload):
  *   EHT_LOOKUP_PREFETCH     rows a thread prefetches ahead (0 = none; default LK_PREFETCH)
  *   EHT_LOOKUP_CHUNKS       chunks per worker a batch is cut into (default LK_CHUNKS_PER_WORKER)
  *   EHT_LOOKUP_CHUNK_MIN    the smallest chunk in rows (default LK_CHUNK_MIN, never below it)
+ *   EHT_LOOKUP_CHUNK_MAX    the largest chunk in rows (default LK_CHUNK_DEFAULT_MAX, never above
+ *                           LK_CHUNK_MAX)
+ *   EHT_LOOKUP_PREFETCH_NTA 1: prefetch with the non-temporal hint (prefetchnta) instead of into
+ *                           every cache level (prefetcht0, the default)
  *   EHT_LOOKUP_DMA_SPLIT    eager HOST: copies to the GPU per job, overlapped with the gather
  *                           (1 = one copy after the whole gather; default 8)
  *   EHT_LOOKUP_STREAM_STORES  1: raw rows written with streaming stores (util/copy_stream.h); 0
@@ -40,8 +52,8 @@
  *                           the cache. On the 2-core development VM one thread's 196,608-row gather
  *                           took 94-119 against 130-155 ns a row: worth a sweep on other hosts. */
 static struct {
-	unsigned prefetch, chunks, chunk_min, dma_split;
-	bool stream_stores;
+	unsigned prefetch, chunks, chunk_min, chunk_max, dma_split;
+	bool stream_stores, prefetch_nta;
 } knobs;
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
@@ -55,8 +67,11 @@ static void knobs_read(void)
 	knobs.chunks = ch < 1 ? 1 : ch > 64 ? 64 : (unsigned)ch;
 	/* Below LK_CHUNK_MIN a batch would need more chunks than max_chunks holds. */
 	knobs.chunk_min = cm < LK_CHUNK_MIN ? LK_CHUNK_MIN : cm > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cm;
+	uint64_t cx = eht_env_u64("EHT_LOOKUP_CHUNK_MAX", LK_CHUNK_DEFAULT_MAX);
+	knobs.chunk_max = cx < knobs.chunk_min ? knobs.chunk_min : cx > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cx;
 	knobs.dma_split = ds < 1 ? 1 : ds > 1024 ? 1024 : (unsigned)ds;
 	knobs.stream_stores = eht_env_u64("EHT_LOOKUP_STREAM_STORES", 0) != 0;
+	knobs.prefetch_nta = eht_env_u64("EHT_LOOKUP_PREFETCH_NTA", 0) != 0;
 }
 
 void eht_lk_knobs_reload(void)
@@ -129,8 +144,13 @@ struct lk_job {
 
 static inline void prefetch_row(const uint8_t *p, uint32_t rb)
 {
-	for (uint32_t o = 0; o < rb; o += 64)
-		__builtin_prefetch(p + o, 0, 0);
+	if (knobs.prefetch_nta) {
+		for (uint32_t o = 0; o < rb; o += 64)
+			__builtin_prefetch(p + o, 0, 0);
+	} else {
+		for (uint32_t o = 0; o < rb; o += 64)
+			__builtin_prefetch(p + o, 0, 3);
+	}
 }
 
 static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fmt, bool stream)
@@ -258,8 +278,8 @@ size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n)
 	size_t workers = lk->nthreads + 1, per = workers * knobs.chunks, c = (n + per - 1) / per;
 	if (c < knobs.chunk_min)
 		c = knobs.chunk_min;
-	if (c > LK_CHUNK_MAX)
-		c = LK_CHUNK_MAX;
+	if (c > knobs.chunk_max)
+		c = knobs.chunk_max;
 	size_t need = (n + c - 1) / c;
 	if (need > lk->max_chunks) /* never: max_chunks covers the largest piece at the smallest chunk */
 		c = (n + lk->max_chunks - 1) / lk->max_chunks;
