@@ -27,7 +27,7 @@
  * prefill request's first chunk is ready sooner and its last one copied sooner (the stage-in kernel
  * copies a chunk with one block at ~1 GB/s: 144 us for the last 1,024 rows, 72 for 256); graph
  * replays on the H200, 2026-12-02, two runs each: HOST 1.27-1.31 ms at 256 against 1.38-1.43 at
- * 1,024 (512: 1.33, 128: 1.29), AUTO 1.28-1.31 against 1.37-1.40; on a slower machine the next day
+ * 1,024 (512: 1.33, 128: 1.29), AUTO 1.28-1.31 against 1.37-1.40; on a slower machine later that day
  * 1.67-1.69 against 1.90 (HOST), 1.60 against 1.85 (AUTO). Prefetching into every cache level
  * (prefetcht0) instead of non-temporal (prefetchnta): decode graphs 88-97 against 97-106 us (same
  * runs), and a loop of 15 spinning threads alone (as eht bench lookup's CPU limit) 40-50 against
