@@ -49,6 +49,9 @@
 /* Re-reads the gather's knobs (EHT_LOOKUP_PREFETCH, _CHUNKS, _CHUNK_MIN, _DMA_SPLIT; lk_host.c) from
  * the environment: for a bench that sweeps them between runs, never while a lookup runs. */
 void eht_lk_knobs_reload(void);
+/* The gather's prefetch as the pool uses it: rows ahead (EHT_LOOKUP_PREFETCH, clamped) and the
+ * non-temporal hint (EHT_LOOKUP_PREFETCH_NTA). For benches that copy rows the pool's way. */
+void eht_lk_prefetch_knobs(unsigned *rows, bool *nta);
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024
 /* The largest chunk unless EHT_LOOKUP_CHUNK_MAX says otherwise (strategy/host.c). */

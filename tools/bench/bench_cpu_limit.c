@@ -14,6 +14,7 @@
 #include "bench_cpu_limit.h"
 #include "bench.h"
 #include "util/cpu.h"
+#include "util/prefetch.h"
 
 struct limit_run {
 	const uint8_t *table;
@@ -37,16 +38,6 @@ struct limit_run {
 /* Rows a thread's local buffer holds (it wraps): small enough to stay in its L1/L2. */
 #define LOCAL_ROWS 64
 
-static inline void prefetch_row(const uint8_t *p, uint32_t rb, bool nta)
-{
-	for (uint32_t o = 0; o < rb; o += 64) {
-		if (nta)
-			__builtin_prefetch(p + o, 0, 0);
-		else
-			__builtin_prefetch(p + o, 0, 3);
-	}
-}
-
 /* Takes pieces of batch `batch` until none is left. */
 static void limit_share(struct limit_run *r, unsigned t, unsigned batch)
 {
@@ -57,10 +48,10 @@ static void limit_share(struct limit_run *r, unsigned t, unsigned batch)
 	while ((b = atomic_fetch_add_explicit(&r->next, LIMIT_CHUNK, memory_order_relaxed)) < r->n) {
 		size_t e = b + LIMIT_CHUNK < r->n ? b + LIMIT_CHUNK : r->n;
 		for (size_t i = b; i < b + r->prefetch && i < e; i++)
-			prefetch_row(tab + (size_t)ids[i] * rb, rb, r->nta);
+			eht_prefetch_row(tab + (size_t)ids[i] * rb, rb, r->nta);
 		for (size_t i = b; i < e; i++) {
 			if (i + r->prefetch < e)
-				prefetch_row(tab + (size_t)ids[i + r->prefetch] * rb, rb, r->nta);
+				eht_prefetch_row(tab + (size_t)ids[i + r->prefetch] * rb, rb, r->nta);
 			uint8_t *dst = r->staging ? r->staging + i * rb : r->local[t] + ((i - b) % LOCAL_ROWS) * rb;
 			memcpy(dst, tab + (size_t)ids[i] * rb, rb);
 		}

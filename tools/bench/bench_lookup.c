@@ -24,7 +24,6 @@
 #include "os/numa.h"
 #include "gpu/dev.h"
 #include "eht.h"
-#include "util/env.h"
 #include "util/pool.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
@@ -517,10 +516,11 @@ static void lk_cpu_limit(struct lk_run *d, int k)
 			width = d->engines[si]->nthreads + 1;
 	if (!d->host || !width)
 		return;
-	unsigned pf = (unsigned)eht_env_u64("EHT_LOOKUP_PREFETCH", LK_PREFETCH);
+	unsigned pf = 0;
+	bool nta = false;
+	eht_lk_prefetch_knobs(&pf, &nta);
 	struct timespec calm = {0, 5000000}; /* the engines' threads stop their spin after the last call first */
 	nanosleep(&calm, NULL);
-	bool nta = eht_env_u64("EHT_LOOKUP_PREFETCH_NTA", 0) != 0;
 	if (bench_cpu_limit(d->host, RB, d->ids, d->o->shapes[k], (size_t)d->batches, d->maxn, width, pf, nta,
 			    d->o->reps, &d->lim[k]))
 		memset(&d->lim[k], 0, sizeof(d->lim[k]));

@@ -15,6 +15,7 @@
 #include "util/env.h"
 #include "util/err.h"
 #include "util/copy_stream.h"
+#include "util/prefetch.h"
 #include "util/radix.h"
 
 /* ------------------------------------------------------------------- the gather's knobs */
@@ -80,6 +81,13 @@ void eht_lk_knobs_reload(void)
 	knobs_read();
 }
 
+void eht_lk_prefetch_knobs(unsigned *rows, bool *nta)
+{
+	pthread_once(&knobs_once, knobs_read);
+	*rows = knobs.prefetch;
+	*nta = knobs.prefetch_nta;
+}
+
 static inline unsigned knob_prefetch(void)
 {
 	pthread_once(&knobs_once, knobs_read);
@@ -142,16 +150,7 @@ struct lk_job {
 	char errmsg[1024]; /* [disk hook] the message of err, from the worker thread that failed */
 };
 
-static inline void prefetch_row(const uint8_t *p, uint32_t rb)
-{
-	if (knobs.prefetch_nta) {
-		for (uint32_t o = 0; o < rb; o += 64)
-			__builtin_prefetch(p + o, 0, 0);
-	} else {
-		for (uint32_t o = 0; o < rb; o += 64)
-			__builtin_prefetch(p + o, 0, 3);
-	}
-}
+static inline void prefetch_row(const uint8_t *p, uint32_t rb) { eht_prefetch_row(p, rb, knobs.prefetch_nta); }
 
 static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fmt, bool stream)
 {
