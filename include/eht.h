@@ -781,12 +781,11 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * opts.threads threads, else EHT_THREADS, else the budget a served table's server handed this worker
  * (eht serve --cpu-budget / --workers: eht_table_copy's pool_threads), else the CPUs of the table's
  * NUMA node divided by the GPUs attached to that node (one GPU process each), less two (the thread
- * feeding the pool and the process's own). After a job pool threads spin for spin_us (EHT_POOL_SPIN_US,
- * 50; EHT_POOL_SPINNERS of them, default 4; every thread, up to 1 ms, while jobs come back to back), then
- * sleep on a futex; a job wakes only as many as it has tasks. The doorbell poller spins
+ * feeding the pool and the process's own). While jobs come back to back pool threads spin after each
+ * (at least spin_us, EHT_POOL_SPIN_US, 50; up to 1 ms); after a job long after the last they sleep on
+ * a futex at once; a job wakes only as many as it has tasks. The doorbell poller spins
  * EHT_BELL_SPIN_US (100; up to 1 ms while requests come back to back) after the last request, then
- * sleeps: until an eager call wakes it, in naps of 50 us while captured lookups exist
- * (EHT_BELL_HOST_KICK=1: a host node each captured lookup forks beside its kernel wakes it instead).
+ * sleeps: until an eager call wakes it, in naps of 50 us while captured lookups exist.
  * Between model steps milliseconds apart no thread of eht spins.
  * A read error of a stream-triggered gather (disk tier) zero-fills the chunk and is returned by the
  * engine's next eht_lookup_run.
@@ -838,9 +837,8 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default half
  * the GPU's). The distinct misses of a hot set or GPU dedup go the background way too
  * (their count exists only on the GPU: the stream copies it to the CPU, which gathers that many and
- * marks the groups past them ready at once; the copies move every group of the bound whole);
- * EHT_LOOKUP_BG_COMPACT=0 sends them through the stage-in kernel instead. Runs over max_batch ids
- * keep the kernel path.
+ * marks the groups past them ready at once; the copies move every group of the bound whole).
+ * Runs over max_batch ids keep the kernel path.
  * Also set by EHT_LOOKUP_BACKGROUND=1. Falls back to the default mode where the driver lacks stream
  * memory operations. */
 #define EHT_LOOKUP_BACKGROUND 0x10u

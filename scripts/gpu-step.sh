@@ -2,17 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
-#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [compact] [spinners] [lookup] [stagein] [cpu]
-#                                                                          (default: build step)
+#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [lookup] [stagein] [cpu]   (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode and prefill, uniform
-# ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set; compact: that
-# text step with the background mode's compact path (the default) beside it off (EHT_LOOKUP_BG_COMPACT=0);
-# spinners: the step with every pool thread spinning after a job (EHT_POOL_SPINNERS=1024) beside the
-# default 4;
+# ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set;
 # lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; stagein:
-# that latency with EHT_BELL_TRACE's breakdown for the stage-in kernel's defaults beside its old ways
-# (EHT_LOOKUP_FUSED_DEQUANT=1, EHT_LOOKUP_RELAY=0); cpu: the step bench's decode with the old spinning
-# settings beside the new ones (same build).
+# that latency with EHT_TEST_BELL_TRACE's breakdown of the stage-in kernel's time; cpu: the step
+# bench's decode with the old spinning settings beside the new ones (same build).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 # Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
@@ -55,27 +50,15 @@ for what in "$@"; do
       --workload "text:$text" --json >"$OUT/step-text.json" 2>"$OUT/step-text.txt" || rc=1
     cat "$OUT/step-text.txt"
     ;;
-  compact | spinners)
-    if [ "$what" = compact ]; then env_on=EHT_LOOKUP_BG_COMPACT=0 wl="--workload text:$text"; vs=none,host-side,host+bg-side
-    else env_on=EHT_POOL_SPINNERS=1024 wl=; vs=none,host+bg-side,auto+bg-side; fi
-    for e in off "$env_on"; do
-      env ${e#off} timeout 150 build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "$vs" $wl --json \
-        >"$OUT/$what-${e%%=*}.json" 2>"$OUT/$what-${e%%=*}.txt" || rc=1
-      echo "-- $what $e"; grep -v '^\s*$' "$OUT/$what-${e%%=*}.txt" | grep -iv warn
-    done
-    ;;
   cpu)
     EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000 timeout 200 build/eht bench step --mode decode --table-gib "$gib" \
       --variants none,auto-side,host-side --json >"$OUT/step-oldspin.json" 2>"$OUT/step-oldspin.txt" || rc=1
     cat "$OUT/step-oldspin.txt"
     ;;
   stagein)
-    for s in new EHT_LOOKUP_FUSED_DEQUANT=1 EHT_LOOKUP_RELAY=0; do
-      name=${s%%=*}; name=${name#EHT_}
-      env EHT_BELL_TRACE=1 ${s#new} timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host \
-        --ids-on gpu --graph --format bf16 >"$OUT/stagein-$name.txt" 2>&1 || rc=1
-      echo "-- stage-in $s"; grep -E "^host |GPU side|stream-triggered" "$OUT/stagein-$name.txt"
-    done
+    EHT_TEST_BELL_TRACE=1 timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host \
+      --ids-on gpu --graph --format bf16 >"$OUT/stagein.txt" 2>&1 || rc=1
+    echo "-- stage-in"; grep -E "^host |GPU side|stream-triggered" "$OUT/stagein.txt"
     ;;
   lookup)
     for s in new "EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000" EHT_LOOKUP_BACKGROUND=1; do

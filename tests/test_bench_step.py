@@ -42,9 +42,11 @@ def main():
     v = bs.parse_variant("host+bg+ldq-side")
     check(v["late_dequant"] and v["background"] and not bs.parse_variant("host+bg-side")["late_dequant"],
           "ldq: late dequant: %r" % v)
-    v = bs.parse_variant("auto+bg+predict-side")
-    check(v.get("bell_predict") and v["background"] and not bs.parse_variant("auto+bg-side").get("bell_predict"),
-          "predict: %r" % v)
+    try:
+        bs.parse_variant("auto+bg+predict-side")
+        check(False, "predict is no option (the predicting poller was removed)")
+    except ValueError:
+        pass
     v = bs.parse_variant("auto+bg+push-side")
     check(v.get("push") and v["background"] and not bs.parse_variant("auto+bg-side").get("push"), "push: %r" % v)
     # CPU by kind of thread: a thread named as eht names its pool's workers is counted as the pool's.
@@ -238,10 +240,10 @@ def main():
     else:  # a small step on the GPU: every kind of variant runs and reports
         r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
                  "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json",
-                 "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+push-side,host+bg+predict-side"])
+                 "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+push-side"])
         check(r.returncode == 0, "small GPU run exits 0: %s" % r.stderr[-2000:])
         res = {x["variant"]: x for x in json.loads(r.stdout)["results"]} if r.returncode == 0 else {}
-        for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+push-side", "host+bg+predict-side"):
+        for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+push-side"):
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
                   "%s measured: %r" % (name, x))

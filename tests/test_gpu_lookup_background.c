@@ -14,7 +14,6 @@
 
 #include "gpu_lookup_ref.h"
 #include "lookup/strategy/host.h"
-#include "util/env.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
 #define NMAX 20000
@@ -67,18 +66,18 @@ int main(void)
 					(unsigned long long)eht_lk_host(lk)->bell.pushed_reqs);
 				CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) > 0);
 				/* bf16: the groups of the NMAX-row run were dequantized on the dequant stream,
-				 * beside the next groups' copies (unless EHT_LOOKUP_BG_DEQUANT_STREAM=0). */
+				 * beside the next groups' copies. */
 				const struct lk_bell *bell = &eht_lk_host(lk)->bell;
-				bool side = fmt == EHT_LOOKUP_BF16 && eht_env_u64("EHT_LOOKUP_BG_DEQUANT_STREAM", 1);
+				bool side = fmt == EHT_LOOKUP_BF16;
 				CHECK((bell->bg_xstream != NULL) == side);
-				CHECK((bell->bg_side_dequants > 0) == (side && batches[b] > bell->bg_dequant_rows));
+				CHECK((bell->bg_side_dequants > 0) == (side && batches[b] > LK_BG_DEQUANT_ROWS));
 				CHECK(bell->bg_push == want_push(flags));
 				if (!bell->bg_push || fmt == EHT_LOOKUP_RAW) /* (bf16 pushes only what it dequantizes at once) */
 					CHECK((bell->pushed_reqs > 0) == bell->bg_push);
 				eht_lookup_destroy(lk);
 			}
-	/* A hot set (a fifth of the rows) and GPU dedup: the misses of the dedup pass go the background way
-	 * (the default; EHT_LOOKUP_BG_COMPACT=0 would send them through the stage-in kernel). */
+	/* A hot set (a fifth of the rows) and GPU dedup: the misses of the dedup pass go the background
+	 * way. */
 	static int64_t hot[10000];
 	for (size_t i = 0; i < 10000; i++)
 		hot[i] = (int64_t)(i * 5 + 3);

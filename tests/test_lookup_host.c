@@ -242,7 +242,7 @@ int main(void)
 
 	/* The gather's knobs: chunks stop at EHT_LOOKUP_CHUNK_MAX (LK_CHUNK_DEFAULT_MAX without it,
 	 * LK_CHUNK_MAX at most, the smallest chunk at least; a 20,000-id batch over 4 workers wants
-	 * 625-row chunks), and either prefetch hint gives the reference rows. */
+	 * 625-row chunks), and the rows stay the reference's at each. */
 	{
 		struct eht_lookup_opts ko = {.size = sizeof(ko), .flags = EHT_LOOKUP_CPU_ONLY, .strategy = EHT_LOOKUP_HOST,
 					     .threads = 3, .max_batch = 20000, .numa_node = -1, .device = -1};
@@ -254,23 +254,20 @@ int main(void)
 				{"64", 64}, {"100000", 20000 / (4 * 8)}, {"1", LK_CHUNK_MIN}}; /* 4 workers x 8 chunks */
 			for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++) {
 				setenv("EHT_LOOKUP_CHUNK_MAX", ks[k].max, 1);
-				setenv("EHT_LOOKUP_PREFETCH_NTA", k % 2 ? "1" : "0", 1);
 				eht_lk_knobs_reload();
 				CHECK(eht_lk_chunk_for(klk, 20000) == ks[k].want);
 				check_run(klk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 3001, 0, 0, &rs, 0);
 				check_run(klk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 1000, 1, 5, &rs, 0);
 			}
 			unsetenv("EHT_LOOKUP_CHUNK_MAX");
-			unsetenv("EHT_LOOKUP_PREFETCH_NTA");
 			eht_lk_knobs_reload();
 			CHECK(eht_lk_chunk_for(klk, 20000) == LK_CHUNK_DEFAULT_MAX);
 			eht_lookup_destroy(klk);
 		}
 	}
 
-	/* The staging's size: the option, else EHT_LOOKUP_STAGING_BYTES, else max_batch rows; lookups
-	 * larger than it still come out whole (HOST goes through it in pieces). */
-	setenv("EHT_LOOKUP_STAGING_BYTES", "38016", 1); /* 144 rows */
+	/* The staging's size: the option, else max_batch rows; lookups larger than it still come out
+	 * whole (HOST goes through it in pieces). */
 	for (int by_opt = 0; by_opt < 2; by_opt++) {
 		struct eht_lookup_opts so = {.size = sizeof(so), .flags = EHT_LOOKUP_CPU_ONLY, .strategy = EHT_LOOKUP_HOST,
 					     .max_batch = 1000, .numa_node = -1, .device = -1,
@@ -278,12 +275,11 @@ int main(void)
 		eht_lookup *slk = NULL;
 		CHECK_RC(eht_lookup_create(t, &so, &slk), 0);
 		if (slk) {
-			CHECK(slk->staging_rows == (by_opt ? 100u : 144u));
+			CHECK(slk->staging_rows == (by_opt ? 100u : 1000u));
 			check_run(slk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 1000, 1, 0, &rs, 0);
 			eht_lookup_destroy(slk);
 		}
 	}
-	unsetenv("EHT_LOOKUP_STAGING_BYTES");
 
 	/* A read_rows tier holding rows [100, 600) of 1000. */
 	struct eht_table_info fi = {.size = sizeof(fi), .tier = EHT_TIER_DISK, .rows = g_rows, .row_bytes = RB,

@@ -18,8 +18,7 @@ the whole step is one CUDA graph. Variants:
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
   STRATEGY: auto, direct, sorted, host; OPT: bg (the background mode), push (with bg: the CPU pushes
   the rows, two graph nodes a lookup: for engines that wait for each step), capN (SM cap N), dedup,
-  pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), predict (the idle
-  poller sleeps to near each replay's expected ring instead of napping: EHT_BELL_PREDICT=1), ldq (late dequant:
+  pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
   eht_lookup_dequant, instead of a dequant kernel beside the model's)
 
@@ -80,7 +79,7 @@ PAD = 2
 STRATEGIES = ("auto", "direct", "sorted", "host")
 MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40},
          "prefill": {"tokens": 8192, "ffn": 8192, "reps": 15}}
-DEFAULT_VARIANTS = ("none,vllm,copy,auto-side,auto+bg-side,auto+bg+push-side,auto+bg+predict-side,host+bg-side,"
+DEFAULT_VARIANTS = ("none,vllm,copy,auto-side,auto+bg-side,auto+bg+push-side,host+bg-side,"
                     "direct-side,auto-inline")
 
 
@@ -113,8 +112,6 @@ def parse_variant(spec):
             v["push"] = True
         elif p == "ldq":
             v["late_dequant"] = True
-        elif p == "predict":
-            v["bell_predict"] = True
         elif p.startswith("cap") and p[3:].isdigit() and int(p[3:]) > 0:
             v["sm_cap"] = int(p[3:])
         elif p.startswith("pspin") and p[5:].isdigit():
@@ -122,7 +119,7 @@ def parse_variant(spec):
         elif p.startswith("bspin") and p[5:].isdigit():
             v["bell_spin_us"] = int(p[5:])
         else:
-            raise ValueError("variant %r: unknown option %r (bg, push, capN, dedup, pspinN, bspinN, predict, ldq)" % (spec, p))
+            raise ValueError("variant %r: unknown option %r (bg, push, capN, dedup, pspinN, bspinN, ldq)" % (spec, p))
     if v.get("push") and not v["background"]:
         raise ValueError("variant %r: push is a way of the background mode (bg+push)" % spec)
     return v
@@ -744,8 +741,6 @@ def make_engines(eht, tables, v, sms, hot, threads):
         kw["spin_us"] = v["pool_spin_us"] or 1
     if "bell_spin_us" in v:
         os.environ["EHT_BELL_SPIN_US"] = str(v["bell_spin_us"])  # read when the poller starts
-    if v.get("bell_predict"):
-        os.environ["EHT_BELL_PREDICT"] = "1"  # (the same)
     engines = []
     for t in range(2):
         lk = eht.Lookup(tables[t], **kw)
@@ -777,7 +772,6 @@ def run(a, rep, log):
     side = torch.cuda.Stream()
     blocking = a.sync == "block"
     bell_env = os.environ.get("EHT_BELL_SPIN_US")
-    predict_env = os.environ.get("EHT_BELL_PREDICT")
     for wspec in a.workloads:
         wl = Workload(torch, wspec, rows, dev, a.hotset_rows, a.seed)
         for cfg in plan(a):
@@ -875,11 +869,6 @@ def run(a, rep, log):
                             os.environ.pop("EHT_BELL_SPIN_US", None)
                         else:
                             os.environ["EHT_BELL_SPIN_US"] = bell_env
-                    if v.get("bell_predict"):
-                        if predict_env is None:
-                            os.environ.pop("EHT_BELL_PREDICT", None)
-                        else:
-                            os.environ["EHT_BELL_PREDICT"] = predict_env
                 rep["results"].append(res)
                 log(line(res))
             del step, batches, g_none

@@ -23,7 +23,6 @@ struct eht_gpu_lookup {
 		dedup_assign, stage_in, ring, dedup_mark, expand_codes, expand_wide;
 	int sms;
 	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
-	bool wide_capped; /* EHT_LOOKUP_WIDE_CAPPED (1): a capped expand runs in blocks of 1024 threads */
 };
 
 /* Loads the module on the current context of `device`. Returns 0, -ENOTSUP (no kernels built), or a
@@ -77,7 +76,7 @@ int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr u
 
 /* The GPU half of a stream-triggered CPU gather (kernel eht_lk_stage_in): rings *bell (host-mapped),
  * then for each chunk c of n rows waits for ready[c % nslots] == c + 1, copies that staging slot into
- * out (fmt), adds chunk_dead[c] to counters[0] and frees the slot. staging, ready, chunk_dead and bell
+ * out (raw rows), adds chunk_dead[c] to counters[0] and frees the slot. staging, ready, chunk_dead and bell
  * are device addresses of host-mapped pinned memory; sync: two device words, zero. See the kernel. */
 struct eht_gpu_stage_in {
 	eht_dptr ids, h_ids;  /* ids copied by the kernel into host-mapped h_ids first (0: none) */
@@ -97,7 +96,7 @@ struct eht_gpu_stage_in {
 	eht_dptr mirror;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
-		     uint32_t rb, eht_dptr out, int fmt, eht_dptr counters);
+		     uint32_t rb, eht_dptr out, eht_dptr counters);
 
 /* The doorbell of a pushed background request (kernel eht_lk_ring; src/lookup/strategy/host_bell.c):
  * copies id_words u32 words of ids into h_ids (or, with ucount, the first min(*ucount, n) u32 distinct

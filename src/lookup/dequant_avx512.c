@@ -60,8 +60,8 @@ static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
 static void simd_init(void)
 {
 #ifdef EHT_HAVE_AVX512_DQ
-	/* EHT_DEQUANT_SIMD=0: the table for every group (diagnosis; the tests compare both). */
-	if (!eht_env_u64("EHT_DEQUANT_SIMD", 1))
+	/* EHT_TEST_DEQUANT_SIMD=0: the table for every group (diagnosis; the tests compare both). */
+	if (!eht_env_u64("EHT_TEST_DEQUANT_SIMD", 1))
 		return;
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))

@@ -96,8 +96,6 @@ static void create_geometry(eht_lookup *lk, eht_table *table, const struct eht_l
 	lk->device = o->device >= 0 ? o->device : ti->device;
 	lk->gpu = !(o->flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
 	uint64_t sb = o->staging_bytes;
-	if (!sb) /* EHT_LOOKUP_STAGING_BYTES: diagnosis, for sweeps of the staging ring's size */
-		sb = eht_env_u64("EHT_LOOKUP_STAGING_BYTES", 0);
 	if (!sb) {
 		sb = lk->max_batch * lk->rb;
 		if (sb > DEFAULT_STAGING_CAP)

@@ -46,12 +46,12 @@
 /* Rows a CPU thread reads ahead with software prefetch: enough to overlap a few DRAM misses, few
  * enough not to evict rows still being copied (8 measured a little faster than none). */
 #define LK_PREFETCH 8
-/* Re-reads the gather's knobs (EHT_LOOKUP_PREFETCH, _CHUNKS, _CHUNK_MIN, _DMA_SPLIT; lk_host.c) from
- * the environment: for a bench that sweeps them between runs, never while a lookup runs. */
+/* Re-reads the gather's knobs (EHT_LOOKUP_PREFETCH, EHT_LOOKUP_CHUNK_MAX; strategy/host.c) from the
+ * environment: for a bench that sweeps them between runs, never while a lookup runs. */
 void eht_lk_knobs_reload(void);
-/* The gather's prefetch as the pool uses it: rows ahead (EHT_LOOKUP_PREFETCH, clamped) and the
- * non-temporal hint (EHT_LOOKUP_PREFETCH_NTA). For benches that copy rows the pool's way. */
-void eht_lk_prefetch_knobs(unsigned *rows, bool *nta);
+/* The rows the pool's threads prefetch ahead (EHT_LOOKUP_PREFETCH, clamped): for benches that copy
+ * rows the pool's way. */
+unsigned eht_lk_prefetch_rows(void);
 #define LK_CHUNK_MIN 16
 #define LK_CHUNK_MAX 1024
 /* The largest chunk unless EHT_LOOKUP_CHUNK_MAX says otherwise (strategy/host.c). */
@@ -252,7 +252,7 @@ int eht_lk_hot_create(eht_lookup *lk);
 
 /* The CPU reference of one weight: e4m3 byte w with ue8m0 scale s -> bf16 bits. */
 uint16_t eht_lk_dequant1(uint8_t w, uint8_t s);
-/* 1 where rows are dequantized with AVX-512BW (the CPU has it and EHT_DEQUANT_SIMD is not 0). */
+/* 1 where rows are dequantized with AVX-512BW (the CPU has it and EHT_TEST_DEQUANT_SIMD is not 0). */
 int eht_lk_dequant_simd(void);
 /* One row with AVX-512BW (table: eht_lk_dequant1 of every scale << 8 | weight, for the groups whose
  * scale it cannot shift exactly); -1 (nothing written) without it. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pool.c: persistent workers woken for work through a futex; a few of them spin briefly after a job. */
+/* pool.c: persistent workers woken for work through a futex; while jobs come back to back they spin
+ * briefly after each. */
 #include "util/pool.h"
 
 #include <errno.h>
@@ -17,19 +18,20 @@
 #include <unistd.h>
 
 #include "util/cpu.h"
-#include "util/env.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/thread.h"
 
 /* Idle gaps remembered to choose the spin after a job: spin long only when the last ones were all short. */
 #define POOL_GAPS 4
+/* The longest spin, when the last jobs' gaps were all short: back-to-back calls keep their threads
+ * awake, a model's steps of milliseconds do not. */
+#define POOL_SPIN_MAX_US 1000u
 
 struct eht_pool {
 	unsigned nthreads;
 	unsigned spin_us;      /* spin after a job when jobs come far apart (a model's steps) */
 	unsigned spin_max_us;  /* at most this long when they come close (back-to-back calls) */
-	unsigned max_spinners; /* workers that may spin spin_us after a job (the rest sleep at once) */
 	atomic_uint spin_now_us; /* the spin after the current job (set at its start) */
 	atomic_uint spinners_now; /* workers that may spin after it: all while jobs come back to back */
 	double last_end_us;    /* when the last job finished (job_lock) */
@@ -166,21 +168,15 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 		return eht_err(ENOMEM, "thread pool: out of memory");
 	}
 	p->spin_us = spin_us;
-	/* EHT_POOL_SPIN_MAX_US: the longest spin, when the last jobs' gaps were all short (1000 us:
-	 * back-to-back calls keep their threads awake, a model's steps of milliseconds do not). */
-	uint64_t smax = eht_env_u64("EHT_POOL_SPIN_MAX_US", 1000);
-	p->spin_max_us = smax > spin_us ? (unsigned)(smax < 1000000 ? smax : 1000000) : spin_us;
+	p->spin_max_us = POOL_SPIN_MAX_US > spin_us ? POOL_SPIN_MAX_US : spin_us;
 	atomic_init(&p->spin_now_us, spin_us);
-	/* EHT_POOL_SPINNERS: how many idle workers spin for spin_us after a job that came long after
-	 * the last. In a model's decode step only the second table's job follows the first closely,
-	 * and it is not the one the next layer waits for: none (measured on the lent H200, background
-	 * decode steps, three rounds in each of three runs a side, alternated: 0 spinners against 4 took
-	 * the process's CPU per step from 3.9-4.6 to 3.4-4.0 ms, the time added no worse; 4 against
-	 * every worker had taken it from 4.0 to 2.8 ms a round before). Back-to-back jobs (a loop of
-	 * lookups) keep every worker spinning all the same. */
-	uint64_t sp = eht_env_u64("EHT_POOL_SPINNERS", 0);
-	p->max_spinners = sp < nthreads ? (unsigned)sp : nthreads;
-	atomic_init(&p->spinners_now, p->max_spinners);
+	/* After a job that came long after the last no worker spins: in a model's decode step only the
+	 * second table's job follows the first closely, and it is not the one the next layer waits for
+	 * (measured on the lent H200, background decode steps, three rounds in each of three runs a side,
+	 * alternated: none spinning against 4 took the process's CPU per step from 3.9-4.6 to 3.4-4.0 ms,
+	 * the time added no worse; 4 against every worker had taken it from 4.0 to 2.8 ms a round
+	 * before). Back-to-back jobs (a loop of lookups) keep every worker spinning all the same. */
+	atomic_init(&p->spinners_now, 0);
 	pthread_mutex_init(&p->job_lock, NULL);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
@@ -225,7 +221,7 @@ static void choose_spin(eht_pool *p)
 	double gmax = 0;
 	for (unsigned i = 0; i < POOL_GAPS && i < p->ngaps; i++)
 		gmax = p->gaps[i] > gmax ? p->gaps[i] : gmax;
-	unsigned spin = p->spin_us, spinners = p->max_spinners;
+	unsigned spin = p->spin_us, spinners = 0;
 	if (p->ngaps >= POOL_GAPS && gmax <= p->spin_max_us) {
 		spinners = p->nthreads; /* back to back: every worker, so each job starts at full width */
 		if (2 * gmax + 20 > spin)

@@ -3,20 +3,14 @@
 #ifndef EHT_UTIL_PREFETCH_H
 #define EHT_UTIL_PREFETCH_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
-/* Prefetches bytes [p, p + len) for reading: into every cache level (prefetcht0), or with nta the
- * non-temporal hint (prefetchnta). The hint must be a constant, hence two loops. */
-static inline void eht_prefetch_row(const uint8_t *p, uint32_t len, bool nta)
+/* Prefetches bytes [p, p + len) for reading into every cache level (prefetcht0: faster than the
+ * non-temporal hint for the lookup gather, docs/BENCHMARKS.md). */
+static inline void eht_prefetch_row(const uint8_t *p, uint32_t len)
 {
-	if (nta) {
-		for (uint32_t o = 0; o < len; o += 64)
-			__builtin_prefetch(p + o, 0, 0);
-	} else {
-		for (uint32_t o = 0; o < len; o += 64)
-			__builtin_prefetch(p + o, 0, 3);
-	}
+	for (uint32_t o = 0; o < len; o += 64)
+		__builtin_prefetch(p + o, 0, 3);
 }
 
 #endif

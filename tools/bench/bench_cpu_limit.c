@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_cpu_limit.c: the CPU's own gather limit on the bench's table, beside the engines: threads that
  * spin between batches and take LIMIT_CHUNK-row pieces of the ids from one shared counter (no
- * doorbell, no GPU, no pool), prefetching rows ahead with the library's hint. Into a buffer per thread
+ * doorbell, no GPU, no pool), prefetching rows ahead as the library does. Into a buffer per thread
  * that stays in its cache (the memory's read limit), and into one staging buffer of every row (what
  * the library's pool writes). The gap between these and an engine is what the engine's machinery
  * costs. */
@@ -28,7 +28,6 @@ struct limit_run {
 	atomic_uint done;
 	atomic_size_t next; /* the current batch's next piece */
 	atomic_bool stop;
-	bool nta;           /* EHT_LOOKUP_PREFETCH_NTA, as the library reads it */
 };
 
 /* Rows a thread takes at a time: dynamic claims even out threads that run at different speeds
@@ -48,10 +47,10 @@ static void limit_share(struct limit_run *r, unsigned t, unsigned batch)
 	while ((b = atomic_fetch_add_explicit(&r->next, LIMIT_CHUNK, memory_order_relaxed)) < r->n) {
 		size_t e = b + LIMIT_CHUNK < r->n ? b + LIMIT_CHUNK : r->n;
 		for (size_t i = b; i < b + r->prefetch && i < e; i++)
-			eht_prefetch_row(tab + (size_t)ids[i] * rb, rb, r->nta);
+			eht_prefetch_row(tab + (size_t)ids[i] * rb, rb);
 		for (size_t i = b; i < e; i++) {
 			if (i + r->prefetch < e)
-				eht_prefetch_row(tab + (size_t)ids[i + r->prefetch] * rb, rb, r->nta);
+				eht_prefetch_row(tab + (size_t)ids[i + r->prefetch] * rb, rb);
 			uint8_t *dst = r->staging ? r->staging + i * rb : r->local[t] + ((i - b) % LOCAL_ROWS) * rb;
 			memcpy(dst, tab + (size_t)ids[i] * rb, rb);
 		}
@@ -123,7 +122,7 @@ static int limit_time(struct limit_run *r, int reps, double *median_s)
 }
 
 int bench_cpu_limit(const uint8_t *table, uint32_t rb, const int32_t *ids, size_t n, size_t batches,
-		    size_t stride, unsigned threads, unsigned prefetch, bool nta, int reps, struct bench_cpu_limit *out)
+		    size_t stride, unsigned threads, unsigned prefetch, int reps, struct bench_cpu_limit *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!table || n == 0 || batches == 0 || reps < 1)
@@ -135,7 +134,7 @@ int bench_cpu_limit(const uint8_t *table, uint32_t rb, const int32_t *ids, size_
 	if (threads > n)
 		threads = (unsigned)n;
 	struct limit_run r = {.table = table, .rb = rb, .ids = ids, .n = n, .stride = stride, .batches = batches,
-			      .threads = threads, .prefetch = prefetch, .nta = nta};
+			      .threads = threads, .prefetch = prefetch};
 	r.local = calloc(threads, sizeof(*r.local));
 	uint8_t *staging = malloc(n * rb);
 	int rc = r.local && staging ? 0 : -1;

@@ -17,9 +17,9 @@ struct bench_cpu_limit {
 
 /* Median time of reps batches of n rows of rb bytes from table (batch b's ids, rows of table, at
  * ids + b * stride, b cycling over batches) by `threads` spinning threads (the caller one of them)
- * taking small pieces from a shared counter, prefetching `prefetch` rows ahead (nta: with the
- * non-temporal hint). 0, or -1 (out of memory, no thread). */
+ * taking small pieces from a shared counter, prefetching `prefetch` rows ahead. 0, or -1 (out of
+ * memory, no thread). */
 int bench_cpu_limit(const uint8_t *table, uint32_t rb, const int32_t *ids, size_t n, size_t batches,
-		    size_t stride, unsigned threads, unsigned prefetch, bool nta, int reps, struct bench_cpu_limit *out);
+		    size_t stride, unsigned threads, unsigned prefetch, int reps, struct bench_cpu_limit *out);
 
 #endif

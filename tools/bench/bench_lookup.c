@@ -123,8 +123,8 @@ static void usage(FILE *f)
 		   "             table: --table-rows); the steps then come from tokens [0, T/2) unless --workload-range\n"
 		   "  --workload-range A:B  draw the steps from tokens [A, B) of the text only\n"
 		   "  --knob-sweep  then the HOST and AUTO engines again on every shape and mode for each setting of\n"
-		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNKS, then\n"
-		   "             EHT_LOOKUP_DMA_SPLIT, then EHT_LOOKUP_STREAM_STORES=1), one line per setting\n"
+		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNK_MAX), one line per\n"
+		   "             setting\n"
 		   "             (with --json: JSON lines on stderr)\n"
 		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
 }
@@ -516,12 +516,10 @@ static void lk_cpu_limit(struct lk_run *d, int k)
 			width = d->engines[si]->nthreads + 1;
 	if (!d->host || !width)
 		return;
-	unsigned pf = 0;
-	bool nta = false;
-	eht_lk_prefetch_knobs(&pf, &nta);
+	unsigned pf = eht_lk_prefetch_rows();
 	struct timespec calm = {0, 5000000}; /* the engines' threads stop their spin after the last call first */
 	nanosleep(&calm, NULL);
-	if (bench_cpu_limit(d->host, RB, d->ids, d->o->shapes[k], (size_t)d->batches, d->maxn, width, pf, nta,
+	if (bench_cpu_limit(d->host, RB, d->ids, d->o->shapes[k], (size_t)d->batches, d->maxn, width, pf,
 			    d->o->reps, &d->lim[k]))
 		memset(&d->lim[k], 0, sizeof(d->lim[k]));
 }
@@ -567,23 +565,19 @@ static int lk_shapes(struct lk_run *d)
 	return 0;
 }
 
-/* One setting of the CPU gather's knobs (strategy/host.c: EHT_LOOKUP_PREFETCH, _CHUNKS, _DMA_SPLIT,
- * _STREAM_STORES). */
+/* One setting of the CPU gather's knobs (strategy/host.c: EHT_LOOKUP_PREFETCH, EHT_LOOKUP_CHUNK_MAX). */
 struct knob_set {
-	unsigned pf, chunks, split, stream;
+	unsigned pf, chunk_max;
 };
 
 /* --knob-sweep: the HOST and AUTO engines on every shape and mode again for each setting of the
- * gather's knobs (prefetch distance x chunks per worker, then the eager DMA split and the streaming
- * stores at the defaults),
- * one line per setting on stdout (JSON lines on stderr with --json). The knobs go back to the environment's
- * values after. 0 or 1. */
+ * gather's knobs (prefetch distance x largest chunk), one line per setting on stdout (JSON lines on
+ * stderr with --json). The knobs go back to the environment's values after. 0 or 1. */
 static int lk_knob_sweep(struct lk_run *d)
 {
-	static const unsigned pfs[] = {0, 2, 4, 8, 16, 32}, chs[] = {1, 2, 4, 8, 16}, splits[] = {1, 2, 4, 16};
-	enum { NKNOBS = 4 };
-	static const char *names[NKNOBS] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNKS", "EHT_LOOKUP_DMA_SPLIT",
-					    "EHT_LOOKUP_STREAM_STORES"};
+	static const unsigned pfs[] = {0, 2, 4, 8, 16, 32}, cms[] = {64, 128, 256, 512, 1024};
+	enum { NKNOBS = 2 };
+	static const char *names[NKNOBS] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNK_MAX"};
 	const struct lk_opts *o = d->o;
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .maxn = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
@@ -591,17 +585,13 @@ static int lk_knob_sweep(struct lk_run *d)
 	struct knob_set sets[64];
 	int ns = 0;
 	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
-		for (size_t b = 0; b < sizeof(chs) / sizeof(chs[0]); b++)
-			sets[ns++] = (struct knob_set){pfs[a], chs[b], 8, 0};
-	for (size_t a = 0; a < sizeof(splits) / sizeof(splits[0]); a++)
-		sets[ns++] = (struct knob_set){LK_PREFETCH, 8, splits[a], 0};
-	sets[ns++] = (struct knob_set){LK_PREFETCH, 8, 8, 1};
+		for (size_t b = 0; b < sizeof(cms) / sizeof(cms[0]); b++)
+			sets[ns++] = (struct knob_set){pfs[a], cms[b]};
 	char *saved[NKNOBS];
 	for (int i = 0; i < NKNOBS; i++)
 		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
 	if (!o->json)
-		printf("knob sweep (median ms per step; prefetch rows, chunks per worker, eager DMA split, streaming "
-		       "stores):\n");
+		printf("knob sweep (median ms per step; prefetch rows, largest chunk):\n");
 	int rc = 0;
 	for (int k = 0; k < o->nshapes && !rc; k++) {
 		double distinct = 0;
@@ -613,9 +603,7 @@ static int lk_knob_sweep(struct lk_run *d)
 		for (int q = 0; q < ns; q++) {
 			char v[NKNOBS][16];
 			snprintf(v[0], sizeof(v[0]), "%u", sets[q].pf);
-			snprintf(v[1], sizeof(v[1]), "%u", sets[q].chunks);
-			snprintf(v[2], sizeof(v[2]), "%u", sets[q].split);
-			snprintf(v[3], sizeof(v[3]), "%u", sets[q].stream);
+			snprintf(v[1], sizeof(v[1]), "%u", sets[q].chunk_max);
 			for (int i = 0; i < NKNOBS; i++)
 				setenv(names[i], v[i], 1);
 			eht_lk_knobs_reload();
@@ -625,11 +613,10 @@ static int lk_knob_sweep(struct lk_run *d)
 					continue;
 				char line[512];
 				int len = snprintf(line, sizeof(line),
-						   o->json ? "{\"knobs\": {\"prefetch\": %u, \"chunks\": %u, \"dma_split\": %u, "
-							     "\"stream_stores\": %u}, \"strategy\": \"%s\", \"ids\": %zu"
-							   : "  pf %2u chunks %u split %2u stream %u  %-5s %7zu ids",
-						   sets[q].pf, sets[q].chunks, sets[q].split, sets[q].stream, eht_lookup_strategy_name(st),
-						   o->shapes[k]);
+						   o->json ? "{\"knobs\": {\"prefetch\": %u, \"chunk_max\": %u}, "
+							     "\"strategy\": \"%s\", \"ids\": %zu"
+							   : "  pf %2u chunk max %4u  %-5s %7zu ids",
+						   sets[q].pf, sets[q].chunk_max, eht_lookup_strategy_name(st), o->shapes[k]);
 				for (int m = 0; m < NMODES; m++) {
 					if (!d->want[m])
 						continue;

@@ -9,7 +9,7 @@
 #define EHT_LK_RPW 4
 /* Threads per block of the row movers, eht_lk_stage_in and eht_lk_dedup_mark. */
 #define EHT_LK_THREADS 256
-/* EHT_BELL_TRACE: the words of the stage-in trace where the CPU marks that the poller served the
+/* EHT_TEST_BELL_TRACE: the words of the stage-in trace where the CPU marks that the poller served the
  * request and that the pool started its gather; the ringing block stamps each on the GPU's clock into
  * the word after it. */
 #define EHT_LK_TRACE_SERVED 5

@@ -30,7 +30,7 @@ struct lk_auto {
 struct lk_autos {
 	struct lk_auto a[2][LK_AUTO_NCLASS]; /* [ids in GPU memory][class] */
 	eht_event ev_t0, ev_t1; /* timing events around the GPU part of a split */
-	float force_share; /* EHT_LOOKUP_DEDUP_SHARE (tests, diagnosis): the GPU share of a dedup pass; < 0: calibrated */
+	float force_share; /* EHT_TEST_DEDUP_SHARE (tests, diagnosis): the GPU share of a dedup pass; < 0: calibrated */
 };
 
 static struct lk_autos *A(const eht_lookup *lk) { return lk->state[EHT_LOOKUP_AUTO]; }
@@ -45,7 +45,7 @@ static int auto_init(eht_lookup *lk)
 	for (int p = 0; p < 2; p++)
 		for (int c = 0; c < LK_AUTO_NCLASS; c++)
 			st->a[p][c] = (struct lk_auto){.mode = AUTO_CPU, .f = 0.5, .f0 = 0.5};
-	const char *fs = getenv("EHT_LOOKUP_DEDUP_SHARE");
+	const char *fs = getenv("EHT_TEST_DEDUP_SHARE");
 	st->force_share = fs && *fs ? strtof(fs, NULL) : -1.0f;
 	int rc = eht_lk_strategy_ready(lk, eht_lk_strategy(EHT_LOOKUP_HOST), false);
 	if (rc || !lk->gpu)

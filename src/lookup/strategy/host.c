@@ -14,7 +14,6 @@
 #include "util/cpu.h"
 #include "util/env.h"
 #include "util/err.h"
-#include "util/copy_stream.h"
 #include "util/prefetch.h"
 #include "util/radix.h"
 
@@ -29,50 +28,32 @@
  * copies a chunk with one block at ~1 GB/s: 144 us for the last 1,024 rows, 72 for 256); graph
  * replays on the H200, 2026-12-02, two runs each: HOST 1.27-1.31 ms at 256 against 1.38-1.43 at
  * 1,024 (512: 1.33, 128: 1.29), AUTO 1.28-1.31 against 1.37-1.40; on a slower machine later that day
- * 1.67-1.69 against 1.90 (HOST), 1.60 against 1.85 (AUTO). Prefetching into every cache level
- * (prefetcht0) instead of non-temporal (prefetchnta): decode graphs 88-97 against 97-106 us (same
- * runs), and a loop of 15 spinning threads alone (as eht bench lookup's CPU limit) 40-50 against
- * 51-62 us for 6,144 rows on THP, 2 MiB and 1 GiB hugetlb pages, 16 and 48 GiB; prefill within noise. */
+ * 1.67-1.69 against 1.90 (HOST), 1.60 against 1.85 (AUTO). Rows are prefetched into every cache level
+ * (prefetcht0): decode graphs 88-97 against 97-106 us with the non-temporal hint (same runs), and a
+ * loop of 15 spinning threads alone (as eht bench lookup's CPU limit) 40-50 against 51-62 us for
+ * 6,144 rows on THP, 2 MiB and 1 GiB hugetlb pages, 16 and 48 GiB; prefill within noise. Raw rows
+ * are written with memcpy: streaming stores lost on the lent H200's host (decode 122-205 against
+ * 88-111 us, prefill 2.3-5.0 against 1.8-3.1 ms; docs/BENCHMARKS.md). */
 #define LK_CHUNKS_PER_WORKER 8
+/* Copies to the GPU per eager HOST job, overlapped with the gather (1 would be one copy after the
+ * whole gather). */
+#define LK_DMA_SPLIT 8
 /* Read once per process from the environment, so one bench run can sweep them (eht bench lookup
  * --knob-sweep re-reads them between settings: eht_lk_knobs_reload):
  *   EHT_LOOKUP_PREFETCH     rows a thread prefetches ahead (0 = none; default LK_PREFETCH)
- *   EHT_LOOKUP_CHUNKS       chunks per worker a batch is cut into (default LK_CHUNKS_PER_WORKER)
- *   EHT_LOOKUP_CHUNK_MIN    the smallest chunk in rows (default LK_CHUNK_MIN, never below it)
  *   EHT_LOOKUP_CHUNK_MAX    the largest chunk in rows (default LK_CHUNK_DEFAULT_MAX, never above
- *                           LK_CHUNK_MAX)
- *   EHT_LOOKUP_PREFETCH_NTA 1: prefetch with the non-temporal hint (prefetchnta) instead of into
- *                           every cache level (prefetcht0, the default)
- *   EHT_LOOKUP_DMA_SPLIT    eager HOST: copies to the GPU per job, overlapped with the gather
- *                           (1 = one copy after the whole gather; default 8)
- *   EHT_LOOKUP_STREAM_STORES  1: raw rows written with streaming stores (util/copy_stream.h); 0
- *                           (default) memcpy. On the lent H200's host (Xeon, a 16-core VM; 48 GiB, two
- *                           runs alternated) they lost: decode 122-205 against 88-111 us, prefill
- *                           2.3-5.0 against 1.8-3.1 ms, no gain in the step bench's CPU; most likely the
- *                           large L3 holds a batch's staging and the copy engine reads it from
- *                           the cache. On the 2-core development VM one thread's 196,608-row gather
- *                           took 94-119 against 130-155 ns a row: worth a sweep on other hosts. */
+ *                           LK_CHUNK_MAX nor below LK_CHUNK_MIN) */
 static struct {
-	unsigned prefetch, chunks, chunk_min, chunk_max, dma_split;
-	bool stream_stores, prefetch_nta;
+	unsigned prefetch, chunk_max;
 } knobs;
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 static void knobs_read(void)
 {
 	uint64_t pf = eht_env_u64("EHT_LOOKUP_PREFETCH", LK_PREFETCH);
-	uint64_t ch = eht_env_u64("EHT_LOOKUP_CHUNKS", LK_CHUNKS_PER_WORKER);
-	uint64_t cm = eht_env_u64("EHT_LOOKUP_CHUNK_MIN", LK_CHUNK_MIN);
-	uint64_t ds = eht_env_u64("EHT_LOOKUP_DMA_SPLIT", 8);
 	knobs.prefetch = pf > 64 ? 64 : (unsigned)pf;
-	knobs.chunks = ch < 1 ? 1 : ch > 64 ? 64 : (unsigned)ch;
-	/* Below LK_CHUNK_MIN a batch would need more chunks than max_chunks holds. */
-	knobs.chunk_min = cm < LK_CHUNK_MIN ? LK_CHUNK_MIN : cm > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cm;
 	uint64_t cx = eht_env_u64("EHT_LOOKUP_CHUNK_MAX", LK_CHUNK_DEFAULT_MAX);
-	knobs.chunk_max = cx < knobs.chunk_min ? knobs.chunk_min : cx > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cx;
-	knobs.dma_split = ds < 1 ? 1 : ds > 1024 ? 1024 : (unsigned)ds;
-	knobs.stream_stores = eht_env_u64("EHT_LOOKUP_STREAM_STORES", 0) != 0;
-	knobs.prefetch_nta = eht_env_u64("EHT_LOOKUP_PREFETCH_NTA", 0) != 0;
+	knobs.chunk_max = cx < LK_CHUNK_MIN ? LK_CHUNK_MIN : cx > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cx;
 }
 
 void eht_lk_knobs_reload(void)
@@ -81,23 +62,10 @@ void eht_lk_knobs_reload(void)
 	knobs_read();
 }
 
-void eht_lk_prefetch_knobs(unsigned *rows, bool *nta)
-{
-	pthread_once(&knobs_once, knobs_read);
-	*rows = knobs.prefetch;
-	*nta = knobs.prefetch_nta;
-}
-
-static inline unsigned knob_prefetch(void)
+unsigned eht_lk_prefetch_rows(void)
 {
 	pthread_once(&knobs_once, knobs_read);
 	return knobs.prefetch;
-}
-
-static inline bool knob_stream_stores(void)
-{
-	pthread_once(&knobs_once, knobs_read);
-	return knobs.stream_stores;
 }
 
 /* ------------------------------------------------------------------- (a) sort + dedup */
@@ -150,16 +118,14 @@ struct lk_job {
 	char errmsg[1024]; /* [disk hook] the message of err, from the worker thread that failed */
 };
 
-static inline void prefetch_row(const uint8_t *p, uint32_t rb) { eht_prefetch_row(p, rb, knobs.prefetch_nta); }
+static inline void prefetch_row(const uint8_t *p, uint32_t rb) { eht_prefetch_row(p, rb); }
 
-static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fmt, bool stream)
+static inline void put_row(uint8_t *dst, const uint8_t *src, uint32_t rb, int fmt)
 {
 	if (!src)
 		memset(dst, 0, fmt == EHT_LOOKUP_BF16 ? 2 * EHT_ENGRAM_DIM : rb);
 	else if (fmt == EHT_LOOKUP_BF16)
 		eht_engram_dequant_row(src, (uint16_t *)(void *)dst);
-	else if (stream)
-		eht_copy_stream(dst, src, rb);
 	else
 		memcpy(dst, src, rb);
 }
@@ -203,8 +169,7 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 		}
 		return 0;
 	}
-	const size_t pf = knob_prefetch();
-	const bool stream = knob_stream_stores() && fmt == EHT_LOOKUP_RAW;
+	const size_t pf = eht_lk_prefetch_rows();
 	/* The first rows' misses start together instead of one after the other. */
 	for (size_t i = begin; pf && i < begin + pf && i < end; i++) {
 		uint64_t r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi);
@@ -219,10 +184,8 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 		}
 		uint64_t r = eht_lk_local(ids, id64, i, off, lk->lo, lk->hi);
 		*dead += r == LK_DEAD;
-		put_row(dst + (i - begin) * stride, r == LK_DEAD ? NULL : host + r * rb, rb, fmt, stream);
+		put_row(dst + (i - begin) * stride, r == LK_DEAD ? NULL : host + r * rb, rb, fmt);
 	}
-	if (stream) /* (before the caller says the rows are there) */
-		eht_stream_fence();
 	return 0;
 }
 
@@ -245,22 +208,19 @@ static void job_task(void *arg, size_t c, unsigned worker)
 			job_fail(j, lk->t->ops->read_rows(lk->t, j->rows + begin, end - begin, j->dst + begin * rb, 0));
 			break;
 		}
-		const size_t pf = knob_prefetch();
-		const bool stream = knob_stream_stores();
+		const size_t pf = eht_lk_prefetch_rows();
 		for (size_t i = begin; pf && i < begin + pf && i < end; i++)
 			prefetch_row(host + j->rows[i] * rb, rb);
 		for (size_t i = begin; i < end; i++) {
 			if (pf && i + pf < end)
 				prefetch_row(host + j->rows[i + pf] * rb, rb);
-			put_row(j->dst + i * rb, host + j->rows[i] * rb, rb, EHT_LOOKUP_RAW, stream);
+			put_row(j->dst + i * rb, host + j->rows[i] * rb, rb, EHT_LOOKUP_RAW);
 		}
-		if (stream)
-			eht_stream_fence();
 		break;
 	case JOB_EXPAND:
 		for (size_t i = begin; i < end; i++) {
 			uint32_t s = j->slot[i];
-			put_row(j->dst + i * j->stride, s == LK_SLOT_DEAD ? NULL : j->src + (size_t)s * rb, rb, j->fmt, false);
+			put_row(j->dst + i * j->stride, s == LK_SLOT_DEAD ? NULL : j->src + (size_t)s * rb, rb, j->fmt);
 		}
 		break;
 	}
@@ -274,9 +234,9 @@ static void job_task(void *arg, size_t c, unsigned worker)
 size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n)
 {
 	pthread_once(&knobs_once, knobs_read);
-	size_t workers = lk->nthreads + 1, per = workers * knobs.chunks, c = (n + per - 1) / per;
-	if (c < knobs.chunk_min)
-		c = knobs.chunk_min;
+	size_t workers = lk->nthreads + 1, per = workers * LK_CHUNKS_PER_WORKER, c = (n + per - 1) / per;
+	if (c < LK_CHUNK_MIN)
+		c = LK_CHUNK_MIN;
 	if (c > knobs.chunk_max)
 		c = knobs.chunk_max;
 	size_t need = (n + c - 1) / c;
@@ -307,7 +267,7 @@ static int run_job(eht_lookup *lk, struct lk_job *j, eht_dptr dma_dst, eht_strea
 		eht_pool_start(lk->pool, nchunks, job_task, j);
 		/* Copies of at least an eighth of the job each: every cuMemcpyHtoDAsync costs the caller
 		 * microseconds, and a decode batch has ~64 chunks; fewer, larger copies still overlap. */
-		size_t c = 0, batch = nchunks / knobs.dma_split ? nchunks / knobs.dma_split : 1;
+		size_t c = 0, batch = nchunks / LK_DMA_SPLIT ? nchunks / LK_DMA_SPLIT : 1;
 		while (c < nchunks) {
 			size_t want = c + batch < nchunks ? c + batch : nchunks, e = c;
 			while (e < want) {

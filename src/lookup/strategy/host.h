@@ -12,7 +12,6 @@
 #define EHT_LOOKUP_STRATEGY_HOST_H
 
 #include "lookup/lookup_impl.h"
-#include "lookup/strategy/bell_predict.h"
 
 /* Stream-triggered requests per engine (host_bell.c): the first LK_EAGER_REQS are a ring for calls
  * made outside capture, the rest are kept for captured calls (one per distinct ids buffer and shape).
@@ -26,8 +25,14 @@
 #define LK_TAG_SHIFT 21
 #define LK_TAG_CHUNKS ((1u << LK_TAG_SHIFT) - 2)
 #define LK_READY(idx, c) (((uint32_t)(idx) << LK_TAG_SHIFT) | (uint32_t)((c) + 1))
-/* Most groups of a background request (host_bell.c; EHT_LOOKUP_BG_GROUPS, default 8). */
-#define LK_BG_GROUPS_MAX 16
+/* Most groups of a background request (host_bell.c). */
+#define LK_BG_GROUPS 8
+/* Rows of a bf16 background request above which each group is dequantized as soon as it is copied
+ * instead of all at once after the last copy. Each dequant is a kernel that, beside the model, waits
+ * for SMs between the GEMMs' waves, and each node costs a few microseconds (a wait, a copy, a kernel:
+ * about 15 us a group on the lent H200): a decode batch's one dequant at the end costs less than one
+ * per group. */
+#define LK_BG_DEQUANT_ROWS 16384
 
 /* One stream-triggered CPU gather: what the CPU reads when the doorbell of its index rings. */
 struct lk_req {
@@ -44,9 +49,6 @@ struct lk_req {
 	 * each group from staging to push_dst (GPU memory) and then set the request's done word, the one
 	 * thing the stream waits for. 0: the stream waits for each group and copies it. */
 	eht_dptr push_dst;
-	atomic_uint kicked; /* captured: replays' host nodes that woke the poller for this request */
-	unsigned rang;      /* captured: rings served (poller only); kicked ahead of it: a ring is due */
-	struct bell_period period; /* captured: when its rings came (poller only; EHT_BELL_PREDICT) */
 	atomic_bool armed; /* fields above published (release) for the poller */
 	bool taken;       /* captured slot in use */
 	bool done_used;
@@ -75,16 +77,11 @@ struct lk_bell {
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
-	uint32_t bg_group_rows, bg_max_groups; /* EHT_LOOKUP_BG_GROUP_ROWS / _GROUPS, read at init */
 	_Atomic unsigned scan; /* requests the poller looks at: indices < scan */
-	eht_stream kick_stream; /* EHT_BELL_HOST_KICK: captured requests fork a host node here that wakes the poller */
-	eht_event ev_kfork, ev_kjoin;
-	/* Background bf16 (EHT_LOOKUP_BG_DEQUANT_STREAM, on by default): each group's dequant runs on
-	 * bg_xstream once its copy is done (bg_copied[g]), beside the next groups' copies; the caller's
-	 * stream joins it (bg_xdone) at the end. NULL: the dequants queue behind the copies. */
+	/* Background bf16: each group's dequant runs on bg_xstream once its copy is done (bg_copied[g]),
+	 * beside the next groups' copies; the caller's stream joins it (bg_xdone) at the end. */
 	eht_stream bg_xstream;
-	eht_event bg_copied[LK_BG_GROUPS_MAX], bg_xdone;
-	size_t bg_dequant_rows; /* EHT_LOOKUP_BG_DEQUANT_ROWS: above it, one dequant per group */
+	eht_event bg_copied[LK_BG_GROUPS], bg_xdone;
 	/* Pushed requests (EHT_LOOKUP_BG_PUSH): the CPU's copies go on push_stream, whose
 	 * last one is ev_pushed (staging is busy until it is done; pushed_used: recorded once). */
 	bool bg_push;
@@ -93,20 +90,18 @@ struct lk_bell {
 	bool pushed_used;
 	uint64_t pushed_reqs; /* pushed requests served (poller only; the tests check the path ran) */
 	uint64_t bg_side_dequants; /* group dequants enqueued on bg_xstream (the tests check the path ran) */
-	bool bg_compact; /* EHT_LOOKUP_BG_COMPACT (1): a dedup pass's misses go the background way */
-	bool no_kick;          /* a capture got no host node: the poller naps (counted in its no_kick) */
+	bool no_kick;          /* it has captured requests: the poller naps (counted in its no_kick) */
 	bool own_h_dead;       /* the CPU emulation allocated lk->h_dead */
 	atomic_uint_fast64_t bg_reqs; /* background requests served, counted before the last group is ready */
 	atomic_uint_fast64_t bg_compact_reqs; /* of them, compact ones (a dedup pass's distinct misses) */
 	atomic_int err;        /* first error of a gather no caller waited for */
 	char errmsg[512];
 	bool registered;
-	/* EHT_BELL_TRACE=1: requests served, seconds waiting for the previous request's slots, seconds
+	/* EHT_TEST_BELL_TRACE=1: requests served, seconds waiting for the previous request's slots, seconds
 	 * gathering; printed when the engine is destroyed (where a step's time goes). */
 	uint64_t st_reqs[LK_AUTO_NCLASS], st_rows[LK_AUTO_NCLASS]; /* per batch-size class (LK_AUTO_CLASS) */
 	double st_wait_s[LK_AUTO_NCLASS], st_gather_s[LK_AUTO_NCLASS], st_first_s[LK_AUTO_NCLASS];
-	bool trace;          /* EHT_BELL_TRACE: the kernel also stamps GPU times into gtrace */
-	bool fused_dequant;  /* EHT_LOOKUP_FUSED_DEQUANT: bf16 dequantized by the stage-in kernel itself */
+	bool trace;          /* EHT_TEST_BELL_TRACE: the kernel also stamps GPU times into gtrace */
 	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end; then the
 			      * CPU's marks and their GPU stamps (trace_mark) */
 	eht_dptr d_gtrace;
@@ -190,13 +185,9 @@ void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint3
 void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);
 /* Chunk rows and staging slots of an n-row request (the kernel's launch arguments). */
 void eht_lk_bell_geom(const eht_lookup *lk, size_t n, uint32_t *chunk, uint32_t *nslots);
-/* lk's captured requests ring without waking the poller (no host node beside their kernels): the
- * idle poller naps while they may ring (what a capture without EHT_BELL_HOST_KICK does). */
+/* lk's captured requests ring without waking the poller (nothing beside their kernels does): the
+ * idle poller naps while they may ring (what every capture does). */
 void eht_lk_bell_no_kick(eht_lookup *lk);
-/* EHT_BELL_PREDICT: the poller's sleeps to near a steady replay's next ring, and the rings that came
- * before such a sleep ended (misses), since the process started; *until (may be NULL): when the
- * last such sleep ends (eht_now_s), counted before it starts. */
-void eht_lk_bell_predict_stats(uint64_t *sleeps, uint64_t *misses, double *until);
 /* Leaves the poller and frees the path's buffers (after the GPU finished with them). */
 void eht_lk_bell_fini(eht_lookup *lk);
 /* The first error of a stream-triggered gather since the last call (then cleared), or 0. */

@@ -9,8 +9,8 @@
  * writes or waits for depends only on the call's arguments, so a captured graph replays it as is.
  *
  * Why a kernel and not cuStreamWriteValue/WaitValue plus one DMA per chunk: one launch per request
- * instead of three stream operations per chunk (a decode batch has dozens of chunks), the dequant to
- * bf16 fused into the same pass, and no dependence on optional driver entry points. The background
+ * instead of three stream operations per chunk (a decode batch has dozens of chunks), and no
+ * dependence on optional driver entry points. The background
  * mode (EHT_LOOKUP_BACKGROUND) trades that for holding no SM: the stream waits for a few groups with
  * memory operations and the copy engine moves them (bg_groups); pushed (EHT_LOOKUP_BG_PUSH) the CPU
  * moves them with its own copies and the stream waits for one word (push_ring_wait). */
@@ -47,15 +47,12 @@ static struct poller {
 	bool running;
 	atomic_bool stop;
 	atomic_uint pending; /* eager requests enqueued, not served yet */
-	/* Bumped by every kick: an eager call's arm, and the host node a captured request forks beside
-	 * its stage-in kernel (so a graph replay wakes the poller as the stream reaches the lookup).
-	 * The futex word the idle poller sleeps on. */
+	/* Bumped by every kick (an eager call's arm): the futex word the idle poller sleeps on. A
+	 * captured request rings without a kick (a host node beside its kernel that would wake the
+	 * poller put 40-90 us on a decode graph replay on the lent H200). */
 	atomic_uint kicks;
-	atomic_uint no_kick; /* engines whose captured requests got no host node (the default, or refused) */
+	atomic_uint no_kick; /* engines with captured requests (rings nothing wakes the poller for) */
 	atomic_bool napping;
-	/* EHT_BELL_PREDICT: sleeps to near a steady replay's next ring, and rings found when one ended */
-	atomic_uint_fast64_t predicted_sleeps, predict_misses;
-	atomic_uint_fast64_t predicted_until_ns; /* the end of the last such sleep (eht_now_s, in ns) */
 } P = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic uint32_t *bells(struct lk_bell *b) { return b->words; }
@@ -102,7 +99,7 @@ struct bell_job {
 	unsigned idx;
 	uint32_t chunk, nslots;
 	double t0;
-	double t_first; /* EHT_BELL_TRACE: when chunk 0 was published */
+	double t_first; /* EHT_TEST_BELL_TRACE: when chunk 0 was published */
 };
 
 static void bell_fail(struct lk_bell *b, int rc)
@@ -148,7 +145,7 @@ static void bell_task(void *arg, size_t c, unsigned worker)
 		j->t_first = eht_now_s();
 }
 
-/* EHT_BELL_TRACE: the CPU's marks (gtrace[EHT_LK_TRACE_SERVED]: the poller serves the request,
+/* EHT_TEST_BELL_TRACE: the CPU's marks (gtrace[EHT_LK_TRACE_SERVED]: the poller serves the request,
  * [EHT_LK_TRACE_POOL]: the pool starts its gather), which the ringing block waits for and stamps (in
  * the word after each) on the GPU's clock. */
 static bool trace_cpu_mark(int i) { return i == EHT_LK_TRACE_SERVED || i == EHT_LK_TRACE_POOL; }
@@ -159,7 +156,7 @@ static void trace_mark(struct lk_bell *b, int i)
 		((volatile uint64_t *)b->gtrace)[i] = 1;
 }
 
-/* EHT_BELL_TRACE: adds the GPU times of the last finished stage-in launch to the sums. Called as the
+/* EHT_TEST_BELL_TRACE: adds the GPU times of the last finished stage-in launch to the sums. Called as the
  * next launch is served (started_next) or at teardown. By the time a launch rings it has already
  * stamped its own start and ring over the previous launch's, so those two are kept here when it is
  * served, and matched with its chunk and end stamps (g[2..4]) one launch later. */
@@ -226,23 +223,16 @@ static void wait_slots_free(eht_lookup *lk, double t0)
 
 /* ------------------------------------------------------------------- background requests (CPU side) */
 /* Rows per group the stream waits for: few groups keep the stream's nodes (a wait and a copy per
- * group) cheap, enough of them let the copy engine move one while the CPU gathers the next. */
+ * group) cheap, enough of them let the copy engine move one while the CPU gathers the next (at most
+ * LK_BG_GROUPS of them). */
 #define BG_GROUP_ROWS 2048
-#define BG_MAX_GROUPS 8
 
-/* Rows of a bf16 request above which each group is dequantized as soon as it is copied instead of
- * all at once after the last copy (EHT_LOOKUP_BG_DEQUANT_ROWS). Each dequant is a kernel that, beside
- * the model, waits for SMs between the GEMMs' waves, and each node costs a few microseconds (a wait,
- * a copy, a kernel: about 15 us a group on the lent H200): a decode batch's one dequant at the end
- * costs less than one per group. */
-#define BG_DEQUANT_PER_GROUP_ROWS 16384
 
 void eht_lk_bell_bg_geom(const eht_lookup *lk, size_t n, uint32_t *groups, uint32_t *group_rows)
 {
-	const struct lk_bell *b = &eht_lk_host(lk)->bell;
-	size_t g = (n + b->bg_group_rows - 1) / b->bg_group_rows;
-	if (g > b->bg_max_groups)
-		g = b->bg_max_groups;
+	size_t g = (n + BG_GROUP_ROWS - 1) / BG_GROUP_ROWS;
+	if (g > LK_BG_GROUPS)
+		g = LK_BG_GROUPS;
 	if (g > lk->max_chunks)
 		g = lk->max_chunks;
 	if (g == 0)
@@ -261,7 +251,7 @@ struct bg_job {
 	unsigned idx;
 	uint32_t groups, group_rows;
 	_Atomic uint64_t dead;
-	double t_first; /* EHT_BELL_TRACE: when group 0 was marked ready */
+	double t_first; /* EHT_TEST_BELL_TRACE: when group 0 was marked ready */
 };
 
 /* A pushed request's rows [begin, end) from staging to their place in push_dst, by the copy engine
@@ -394,8 +384,6 @@ static void serve(eht_lookup *lk, unsigned i)
 	if (i < LK_EAGER_REQS) {
 		atomic_store_explicit(&r->armed, false, memory_order_relaxed);
 		atomic_fetch_sub(&P.pending, 1);
-	} else {
-		r->rang++;
 	}
 	size_t n = r->n;
 	if (r->compact) { /* its kernel wrote the count before it rang */
@@ -438,49 +426,27 @@ static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *t
 	return syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
 }
 
-/* EHT_BELL_PREDICT, after a sleep to near the expected rings ended with a captured request's ring
- * already there: it came early, so every history starts again, this ring's period its first
- * (P.mu held). */
-static void predict_missed(void)
-{
-	atomic_fetch_add(&P.predict_misses, 1);
-	for (unsigned e = 0; e < P.n; e++) {
-		struct lk_bell *b = &eht_lk_host(P.engines[e])->bell;
-		unsigned scan = atomic_load_explicit(&b->scan, memory_order_acquire);
-		for (unsigned i = LK_EAGER_REQS; i < scan; i++)
-			bell_period_reset(&b->reqs[i].period);
-	}
-}
-
 /* Polls every doorbell while requests come and, after the last ring or kick, for EHT_BELL_SPIN_US
  * (100; the second table's request of a step follows the first within microseconds) or, when the
- * last idle gaps were all under 1 ms (back-to-back calls), twice the longest of them; and up to 2 ms
- * after a replay's kick whose request has not rung (its kernel may wait for SMs). Then it sleeps on
- * the kick futex: an eager call (or, with EHT_BELL_HOST_KICK, a graph replay's host node) wakes it.
- * It naps 50 us at most while an eager request is armed but has not rung (its stream may be busy), a
- * kicked request is late, or captures got no host node (the default) and a ring came in the last
- * second; 1 ms otherwise. With EHT_BELL_PREDICT=1, when every captured request that rang in the
- * last second rings at a steady period, it sleeps instead until a guard before the earliest one's
- * next ring (bell_predict.h). */
+ * last idle gaps were all under 1 ms (back-to-back calls), twice the longest of them. Then it sleeps
+ * on the kick futex: an eager call wakes it. It naps 50 us at most while an eager request is armed
+ * but has not rung (its stream may be busy), or captured requests exist (nothing wakes the poller
+ * for their rings) and a ring came in the last second; 1 ms otherwise. */
 static void *poll_main(void *arg)
 {
 	(void)arg;
 	eht_thread_name(EHT_THREAD_BELL);
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* naps of tens of microseconds, not the default 50 us slack */
 	const double spin_min = (double)eht_env_u64("EHT_BELL_SPIN_US", 100) * 1e-6, spin_max = 1e-3;
-	const bool predict = eht_env_u64("EHT_BELL_PREDICT", 0) != 0;
-	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), last_kick = last, idle_from = -1;
+	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), idle_from = -1;
 	unsigned seen = atomic_load(&P.kicks), ngaps = 0;
-	bool slept_long = false; /* the last futex wait was a predicted sleep that no kick cut short */
 	while (!atomic_load(&P.stop)) {
-		bool served = false, awaiting = false, anytime = false;
-		double now = predict ? eht_now_s() : 0, wake = 0;
+		bool served = false;
 		pthread_mutex_lock(&P.mu);
 		for (unsigned e = 0; e < P.n; e++) {
 			eht_lookup *lk = P.engines[e];
 			unsigned scan = atomic_load_explicit(&eht_lk_host(lk)->bell.scan, memory_order_acquire);
 			for (unsigned i = 0; i < scan; i++) {
-				struct lk_req *r = &eht_lk_host(lk)->bell.reqs[i];
 				if (atomic_load_explicit(&bells(&eht_lk_host(lk)->bell)[i], memory_order_acquire)) {
 					if (idle_from >= 0 && !served) { /* the idle gap this ring ends */
 						gaps[ngaps++ % 4] = eht_now_s() - idle_from;
@@ -489,69 +455,34 @@ static void *poll_main(void *arg)
 							g = gaps[q] > g ? gaps[q] : g;
 						spin_s = ngaps >= 4 && g <= spin_max ? (2 * g > spin_min ? (2 * g < spin_max ? 2 * g : spin_max) : spin_min) : spin_min;
 					}
-					if (predict && i >= LK_EAGER_REQS && atomic_load_explicit(&r->armed, memory_order_acquire)) {
-						if (slept_long) { /* (before serving it: whoever waits for its rows sees the count) */
-							predict_missed();
-							slept_long = false;
-						}
-						bell_period_ring(&r->period, now);
-					}
 					serve(lk, i);
 					served = true;
 				}
-				if (i >= LK_EAGER_REQS && (int)(atomic_load_explicit(&r->kicked, memory_order_relaxed) - r->rang) > 0)
-					awaiting = true; /* a replay reached this lookup; its ring is due */
-				double w = 0;
-				int says = predict && i >= LK_EAGER_REQS ? bell_period_wake(&r->period, now, &w) : 0;
-				anytime |= says < 0;
-				if (says > 0 && (wake == 0 || w < wake))
-					wake = w;
 			}
 		}
 		pthread_mutex_unlock(&P.mu);
-		slept_long = false;
 		double t = eht_now_s();
 		unsigned k = atomic_load(&P.kicks);
 		if (served || k != seen) {
 			last = t;
 			if (served)
 				idle_from = t;
-			if (k != seen)
-				last_kick = t;
 			seen = k;
 			continue;
 		}
-		if (t - last < spin_s || (awaiting && t - last_kick < 2e-3)) {
+		if (t - last < spin_s) {
 			eht_cpu_relax();
 			continue;
 		}
-		/* Without kicks a replay is seen at a nap's end: 50 us naps, 1 ms ones after a second idle. */
+		/* A captured request's ring is seen at a nap's end: 50 us naps, 1 ms ones after a second idle. */
 		bool pending = atomic_load(&P.pending) != 0;
-		bool short_nap = pending || awaiting || (atomic_load(&P.no_kick) && t - last < 1.0);
+		bool short_nap = pending || (atomic_load(&P.no_kick) && t - last < 1.0);
 		struct timespec ts = {0, short_nap ? 50000 : 1000000};
-		/* Predicted: every recent captured request steady, no eager one or kicked one waiting. */
-		bool sleep_long = short_nap && !pending && !awaiting && !anytime && wake - t > 150e-6;
-		if (sleep_long) {
-			double s = wake - t < 1.0 ? wake - t : 1.0;
-			ts.tv_sec = (time_t)s;
-			ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-			atomic_store(&P.predicted_until_ns, (uint_fast64_t)((t + s) * 1e9));
-			atomic_fetch_add(&P.predicted_sleeps, 1);
-		}
 		atomic_store(&P.napping, true);
 		futex(&P.kicks, FUTEX_WAIT, seen, &ts);
 		atomic_store(&P.napping, false);
-		slept_long = sleep_long && atomic_load(&P.kicks) == seen;
 	}
 	return NULL;
-}
-
-void eht_lk_bell_predict_stats(uint64_t *sleeps, uint64_t *misses, double *until)
-{
-	*sleeps = atomic_load(&P.predicted_sleeps);
-	*misses = atomic_load(&P.predict_misses);
-	if (until)
-		*until = (double)atomic_load(&P.predicted_until_ns) * 1e-9;
 }
 
 /* Wakes the poller for a request about to ring (safe from any thread, the driver's included). */
@@ -560,13 +491,6 @@ static void poller_kick(void)
 	atomic_fetch_add(&P.kicks, 1); /* seq_cst: either the poller sees it before sleeping, or we see napping */
 	if (atomic_load(&P.napping))
 		futex(&P.kicks, FUTEX_WAKE, 1, NULL);
-}
-
-static void bell_host_kick(void *arg)
-{
-	struct lk_req *r = arg;
-	atomic_fetch_add_explicit(&r->kicked, 1, memory_order_relaxed);
-	poller_kick(); /* seq_cst: the poller that sees the kick also sees kicked */
 }
 
 static int poller_add(eht_lookup *lk)
@@ -664,14 +588,7 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->arena_cap = 2 * lk->max_batch * 8;
 	b->arena = bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
 	b->h_count = bell_alloc(lk, LK_REQS * sizeof(uint64_t), &b->d_h_count, &rc);
-	/* Read once: the stream's waits (enqueued by the call) and the CPU's groups (the poller) must
-	 * agree for the engine's life. */
-	uint64_t grp = eht_env_u64("EHT_LOOKUP_BG_GROUP_ROWS", BG_GROUP_ROWS),
-		 maxg = eht_env_u64("EHT_LOOKUP_BG_GROUPS", BG_MAX_GROUPS);
-	b->bg_group_rows = grp == 0 ? BG_GROUP_ROWS : grp > UINT32_MAX ? UINT32_MAX : (uint32_t)grp;
-	b->bg_max_groups = maxg == 0 ? 1 : maxg > LK_BG_GROUPS_MAX ? LK_BG_GROUPS_MAX : (uint32_t)maxg;
-	b->trace = eht_env_u64("EHT_BELL_TRACE", 0) != 0;
-	b->fused_dequant = eht_env_u64("EHT_LOOKUP_FUSED_DEQUANT", 0) != 0;
+	b->trace = eht_env_u64("EHT_TEST_BELL_TRACE", 0) != 0;
 	if (b->trace)
 		b->gtrace = bell_alloc(lk, 11 * sizeof(uint64_t), &b->d_gtrace, &rc);
 	for (unsigned i = 0; i < LK_EAGER_REQS && !rc; i++) {
@@ -687,30 +604,15 @@ int eht_lk_bell_init(eht_lookup *lk)
 		if (!rc)
 			rc = eht_dev_memset8(b->d_sync, 0, LK_REQS * 2 * sizeof(uint32_t));
 	}
-	/* EHT_LOOKUP_RELAY=0: every stage-in block polls its ready word in host memory, instead of one
-	 * relay block copying them into GPU memory for the others (stage_in.cu). */
-	if (!rc && lk->gpu && eht_env_u64("EHT_LOOKUP_RELAY", 1)) {
+	/* One stage-in block relays the ready words into GPU memory for the others (stage_in.cu). */
+	if (!rc && lk->gpu) {
 		rc = eht_dev_alloc(&b->d_mirror, lk->max_chunks * sizeof(uint32_t));
 		if (!rc)
 			rc = eht_dev_memset8(b->d_mirror, 0, lk->max_chunks * sizeof(uint32_t));
 	}
-	if (!rc && lk->gpu) {
-		/* EHT_BELL_HOST_KICK=1: captured requests fork a host node that wakes the poller (needs
-		 * feature HOST_FUNC). Off by default: on the lent H200 VM the node's round trip, which the
-		 * graph must join, put 40-90 us on a decode graph replay; without it the idle poller
-		 * naps 50 us while captured requests exist. */
-		if (eht_env_u64("EHT_BELL_HOST_KICK", 0) && eht_dev_has(EHT_DEV_FEAT_HOST_FUNC)) {
-			rc = eht_dev_stream_create(&b->kick_stream, EHT_STREAM_NONBLOCKING);
-			if (!rc)
-				rc = eht_dev_event_create(&b->ev_kfork, 0);
-			if (!rc)
-				rc = eht_dev_event_create(&b->ev_kjoin, 0);
-		}
-	}
-	if (!rc && lk->gpu && lk->background && lk->fmt != EHT_LOOKUP_RAW &&
-	    eht_env_u64("EHT_LOOKUP_BG_DEQUANT_STREAM", 1)) {
+	if (!rc && lk->gpu && lk->background && lk->fmt != EHT_LOOKUP_RAW) {
 		rc = eht_dev_stream_create(&b->bg_xstream, EHT_STREAM_NONBLOCKING);
-		for (unsigned g = 0; g < LK_BG_GROUPS_MAX && !rc; g++)
+		for (unsigned g = 0; g < LK_BG_GROUPS && !rc; g++)
 			rc = eht_dev_event_create(&b->bg_copied[g], 0);
 		if (!rc)
 			rc = eht_dev_event_create(&b->bg_xdone, 0);
@@ -723,8 +625,6 @@ int eht_lk_bell_init(eht_lookup *lk)
 		if (!rc)
 			rc = eht_dev_event_create(&b->ev_pushed, 0);
 	}
-	b->bg_dequant_rows = (size_t)eht_env_u64("EHT_LOOKUP_BG_DEQUANT_ROWS", BG_DEQUANT_PER_GROUP_ROWS);
-	b->bg_compact = eht_env_u64("EHT_LOOKUP_BG_COMPACT", 1) != 0;
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	if (!rc)
 		rc = poller_add(lk);
@@ -759,10 +659,6 @@ void eht_lk_bell_fini(eht_lookup *lk)
 				(double)b->st_rows[k] / (double)b->st_reqs[k], b->st_wait_s[k] / (double)b->st_reqs[k] * 1e6,
 				b->st_gather_s[k] / (double)b->st_reqs[k] * 1e6,
 				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6, b->st_first_s[k] / (double)b->st_reqs[k] * 1e6);
-	if (b->trace && atomic_load(&P.predicted_sleeps))
-		fprintf(stderr, "eht: doorbell poller (EHT_BELL_PREDICT): %llu sleeps to near a replay's next ring, %llu "
-			"rings before one ended\n", (unsigned long long)atomic_load(&P.predicted_sleeps),
-			(unsigned long long)atomic_load(&P.predict_misses));
 	for (unsigned i = 0; i < LK_REQS; i++) {
 		if (i < LK_EAGER_REQS)
 			bell_free(lk, b->reqs[i].h_ids);
@@ -776,10 +672,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		eht_dev_free(b->d_sync);
 	if (b->d_mirror)
 		eht_dev_free(b->d_mirror);
-	eht_dev_event_destroy(b->ev_kfork);
-	eht_dev_event_destroy(b->ev_kjoin);
-	eht_dev_stream_destroy(b->kick_stream);
-	for (unsigned g = 0; g < LK_BG_GROUPS_MAX; g++)
+	for (unsigned g = 0; g < LK_BG_GROUPS; g++)
 		eht_dev_event_destroy(b->bg_copied[g]);
 	eht_dev_event_destroy(b->bg_xdone);
 	eht_dev_stream_destroy(b->bg_xstream);
@@ -898,28 +791,6 @@ void eht_lk_bell_no_kick(eht_lookup *lk)
 	}
 }
 
-/* Under capture: a host node on a branch forked from s beside the stage-in kernel, joined back into
- * s after it, wakes the poller at each replay as the stream reaches the lookup (the kernel does not
- * wait for it). Without it (the driver refused) the idle poller naps 50 us instead of sleeping. */
-static int bell_capture_kick(eht_lookup *lk, eht_stream s, unsigned idx)
-{
-	struct lk_bell *b = &eht_lk_host(lk)->bell;
-	if (!b->kick_stream) { /* no host node: the idle poller naps instead of sleeping */
-		eht_lk_bell_no_kick(lk);
-		return 0;
-	}
-	int rc = eht_dev_event_record(b->ev_kfork, s);
-	if (!rc)
-		rc = eht_dev_stream_wait_event(b->kick_stream, b->ev_kfork);
-	if (!rc && eht_dev_host_func(b->kick_stream, bell_host_kick, &b->reqs[idx]) != 0) {
-		eht_warn_once("lookup: the driver refused a host node in a captured lookup; the doorbell poller naps instead");
-		eht_lk_bell_no_kick(lk);
-	}
-	if (!rc)
-		rc = eht_dev_event_record(b->ev_kjoin, b->kick_stream);
-	return rc;
-}
-
 static void bell_disarm(unsigned idx, struct lk_req *r)
 {
 	if (idx < LK_EAGER_REQS && atomic_exchange(&r->armed, false))
@@ -927,21 +798,21 @@ static void bell_disarm(unsigned idx, struct lk_req *r)
 }
 
 /* The start of every stream-triggered request's enqueue: armed before the stream can ring (the
- * poller ignores a ring of a request that is not), and under capture the kick that wakes the poller. */
-static int bell_start(eht_lookup *lk, eht_stream s, unsigned idx, bool capturing)
+ * poller ignores a ring of a request that is not); under capture nothing will wake the poller for
+ * its rings, so the idle poller naps while they may come. */
+static void bell_start(eht_lookup *lk, unsigned idx, bool capturing)
 {
 	eht_lk_bell_arm(lk, idx);
-	return capturing ? bell_capture_kick(lk, s, idx) : 0;
+	if (capturing)
+		eht_lk_bell_no_kick(lk);
 }
 
-/* Its end, given what the enqueue returned: the capture joins the kick's stream, an eager request
- * records its done event; on an error the request is disarmed. */
+/* Its end, given what the enqueue returned: an eager request records its done event; on an error
+ * the request is disarmed. */
 static int bell_finish(eht_lookup *lk, eht_stream s, unsigned idx, bool capturing, int rc)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
 	struct lk_req *r = &b->reqs[idx];
-	if (!rc && capturing && b->kick_stream)
-		rc = eht_dev_stream_wait_event(s, b->ev_kjoin);
 	if (rc) {
 		bell_disarm(idx, r);
 		return rc;
@@ -952,7 +823,7 @@ static int bell_finish(eht_lookup *lk, eht_stream s, unsigned idx, bool capturin
 }
 
 /* Enqueues request idx's stage-in kernel (a: everything but the request's own fields). */
-static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht_dptr out, int fmt, eht_stream s,
+static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht_dptr out, eht_stream s,
 		       bool capturing, bool publish_dead, unsigned idx)
 {
 	struct lk_bell *b = &eht_lk_host(lk)->bell;
@@ -968,9 +839,8 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 	a->mirror = b->d_mirror;
 	eht_lk_bell_geom(lk, n, &a->chunk, &a->nslots);
 	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
-	int rc = bell_start(lk, s, idx, capturing);
-	if (!rc)
-		rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, fmt, lk->d_counters);
+	bell_start(lk, idx, capturing);
+	int rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, lk->d_counters);
 	return bell_finish(lk, s, idx, capturing, rc);
 }
 
@@ -993,8 +863,8 @@ static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_d
 	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
 	uint32_t groups, grows;
 	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
-	const bool per_group = expand && n > b->bg_dequant_rows;
-	const eht_stream xs = per_group ? b->bg_xstream : NULL; /* (groups <= LK_BG_GROUPS_MAX events) */
+	const bool per_group = expand && n > LK_BG_DEQUANT_ROWS;
+	const eht_stream xs = per_group ? b->bg_xstream : NULL; /* (groups <= LK_BG_GROUPS events) */
 	int rc = 0;
 	for (uint32_t g = 0; g < groups && !rc; g++) {
 		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
@@ -1051,7 +921,7 @@ static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht
 static bool bg_pushed(const eht_lookup *lk, size_t n)
 {
 	const struct lk_bell *b = &eht_lk_host(lk)->bell;
-	return b->bg_push && (lk->fmt == EHT_LOOKUP_RAW || n <= b->bg_dequant_rows);
+	return b->bg_push && (lk->fmt == EHT_LOOKUP_RAW || n <= LK_BG_DEQUANT_ROWS);
 }
 
 static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n, eht_dptr out,
@@ -1065,7 +935,7 @@ static int bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	rc = bell_start(lk, es, idx, capturing);
+	bell_start(lk, idx, capturing);
 	if (push) {
 		struct eht_gpu_ring a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
 					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
@@ -1101,16 +971,14 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	 * microseconds of extra latency per step). */
 	struct eht_gpu_stage_in a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
 				     .id_bytes = n * (id64 ? 8 : 4)};
-	/* bf16: the kernel moves the raw rows into the scratch and one expand dequantizes them there from
-	 * GPU memory. Measured on the H200 (graph, GPU ids, 24 GiB): a block's raw copy of a chunk out of
-	 * staging takes half the time of dequantizing it on the way, and the lookup with the expand after
-	 * it took 92 against 113 us for decode, 1.34 against 2.06 ms for prefill.
-	 * EHT_LOOKUP_FUSED_DEQUANT=1 keeps the dequant in the kernel. */
-	const bool two_pass = lk->fmt != EHT_LOOKUP_RAW && !eht_lk_host(lk)->bell.fused_dequant &&
-			      lk->scr.d_compact && n <= lk->scr.compact_rows;
-	if (!two_pass)
-		return bell_launch(lk, &a, n, out, lk->fmt, s, capturing, publish_dead, idx);
-	rc = bell_launch(lk, &a, n, lk->scr.d_compact, EHT_LOOKUP_RAW, s, capturing, publish_dead, idx);
+	/* bf16: the kernel moves the raw rows into the scratch (HOST's init made it; n <= max_batch <=
+	 * compact_rows) and one expand dequantizes them there from GPU memory. Measured on the H200
+	 * (graph, GPU ids, 24 GiB): a block's raw copy of a chunk out of staging takes half the time of
+	 * dequantizing it on the way, and the lookup with the expand after it took 92 against 113 us for
+	 * decode, 1.34 against 2.06 ms for prefill. */
+	if (lk->fmt == EHT_LOOKUP_RAW)
+		return bell_launch(lk, &a, n, out, s, capturing, publish_dead, idx);
+	rc = bell_launch(lk, &a, n, lk->scr.d_compact, s, capturing, publish_dead, idx);
 	return rc ? rc : eht_gpu_expand(&lk->g, s, 0, n, lk->scr.d_compact, lk->rb, out, lk->fmt);
 }
 
@@ -1131,7 +999,7 @@ static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr c
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
-	rc = bell_start(lk, s, idx, capturing);
+	bell_start(lk, idx, capturing);
 	if (push) {
 		struct eht_gpu_ring a = {.ids = uniq, .ucount = ucount, .n = n,
 					 .h_count = b->d_h_count + idx * sizeof(uint64_t),
@@ -1156,11 +1024,10 @@ static int bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr c
 int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, float share,
 			size_t n, eht_stream s, bool capturing, bool publish_dead)
 {
-	/* Background: every distinct miss the CPU's, a request that fits the staging whole
-	 * (EHT_LOOKUP_BG_COMPACT=0: the stage-in kernel instead; on the lent H200 a text decode step's
-	 * lookups added +93 us that way against +317 us through the kernel). */
-	if (lk->background && share <= 0.0f && publish_dead && n <= eht_lk_host(lk)->bell.staging_rows &&
-	    eht_lk_host(lk)->bell.bg_compact)
+	/* Background: every distinct miss the CPU's, a request that fits the staging whole (on the lent
+	 * H200 a text decode step's lookups added +93 us that way against +317 us through the stage-in
+	 * kernel). */
+	if (lk->background && share <= 0.0f && publish_dead && n <= eht_lk_host(lk)->bell.staging_rows)
 		return bg_compact(lk, uniq, ucount, compact, n, s, capturing, publish_dead);
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
@@ -1170,5 +1037,5 @@ int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr
 		return rc;
 	struct eht_gpu_stage_in a = {.ids = uniq, .id_bytes = n * 4, .ucount = ucount, .share = share,
 				     .h_count = eht_lk_host(lk)->bell.d_h_count + idx * sizeof(uint64_t)};
-	return bell_launch(lk, &a, n, compact, EHT_LOOKUP_RAW, s, capturing, publish_dead, idx);
+	return bell_launch(lk, &a, n, compact, s, capturing, publish_dead, idx);
 }

@@ -19,7 +19,8 @@ __device__ __forceinline__ unsigned long long gtime(void)
  * ready[slot] = tag | (c + 1) (tag: the request, so that runs on two streams never take each other's
  * chunks; and its dead ids in chunk_dead[c]). Each block takes chunks blockIdx.x,
  * blockIdx.x + gridDim.x, ...: waits for its chunk, copies it from the pinned staging in place
- * (cache-volatile loads: the CPU rewrites staging between launches) into out in the output format,
+ * (cache-volatile loads: the CPU rewrites staging between launches) into out (raw rows: a bf16
+ * lookup dequantizes them after, from GPU memory),
  * then frees the slot (ready[slot] = 0) for the CPU's next chunk. The last block to finish writes
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
  * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
@@ -73,7 +74,7 @@ __device__ __forceinline__ void relay_ready(const unsigned *ready, unsigned *mir
 extern "C" __global__ void __launch_bounds__(EHT_LK_THREADS)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
-		unsigned long long n, uint32_t rb, uint8_t *out, int fmt, int vec, unsigned long long *counters,
+		unsigned long long n, uint32_t rb, uint8_t *out, int vec, unsigned long long *counters,
 		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
 		const unsigned long long *ucount, float share, unsigned long long *h_count, unsigned *mirror)
 {
@@ -88,7 +89,7 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		n = min(n, u - first);
 		id_words = n;
 		ids += first;
-		out += first * out_bytes(rb, fmt);
+		out += first * rb;
 	}
 	if (ids) {
 		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < id_words;
@@ -120,7 +121,6 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		}
 	}
 	const unsigned long long nchunks = (n + chunk - 1) / chunk;
-	const uint32_t ob = out_bytes(rb, fmt);
 	if (relay && blockIdx.x == nblocks)
 		relay_ready(ready, mirror, tag, nslots, nchunks);
 	for (unsigned long long c = blockIdx.x; blockIdx.x < nblocks && c < nchunks; c += nblocks) {
@@ -155,10 +155,10 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 				dst[r] = out;
 				if (r < nrows) {
 					src[r] = base + (f + r - b) * rb;
-					dst[r] = out + (f + r) * ob;
+					dst[r] = out + (f + r) * rb;
 				}
 			}
-			warp_rows<true>(src, dst, rb, nrows, fmt, vec, lane);
+			warp_rows<true>(src, dst, rb, nrows, FMT_RAW, vec, lane);
 		}
 		__syncthreads(); /* every load of the slot has completed (its values were stored) */
 		if (trace && threadIdx.x == 0 && (c == 0 || c == nchunks - 1)) /* chunk 0's / the last one's copy done */
