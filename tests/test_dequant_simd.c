@@ -6,7 +6,9 @@
  * AVX-512BW (the table path alone is checked by test_lookup_host). */
 #include <string.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/gather/dequant.h"
+#include "lookup/gather/dequant_avx512.h"
+#include "lookup/gather/dequant_ref.h"
 #include "testutil.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "gpu_lookup_ref.h"
-#include "lookup/strategy/host.h"
+#include "lookup/gather/bell/bell.h"
+#include "lookup/gather/bell/poller.h"
+#include "lookup/gather/bell/requests.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
 #define NMAX 20000
@@ -62,12 +64,12 @@ int main(void)
 				t_lookup_check_engine(&g_lref, "memory", lk, strategy, fmt, s, NMAX, false, &rs);
 				fprintf(stderr, "push %d fmt %d strategy %d max_batch %llu: %llu background requests, %llu pushed\n",
 					push, fmt, strategy, (unsigned long long)batches[b],
-					(unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_reqs),
-					(unsigned long long)eht_lk_host(lk)->bell.pushed_reqs);
-				CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) > 0);
+					(unsigned long long)atomic_load(&lk->bell->bg_reqs),
+					(unsigned long long)lk->bell->pushed_reqs);
+				CHECK(atomic_load(&lk->bell->bg_reqs) > 0);
 				/* bf16: the groups of the NMAX-row run were dequantized on the dequant stream,
 				 * beside the next groups' copies. */
-				const struct lk_bell *bell = &eht_lk_host(lk)->bell;
+				const struct lk_bell *bell = lk->bell;
 				bool side = fmt == EHT_LOOKUP_BF16;
 				CHECK((bell->bg_xstream != NULL) == side);
 				CHECK((bell->bg_side_dequants > 0) == (side && batches[b] > LK_BG_DEQUANT_ROWS));
@@ -98,12 +100,12 @@ int main(void)
 			t_lookup_check_engine(&g_lref, kind ? "memory+dedup" : "memory+hot", lk, EHT_LOOKUP_HOST, fmt, s, NMAX,
 					      true, &rs); /* a dedup pass captures only GPU ids */
 			fprintf(stderr, "fmt %d %s: %llu background requests, %llu of them compact\n", fmt,
-				kind ? "dedup" : "hot set", (unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_reqs),
-				(unsigned long long)atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs));
+				kind ? "dedup" : "hot set", (unsigned long long)atomic_load(&lk->bell->bg_reqs),
+				(unsigned long long)atomic_load(&lk->bell->bg_compact_reqs));
 			/* small runs skip the dedup pass (plain background requests): the compact ones count */
-			CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs) > 0);
-			CHECK(eht_lk_host(lk)->bell.bg_push == want_push(flags));
-			CHECK((eht_lk_host(lk)->bell.pushed_reqs > 0) == eht_lk_host(lk)->bell.bg_push);
+			CHECK(atomic_load(&lk->bell->bg_compact_reqs) > 0);
+			CHECK(lk->bell->bg_push == want_push(flags));
+			CHECK((lk->bell->pushed_reqs > 0) == lk->bell->bg_push);
 			eht_lookup_destroy(lk);
 		}
 	eht_table_close(t);

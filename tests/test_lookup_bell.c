@@ -9,7 +9,9 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "lookup/strategy/host.h"
+#include "lookup/gather/bell/bell.h"
+#include "lookup/gather/bell/poller.h"
+#include "lookup/gather/bell/requests.h"
 #include "testutil.h"
 #include "util/cpu.h"
 
@@ -31,7 +33,7 @@ struct emu {
 static void *emu_block(void *arg)
 {
 	struct emu *e = arg;
-	struct lk_bell *b = &eht_lk_host(e->lk)->bell;
+	struct lk_bell *b = e->lk->bell;
 	uint32_t chunk, nslots;
 	eht_lk_bell_geom(e->lk, e->n, &chunk, &nslots);
 	if (e->block == 0) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_lookup_bell_bg.c: the CPU side of background-mode requests (lk_bell.c serve_bg) on the CPU alone,
- * run under TSan by `make tsan`: this thread plays the stream's memory operations (ring the doorbell,
+/* test_lookup_bell_bg.c: the CPU side of background-mode requests (gather/bell/serve_bg.c) on the CPU
+ * alone, run under TSan by `make tsan`: this thread plays the stream's memory operations (ring the doorbell,
  * wait for each group's ready value, copy the group out of staging, write 0), the process's poller and
  * pool gather. Eager requests and a "captured" one replayed with new ids, one to eight groups, dead ids
  * (zero rows, counted into h_dead before the last group is ready), requests back to back reusing the
@@ -11,7 +11,9 @@
  * done word, the one thing the stream waits for; no ready word is touched). */
 #include <string.h>
 
-#include "lookup/strategy/host.h"
+#include "lookup/gather/bell/bell.h"
+#include "lookup/gather/bell/poller.h"
+#include "lookup/gather/bell/requests.h"
 #include "testutil.h"
 #include "util/cpu.h"
 
@@ -25,7 +27,7 @@ static const uint64_t g_rows = 7000;
  * when the last group was ready (the CPU writes a plain request's dead count before that). */
 static uint64_t play_stream(eht_lookup *lk, unsigned idx, size_t n, uint8_t *out)
 {
-	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	struct lk_bell *b = lk->bell;
 	uint32_t groups, grows;
 	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
 	CHECK(groups >= 1 && (size_t)groups * grows >= n && (size_t)(groups - 1) * grows < n);
@@ -47,7 +49,7 @@ static uint64_t play_stream(eht_lookup *lk, unsigned idx, size_t n, uint8_t *out
  * then the stream waits for done. Returns h_dead as read then. The rows are in out (the CPU's). */
 static uint64_t play_stream_push(eht_lookup *lk, unsigned idx)
 {
-	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	struct lk_bell *b = lk->bell;
 	_Atomic uint32_t *done = eht_lk_bell_done(b, lk, idx);
 	atomic_store_explicit(done, 0, memory_order_relaxed);
 	atomic_store_explicit(&b->words[idx], 1, memory_order_release);
@@ -89,7 +91,7 @@ static void run_bg_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_
 	uint8_t *out = malloc(n * RB + 1);
 	unsigned idx = prepare_bg(lk, rows, 0, n, true, captured, push ? out : NULL);
 	*(volatile uint64_t *)lk->h_dead = 12345;  /* the stream's to write, not the CPU's */
-	eht_lk_host(lk)->bell.h_count[idx] = count; /* the stream's copy of the GPU's count */
+	lk->bell->h_count[idx] = count; /* the stream's copy of the GPU's count */
 	if (push)
 		play_stream_push(lk, idx);
 	else
@@ -120,7 +122,7 @@ int main(void)
 	static const size_t ns[] = {1, 17, 2048, 2049, 6144, 16384, 20000};
 	const uint64_t nns = sizeof(ns) / sizeof(ns[0]);
 	for (int push = 0; push < 2; push++) {
-	const uint64_t reqs0 = atomic_load(&eht_lk_host(lk)->bell.bg_reqs);
+	const uint64_t reqs0 = atomic_load(&lk->bell->bg_reqs);
 	for (int rep = 0; rep < 3; rep++)
 		for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
 			for (size_t i = 0; i < ns[k]; i++) {
@@ -138,7 +140,7 @@ int main(void)
 			ids[i] = (int64_t)((t_rand(&rs) + (uint64_t)replay) % (g_rows + 10)) - 5;
 		run_bg(lk, ids, 9000, true, push);
 	}
-	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) - reqs0 == 3 * nns + 4);
+	CHECK(atomic_load(&lk->bell->bg_reqs) - reqs0 == 3 * nns + 4);
 	/* Compact requests: bound n, count rows (0, a part of one group, several groups, all). */
 	static uint32_t rows[20000];
 	static const size_t cs[][2] = {{6144, 0}, {6144, 100}, {6144, 4500}, {6144, 6144}, {20000, 13001}};
@@ -147,9 +149,9 @@ int main(void)
 			rows[i] = (uint32_t)(t_rand(&rs) % g_rows);
 		run_bg_compact(lk, rows, cs[k][0], cs[k][1], k == 2, push);
 	}
-	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_reqs) - reqs0 == 3 * nns + 4 + 5);
-	CHECK(atomic_load(&eht_lk_host(lk)->bell.bg_compact_reqs) == 5 * (uint64_t)(push + 1));
-	CHECK(eht_lk_host(lk)->bell.pushed_reqs == (push ? 3 * nns + 4 + 5 : 0));
+	CHECK(atomic_load(&lk->bell->bg_reqs) - reqs0 == 3 * nns + 4 + 5);
+	CHECK(atomic_load(&lk->bell->bg_compact_reqs) == 5 * (uint64_t)(push + 1));
+	CHECK(lk->bell->pushed_reqs == (push ? 3 * nns + 4 + 5 : 0));
 	}
 	eht_lookup_destroy(lk);
 	eht_table_close(t);

@@ -10,7 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "lookup/strategy/host.h"
+#include "lookup/gather/bell/bell.h"
+#include "lookup/gather/bell/poller.h"
+#include "lookup/gather/bell/requests.h"
 #include "testutil.h"
 #include "util/cpu.h"
 
@@ -48,7 +50,7 @@ static double other_work(void)
 /* The stage-in kernel's part of one request on one thread: ring, take each chunk, free its slot. */
 static void kernel_side(eht_lookup *lk, unsigned idx, size_t n, uint8_t *out)
 {
-	struct lk_bell *b = &eht_lk_host(lk)->bell;
+	struct lk_bell *b = lk->bell;
 	uint32_t chunk, nslots;
 	eht_lk_bell_geom(lk, n, &chunk, &nslots);
 	atomic_store_explicit(&b->words[idx], 1, memory_order_release);

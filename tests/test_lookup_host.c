@@ -5,7 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "lookup/strategy/host.h"
+#include "lookup/gather/dequant_ref.h"
+#include "lookup/gather/rows.h"
+#include "lookup/gather/stage.h"
 #include "table/table_impl.h"
 #include "testutil.h"
 #include "util/err.h"

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/core.h"
 #include "serve/serve_impl.h"
 #include "testutil.h"
 

@@ -98,7 +98,7 @@ struct eht_gpu_stage_in {
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, eht_dptr out, eht_dptr counters);
 
-/* The doorbell of a pushed background request (kernel eht_lk_ring; src/lookup/strategy/host_bell.c):
+/* The doorbell of a pushed background request (kernel eht_lk_ring; src/lookup/gather/bell/bg.c):
  * copies id_words u32 words of ids into h_ids (or, with ucount, the first min(*ucount, n) u32 distinct
  * rows, their number to h_count), *dead to h_dead (when both are set), clears *done, then rings *bell.
  * h_ids, h_count, h_dead, done and bell are device addresses of host-mapped memory; sync: one device

@@ -8,7 +8,7 @@
 #include "eht.h"
 #include "gpu/dev.h"
 #include "gpu/gpu_lookup.h"
-#include "lookup/lookup_impl.h"
+#include "lookup/core.h"
 #include "util/err.h"
 
 int eht_lookup_dequant(eht_lookup *lk, const void *raw, uint64_t count, void *out, void *stream)

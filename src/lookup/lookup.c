@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lookup.c: eht_lookup: options, the engine's geometry and pool, the chosen strategy's init (its own
- * buffers and what it composes; strategy.c), and the per-call dispatch of a run's pieces through the
- * strategy's ops: its GPU piece, its CPU piece, or the hot cache's (hot/hot.c) around its gather. */
+/* lookup.c: eht_lookup: options, the engine's geometry, pool and GPU core, the chosen strategy's init
+ * (its own state and the gather mechanisms it uses; strategy.c), and the per-call dispatch of a
+ * run's pieces through the strategy's ops: its GPU piece, its CPU piece, or the hot cache's
+ * (hot/hot.c) around its gather of the distinct misses. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lookup/lookup_impl.h"
-#include "lookup/strategy/host.h"
+#include "lookup/core.h"
+#include "lookup/gather/cpu_pool.h"
+#include "lookup/gather/gather.h"
+#include "lookup/gather/bell/requests.h"
+#include "lookup/gather/stage.h"
+#include "lookup/hot/hot.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
 
 #define DEFAULT_MAX_BATCH 196608u
-#define DEFAULT_STAGING_CAP (256ull << 20)
 /* Pool threads spin this long after a job (EHT_POOL_SPIN_US): enough for the second table of a step
  * (its ring follows the first's end within ~20 us), short against a model step's milliseconds between
  * lookups; back-to-back calls get the pool's longer spin (util/pool.c). */
@@ -32,8 +36,10 @@ void eht_lookup_destroy(eht_lookup *lk)
 		eht_lk_hot_free(lk);
 	}
 	eht_lk_strategies_fini(lk);
-	if (lk->gpu)
-		eht_lk_core_gpu_fini(lk);
+	if (lk->gpu) {
+		eht_lk_gpu_parts_fini(lk);
+		eht_gpu_lookup_unload(&lk->g);
+	}
 	eht_lk_pool_put(lk->pool);
 	pthread_mutex_destroy(&lk->run_mu);
 	free(lk);
@@ -69,8 +75,8 @@ static int create_opts(const eht_table *table, const struct eht_lookup_opts *opt
 	return 0;
 }
 
-/* Rows, formats, the device, and the CPU side's geometry: staging of at least 64 rows (two halves
- * of 32), by default one max_batch of rows. */
+/* Rows, formats, the device, and the CPU side's geometry (gather/stage.c: staging of at least 64 rows,
+ * by default one max_batch of rows). */
 static void create_geometry(eht_lookup *lk, eht_table *table, const struct eht_lookup_opts *o)
 {
 	const struct eht_table_info *ti = &table->info;
@@ -95,21 +101,36 @@ static void create_geometry(eht_lookup *lk, eht_table *table, const struct eht_l
 	lk->dedup_min_host = eht_env_u64("EHT_LOOKUP_DEDUP_MIN", ti->host ? LK_DEDUP_MIN_HOST_IDS : 1);
 	lk->device = o->device >= 0 ? o->device : ti->device;
 	lk->gpu = !(o->flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
-	uint64_t sb = o->staging_bytes;
-	if (!sb) {
-		sb = lk->max_batch * lk->rb;
-		if (sb > DEFAULT_STAGING_CAP)
-			sb = DEFAULT_STAGING_CAP;
-	}
-	lk->staging_rows = sb / lk->rb;
-	if (lk->staging_rows < 64)
-		lk->staging_rows = 64;
-	/* Two slots of the widest chunk a stream-triggered request can need (LK_TAG_CHUNKS per request). */
-	if (lk->staging_rows < 2 * (lk->max_batch / LK_TAG_CHUNKS + 1))
-		lk->staging_rows = 2 * (lk->max_batch / LK_TAG_CHUNKS + 1);
-	size_t piece_max = lk->max_batch > lk->staging_rows ? lk->max_batch : lk->staging_rows;
-	lk->max_chunks = (piece_max + LK_CHUNK_MIN - 1) / LK_CHUNK_MIN + 1;
+	eht_lk_stage_geom(lk->max_batch, lk->rb, o->staging_bytes, &lk->staging_rows, &lk->max_chunks);
 	lk->last.strategy = -1;
+}
+
+/* The GPU core: the kernels (a failure is an error where the strategy reads the table on the GPU or
+ * the output is BF16, else a warning), the SM cap and the background mode, and the parts every GPU
+ * engine has (gather/gather.c). */
+static int create_gpu(eht_lookup *lk)
+{
+	int krc = eht_gpu_lookup_load(lk->device, &lk->g);
+	lk->kernels = krc == 0;
+	lk->g.sm_cap = lk->opts.sm_cap ? lk->opts.sm_cap : (unsigned)eht_env_u64("EHT_LOOKUP_SM_CAP", 0);
+	if ((lk->flags & EHT_LOOKUP_BACKGROUND) || eht_env_u64("EHT_LOOKUP_BACKGROUND", 0)) {
+		lk->background = eht_dev_has(EHT_DEV_FEAT_MEM_OPS);
+		if (!lk->background)
+			eht_warn_once("lookup: the driver has no stream memory operations; background mode is off");
+		/* Beside the model every kernel of the engine leaves half the SMs alone (vLLM's background
+		 * grid too). Measured on the lent H200 in `eht bench step`, alternated runs: a cap of half
+		 * the SMs with 1024-thread expand blocks added +0.17-0.50 ms to a prefill step synced (none
+		 * measurable back to back) against +1.06-1.65 ms with an eighth of the SMs, whose capped
+		 * dequant finished late and delayed the layer that consumes the rows; decode a median of
+		 * +32 us against +51-67 back to back. */
+		if (lk->background && !lk->g.sm_cap && lk->g.sms > 0)
+			lk->g.sm_cap = lk->g.sms >= 4 ? (unsigned)lk->g.sms / 2 : 2;
+	}
+	if (krc && ((lk->st->caps & LK_GPU_TABLE) || lk->fmt == EHT_LOOKUP_BF16))
+		return krc;
+	if (krc)
+		eht_warn_once("lookup: GPU kernels unavailable (%s); HOST only", eht_last_error());
+	return eht_lk_gpu_parts_init(lk);
 }
 
 /* What the flags and the table allow whatever the strategy. */
@@ -153,7 +174,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	if ((rc = eht_lk_pool_get(o.threads, cp.pool_threads, node, spin, &lk->pool)))
 		goto fail;
 	lk->nthreads = eht_pool_size(lk->pool);
-	if ((lk->gpu && (rc = eht_lk_core_gpu_init(lk))) || (rc = eht_lk_strategy_ready(lk, lk->st, false)))
+	if ((lk->gpu && (rc = create_gpu(lk))) || (rc = eht_lk_strategy_ready(lk, lk->st, false)))
 		goto fail;
 	lk->st->calibrate(lk);
 	lk->ran = false; /* calibration's runs are the engine's own: a hot set may still be set */
@@ -242,7 +263,7 @@ static int run_plan(eht_lookup *lk, uint64_t count, void *out, bool want_dead, s
 		return rc;
 	/* The GPU piece where the calling thread does not read ids now (ids in GPU memory, a capture) or
 	 * the strategy has no CPU piece; host-side GPU pieces need the stream-triggered path. */
-	bool bell = eht_lk_bell(lk) != NULL, gpu_host_ids = r->st->caps & LK_GPU_HOST_IDS;
+	bool bell = lk->bell != NULL, gpu_host_ids = r->st->caps & LK_GPU_HOST_IDS;
 	bool use_gpu = gpu_host_ids || (c->out_dev && bell && (c->ids_dev || c->capture));
 	/* A hot set (and GPU dedup) serves GPU output only, through the GPU pieces (hot/hot.c), and only
 	 * batches of dedup_min ids or more (LK_DEDUP_MIN: below, its two passes cost more than they save).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* strategy.c: the table of lookup strategies (each one a file of strategy/ with its ops, see
- * lookup_impl.h), the ops a strategy leaves out filled once with defaults (callers never test an op),
+ * core.h), the ops a strategy leaves out filled once with defaults (callers never test an op),
  * the checks of whether a strategy can serve an engine and a call, its init on first use, and the
  * public enumeration. The only place in src/lookup that tells strategies apart by id: a new strategy
  * is its file and one row here (and its id in include/eht.h); the CLI, Python and the completion
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/core.h"
 #include "util/err.h"
 
 extern const struct lk_strategy eht_lk_auto, eht_lk_direct, eht_lk_sorted, eht_lk_host_strategy;

@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lookup/gather/bell/bell.h"
+#include "lookup/gather/gather.h"
+#include "lookup/gather/rows.h"
 #include "lookup/hot/adapt.h"
+#include "lookup/hot/hot.h"
 #include "lookup/hot/refresh.h"
-#include "lookup/strategy/host.h"
 #include "table/hotset.h"
 #include "util/err.h"
 #include "util/log.h"

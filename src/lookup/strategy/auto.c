@@ -2,12 +2,16 @@
 /* auto.c: AUTO: per place of the ids (host or GPU memory) and batch-size class, the side that
  * takes the batch, or the share the GPU's in-place gather takes while the CPU pool gathers the rest at
  * the same time; all of it measured at create on this machine (no constants from another one), and
- * the share of host-id splits following each call's measured times so both sides finish together. */
+ * the share of host-id splits following each call's measured times so both sides finish together.
+ * It composes HOST (its CPU piece, through the ops) and the gather mechanisms: the in-place gather
+ * and the doorbell. */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "lookup/strategy/host.h"
+#include "lookup/gather/bell/bell.h"
+#include "lookup/gather/gather.h"
+#include "lookup/gather/inplace.h"
 #include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -26,11 +30,11 @@ struct lk_auto {
 	bool pending;      /* ev_t0/ev_t1 of the last split not read yet */
 };
 
-/* AUTO's state (lk->state[EHT_LOOKUP_AUTO]): it composes HOST and DIRECT's piece, on the fork. */
+/* AUTO's state (lk->state[EHT_LOOKUP_AUTO]): it composes HOST and the in-place gather, on the fork. */
 struct lk_autos {
 	struct lk_auto a[2][LK_AUTO_NCLASS]; /* [ids in GPU memory][class] */
 	eht_event ev_t0, ev_t1; /* timing events around the GPU part of a split */
-	float force_share; /* EHT_TEST_DEDUP_SHARE (tests, diagnosis): the GPU share of a dedup pass; < 0: calibrated */
+	float force_share; /* EHT_TEST_DEDUP_SHARE: the GPU share of a dedup pass; < 0: calibrated */
 };
 
 static struct lk_autos *A(const eht_lookup *lk) { return lk->state[EHT_LOOKUP_AUTO]; }
@@ -111,7 +115,7 @@ static void auto_learn(eht_lookup *lk, struct lk_auto *a)
 	a->f = a->f < lo ? lo : a->f > hi ? hi : a->f;
 }
 
-/* Forks ids [0, k) to DIRECT on the side stream (events, so a capture follows it). */
+/* Forks ids [0, k) to the in-place gather on the side stream (events, so a capture follows it). */
 static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t k,
 		       eht_dptr out, eht_stream s, bool timed)
 {
@@ -120,7 +124,7 @@ static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, 
 	if (!rc && timed)
 		rc = eht_dev_event_record(st->ev_t0, lk->fork.side);
 	if (!rc)
-		rc = eht_lk_direct_piece(lk, ids, ids_dev, id64, off, k, out, lk->fork.side);
+		rc = eht_lk_inplace_piece(lk, ids, ids_dev, id64, off, k, out, lk->fork.side);
 	if (!rc && timed)
 		rc = eht_dev_event_record(st->ev_t1, lk->fork.side);
 	if (!rc)
@@ -129,11 +133,12 @@ static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, 
 }
 
 /* Host ids, read now by the calling thread: the calibrated side takes the batch, or ids [0, k) go to
- * DIRECT on the side stream and [k, n) to the CPU pool on s, both at once. */
+ * the in-place gather on the side stream and [k, n) to HOST on s, both at once. */
 static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 {
+	const struct lk_strategy *host = eht_lk_strategy(EHT_LOOKUP_HOST);
 	if (!p->out_dev || !lk->table_gpu || !lk->ti.host || (lk->flags & EHT_LOOKUP_HOST_SORT))
-		return eht_lk_host_piece(lk, p->ids, p->id64, p->off, p->n, p->out, p->out_dev, p->s, p->dead);
+		return host->cpu_piece(lk, p);
 	struct lk_auto *a = &A(lk)->a[0][LK_AUTO_CLASS(p->n)];
 	auto_learn(lk, a);
 	size_t n = p->n, k = split_k(a, n), isz = p->id64 ? 8 : 4;
@@ -142,13 +147,16 @@ static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 	int rc = 0;
 	if (k == n) { /* the GPU counts into its counter, which this (host-counted) run does not read */
 		*p->dead += count_dead(lk, p->ids, p->id64, p->off, n);
-		return eht_lk_direct_piece(lk, p->ids, false, p->id64, p->off, n, out, p->s);
+		return eht_lk_inplace_piece(lk, p->ids, false, p->id64, p->off, n, out, p->s);
 	}
 	if (k && (rc = fork_direct(lk, p->ids, false, p->id64, p->off, k, out, p->s, timed)))
 		return rc;
 	double t0 = eht_now_s();
-	rc = eht_lk_host_piece(lk, (const uint8_t *)p->ids + k * isz, p->id64, p->off, n - k,
-			       (uint8_t *)p->out + k * lk->out_rb, true, p->s, p->dead);
+	struct lk_piece rest = *p;
+	rest.ids = (const uint8_t *)p->ids + k * isz;
+	rest.n = n - k;
+	rest.out = (uint8_t *)p->out + k * lk->out_rb;
+	rc = host->cpu_piece(lk, &rest);
 	if (timed && !rc) {
 		a->t_cpu = eht_now_s() - t0;
 		a->k = k;
@@ -165,7 +173,7 @@ static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 }
 
 /* Ids the calling thread does not read (GPU memory, or a capture): the same split, the CPU part
- * triggered by the stream (host_bell.c). With host ids in a capture the GPU cannot read the ids: CPU. */
+ * triggered by the stream (gather/bell/). With host ids in a capture the GPU cannot read the ids: CPU. */
 static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	size_t n = p->n, k = 0, isz = p->id64 ? 8 : 4;
@@ -174,7 +182,7 @@ static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 	eht_dptr out = (eht_dptr)(uintptr_t)p->out;
 	int rc = 0;
 	if (k == n)
-		return eht_lk_direct_piece(lk, p->ids, true, p->id64, p->off, n, out, p->s);
+		return eht_lk_inplace_piece(lk, p->ids, true, p->id64, p->off, n, out, p->s);
 	if (k && (rc = fork_direct(lk, p->ids, true, p->id64, p->off, k, out, p->s, false)))
 		return rc;
 	p->dead_published = p->publish_dead && k == 0;
@@ -256,7 +264,7 @@ static void auto_calibrate(eht_lookup *lk)
 	}
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	for (int place = 0; place < 2; place++) {
-		if (place == 1 && !eht_lk_bell(lk))
+		if (place == 1 && !lk->bell)
 			break; /* GPU ids then go through the old synchronous path: CPU */
 		for (int c = 0; c < LK_AUTO_NCLASS; c++) {
 			size_t n = sizes[c] < nmax ? sizes[c] : nmax;

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "lookup/lookup_impl.h"
+#include "lookup/gather/gather.h"
 #include "util/err.h"
 
 struct lk_sorted {

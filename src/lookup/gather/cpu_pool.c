@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "lookup/lookup_impl.h"
+#include "gpu/dev.h"
+#include "lookup/gather/cpu_pool.h"
 #include "util/cpu.h"
 #include "util/env.h"
 #include "util/err.h"

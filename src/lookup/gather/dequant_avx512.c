@@ -10,7 +10,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "lookup/lookup_impl.h"
+#include "eht.h"
+#include "lookup/gather/dequant_avx512.h"
+#include "lookup/gather/dequant_ref.h"
 #include "util/env.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* lookup_impl.h: the lookup engine's core, private to src/lookup: what every strategy shares (the
- * table's geometry, the CPU pool, the GPU kernels and a few GPU parts made on first request), the
- * strategy ops (strategy.c holds the table; each strategy is a file of strategy/ with its own state),
- * one piece of a run, and the CPU gather every CPU-side piece uses (strategy/host.c).
+/* core.h: the lookup engine's core, private to src/lookup: the engine's struct (the table's geometry,
+ * the CPU pool, the GPU kernels and parts, the mechanisms' and the strategies' states), one piece of
+ * a run, and the strategy ops (strategy.c holds the table). docs/ARCHITECTURE.md draws the rooms:
  *
- *   lookup.c         eht_lookup_create / _run / _destroy: geometry, pool, the chosen strategy's init,
- *                    the dispatch of a run's pieces through the ops
- *   parts.c          GPU parts shared by several strategies: the ids copy, the GPU scratch, the fork
- *   strategy.c       the strategy table: ops (defaults filled once), checks, the public enumeration
- *   strategy/        direct.c, sorted.c, host.c + host_bell.c (host.h), auto.c
- *   hot/             the GPU hot-row cache (hot.c), its refresh (refresh.c) and adaptation (adapt.c)
- *   cpu_pool.c       the process's one CPU pool
+ *   layer.c, lookup_engram.c  engine-facing objects on the public eht_lookup_* calls
+ *   lookup.c      eht_lookup_create / _run / _destroy: geometry, pool, the chosen strategy's init, the
+ *                 dispatch of a run's pieces through the ops; dequant_gpu.c: eht_lookup_dequant
+ *   strategy.c    the strategy table: ops (defaults filled once), checks, the public enumeration
+ *   strategy/     the policies: which rows go which way (direct.c, sorted.c, host.c, auto.c)
+ *   hot/          the GPU hot-row cache and dedup (hot.c), its refresh and adaptation
+ *   gather/       the mechanisms the policies use, never the other way: the GPU parts (gather.c),
+ *                 the CPU pool (cpu_pool.c) copying rows (rows.c, dequant*.c) into pinned staging
+ *                 (stage.c), the stream-triggered doorbell (bell/), the in-place GPU gather
+ *                 (inplace.c)
  * Tiers plug in only through struct eht_table_ops; the hot-set format and index are src/table's. */
-#ifndef EHT_LOOKUP_LOOKUP_IMPL_H
-#define EHT_LOOKUP_LOOKUP_IMPL_H
+#ifndef EHT_LOOKUP_CORE_H
+#define EHT_LOOKUP_CORE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,7 +30,8 @@
 #include "util/pool.h"
 
 /* AUTO's class of an n-id batch: 0 small (a few requests: the in-place gather's latency can win),
- * 1 decode-sized, 2 prefill-sized; each calibrated at its own size (strategy/auto.c). */
+ * 1 decode-sized, 2 prefill-sized; each calibrated at its own size (strategy/auto.c; the doorbell's
+ * trace counts per class too). */
 #define LK_AUTO_NCLASS 3
 #define LK_AUTO_CLASS(n) ((n) >= 32768 ? 2 : (n) >= 4096 ? 1 : 0)
 
@@ -43,25 +46,15 @@
 
 #define LK_DEAD UINT64_MAX
 #define LK_SLOT_DEAD UINT32_MAX
-/* Rows a CPU thread reads ahead with software prefetch: enough to overlap a few DRAM misses, few
- * enough not to evict rows still being copied (8 measured a little faster than none). */
-#define LK_PREFETCH 8
-/* Re-reads the gather's knobs (EHT_LOOKUP_PREFETCH, EHT_LOOKUP_CHUNK_MAX; strategy/host.c) from the
- * environment: for a bench that sweeps them between runs, never while a lookup runs. */
-void eht_lk_knobs_reload(void);
-/* The rows the pool's threads prefetch ahead (EHT_LOOKUP_PREFETCH, clamped): for benches that copy
- * rows the pool's way. */
-unsigned eht_lk_prefetch_rows(void);
-#define LK_CHUNK_MIN 16
-#define LK_CHUNK_MAX 1024
-/* The largest chunk unless EHT_LOOKUP_CHUNK_MAX says otherwise (strategy/host.c). */
-#define LK_CHUNK_DEFAULT_MAX 256
 
 /* Strategy ids are 0 .. eht_lookup_strategy_count() - 1 (enum eht_lookup_strategy; strategy.c's
  * table), at most LK_MAX_STRATEGIES. */
 #define LK_MAX_STRATEGIES 16
 
 struct lk_strategy;
+struct lk_stage; /* gather/stage.h */
+struct lk_bell;  /* gather/bell/requests.h */
+struct lk_hot;   /* hot/hot.c */
 
 struct eht_lookup {
 	eht_table *t;
@@ -76,7 +69,8 @@ struct eht_lookup {
 	bool table_gpu;    /* the table is readable in place by that GPU */
 	bool sortable;     /* local rows fit 32-bit keys (SORTED, HOST_SORT) */
 	uint64_t max_batch;
-	size_t staging_rows, max_chunks; /* CPU-side geometry: staging rows, chunks of the largest piece */
+	size_t staging_rows, max_chunks; /* CPU-side geometry (gather/stage.c): staging rows, chunks of
+					  * the largest piece */
 	struct eht_lookup_opts opts;     /* as given (defaults filled): each strategy's init reads its own */
 
 	eht_pool *pool;
@@ -87,11 +81,17 @@ struct eht_lookup {
 	bool ready[LK_MAX_STRATEGIES];
 	void *state[LK_MAX_STRATEGIES];
 
+	/* The gather mechanisms a strategy made (NULL until then): the CPU pool's gather into pinned
+	 * staging (gather/stage.c) and the stream-triggered doorbell (gather/bell/; with a GPU and the
+	 * kernels, or the tests' CPU emulation). */
+	struct lk_stage *stage;
+	struct lk_bell *bell;
+
 	/* GPU core: the kernels and the counters every GPU piece writes. */
 	struct eht_gpu_lookup g;
 	uint64_t *h_dead; /* pinned, mapped: a GPU-counted run's dead ids (copied, or written by a kernel) */
 	eht_dptr d_counters, d_h_dead; /* 2 u64 (dead ids, distinct rows of the piece); h_dead's address */
-	/* GPU parts (parts.c), each made at its first request and kept. */
+	/* GPU parts (gather/gather.c), each made at its first request and kept. */
 	struct lk_ids {    /* host ids of a GPU piece pass through pinned h_ids into d_ids (ev: the copy) */
 		void *h_ids;
 		bool used;
@@ -122,6 +122,14 @@ struct eht_lookup {
 	pthread_mutex_t run_mu;
 };
 
+/* One id (int32/int64 at index i) + off -> local row, or LK_DEAD. */
+static inline uint64_t eht_lk_local(const void *ids, int id64, size_t i, int64_t off, int64_t lo, int64_t hi)
+{
+	int64_t v = id64 ? ((const int64_t *)ids)[i] : (int64_t)((const int32_t *)ids)[i];
+	int64_t r = (int64_t)((uint64_t)v + (uint64_t)off);
+	return (r >= lo && r < hi) ? (uint64_t)(r - lo) : LK_DEAD;
+}
+
 /* ------------------------------------------------------------------- strategies (strategy.c) */
 /* One piece of a run: n <= max_batch ids into out. */
 struct lk_piece {
@@ -150,13 +158,13 @@ struct lk_call {
 #define LK_CAPTURABLE 0x4u /* a CUDA graph can hold its GPU piece */
 #define LK_GPU_HOST_IDS 0x8u /* no CPU piece: the GPU piece reads host ids too (set at registration) */
 
-/* A strategy's ops. Every op a strategy leaves NULL is filled once, at registration, with the
- * default below, so callers never test one. */
+/* A strategy's ops: a policy over the gather mechanisms (gather/). Every op a strategy leaves NULL
+ * is filled once, at registration, with the default below, so callers never test one. */
 struct lk_strategy {
 	int id;
 	const char *name;
 	unsigned caps;
-	/* Its state (lk->state[id]) and the parts it uses; composes other strategies through
+	/* Its state (lk->state[id]) and the mechanisms it uses; composes other strategies through
 	 * eht_lk_strategy_ready. lk->opts holds the engine's options (a mode for a strategy goes there).
 	 * Default: nothing to allocate. */
 	int (*init)(eht_lookup *lk);
@@ -185,79 +193,5 @@ void eht_lk_strategies_fini(eht_lookup *lk);
  * this call (run: -EINVAL). */
 int eht_lk_check_create(const eht_lookup *lk, const struct lk_strategy *st);
 int eht_lk_check_call(const eht_lookup *lk, const struct lk_strategy *st, const struct lk_call *c);
-
-/* ------------------------------------------------------------------- GPU parts (parts.c) */
-/* Host memory of the engine: pinned (portable) with a GPU, else malloc'ed; *rc set on failure (and
- * then nothing is allocated: chains of calls check once). */
-void *eht_lk_host_alloc(eht_lookup *lk, size_t bytes, int *rc);
-void eht_lk_host_free(eht_lookup *lk, void *p);
-eht_dptr eht_lk_dev_alloc(size_t bytes, int *rc);
-/* The core GPU state: kernels (a failure is an error where st reads the table on the GPU or the
- * output is BF16, else a warning), counters, the dead word, the ids copy. */
-int eht_lk_core_gpu_init(eht_lookup *lk);
-void eht_lk_core_gpu_fini(eht_lookup *lk);
-/* Makes the scratch (d_compact of compact_rows rows, d_slot of max_batch) / the fork if missing. */
-int eht_lk_scratch(eht_lookup *lk);
-int eht_lk_fork_init(eht_lookup *lk);
-/* Forks the side stream off s (events, so a capture follows it) / joins it back into s. */
-int eht_lk_fork(eht_lookup *lk, eht_stream s), eht_lk_join(eht_lookup *lk, eht_stream s);
-/* Ids of one piece as a device pointer: in place when on the GPU, else copied through pinned h_ids
- * into d_ids on s (not capturable). */
-int eht_lk_piece_ids_dev(eht_lookup *lk, const void *ids, bool ids_dev, size_t isz, size_t n,
-			 eht_stream s, eht_dptr *dptr);
-/* Ids in GPU memory for the CPU: copied back into h_ids, s synchronized. */
-int eht_lk_ids_to_host(eht_lookup *lk, const void *d_ids, size_t bytes, eht_stream s, const void **out);
-
-/* ------------------------------------------------------------------- pieces other files use */
-/* DIRECT of one piece into GPU out (strategy/direct.c; AUTO's GPU side). */
-int eht_lk_direct_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			eht_dptr out, eht_stream s);
-
-/* One id (int32/int64 at index i) + off -> local row, or LK_DEAD. */
-static inline uint64_t eht_lk_local(const void *ids, int id64, size_t i, int64_t off, int64_t lo, int64_t hi)
-{
-	int64_t v = id64 ? ((const int64_t *)ids)[i] : (int64_t)((const int32_t *)ids)[i];
-	int64_t r = (int64_t)((uint64_t)v + (uint64_t)off);
-	return (r >= lo && r < hi) ? (uint64_t)(r - lo) : LK_DEAD;
-}
-
-/* Copies (or dequantizes into fmt) the rows of ids [begin, end) into dst (row `begin` at dst, rows
- * stride bytes apart), zeros for dead ids (counted into *dead); tiers without a host pointer read
- * through read_rows (raw only). Any strategy's state or none (strategy/host.c). Returns 0 or the
- * read error. */
-int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, size_t begin, size_t end,
-		      uint8_t *dst, size_t stride, int fmt, uint64_t *dead);
-/* Chunk rows for an n-row job on this engine's pool. */
-size_t eht_lk_chunk_for(const eht_lookup *lk, size_t n);
-
-/* cpu_pool.c: the one CPU pool of the process, shared by every engine. Takes a reference (creating
- * the pool at the first: threads as asked, else EHT_THREADS, else budget (the server's thread budget
- * for this worker, eht_table_copy's pool_threads; 0: none), else the CPUs of NUMA node `node`
- * divided by the GPUs attached to it, less one for the thread that feeds it and one for the
- * process's own thread). */
-int eht_lk_pool_get(unsigned threads, unsigned budget, int node, unsigned spin_us, eht_pool **out);
-void eht_lk_pool_put(eht_pool *pool);
-
-/* hot/hot.c: a GPU piece through GPU dedup and the hot-row cache (mark, the strategy's gather of the
- * distinct misses, expand); and freeing that state. */
-int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p);
-void eht_lk_hot_free(eht_lookup *lk);
-/* The dedup state alone (EHT_LOOKUP_GPU_DEDUP without a hot set). */
-int eht_lk_dedup_init(eht_lookup *lk);
-/* A step boundary of an eager run on s: a pending hot-set refresh is applied there. */
-int eht_lk_hot_boundary(eht_lookup *lk, eht_stream s);
-/* At create: the hot set of the options, else the table's (its server's) unless
- * EHT_LOOKUP_NO_HOTSET, capped to hotset_max_bytes. */
-int eht_lk_hot_create(eht_lookup *lk);
-
-/* The CPU reference of one weight: e4m3 byte w with ue8m0 scale s -> bf16 bits. */
-uint16_t eht_lk_dequant1(uint8_t w, uint8_t s);
-/* 1 where rows are dequantized with AVX-512BW (the CPU has it and EHT_TEST_DEQUANT_SIMD is not 0). */
-int eht_lk_dequant_simd(void);
-/* One row with AVX-512BW (table: eht_lk_dequant1 of every scale << 8 | weight, for the groups whose
- * scale it cannot shift exactly); -1 (nothing written) without it. */
-int eht_lk_dequant_row_simd(const uint8_t *row, uint16_t *out, const uint16_t *table);
-/* One row by table lookup only (what rows take without AVX-512BW). */
-void eht_lk_dequant_row_table(const uint8_t *row, uint16_t *out);
 
 #endif

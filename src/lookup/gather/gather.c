@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* parts.c: the engine's GPU core (kernels, counters, the dead word, the ids copy) and the parts
- * several strategies share, each made at its first request and kept until the engine goes: the GPU
- * scratch (SORTED, HOST's sorted path and BF16 halves, the hot cache) and the fork (a side stream
- * for pieces split between the GPU's in-place gather and the CPU pool: AUTO, and the hot cache under
- * AUTO). Allocated once, so GPU addresses stay fixed across runs and graph replays. */
+/* gather.c: the engine's GPU parts (gather.h): the ids copy, the counters and the dead word, and the
+ * parts several mechanisms and policies share, each made at its first request and kept until the
+ * engine goes: the GPU scratch (SORTED, the staging's sorted path and BF16 halves, the doorbell's
+ * bf16 rows, the hot cache) and the fork (a side stream for pieces split between the GPU's in-place
+ * gather and the CPU pool: AUTO, and the distinct misses under AUTO). Allocated once, so GPU
+ * addresses stay fixed across runs and graph replays. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lookup/lookup_impl.h"
-#include "util/env.h"
+#include "lookup/gather/gather.h"
 #include "util/err.h"
-#include "util/log.h"
 
 void *eht_lk_host_alloc(eht_lookup *lk, size_t bytes, int *rc)
 {
@@ -52,29 +51,9 @@ eht_dptr eht_lk_dev_alloc(size_t bytes, int *rc)
 	return d;
 }
 
-/* ------------------------------------------------------------------- core */
-int eht_lk_core_gpu_init(eht_lookup *lk)
+/* ------------------------------------------------------------------- every GPU engine's */
+int eht_lk_gpu_parts_init(eht_lookup *lk)
 {
-	int krc = eht_gpu_lookup_load(lk->device, &lk->g);
-	lk->kernels = krc == 0;
-	lk->g.sm_cap = lk->opts.sm_cap ? lk->opts.sm_cap : (unsigned)eht_env_u64("EHT_LOOKUP_SM_CAP", 0);
-	if ((lk->flags & EHT_LOOKUP_BACKGROUND) || eht_env_u64("EHT_LOOKUP_BACKGROUND", 0)) {
-		lk->background = eht_dev_has(EHT_DEV_FEAT_MEM_OPS);
-		if (!lk->background)
-			eht_warn_once("lookup: the driver has no stream memory operations; background mode is off");
-		/* Beside the model every kernel of the engine leaves half the SMs alone (vLLM's background
-		 * grid too). Measured on the lent H200 in `eht bench step`, alternated runs: a cap of half
-		 * the SMs with 1024-thread expand blocks added +0.17-0.50 ms to a prefill step synced (none
-		 * measurable back to back) against +1.06-1.65 ms with an eighth of the SMs, whose capped
-		 * dequant finished late and delayed the layer that consumes the rows; decode a median of
-		 * +32 us against +51-67 back to back. */
-		if (lk->background && !lk->g.sm_cap && lk->g.sms > 0)
-			lk->g.sm_cap = lk->g.sms >= 4 ? (unsigned)lk->g.sms / 2 : 2;
-	}
-	if (krc && ((lk->st->caps & LK_GPU_TABLE) || lk->fmt == EHT_LOOKUP_BF16))
-		return krc;
-	if (krc)
-		eht_warn_once("lookup: GPU kernels unavailable (%s); HOST only", eht_last_error());
 	int rc = 0;
 	lk->ids.h_ids = eht_lk_host_alloc(lk, lk->max_batch * 8, &rc);
 	lk->ids.d_ids = eht_lk_dev_alloc(lk->max_batch * 8, &rc);
@@ -91,7 +70,7 @@ int eht_lk_core_gpu_init(eht_lookup *lk)
 	return rc;
 }
 
-void eht_lk_core_gpu_fini(eht_lookup *lk)
+void eht_lk_gpu_parts_fini(eht_lookup *lk)
 {
 	eht_event evs[] = {lk->ids.ev, lk->fork.ev_fork, lk->fork.ev_join};
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
@@ -106,7 +85,6 @@ void eht_lk_core_gpu_fini(eht_lookup *lk)
 	eht_lk_host_free(lk, lk->ids.h_ids);
 	if (lk->h_dead)
 		eht_dev_host_free(lk->h_dead);
-	eht_gpu_lookup_unload(&lk->g);
 }
 
 /* ------------------------------------------------------------------- shared parts */

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bg.c: the stream's side of the background and push ways (bg.h; the CPU's side:
+ * serve_bg.c). Background mode (EHT_LOOKUP_BACKGROUND): nothing on an SM waits for the CPU. The
+ * stream copies GPU ids to pinned memory (copy engine), rings the doorbell (cuStreamWriteValue32),
+ * then bg_groups moves the rows group by group; pushed (EHT_LOOKUP_BG_PUSH) the CPU moves them with
+ * its own copies and the stream waits for one word (push_ring_wait). */
+#include "gpu/gpu_lookup.h"
+#include "lookup/gather/bell/bg.h"
+#include "lookup/gather/bell/poller.h"
+#include "lookup/gather/bell/requests.h"
+
+/* Per group of request idx: wait for its ready value (cuStreamWaitValue32), copy it from staging to
+ * dst (copy engine) and, when expand, dequantize it into out (a small kernel, the SM cap): on the
+ * dequant stream after the group's copy (an event), else behind the copy on s. Then one memset frees
+ * every group's ready word (the CPU's next request waits for that before it reuses the staging; one
+ * node instead of a write per group), and s joins the dequant stream. On the copies' stream each
+ * dequant, waiting for SMs beside the model, also held up the next group's copy. Measured on the H200
+ * (eht bench step, prefill, 2 x 24 GiB, back to back, three runs of each alternated): HOST background
+ * added +0.16 / +0.74 / +0.55 ms with the dequant stream against +1.18 / +0.77 / +1.12 ms without,
+ * AUTO background +0.35 / +0.62 / +0.19 against +1.44 / +1.38 / +1.22 ms. */
+static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_dptr dst, eht_dptr out, bool expand)
+{
+	struct lk_bell *b = lk->bell;
+	const eht_dptr d_ready = b->d_words + LK_REQS * sizeof(uint32_t);
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
+	const bool per_group = expand && n > LK_BG_DEQUANT_ROWS;
+	const eht_stream xs = per_group ? b->bg_xstream : NULL; /* (groups <= LK_BG_GROUPS events) */
+	int rc = 0;
+	for (uint32_t g = 0; g < groups && !rc; g++) {
+		size_t r0 = (size_t)g * grows, m = n - r0 < grows ? n - r0 : grows;
+		rc = eht_dev_stream_wait32(s, d_ready + g * sizeof(uint32_t), LK_READY(idx, g), EHT_WAIT_EQ);
+		if (!rc)
+			rc = eht_dev_h2d_async(dst + r0 * lk->rb, b->staging + r0 * lk->rb, m * lk->rb, s);
+		if (rc || !per_group)
+			continue;
+		if (xs) {
+			rc = eht_dev_event_record(b->bg_copied[g], s);
+			if (!rc)
+				rc = eht_dev_stream_wait_event(xs, b->bg_copied[g]);
+		}
+		if (!rc)
+			rc = eht_gpu_expand(&lk->g, xs ? xs : s, 0, m, dst + r0 * lk->rb, lk->rb, out + r0 * lk->out_rb,
+					    lk->fmt);
+		if (!rc && xs)
+			b->bg_side_dequants++;
+	}
+	if (!rc)
+		rc = eht_dev_memset32_async(d_ready, 0, groups, s);
+	if (!rc && expand && !per_group)
+		rc = eht_gpu_expand(&lk->g, s, 0, n, dst, lk->rb, out, lk->fmt);
+	/* (after an error too: a capture must not leave the dequant stream forked) */
+	if (xs) {
+		int jrc = eht_dev_event_record(b->bg_xdone, xs);
+		if (!jrc)
+			jrc = eht_dev_stream_wait_event(s, b->bg_xdone);
+		rc = rc ? rc : jrc;
+	}
+	return rc;
+}
+
+/* A pushed request on the stream (eht_lk_bell_bg_piece, _bg_compact): the ring kernel (the ids or
+ * distinct rows into pinned memory, the done word cleared, the doorbell), then one wait for the done
+ * word, which the CPU sets once its own copies have moved every group into GPU memory. Two nodes
+ * where the stream-driven way has a copy and a wait per group, a copy of the ids, a write and a
+ * memset: on the lent H200 a graph's launch call pays about 1.7 us per copy node touching host
+ * memory and 1.3 us per memory op, next to nothing per kernel node, and a synced decode step pays
+ * that launch. */
+static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a)
+{
+	struct lk_bell *b = lk->bell;
+	a->h_ids = b->reqs[idx].d_h_ids;
+	a->done = eht_lk_bell_d_done(b, lk, idx);
+	a->bell = b->d_words + idx * sizeof(uint32_t);
+	a->sync = b->d_sync + idx * 2 * sizeof(uint32_t);
+	int rc = eht_gpu_ring(&lk->g, s, a);
+	return rc ? rc : eht_dev_stream_wait32(s, a->done, 1u, EHT_WAIT_EQ);
+}
+
+/* Background requests are pushed (EHT_LOOKUP_BG_PUSH) unless their bf16 rows are
+ * dequantized group by group (prefill: bg_groups' dequant stream), which needs the stream to see
+ * each group arrive. */
+static bool bg_pushed(const eht_lookup *lk, size_t n)
+{
+	const struct lk_bell *b = lk->bell;
+	return b->bg_push && (lk->fmt == EHT_LOOKUP_RAW || n <= LK_BG_DEQUANT_ROWS);
+}
+
+int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+			 eht_dptr out, eht_stream es, bool capturing)
+{
+	struct lk_bell *b = lk->bell;
+	const bool raw = lk->fmt == EHT_LOOKUP_RAW, push = bg_pushed(lk, n);
+	const eht_dptr dst = raw ? out : lk->scr.d_compact;
+	unsigned idx;
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, push ? dst : 0, capturing, &idx);
+	if (rc)
+		return rc;
+	struct lk_req *r = &b->reqs[idx];
+	eht_lk_bell_start(lk, idx, capturing);
+	if (push) {
+		struct eht_gpu_ring a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
+					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
+		if (!rc)
+			rc = push_ring_wait(lk, es, idx, &a);
+		if (!rc && !raw)
+			rc = eht_gpu_expand(&lk->g, es, 0, n, dst, lk->rb, out, lk->fmt);
+		return eht_lk_bell_finish(lk, es, idx, capturing, rc);
+	}
+	if (!rc && ids_dev)
+		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
+	if (!rc)
+		rc = eht_dev_stream_write32(es, b->d_words + idx * sizeof(uint32_t), 1);
+	if (!rc) {
+		bool raw = lk->fmt == EHT_LOOKUP_RAW;
+		rc = bg_groups(lk, es, idx, n, raw ? out : lk->scr.d_compact, out, !raw);
+	}
+	return eht_lk_bell_finish(lk, es, idx, capturing, rc);
+}
+
+/* Background mode for the distinct misses of a dedup pass (a hot set, GPU dedup), all of them the
+ * CPU's: as eht_lk_bell_bg_piece, but their count exists only on the GPU. The stream copies it and
+ * the bound's local rows to pinned memory before it rings; the CPU gathers that many and publishes every group of
+ * the bound (those past the count at once, empty); the copy engine moves whole groups into compact
+ * (rows past the count are never read: the hot path's expand takes them by code). Its dead count is
+ * the dedup pass's (lk->d_counters[0]), copied to lk->h_dead at the end with publish_dead. */
+int eht_lk_bell_bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, size_t n,
+			   eht_stream s, bool capturing, bool publish_dead)
+{
+	struct lk_bell *b = lk->bell;
+	const bool push = b->bg_push;
+	unsigned idx;
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, true, push ? compact : 0,
+				     capturing, &idx);
+	if (rc)
+		return rc;
+	struct lk_req *r = &b->reqs[idx];
+	eht_lk_bell_start(lk, idx, capturing);
+	if (push) {
+		struct eht_gpu_ring a = {.ids = uniq, .ucount = ucount, .n = n,
+					 .h_count = b->d_h_count + idx * sizeof(uint64_t),
+					 .dead = publish_dead ? lk->d_counters : 0, .h_dead = publish_dead ? lk->d_h_dead : 0};
+		if (!rc)
+			rc = push_ring_wait(lk, s, idx, &a);
+		return eht_lk_bell_finish(lk, s, idx, capturing, rc);
+	}
+	if (!rc)
+		rc = eht_dev_d2h_async(&b->h_count[idx], ucount, sizeof(uint64_t), s);
+	if (!rc)
+		rc = eht_dev_d2h_async(r->h_ids, uniq, n * sizeof(uint32_t), s);
+	if (!rc)
+		rc = eht_dev_stream_write32(s, b->d_words + idx * sizeof(uint32_t), 1);
+	if (!rc)
+		rc = bg_groups(lk, s, idx, n, compact, 0, false);
+	if (!rc && publish_dead)
+		rc = eht_dev_d2h_async(lk->h_dead, lk->d_counters, sizeof(uint64_t), s);
+	return eht_lk_bell_finish(lk, s, idx, capturing, rc);
+}

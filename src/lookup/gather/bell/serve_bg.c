@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* serve_bg.c: the CPU side of a background request (serve_bg.h): the pool gathers the request's rows
+ * group by group into their place in staging; each group is then marked ready (the stream waits for
+ * it and copies it), or, pushed, copied to the GPU by the CPU itself, whose last copy is followed by
+ * the request's done word, the one thing the stream waits for. */
+#include <string.h>
+
+#include "lookup/gather/bell/requests.h"
+#include "lookup/gather/rows.h"
+#include "lookup/gather/bell/serve_bg.h"
+#include "util/clock.h"
+#include "util/err.h"
+
+struct bg_job {
+	eht_lookup *lk;
+	const struct lk_req *r;
+	size_t n, chunk, tasks_per_group;
+	unsigned idx;
+	uint32_t groups, group_rows;
+	_Atomic uint64_t dead;
+	double t_first; /* EHT_TEST_BELL_TRACE: when group 0 was marked ready */
+};
+
+/* A pushed request's rows [begin, end) from staging to their place in push_dst, by the copy engine
+ * on push_stream (the CPU emulation of the tests: memcpy). */
+static void push_rows(eht_lookup *lk, const struct lk_req *r, size_t begin, size_t end)
+{
+	struct lk_bell *b = lk->bell;
+	if (begin >= end)
+		return;
+	const size_t off = begin * lk->rb, bytes = (end - begin) * lk->rb;
+	if (!lk->gpu) {
+		memcpy((uint8_t *)(uintptr_t)r->push_dst + off, b->staging + off, bytes);
+		return;
+	}
+	int rc = eht_lk_bell_on_device(lk);
+	if (!rc)
+		rc = eht_dev_h2d_async(r->push_dst + off, b->staging + off, bytes, b->push_stream);
+	if (rc)
+		eht_lk_bell_fail(b, eht_err_prefix(rc, "lookup: copying rows of table %s to the GPU", lk->ti.name));
+}
+
+/* The end of pushed request i: its done word set after its copies (the stream waits for that), and
+ * the copies' end recorded for the next request's use of staging. Should the driver refuse, the CPU
+ * sets the word itself once the copies are done: the stream goes on, the error is the next call's. */
+static void push_done(eht_lookup *lk, unsigned i)
+{
+	struct lk_bell *b = lk->bell;
+	_Atomic uint32_t *done = eht_lk_bell_done(b, lk, i);
+	if (!lk->gpu) {
+		atomic_store_explicit(done, 1u, memory_order_release);
+		return;
+	}
+	int rc = eht_lk_bell_on_device(lk);
+	if (!rc)
+		rc = eht_dev_stream_write32(b->push_stream, eht_lk_bell_d_done(b, lk, i), 1u);
+	if (!rc && !(rc = eht_dev_event_record(b->ev_pushed, b->push_stream)))
+		b->pushed_used = true;
+	if (rc) {
+		eht_lk_bell_fail(b, eht_err_prefix(rc, "lookup: ending a pushed request of table %s", lk->ti.name));
+		eht_dev_stream_sync(b->push_stream);
+		b->pushed_used = false;
+		atomic_store_explicit(done, 1u, memory_order_release);
+	}
+}
+
+/* Task t: rows of group t / tasks_per_group straight into their place in staging (a group's rows lie
+ * together, no slot wraps inside a request). The last task of a group marks it ready (pushed: copies
+ * it to the GPU), except for the last group, which serve_bg marks (pushes) once the dead count is
+ * written. */
+static void bg_task(void *arg, size_t t, unsigned worker)
+{
+	(void)worker;
+	struct bg_job *j = arg;
+	eht_lookup *lk = j->lk;
+	struct lk_bell *b = lk->bell;
+	size_t g = t / j->tasks_per_group, k = t % j->tasks_per_group;
+	size_t gend = (g + 1) * j->group_rows < j->n ? (g + 1) * j->group_rows : j->n;
+	size_t begin = g * j->group_rows + k * j->chunk, end = begin + j->chunk < gend ? begin + j->chunk : gend;
+	if (begin < end) {
+		uint64_t dead = 0;
+		uint8_t *dst = b->staging + begin * lk->rb;
+		int rc = eht_lk_gather_ids(lk, j->r->ids, j->r->id64, j->r->off, begin, end, dst, lk->rb, EHT_LOOKUP_RAW,
+					   &dead);
+		if (rc) {
+			eht_lk_bell_fail(b, rc);
+			memset(dst, 0, (end - begin) * lk->rb);
+		}
+		atomic_fetch_add_explicit(&j->dead, dead, memory_order_relaxed);
+	}
+	if (atomic_fetch_add_explicit(&b->slot_pub[g], 1, memory_order_acq_rel) + 1 == j->tasks_per_group &&
+	    g + 1 < j->groups) {
+		if (j->r->push_dst)
+			push_rows(lk, j->r, g * j->group_rows, gend);
+		else
+			atomic_store_explicit(&eht_lk_ready(b)[g], LK_READY(j->idx, g), memory_order_release);
+		if (g == 0 && b->trace)
+			j->t_first = eht_now_s();
+	}
+}
+
+/* n rows of request i (r->n for a plain one, the GPU's count for a compact one). The groups are the
+ * bound's (r->n), as the stream's waits: those past n are published empty. */
+void eht_lk_bell_serve_bg(eht_lookup *lk, unsigned i, size_t n)
+{
+	struct lk_bell *b = lk->bell;
+	const struct lk_req *r = &b->reqs[i];
+	double t0 = eht_now_s();
+	struct bg_job j = {.lk = lk, .r = r, .n = n, .idx = i};
+	eht_lk_bell_bg_geom(lk, r->n, &j.groups, &j.group_rows);
+	eht_lk_bell_wait_free(lk, t0);
+	b->prev_slots = r->push_dst ? 0 : j.groups; /* (a pushed request's groups have no ready words) */
+	j.chunk = eht_lk_chunk_for(lk, n ? n : 1); /* >= 1 row for n >= 1; a group holds >= 1 too */
+	if (j.chunk > j.group_rows)
+		j.chunk = j.group_rows;
+	j.tasks_per_group = (j.group_rows + j.chunk - 1) / j.chunk;
+	for (unsigned g = 0; g < j.groups; g++)
+		atomic_store_explicit(&b->slot_pub[g], 0, memory_order_relaxed);
+	double t1 = eht_now_s();
+	eht_pool_run(lk->pool, j.groups * j.tasks_per_group, bg_task, &j);
+	/* A plain background request is its run's only piece: its dead count is the run's. A compact
+	 * one's rows are valid local rows; the stream copies the dead count of its dedup pass. */
+	if (!r->compact)
+		*(volatile uint64_t *)lk->h_dead = atomic_load(&j.dead);
+	atomic_fetch_add_explicit(&b->bg_reqs, 1, memory_order_relaxed);
+	if (r->compact)
+		atomic_fetch_add_explicit(&b->bg_compact_reqs, 1, memory_order_relaxed);
+	if (r->push_dst) {
+		push_rows(lk, r, (size_t)(j.groups - 1) * j.group_rows, n);
+		b->pushed_reqs++;
+		push_done(lk, i);
+	} else {
+		atomic_store_explicit(&eht_lk_ready(b)[j.groups - 1], LK_READY(i, j.groups - 1), memory_order_release);
+	}
+	int k = LK_AUTO_CLASS(r->n);
+	b->st_reqs[k]++;
+	b->st_rows[k] += n;
+	b->st_wait_s[k] += t1 - t0;
+	double t2 = eht_now_s();
+	b->st_gather_s[k] += t2 - t1;
+	b->st_first_s[k] += (j.t_first > t1 ? j.t_first : t2) - t1; /* (one group: at the end) */
+}

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* inplace.h: the GPU's in-place gather of a piece (inplace.c): one kernel reads each row from the
+ * GPU-readable table in the given order. DIRECT is this alone; AUTO gives it a share. */
+#ifndef EHT_LOOKUP_GATHER_INPLACE_H
+#define EHT_LOOKUP_GATHER_INPLACE_H
+
+#include "lookup/core.h"
+
+/* ids[0..n) into GPU out on s (host ids pass through the engine's ids copy); dead ids counted into
+ * lk->d_counters[0]. */
+int eht_lk_inplace_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
+			 eht_dptr out, eht_stream s);
+
+#endif
