@@ -11,8 +11,8 @@
  *   hot/          the GPU hot-row cache and dedup (hot.c), its refresh and adaptation
  *   gather/       the mechanisms the policies use, never the other way: the GPU parts (gather.c),
  *                 the CPU pool (cpu_pool.c) copying rows (rows.c, dequant*.c) into pinned staging
- *                 (stage.c), the stream-triggered doorbell (bell/), the in-place GPU gather
- *                 (inplace.c)
+ *                 (stage.c), the stream-triggered doorbell (bell/), the in-place GPU gathers
+ *                 (inplace.c, distinct.c)
  * Tiers plug in only through struct eht_table_ops; the hot-set format and index are src/table's. */
 #ifndef EHT_LOOKUP_CORE_H
 #define EHT_LOOKUP_CORE_H
@@ -147,6 +147,12 @@ struct lk_piece {
 	bool dead_published; /* ... and did (lk->h_dead holds it once the stream passed) */
 };
 
+/* The distinct misses of a dedup pass (hot/hot.c), all on the GPU: uniq (u32 local rows, as many as
+ * ucount says; the piece's n bounds them) go to compact (raw rows, the same places). */
+struct lk_distinct {
+	eht_dptr uniq, ucount, compact;
+};
+
 /* What a run is, as eht_lookup_run found it (the strategy's resolve and check read it). */
 struct lk_call {
 	bool ids_dev, out_dev, capture;
@@ -178,9 +184,11 @@ struct lk_strategy {
 	int (*gpu_piece)(eht_lookup *lk, struct lk_piece *p);
 	/* The calling thread reads host ids now. Default (LK_GPU_HOST_IDS): the GPU piece. */
 	int (*cpu_piece)(eht_lookup *lk, struct lk_piece *p);
-	/* The GPU's share of a dedup pass's distinct misses (hot/hot.c): 1 in place on the GPU, 0 the
-	 * CPU pool, between: both at once. Default: 1 with LK_GPU_TABLE, else 0. */
-	float (*miss_share)(const eht_lookup *lk, size_t n);
+	/* Gathers the distinct misses of p's dedup pass (hot/hot.c) on p's stream: in place on the GPU,
+	 * by the CPU pool through the doorbell, or both at once (gather/distinct.c); sets
+	 * p->dead_published where the doorbell publishes the dead count. Default: in place with
+	 * LK_GPU_TABLE, else the CPU pool. */
+	int (*gather_distinct)(eht_lookup *lk, struct lk_piece *p, const struct lk_distinct *d);
 };
 /* The strategy of id (NULL: no such id). */
 const struct lk_strategy *eht_lk_strategy(int id);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lookup/core.h"
+#include "lookup/gather/distinct.h"
 #include "util/err.h"
 
 extern const struct lk_strategy eht_lk_auto, eht_lk_direct, eht_lk_sorted, eht_lk_host_strategy;
@@ -40,18 +41,14 @@ static const struct lk_strategy *self_resolve(eht_lookup *lk, const struct lk_st
 	return self;
 }
 
-static float share_in_place(const eht_lookup *lk, size_t n)
+static int distinct_in_place(eht_lookup *lk, struct lk_piece *p, const struct lk_distinct *d)
 {
-	(void)lk;
-	(void)n;
-	return 1.0f;
+	return eht_lk_gather_distinct(lk, p, d, 1.0f);
 }
 
-static float share_cpu(const eht_lookup *lk, size_t n)
+static int distinct_cpu(eht_lookup *lk, struct lk_piece *p, const struct lk_distinct *d)
 {
-	(void)lk;
-	(void)n;
-	return 0.0f;
+	return eht_lk_gather_distinct(lk, p, d, 0.0f);
 }
 
 #define LK_NSTRATEGIES ((int)(sizeof(defs) / sizeof(defs[0])))
@@ -73,7 +70,8 @@ static void fill_defaults(void)
 			s->caps |= LK_GPU_HOST_IDS;
 			s->cpu_piece = s->gpu_piece;
 		}
-		s->miss_share = s->miss_share ? s->miss_share : (s->caps & LK_GPU_TABLE) ? share_in_place : share_cpu;
+		s->gather_distinct = s->gather_distinct ? s->gather_distinct
+				     : (s->caps & LK_GPU_TABLE) ? distinct_in_place : distinct_cpu;
 	}
 }
 

@@ -3,8 +3,9 @@
  * rows into GPU memory with an open-addressing index. A run through here (a hot set, or
  * EHT_LOOKUP_GPU_DEDUP) is three steps on the stream: a mark kernel sorts every id into dead, hot hit
  * or miss, and gives the misses' distinct rows a place in a compact list (a hash table on the GPU, one
- * atomic per warp); the strategy then reads only those distinct misses (in place on the GPU, by the
- * CPU pool through the stream-triggered path, or both at once), into the compact buffer; an expand
+ * atomic per warp); the strategy then reads only those distinct misses (its gather_distinct op: in
+ * place on the GPU, by the CPU pool through the doorbell, or both at once; gather/distinct.c), into
+ * the compact buffer; an expand
  * kernel writes every position from the hot rows, the compact rows or zeros. Hits and repeats never
  * cross the link, and the CPU gathers each distinct row once. */
 #include <errno.h>
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lookup/gather/bell/bell.h"
 #include "lookup/gather/gather.h"
 #include "lookup/gather/rows.h"
 #include "lookup/hot/adapt.h"
@@ -494,24 +494,9 @@ int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p)
 	if ((rc = eht_gpu_dedup_mark(&lk->g, s, &gi, p->n, &gh, lk->d_counters)))
 		return rc;
 	h->dirty = true;
-	/* The strategy's share of the distinct misses: 1 in place on the GPU, 0 the CPU pool, between:
-	 * both at once (the fork). */
-	float share = p->st->miss_share(lk, p->n);
-	bool split = share > 0.0f && share < 1.0f;
-	eht_stream gs = split ? lk->fork.side : s;
-	if (split)
-		rc = eht_lk_fork(lk, s);
-	if (!rc && share > 0.0f)
-		rc = eht_gpu_gather_uniq(&lk->g, gs, h->d_uniq, lk->d_counters, share, p->n, lk->ti.device_ptr, lk->rb,
-					 compact);
-	if (!rc && split)
-		rc = eht_dev_event_record(lk->fork.ev_join, lk->fork.side);
-	if (!rc && share < 1.0f) {
-		p->dead_published = p->publish_dead;
-		rc = eht_lk_bell_compact(lk, h->d_uniq, ucount, compact, share, p->n, s, p->capture, p->publish_dead);
-	}
-	if (!rc && split)
-		rc = eht_lk_join(lk, s);
+	/* The strategy reads the distinct misses into the compact buffer. */
+	const struct lk_distinct misses = {.uniq = h->d_uniq, .ucount = ucount, .compact = compact};
+	rc = p->st->gather_distinct(lk, p, &misses);
 	if (!rc)
 		rc = eht_gpu_expand_codes(&lk->g, s, &gh, p->n, compact, lk->rb, (eht_dptr)(uintptr_t)p->out, lk->fmt);
 	if (!rc)

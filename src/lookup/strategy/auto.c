@@ -3,13 +3,14 @@
  * takes the batch, or the share the GPU's in-place gather takes while the CPU pool gathers the rest at
  * the same time; all of it measured at create on this machine (no constants from another one), and
  * the share of host-id splits following each call's measured times so both sides finish together.
- * It composes HOST (its CPU piece, through the ops) and the gather mechanisms: the in-place gather
- * and the doorbell. */
+ * It composes HOST (its CPU piece, through the ops) and the gather mechanisms: the in-place gather,
+ * the doorbell, the distinct rows' split. */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "lookup/gather/bell/bell.h"
+#include "lookup/gather/distinct.h"
 #include "lookup/gather/gather.h"
 #include "lookup/gather/inplace.h"
 #include "util/env.h"
@@ -322,7 +323,7 @@ static const struct lk_strategy *auto_resolve(eht_lookup *lk, const struct lk_st
 }
 
 /* The GPU's share of a dedup pass's distinct misses: as calibrated for ids in GPU memory. */
-static float auto_miss_share(const eht_lookup *lk, size_t n)
+static float miss_share(const eht_lookup *lk, size_t n)
 {
 	const struct lk_autos *st = A(lk);
 	if (!lk->table_gpu)
@@ -331,6 +332,11 @@ static float auto_miss_share(const eht_lookup *lk, size_t n)
 		return st->force_share > 1.0f ? 1.0f : st->force_share;
 	const struct lk_auto *a = &st->a[1][LK_AUTO_CLASS(n)];
 	return a->mode == AUTO_GPU ? 1.0f : a->mode == AUTO_SPLIT ? (float)a->f : 0.0f;
+}
+
+static int auto_distinct(eht_lookup *lk, struct lk_piece *p, const struct lk_distinct *d)
+{
+	return eht_lk_gather_distinct(lk, p, d, miss_share(lk, p->n));
 }
 
 const struct lk_strategy eht_lk_auto = {
@@ -343,5 +349,5 @@ const struct lk_strategy eht_lk_auto = {
 	.resolve = auto_resolve,
 	.gpu_piece = auto_gpu,
 	.cpu_piece = auto_cpu,
-	.miss_share = auto_miss_share,
+	.gather_distinct = auto_distinct,
 };

@@ -21,7 +21,7 @@ void eht_lk_bell_fini(eht_lookup *lk);
  * GPU work) from there to lk->h_dead when the kernel ends. */
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
 		      eht_dptr out, eht_stream s, bool capturing, bool publish_dead);
-/* The same for the distinct rows of a dedup pass (hot/hot.c): uniq (u32 local rows) after the
+/* The same for the distinct rows of a dedup pass (gather/distinct.c): uniq (u32 local rows) after the
  * GPU's share of the *ucount there are (both on the GPU; n bounds them) into compact (raw, same places). */
 int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, float share,
 			size_t n, eht_stream s, bool capturing, bool publish_dead);
