@@ -3,7 +3,7 @@
  * the CPU pool, the GPU kernels and parts, the mechanisms' and the strategies' states), one piece of
  * a run, and the strategy ops (strategy.c holds the table). docs/ARCHITECTURE.md draws the rooms:
  *
- *   layer.c, lookup_engram.c  engine-facing objects on the public eht_lookup_* calls
+ *   layer.c (to come), lookup_engram.c  engine-facing objects on the public eht_lookup_* calls
  *   lookup.c      eht_lookup_create / _run / _destroy: geometry, pool, the chosen strategy's init, the
  *                 dispatch of a run's pieces through the ops; dequant_gpu.c: eht_lookup_dequant
  *   strategy.c    the strategy table: ops (defaults filled once), checks, the public enumeration

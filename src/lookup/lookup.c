@@ -66,8 +66,6 @@ static int create_opts(const eht_table *table, const struct eht_lookup_opts *opt
 	if (ti->row_bytes == 0 || ti->row_bytes > (1u << 30))
 		return eht_err(EINVAL, "lookup: table %s has unsupported row size %llu", ti->name,
 			       (unsigned long long)ti->row_bytes);
-	if (!ti->host && !(table->ops && table->ops->read_rows))
-		return eht_err(EINVAL, "lookup: table %s has neither a host pointer nor read_rows", ti->name);
 	if (o->max_batch == 0)
 		o->max_batch = DEFAULT_MAX_BATCH;
 	if (o->max_batch >= (1ull << 31))

@@ -566,7 +566,7 @@ static int lk_shapes(struct lk_run *d)
 	return 0;
 }
 
-/* One setting of the CPU gather's knobs (strategy/host.c: EHT_LOOKUP_PREFETCH, EHT_LOOKUP_CHUNK_MAX). */
+/* One setting of the CPU gather's knobs (lookup/gather/rows.c: EHT_LOOKUP_PREFETCH, EHT_LOOKUP_CHUNK_MAX). */
 struct knob_set {
 	unsigned pf, chunk_max;
 };
