@@ -38,44 +38,22 @@ static bool sleeping_reaches(eht_pool *pool, unsigned want)
 	return false;
 }
 
-/* After a job long after the last (a model's step), EHT_POOL_SPINNERS workers spin (default none)
- * and the rest sleep at once; while jobs come back to back, every worker spins. The spin is made
- * long (3 s) so that the workers' states hold still while the test looks. */
+/* After a job long after the last (a model's step) every worker sleeps at once; while jobs come
+ * back to back, every worker spins. The spin is made long (3 s) so that the workers' states hold
+ * still while the test looks. */
 static void spinners(void)
 {
 	eht_pool *pool = NULL;
-	setenv("EHT_POOL_SPIN_MAX_US", "20000", 1);
-	CHECK_RC(eht_pool_create(4, -1, 3000000, &pool), 0); /* the default: after a lone job all sleep */
-	if (pool) {
-		CHECK(sleeping_reaches(pool, 4));
-		eht_pool_run(pool, 4, noop, NULL);
-		CHECK(sleeping_reaches(pool, 4));
-		for (int i = 0; i < 6; i++) /* back to back: every worker spins */
-			eht_pool_run(pool, 64, noop, NULL);
-		CHECK(sleeping_reaches(pool, 0));
-		eht_pool_destroy(pool);
-		pool = NULL;
-	}
-	setenv("EHT_POOL_SPINNERS", "4", 1);
-	CHECK_RC(eht_pool_create(6, -1, 3000000, &pool), 0);
+	CHECK_RC(eht_pool_create(4, -1, 3000000, &pool), 0);
 	if (!pool)
 		return;
-	CHECK(sleeping_reaches(pool, 2)); /* at start too: 4 spin, 2 sleep */
-	eht_pool_run(pool, 6, noop, NULL); /* the first job: no short gaps seen */
-	CHECK(sleeping_reaches(pool, 2));  /* 4 spin, 2 sleep */
-	for (int i = 0; i < 6; i++)        /* back to back */
+	CHECK(sleeping_reaches(pool, 4));
+	eht_pool_run(pool, 4, noop, NULL);
+	CHECK(sleeping_reaches(pool, 4));
+	for (int i = 0; i < 6; i++) /* back to back: every worker spins */
 		eht_pool_run(pool, 64, noop, NULL);
-	CHECK(sleeping_reaches(pool, 0)); /* every worker spins */
+	CHECK(sleeping_reaches(pool, 0));
 	eht_pool_destroy(pool);
-	setenv("EHT_POOL_SPINNERS", "1", 1);
-	CHECK_RC(eht_pool_create(3, -1, 3000000, &pool), 0);
-	if (pool) {
-		eht_pool_run(pool, 3, noop, NULL);
-		CHECK(sleeping_reaches(pool, 2));
-		eht_pool_destroy(pool);
-	}
-	unsetenv("EHT_POOL_SPINNERS");
-	unsetenv("EHT_POOL_SPIN_MAX_US");
 }
 
 /* Bit i of the result: a thread of this process is named "eht-pool/i" (i < 8). */

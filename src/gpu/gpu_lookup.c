@@ -7,7 +7,6 @@
 
 #include "eht.h"
 #include "gpu/fatbin.h"
-#include "util/env.h"
 #include "util/err.h"
 
 _Static_assert(EHT_LK_FMT_RAW == EHT_LOOKUP_RAW && EHT_LK_FMT_BF16 == EHT_LOOKUP_BF16,
@@ -55,7 +54,6 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 			return rc;
 		}
 	}
-	g->wide_capped = eht_env_u64("EHT_LOOKUP_WIDE_CAPPED", 1) != 0;
 	return 0;
 }
 
@@ -133,7 +131,7 @@ static int expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, u
 	 * four times the warps on each, so the expand is over sooner and takes SMs from the model's
 	 * kernels for less time. */
 	uint64_t warps = (n + RPW - 1) / RPW;
-	if (g->sm_cap && g->wide_capped && warps > (uint64_t)g->sm_cap * WARPS_PER_BLOCK) {
+	if (g->sm_cap && warps > (uint64_t)g->sm_cap * WARPS_PER_BLOCK) {
 		const uint64_t wide_warps = EHT_LK_WIDE_THREADS / EHT_LK_WARP, need = (warps + wide_warps - 1) / wide_warps;
 		unsigned blocks = need < g->sm_cap ? (unsigned)need : g->sm_cap;
 		return launch(g->expand_wide, blocks, EHT_LK_WIDE_THREADS, s, args, "eht_lk_expand_wide");

@@ -23,7 +23,6 @@ struct eht_gpu_lookup {
 		dedup_assign, stage_in, ring, dedup_mark, expand_codes, expand_wide;
 	int sms;
 	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
-	bool wide_capped; /* EHT_LOOKUP_WIDE_CAPPED (1): a capped expand runs in blocks of 1024 threads */
 };
 
 /* Loads the module on the current context of `device`. Returns 0, -ENOTSUP (no kernels built), or a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* pool.c: persistent workers woken for work through a futex; a few of them spin briefly after a job. */
+/* pool.c: persistent workers woken for work through a futex; they spin briefly after back-to-back jobs. */
 #include "util/pool.h"
 
 #include <errno.h>
@@ -17,19 +17,20 @@
 #include <unistd.h>
 
 #include "util/cpu.h"
-#include "util/env.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/thread.h"
 
 /* Idle gaps remembered to choose the spin after a job: spin long only when the last ones were all short. */
 #define POOL_GAPS 4
+/* The longest spin, when the last jobs' gaps were all short: back-to-back calls keep their threads
+ * awake, a model's steps of milliseconds do not. */
+#define POOL_SPIN_MAX_US 1000u
 
 struct eht_pool {
 	unsigned nthreads;
-	unsigned spin_us;      /* spin after a job when jobs come far apart (a model's steps) */
+	unsigned spin_us;      /* the waiter's spin, and the least of the workers' after back-to-back jobs */
 	unsigned spin_max_us;  /* at most this long when they come close (back-to-back calls) */
-	unsigned max_spinners; /* workers that may spin spin_us after a job (the rest sleep at once) */
 	atomic_uint spin_now_us; /* the spin after the current job (set at its start) */
 	atomic_uint spinners_now; /* workers that may spin after it: all while jobs come back to back */
 	double last_end_us;    /* when the last job finished (job_lock) */
@@ -109,8 +110,8 @@ static void *worker_main(void *v)
 	for (;;) {
 		unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
 		if (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
-			/* Jobs that come back to back (a standalone loop, the second table of a step) find
-			 * a few threads still spinning; between steps every thread sleeps. */
+			/* Jobs that come back to back (a standalone loop) find the threads still spinning;
+			 * between steps every thread sleeps. */
 			unsigned spin = atomic_load_explicit(&p->spin_now_us, memory_order_relaxed);
 			unsigned limit = atomic_load_explicit(&p->spinners_now, memory_order_relaxed);
 			/* A slot is taken only below the limit: a worker turned away never counts, so it
@@ -166,21 +167,9 @@ int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool
 		return eht_err(ENOMEM, "thread pool: out of memory");
 	}
 	p->spin_us = spin_us;
-	/* EHT_POOL_SPIN_MAX_US: the longest spin, when the last jobs' gaps were all short (1000 us:
-	 * back-to-back calls keep their threads awake, a model's steps of milliseconds do not). */
-	uint64_t smax = eht_env_u64("EHT_POOL_SPIN_MAX_US", 1000);
-	p->spin_max_us = smax > spin_us ? (unsigned)(smax < 1000000 ? smax : 1000000) : spin_us;
+	p->spin_max_us = POOL_SPIN_MAX_US > spin_us ? POOL_SPIN_MAX_US : spin_us;
 	atomic_init(&p->spin_now_us, spin_us);
-	/* EHT_POOL_SPINNERS: how many idle workers spin for spin_us after a job that came long after
-	 * the last. In a model's decode step only the second table's job follows the first closely,
-	 * and it is not the one the next layer waits for: none (measured on the lent H200, background
-	 * decode steps, three rounds in each of three runs a side, alternated: 0 spinners against 4 took
-	 * the process's CPU per step from 3.9-4.6 to 3.4-4.0 ms, the time added no worse; 4 against
-	 * every worker had taken it from 4.0 to 2.8 ms a round before). Back-to-back jobs (a loop of
-	 * lookups) keep every worker spinning all the same. */
-	uint64_t sp = eht_env_u64("EHT_POOL_SPINNERS", 0);
-	p->max_spinners = sp < nthreads ? (unsigned)sp : nthreads;
-	atomic_init(&p->spinners_now, p->max_spinners);
+	atomic_init(&p->spinners_now, 0);
 	pthread_mutex_init(&p->job_lock, NULL);
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
@@ -214,7 +203,7 @@ unsigned eht_pool_size(const eht_pool *pool) { return pool->nthreads; }
 unsigned eht_pool_sleeping(eht_pool *pool) { return atomic_load(&pool->sleepers); }
 
 /* The spin after the job starting now: twice the longest of the last idle gaps (up to spin_max_us)
- * when every one was short enough for a spin to catch the next job, else spin_us. Idle workers
+ * when every one was short enough for a spin to catch the next job, else none. Idle workers
  * measured on the lent H200 VM take 40-50 us to wake, which a short spin only pays for between the
  * jobs of one step. Called with job_lock held. */
 static void choose_spin(eht_pool *p)
@@ -225,7 +214,13 @@ static void choose_spin(eht_pool *p)
 	double gmax = 0;
 	for (unsigned i = 0; i < POOL_GAPS && i < p->ngaps; i++)
 		gmax = p->gaps[i] > gmax ? p->gaps[i] : gmax;
-	unsigned spin = p->spin_us, spinners = p->max_spinners;
+	/* After a job long after the last, no worker spins. In a model's decode step only the second
+	 * table's job follows the first closely, and it is not the one the next layer waits for
+	 * (measured on the lent H200, background decode steps, three rounds in each of three runs a side,
+	 * alternated: no spinners against 4 took the process's CPU per step from 3.9-4.6 to 3.4-4.0 ms,
+	 * the time added no worse; 4 against every worker had taken it from 4.0 to 2.8 ms a round
+	 * before). */
+	unsigned spin = p->spin_us, spinners = 0;
 	if (p->ngaps >= POOL_GAPS && gmax <= p->spin_max_us) {
 		spinners = p->nthreads; /* back to back: every worker, so each job starts at full width */
 		if (2 * gmax + 20 > spin)

@@ -12,12 +12,11 @@ typedef void (*eht_pool_fn)(void *arg, size_t task, unsigned worker);
 
 /* Creates nthreads workers (0: one per online CPU of the node, else of the machine). numa_node >= 0
  * pins workers to that node's CPUs (read from sysfs; ignored with one warning when unreadable).
- * After a job, EHT_POOL_SPINNERS workers (default none) spin for spin_us microseconds, or,
- * when the last few jobs all came within EHT_POOL_SPIN_MAX_US (1000) of each other, every worker
- * spins for twice the longest of those gaps (so back-to-back jobs start in well under a
- * microsecond); then they sleep on
- * a futex, and a job wakes only as many as it has tasks: between jobs far apart the pool takes no
- * CPU. Returns 0, -EINVAL, -ENOMEM or -EAGAIN (thread creation). */
+ * After a job, when the last few jobs all came within 1000 us of each other, every worker spins for
+ * twice the longest of those gaps, at least spin_us (so back-to-back jobs start in well under a
+ * microsecond); otherwise, and after that, they sleep on a futex, and a job wakes only as many as
+ * it has tasks: between jobs far apart the pool takes no CPU. Returns 0, -EINVAL, -ENOMEM or
+ * -EAGAIN (thread creation). */
 int eht_pool_create(unsigned nthreads, int numa_node, unsigned spin_us, eht_pool **out);
 /* Stops and joins the workers; NULL is a no-op. */
 void eht_pool_destroy(eht_pool *pool);
