@@ -22,7 +22,7 @@ rc=0
 grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP|FAIL|differ|dead" "$OUT/ctest.log" | head -40
 EHT_FIXTURES=$PWD/tests/fixtures build/test_gpu_lookup_graph >"$OUT/graph-test.log" 2>&1; echo "test_gpu_lookup_graph alone: exit $?"; tail -6 "$OUT/graph-test.log"
 b() { local name=$1; shift
-  EHT_BELL_TRACE=1 timeout 280 build/eht bench lookup "$@" >"$OUT/bench-$name.txt" 2>&1; echo "== bench $name (exit $?)"; cat "$OUT/bench-$name.txt"; }
+  EHT_TEST_BELL_TRACE=1 timeout 280 build/eht bench lookup "$@" >"$OUT/bench-$name.txt" 2>&1; echo "== bench $name (exit $?)"; cat "$OUT/bench-$name.txt"; }
 b main --table-gib "$gib" --reps "$reps" --graph
 [ "$sweep" = 1 ] && b sweep --table-gib "$gib" --reps "$reps" --graph --sweep --strategies host,auto
 exit $rc

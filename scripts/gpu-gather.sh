@@ -16,7 +16,7 @@ NUMA_GIB=${NUMA_GIB:-$GIB}
 BUDGET=${BUDGET:-110}
 TEXT="--workload text:tests/workloads/text_500k.compressed.u32 --hotset 1048576"
 COMMON="lookup --strategies host,auto --ids-on gpu --graph --reps ${REPS:-10}"
-export EHT_BELL_TRACE=1 EHT_BENCH_SMAPS=1 EHT_BENCH_NO_IDLE=1
+export EHT_TEST_BELL_TRACE=1 EHT_BENCH_SMAPS=1 EHT_BENCH_NO_IDLE=1
 start=$SECONDS
 {
   nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv

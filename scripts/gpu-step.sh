@@ -10,7 +10,7 @@
 # spinners: the step with every pool thread spinning after a job (EHT_POOL_SPINNERS=1024) beside the
 # default 4;
 # lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; stagein:
-# that latency with EHT_BELL_TRACE's breakdown for the stage-in kernel's defaults beside its old ways
+# that latency with EHT_TEST_BELL_TRACE's breakdown for the stage-in kernel's defaults beside its old ways
 # (EHT_LOOKUP_FUSED_DEQUANT=1, EHT_LOOKUP_RELAY=0); cpu: the step bench's decode with the old spinning
 # settings beside the new ones (same build).
 set -u
@@ -72,7 +72,7 @@ for what in "$@"; do
   stagein)
     for s in new EHT_LOOKUP_FUSED_DEQUANT=1 EHT_LOOKUP_RELAY=0; do
       name=${s%%=*}; name=${name#EHT_}
-      env EHT_BELL_TRACE=1 ${s#new} timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host \
+      env EHT_TEST_BELL_TRACE=1 ${s#new} timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host \
         --ids-on gpu --graph --format bf16 >"$OUT/stagein-$name.txt" 2>&1 || rc=1
       echo "-- stage-in $s"; grep -E "^host |GPU side|stream-triggered" "$OUT/stagein-$name.txt"
     done

@@ -16,7 +16,7 @@ static uint16_t g_table[256 * 256];
 int main(void)
 {
 	if (!eht_lk_dequant_simd())
-		t_skip("no AVX-512BW on this CPU (or EHT_DEQUANT_SIMD=0)");
+		t_skip("no AVX-512BW on this CPU (or EHT_TEST_DEQUANT_SIMD=0)");
 	for (int s = 0; s < 256; s++)
 		for (int w = 0; w < 256; w++)
 			g_table[s << 8 | w] = eht_lk_dequant1((uint8_t)w, (uint8_t)s);

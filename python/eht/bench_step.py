@@ -746,6 +746,8 @@ def make_engines(eht, tables, v, sms, hot, threads):
         os.environ["EHT_BELL_SPIN_US"] = str(v["bell_spin_us"])  # read when the poller starts
     if v.get("bell_predict"):
         os.environ["EHT_BELL_PREDICT"] = "1"  # (the same)
+    if "bell_spin_us" in v or v.get("bell_predict"):
+        eht._reload_settings()  # libeht reads its settings once; the variant's are new
     engines = []
     for t in range(2):
         lk = eht.Lookup(tables[t], **kw)
@@ -880,6 +882,8 @@ def run(a, rep, log):
                             os.environ.pop("EHT_BELL_PREDICT", None)
                         else:
                             os.environ["EHT_BELL_PREDICT"] = predict_env
+                    if "bell_spin_us" in v or v.get("bell_predict"):
+                        eht._reload_settings()
                 rep["results"].append(res)
                 log(line(res))
             del step, batches, g_none
