@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 			line += *a == '\n';
 			a++, b++;
 		}
+		while (a > body && a[-1] != '\n') /* the whole line of each */
+			a--, b--;
 		fprintf(stderr,
 			"test_settings_doc: %s differs from the table in src/util/settings.c, from line %d of the "
 			"generated part on:\n  doc:   %.*s\n  table: %.*s\nregenerate it: build/test_settings_doc --write\n",

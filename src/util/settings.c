@@ -44,7 +44,7 @@ static const struct eht_setting_def table[EHT_SET_COUNT] = {
 	ROW(NO_CUDA, EHT_SETTING_BOOL, U, "0", "1: behave as on a machine without a GPU (the CUDA driver is not loaded)"),
 	ROW(SHM_DIR, EHT_SETTING_STR, U, "/dev/shm", "directory of shared regions (a hugetlbfs mount works)"),
 	NUM(SERVE_ALLOW_GID, EHT_SETTING_U64, U, NULL, 0, 4294967294ull,
-	    "root's `eht serve` also serves workers of this group, and such a worker also looks for root's server (see below)"),
+	    "root's `eht serve` also serves workers of this group, and such a worker also looks for root's server (notes below)"),
 	NUM(SHARE_CHUNK, EHT_SETTING_SIZE, U, "1G", 4 * KB, 1 * TB,
 	    "host-NUMA tier: the chunks a shared table is made of (unless its options' chunk_bytes says)"),
 	NUM(NUMA_RESERVE, EHT_SETTING_SIZE, U, NULL, 1, 64 * TB,
@@ -82,23 +82,23 @@ static const struct eht_setting_def table[EHT_SET_COUNT] = {
 	    "largest chunk (rows) of the CPU gather (prefill graphs 11-13% faster at 256 than at 1024 on the H200)"),
 	NUM(BELL_SPIN_US, EHT_SETTING_U64, T, "100", 0, 1000000,
 	    "how long the doorbell poller of GPU-id and graph lookups spins after the last request before it sleeps, "
-	    "in us (up to 1 ms while requests come back to back)"),
+	    "in µs (up to 1 ms while requests come back to back)"),
 	NUM(POOL_SPIN_US, EHT_SETTING_U64, T, "50", 0, 1000000,
-	    "while jobs come back to back, how long the lookup pool's threads spin after one at least, in us (twice the "
+	    "while jobs come back to back, how long the lookup pool's threads spin after one at least, in µs (twice the "
 	    "recent gaps, at most 1 ms; unless the options' spin_us says); after a lone job they sleep at once"),
 	ROW(DISK_SPLIT, EHT_SETTING_BOOL, T, "1",
 	    "0: disk tier without the resident/uncached split: every row copied from the mapping (page faults read the "
 	    "uncached ones)"),
-	NUM(DISK_HINT_PAGES, EHT_SETTING_U64, T, NULL, 1, 1ull << 40,
+	NUM(DISK_HINT_PAGES, EHT_SETTING_U64, T, NULL, 1, 1ull << 32,
 	    "disk tier: pages remembered as resident before the hints are cleared (unset: half the memory budget, the "
 	    "smaller of the cgroup's limit and RAM)"),
 	NUM(DISK_CHECK_US, EHT_SETTING_U64, T, "1000", 0, 1000000000000ull,
-	    "disk tier: compare the files with what was seen at open at most this often, in us"),
+	    "disk tier: compare the files with what was seen at open at most this often, in µs"),
 	/* ---- tests */
 	ROW(TEST_CU_HIDE, EHT_SETTING_STR, X, NULL,
 	    "CUDA driver entry points to treat as missing, comma-separated (the device layer's optional symbols)"),
 	ROW(TEST_FAULT, EHT_SETTING_STR, X, NULL,
-	    "<step>[:rank=N],...: make a sharing step (host-NUMA steps, or region) fail on one node rank"),
+	    "`<step>[:rank=N],...`: make a sharing step (host-NUMA steps, or region) fail on one node rank"),
 	ROW(TEST_DISK_URING_FAIL, EHT_SETTING_BOOL, X, "0",
 	    "1: io_uring set-up fails as on a kernel that forbids it (the disk split falls back to pread)"),
 	ROW(TEST_REGION_SKIP_CAPACITY_CHECK, EHT_SETTING_BOOL, X, "0",
@@ -225,7 +225,7 @@ static void bounds_text(const struct eht_setting_def *r, char *buf, size_t len)
 		bound_text(r, r->hi, b, sizeof(b));
 		snprintf(buf, len, "%s..%s", a, b);
 	} else if (r->type == EHT_SETTING_DOUBLE) {
-		snprintf(buf, len, "%g..%g", r->dlo, r->dhi);
+		snprintf(buf, len, "%.15g..%.15g", r->dlo, r->dhi);
 	}
 }
 
@@ -258,7 +258,7 @@ static int parse(const struct eht_setting_def *r, const char *text, struct value
 			return snprintf(why, wl, "not a number"), -EINVAL;
 		if (v->d < r->dlo || v->d > r->dhi) {
 			bounds_text(r, bounds, sizeof(bounds));
-			snprintf(why, wl, "%s its bound %g (%s)", v->d < r->dlo ? "below" : "above",
+			snprintf(why, wl, "%s its bound %.15g (%s)", v->d < r->dlo ? "below" : "above",
 				 v->d < r->dlo ? r->dlo : r->dhi, bounds);
 			return -EINVAL;
 		}

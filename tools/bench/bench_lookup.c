@@ -577,7 +577,7 @@ struct knob_set {
  * gather's knobs (prefetch distance x chunks per worker, then the eager DMA split and the streaming
  * stores at the defaults),
  * one line per setting on stdout (JSON lines on stderr with --json). The knobs go back to the environment's
- * values after. 0 or 1. */
+ * values after (read again: eht_settings_reload). 0 or 1. */
 static int lk_knob_sweep(struct lk_run *d)
 {
 	static const unsigned pfs[] = {0, 2, 4, 8, 16, 32}, chs[] = {1, 2, 4, 8, 16}, splits[] = {1, 2, 4, 16};
@@ -618,6 +618,7 @@ static int lk_knob_sweep(struct lk_run *d)
 			snprintf(v[3], sizeof(v[3]), "%u", sets[q].stream);
 			for (int i = 0; i < NKNOBS; i++)
 				setenv(names[i], v[i], 1);
+			eht_settings_reload(); /* libeht reads its settings once; then the gather its knobs */
 			eht_lk_knobs_reload();
 			for (int si = 0; si < o->nstrat; si++) {
 				int st = o->strategies[si];
@@ -653,6 +654,7 @@ static int lk_knob_sweep(struct lk_run *d)
 			unsetenv(names[i]);
 		free(saved[i]);
 	}
+	eht_settings_reload();
 	eht_lk_knobs_reload();
 	return rc;
 }
