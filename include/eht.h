@@ -64,6 +64,12 @@ EHT_API void eht_log_set_level(int level);
  * again (the default). The Python module sends them to its `logging` logger "eht". */
 typedef void (*eht_log_fn)(int level, const char *message, void *arg);
 EHT_API void eht_log_set_callback(eht_log_fn fn, void *arg);
+/* libeht reads its EHT_* environment settings (docs/ENVIRONMENT.md) once, at its first use. This
+ * reads them again, for a test or a benchmark that changes one in a running process; what was made
+ * before keeps what it read (an engine its threads and SM cap, a table its tier), what is made after
+ * gets the new values. A malformed or out-of-bounds value gets one warning and its default.
+ * Returns 0 or -ENOMEM. */
+EHT_API int eht_settings_reload(void);
 
 /* Packed Engram rows: 256 FP8-e4m3 weights followed by 8 ue8m0 scale bytes (one per 32 weights). */
 #define EHT_ENGRAM_DIM 256
@@ -374,7 +380,7 @@ EHT_API void eht_hotset_free(int64_t *rows);
  * an OFD write lock while building and every user a read lock while mapped, so a creator that dies
  * before ready is detected by the lock (not by a pid), and `eht regions gc` never removes a region
  * in use. Environment: EHT_SHM_DIR (default directory), EHT_PIN_CHUNK (pin chunk size, default
- * 64G), EHT_REGION_SKIP_CAPACITY_CHECK=1 (skip the free-space check; allocation still fails cleanly
+ * 64G), EHT_TEST_REGION_SKIP_CAPACITY_CHECK=1 (skip the free-space check; allocation still fails cleanly
  * with -ENOSPC), EHT_REGION_GC_GRACE_S (age before gc removes a creator's temporary file, 30). */
 
 typedef struct eht_region eht_region;
@@ -667,7 +673,7 @@ struct eht_share_opts {
  * the same -errno (with the failing rank's cause in the message; rank 0 logs one warning):
  * -ENODEV (no GPU), -EOPNOTSUPP (host-NUMA VMM or the handle kind unsupported here), -ENOMEM
  * ("NUMA node N fell below its X GiB reserve after A of B GiB"), -EINVAL, or a driver error.
- * EHT_FAULT=<step>:rank=<r> (step: create, export, import, reserve, map, access) injects a failure. */
+ * EHT_TEST_FAULT=<step>:rank=<r> (step: create, export, import, reserve, map, access) injects a failure. */
 EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group,
 		const struct eht_share_opts *opts,
 			 eht_table **out);
@@ -678,7 +684,7 @@ EHT_API EHT_MUST_CHECK int eht_host_table_share(uint64_t bytes, eht_group *group
  * pinned region first: on 2 MiB pages, where host-NUMA's CPU mapping has the driver's 4 KiB ones, the
  * CPU gathers of HOST and AUTO run faster and the GPU reads it as fast. Returns 0 and a table
  * whose info gives the CPU pointer, the GPU pointer (0 for the unpinned region), tier, NUMA node and
- * page size; or the last tier's -errno. EHT_FAULT=region:rank=<r> (r > 0) fails rank r's attach to
+ * page size; or the last tier's -errno. EHT_TEST_FAULT=region:rank=<r> (r > 0) fails rank r's attach to
  * the region, for tests of the all-or-none fallback. */
 EHT_API EHT_MUST_CHECK int eht_table_share(uint64_t bytes, eht_group *group,
 		const struct eht_share_opts *opts,

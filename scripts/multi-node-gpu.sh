@@ -5,7 +5,7 @@
 # ranks 1,3 on GPU 1), host-NUMA tier.
 #   1. one real node (4 ranks, EHT_NODE_ID alike): one host-NUMA copy
 #   2. two nodes: two host-NUMA copies (MemAvailable fell by ~2 table sizes), one per node
-#   3. EHT_FAULT=map on node 1's second rank: node 1 falls back to the pinned region, node 0 keeps
+#   3. EHT_TEST_FAULT=map on node 1's second rank: node 1 falls back to the pinned region, node 0 keeps
 #      host-NUMA (two copies still)
 #   4. a rank killed before the share: the job fails within the deadline, no hang
 #   5. the CPU tests (mpirun region tier, Python pipe coordinator) and, with torch, the torch group

@@ -16,7 +16,7 @@ static int run(const char *args, char *err, size_t len) { return t_cli_run(args,
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	eht_err_clear();
 	CHECK(eht_dev_count() == 0);
 	CHECK(eht_last_error()[0] == '\0');

@@ -224,7 +224,7 @@ int main(void)
 {
 	if (!getenv("EHT_CLI"))
 		t_skip("EHT_CLI not set");
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	char *tmp = t_tmpdir("cli-json");
 	check_synth(tmp);
 	check_hotset(tmp);

@@ -12,7 +12,7 @@
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	CHECK_RC(eht_dev_load(), -ENODEV);
 	CHECK(strstr(eht_last_error(), "EHT_NO_CUDA") != NULL);
 	CHECK_RC(eht_dev_count(), 0);

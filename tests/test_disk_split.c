@@ -2,7 +2,7 @@
 /* test_disk_split.c: the disk tier's default read splits rows into page-cache resident and uncached:
  * bit-exact against the in-memory reference with every row uncached (page cache dropped), with a
  * mix (some pages read back in with pread), and warm; under io_uring, with io_uring failing to start
- * (EHT_DISK_URING_FAIL: falls back to pread), with EHT_DISK_URING=0, and with a residency budget of
+ * (EHT_TEST_DISK_URING_FAIL: falls back to pread), with EHT_DISK_URING=0, and with a residency budget of
  * one page (EHT_DISK_HINT_PAGES=1: hints cleared on every read). */
 #include <fcntl.h>
 #include <stddef.h>
@@ -154,18 +154,18 @@ int main(void)
 		return t_done();
 	uint64_t rs = 18;
 	ref_ids(ids, N_IDS, rows, &rs);
-	unsetenv("EHT_DISK_URING");
-	unsetenv("EHT_DISK_SPLIT");
+	t_setenv("EHT_DISK_URING", NULL);
+	t_setenv("EHT_DISK_SPLIT", NULL);
 	run_case("default", t_uring_works() ? 2 : 1);
-	setenv("EHT_DISK_URING_FAIL", "1", 1); /* io_uring_queue_init fails: pread */
+	t_setenv("EHT_TEST_DISK_URING_FAIL", "1"); /* io_uring_queue_init fails: pread */
 	run_case("io_uring failing", 1);
-	unsetenv("EHT_DISK_URING_FAIL");
-	setenv("EHT_DISK_URING", "0", 1);
+	t_setenv("EHT_TEST_DISK_URING_FAIL", NULL);
+	t_setenv("EHT_DISK_URING", "0");
 	run_case("EHT_DISK_URING=0", 1);
-	unsetenv("EHT_DISK_URING");
-	setenv("EHT_DISK_HINT_PAGES", "1", 1); /* the tiniest budget: hints forgotten at once */
+	t_setenv("EHT_DISK_URING", NULL);
+	t_setenv("EHT_DISK_HINT_PAGES", "1"); /* the tiniest budget: hints forgotten at once */
 	run_case("one-page budget", t_uring_works() ? 2 : 1);
-	unsetenv("EHT_DISK_HINT_PAGES");
+	t_setenv("EHT_DISK_HINT_PAGES", NULL);
 	free(ref);
 	t_rmtree(dir);
 	return t_done();

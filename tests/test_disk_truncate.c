@@ -157,19 +157,19 @@ int main(void)
 	if (mapped)
 		truncate_case(0, false, false);     /* the periodic check sees the size change */
 	truncate_case(EHT_DISK_PREAD, false, true); /* ... also under prefetch */
-	setenv("EHT_DISK_CHECK_US", "1000000000", 1); /* check off: the reads themselves must fail cleanly */
+	t_setenv("EHT_DISK_CHECK_US", "1000000000"); /* check off: the reads themselves must fail cleanly */
 	if (mapped) {
 		truncate_case(0, true, false);      /* split: short read of the uncached tail (or SIGBUS) */
 		truncate_case(0, true, true);
-		setenv("EHT_DISK_SPLIT", "0", 1);   /* every row from the mapping: */
+		t_setenv("EHT_DISK_SPLIT", "0");   /* every row from the mapping: */
 		truncate_case(0, true, false);      /* SIGBUS in the mapped copy, caught */
 		truncate_case(0, true, true);
-		unsetenv("EHT_DISK_SPLIT");
+		t_setenv("EHT_DISK_SPLIT", NULL);
 	}
 	truncate_case(EHT_DISK_PREAD, true, false); /* pread's short read */
 	if (t_uring_works())
 		truncate_case(EHT_DISK_URING, true, false); /* io_uring's short read */
-	unsetenv("EHT_DISK_CHECK_US");
+	t_setenv("EHT_DISK_CHECK_US", NULL);
 	change_cases();
 	t_rmtree(dir);
 	return t_done();

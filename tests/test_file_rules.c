@@ -209,7 +209,7 @@ int main(void)
 	snprintf(args, sizeof(args), "synth '%s' --rows 2000", ckpt);
 	char err[4096];
 	CHECK(run(args, err, sizeof(err)) == 0);
-	setenv("EHT_SHM_DIR", dir, 1);
+	t_setenv("EHT_SHM_DIR", dir);
 	snprintf(args, sizeof(args), "serve '%s' --key eht-test-fifo-%d --tier region --hotset layers.1.engram.embed='%s'",
 		 ckpt, (int)getpid(), fifo);
 	cli_refuses("serve --hotset", args);

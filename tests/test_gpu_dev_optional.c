@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_dev_optional.c: optional driver entry points (src/gpu/cuda/cu_driver.h). A missing
- * optional one (hidden with EHT_CU_HIDE) turns off only its feature: graphs and host-NUMA memory
+ * optional one (hidden with EHT_TEST_CU_HIDE) turns off only its feature: graphs and host-NUMA memory
  * answer -ENOTSUP naming the entry point while kernels still run; a missing mandatory one turns the
  * driver off. Each case runs in a child: the driver loads once per process. */
 #include <stdlib.h>
@@ -116,13 +116,13 @@ static int run_child(const char *hide, void (*fn)(void))
 	pid_t pid = fork();
 	if (pid == 0) {
 		if (hide)
-			setenv("EHT_CU_HIDE", hide, 1);
+			t_setenv("EHT_TEST_CU_HIDE", hide);
 		fn();
 		_exit(t_done());
 	}
 	int st = 0;
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
-		fprintf(stderr, "child for EHT_CU_HIDE=%s did not exit\n", hide ? hide : "");
+		fprintf(stderr, "child for EHT_TEST_CU_HIDE=%s did not exit\n", hide ? hide : "");
 		return 1;
 	}
 	return WEXITSTATUS(st);

@@ -105,13 +105,13 @@ static void check_table(const char *tier, eht_table *t, eht_stream s, uint64_t *
 				if (mode == 2 && (strategy != EHT_LOOKUP_AUTO || !ti.device_ptr))
 					continue;
 				if (mode == 2)
-					setenv("EHT_TEST_DEDUP_SHARE", "0.4", 1);
+					t_setenv("EHT_TEST_DEDUP_SHARE", "0.4");
 				struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .format = fmt, .device = 0,
 							    .numa_node = -1, .threads = 4, .max_batch = 8192,
 							    .flags = mode ? EHT_LOOKUP_GPU_DEDUP : 0};
 				eht_lookup *lk = NULL;
 				CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
-				unsetenv("EHT_TEST_DEDUP_SHARE");
+				t_setenv("EHT_TEST_DEDUP_SHARE", NULL);
 				if (!lk)
 					continue;
 				if (mode == 0) {
@@ -371,7 +371,7 @@ int main(void)
 	if (!t_have_gpu())
 		t_skip("no GPU");
 	/* Every batch through the hot set and dedup (the default keeps small ones off it). */
-	setenv("EHT_LOOKUP_DEDUP_MIN", "1", 1);
+	t_setenv("EHT_LOOKUP_DEDUP_MIN", "1");
 	if (eht_dev_use(0))
 		t_skip("cannot use GPU 0");
 	eht_stream s = NULL;

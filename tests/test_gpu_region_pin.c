@@ -104,12 +104,12 @@ int main(void)
 	const uint64_t gib = 1ull << 30, big = 3 * gib + 1000;
 	r = make_region("chunked", big);
 	uint64_t boffs[] = {0, gib - (512u << 10), 2 * gib - (512u << 10), 3 * gib - (512u << 10), big - 1000};
-	setenv("EHT_PIN_CHUNK", "1G", 1);
+	t_setenv("EHT_PIN_CHUNK", "1G");
 	a = fork();
 	if (a == 0)
 		pin_child("chunked", big, boffs, 5, 1u << 20, false);
 	CHECK(r_wait(a) == 0);
-	unsetenv("EHT_PIN_CHUNK");
+	t_setenv("EHT_PIN_CHUNK", NULL);
 	CHECK_RC(eht_region_close(&r), 0);
 	CHECK_RC(eht_region_unlink("chunked", dir), 0);
 

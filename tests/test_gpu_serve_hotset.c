@@ -156,7 +156,7 @@ int main(void)
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
 	snprintf(hotp, sizeof(hotp), "%s/h.hot", tmp);
 	mkdir(shm, 0700);
-	setenv("EHT_SHM_DIR", shm, 1);
+	t_setenv("EHT_SHM_DIR", shm);
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 1, .rows = ROWS, .seed = 3};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);
 	uint64_t rs = 17;

@@ -67,7 +67,7 @@ int main(void)
 	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
 	mkdir(shm, 0700);
-	setenv("EHT_SHM_DIR", shm, 1);
+	t_setenv("EHT_SHM_DIR", shm);
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 1, .rows = 4096, .shards = 1, .seed = 5};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);
 	snprintf(key, sizeof(key), "gpu-ro-%d", (int)getpid());

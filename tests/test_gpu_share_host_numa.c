@@ -152,12 +152,12 @@ static int rank_main(int rank)
 		break;
 	case S_FAULT:
 		/* map fails on rank 2 only; every rank must land in the same region tier. */
-		setenv("EHT_FAULT", "map:rank=2", 1);
+		t_setenv("EHT_TEST_FAULT", "map:rank=2");
 		rc = eht_host_table_share(bytes, g, &so, &t);
 		bad |= rc != -EIO || t;
 		bad |= strstr(eht_last_error(), "rank 2") == NULL || strstr(eht_last_error(), "injected") == NULL;
 		rc = eht_table_share(bytes, g, &so, &t);
-		unsetenv("EHT_FAULT");
+		t_setenv("EHT_TEST_FAULT", NULL);
 		bad |= eht_group_allgather(g, &rc, sizeof(rc), all) != 0;
 		for (int i = 0; i < N; i++)
 			bad |= all[i] != rc;

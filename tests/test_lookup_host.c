@@ -227,7 +227,7 @@ int main(void)
 	CHECK(eht_lookup_background(NULL) == 0);
 	for (int by_env = 0; by_env < 2; by_env++) {
 		if (by_env)
-			setenv("EHT_LOOKUP_BACKGROUND", "1", 1);
+			t_setenv("EHT_LOOKUP_BACKGROUND", "1");
 		struct eht_lookup_opts bo = {.size = sizeof(bo),
 					     .flags = EHT_LOOKUP_CPU_ONLY | (by_env ? 0 : EHT_LOOKUP_BACKGROUND),
 					     .strategy = EHT_LOOKUP_HOST, .max_batch = 100, .numa_node = -1,
@@ -239,7 +239,7 @@ int main(void)
 			check_run(blk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 64, 1, 0, &rs, 0);
 			eht_lookup_destroy(blk);
 		}
-		unsetenv("EHT_LOOKUP_BACKGROUND");
+		t_setenv("EHT_LOOKUP_BACKGROUND", NULL);
 	}
 
 	/* The gather's knobs: chunks stop at EHT_LOOKUP_CHUNK_MAX (LK_CHUNK_DEFAULT_MAX without it,
@@ -253,15 +253,15 @@ int main(void)
 		if (klk) {
 			CHECK(eht_lk_chunk_for(klk, 20000) == LK_CHUNK_DEFAULT_MAX);
 			static const struct { const char *max; size_t want; } ks[] = {
-				{"64", 64}, {"100000", 20000 / (4 * 8)}, {"1", LK_CHUNK_MIN}}; /* 4 workers x 8 chunks */
+				{"64", 64}, {"1024", 20000 / (4 * 8)}, {"16", LK_CHUNK_MIN}}; /* 4 workers x 8 chunks */
 			for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++) {
-				setenv("EHT_LOOKUP_CHUNK_MAX", ks[k].max, 1);
+				t_setenv("EHT_LOOKUP_CHUNK_MAX", ks[k].max);
 				eht_lk_knobs_reload();
 				CHECK(eht_lk_chunk_for(klk, 20000) == ks[k].want);
 				check_run(klk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 3001, 0, 0, &rs, 0);
 				check_run(klk, 0, (int64_t)g_rows, EHT_LOOKUP_RAW, 1000, 1, 5, &rs, 0);
 			}
-			unsetenv("EHT_LOOKUP_CHUNK_MAX");
+			t_setenv("EHT_LOOKUP_CHUNK_MAX", NULL);
 			eht_lk_knobs_reload();
 			CHECK(eht_lk_chunk_for(klk, 20000) == LK_CHUNK_DEFAULT_MAX);
 			eht_lookup_destroy(klk);

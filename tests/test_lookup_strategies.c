@@ -124,7 +124,7 @@ static void check_hotset_file(void)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	check_enumeration();
 	check_cli();
 	check_engines();

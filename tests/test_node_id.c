@@ -10,7 +10,7 @@
 int main(void)
 {
 	char a[EHT_NODE_ID_MAX], b[EHT_NODE_ID_MAX], host[65] = "";
-	unsetenv("EHT_NODE_ID");
+	t_setenv("EHT_NODE_ID", NULL);
 	int n = eht_node_id(a, sizeof(a));
 	CHECK(n > 5 && (size_t)n == strlen(a) && !strncmp(a, "host.", 5));
 	gethostname(host, sizeof(host) - 1);
@@ -20,21 +20,21 @@ int main(void)
 	CHECK_RC(eht_node_id(b, 4), -ENOSPC);
 	CHECK_RC(eht_node_id(NULL, 8), -EINVAL);
 
-	setenv("EHT_NODE_ID", "n1", 1);
+	t_setenv("EHT_NODE_ID", "n1");
 	CHECK_RC(eht_node_id(b, sizeof(b)), 6);
 	CHECK(!strcmp(b, "sim.n1"));
-	setenv("EHT_NODE_ID", "n2", 1);
+	t_setenv("EHT_NODE_ID", "n2");
 	CHECK(eht_node_id(b, sizeof(b)) == 6 && !strcmp(b, "sim.n2"));
 	/* An id that could not name a socket or a file, or too long, is refused, never cut. */
-	setenv("EHT_NODE_ID", "a/b", 1);
+	t_setenv("EHT_NODE_ID", "a/b");
 	CHECK_RC(eht_node_id(b, sizeof(b)), -EINVAL);
 	CHECK(strstr(eht_last_error(), "EHT_NODE_ID") != NULL);
 	char longid[80];
 	memset(longid, 'x', sizeof(longid) - 1);
 	longid[sizeof(longid) - 1] = '\0';
-	setenv("EHT_NODE_ID", longid, 1);
+	t_setenv("EHT_NODE_ID", longid);
 	CHECK_RC(eht_node_id(b, sizeof(b)), -EINVAL);
-	setenv("EHT_NODE_ID", "", 1); /* empty: not set */
+	t_setenv("EHT_NODE_ID", ""); /* empty: not set */
 	CHECK_RC(eht_node_id(b, sizeof(b)), n);
 	return t_done();
 }

@@ -67,6 +67,7 @@ class Conventions(unittest.TestCase):
         name = "eht-test-conv-%d" % os.getpid()
         with tempfile.TemporaryDirectory() as d:
             os.environ["EHT_SHM_DIR"] = d
+            eht._reload_settings()  # libeht reads its settings once
             try:
                 with eht.Region(name, 4096) as r:
                     r.mark_ready()
@@ -74,6 +75,7 @@ class Conventions(unittest.TestCase):
                 self.assertIn("closed", repr(r))
             finally:
                 del os.environ["EHT_SHM_DIR"]
+                eht._reload_settings()
                 try:
                     eht.Region.unlink(name, d)
                 except eht.EhtError:

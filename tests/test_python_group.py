@@ -107,6 +107,7 @@ def child_vllm(rank, conn, scenario, coord_cls):
     forms through broadcast_object(src=0); the seed's module-level calls take the coordinator."""
     os.environ["EHT_NODE_ID"] = "n1" if scenario == "vllm-split" and rank == 3 else "n0"
     import eht  # noqa: PLC0415 (after the environment is set)
+    eht._reload_settings()  # (forked from a parent whose libeht may have read them)
     coord = coord_cls(rank, N, conn)
     t0 = time.monotonic()
     try:
@@ -138,10 +139,11 @@ def child(rank, conn, scenario, coord_cls):
         return child_vllm(rank, conn, scenario, coord_cls)
     os.environ["EHT_NODE_ID"] = "n%d" % (rank // PER_NODE)
     if scenario == "fault" and rank == 3:
-        os.environ["EHT_FAULT"] = "region:rank=1"
+        os.environ["EHT_TEST_FAULT"] = "region:rank=1"
     if scenario == "per-numa":  # each node's two ranks on forced NUMA nodes 0 and 1
         os.environ["EHT_TEST_WORKER_NUMA"] = str(rank % PER_NODE)
     import eht  # noqa: PLC0415 (after the environment is set)
+    eht._reload_settings()  # (forked from a parent whose libeht may have read them)
     coord = coord_cls(rank, N, conn)
     g = eht.Group.from_coordinator(coord, timeout=TIMEOUT_S)
     node = rank // PER_NODE

@@ -156,6 +156,7 @@ class TestRegionViews(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             old = os.environ.get("EHT_SHM_DIR")
             os.environ["EHT_SHM_DIR"] = tmp
+            eht._reload_settings()  # libeht reads its settings once
             try:
                 r = Region("pyview-%d" % os.getpid(), 1 << 20)
                 r.mark_ready()
@@ -181,6 +182,7 @@ class TestRegionViews(unittest.TestCase):
                     del os.environ["EHT_SHM_DIR"]
                 else:
                     os.environ["EHT_SHM_DIR"] = old
+                eht._reload_settings()
 
 
 class TestHotsetFifo(unittest.TestCase):

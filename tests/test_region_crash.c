@@ -169,9 +169,9 @@ static void leftovers(void)
 	snprintf(path, sizeof(path), "%s/someone-elses-file", dir);
 	CHECK(t_write_file(path, "keep me", 7) == 0);
 	CHECK(state_of("junk", NULL) == EHT_REGION_STATE_INVALID);
-	setenv("EHT_REGION_GC_GRACE_S", "0", 1);
+	t_setenv("EHT_REGION_GC_GRACE_S", "0");
 	CHECK_RC(eht_region_gc(dir, 0, NULL, NULL), 2);
-	unsetenv("EHT_REGION_GC_GRACE_S");
+	t_setenv("EHT_REGION_GC_GRACE_S", NULL);
 	CHECK(r_count_files(dir) == 1); /* only the foreign file */
 	unlink(path);
 }

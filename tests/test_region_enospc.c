@@ -77,10 +77,10 @@ int main(void)
 	CHECK_RC(eht_region_open("fits", 5u << 20, &o, &a), 0);
 	CHECK_RC(eht_region_mark_ready(a), 0);
 	CHECK_RC(eht_region_open("second", 5u << 20, &o, &r), -ENOSPC);
-	setenv("EHT_REGION_SKIP_CAPACITY_CHECK", "1", 1);
+	t_setenv("EHT_TEST_REGION_SKIP_CAPACITY_CHECK", "1");
 	CHECK_RC(eht_region_open("second", 5u << 20, &o, &r), -ENOSPC);
 	CHECK(strstr(eht_last_error(), "second") != NULL);
-	unsetenv("EHT_REGION_SKIP_CAPACITY_CHECK");
+	t_setenv("EHT_TEST_REGION_SKIP_CAPACITY_CHECK", NULL);
 	CHECK(r == NULL);
 	CHECK(r_count_files(dir) == 1);
 	/* The existing region is intact and readable to the last byte. */

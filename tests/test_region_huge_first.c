@@ -63,8 +63,8 @@ static int rank_main(int rank)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
-	setenv("EHT_LOG", "info", 1); /* the fallback's line says which path the share took */
+	t_setenv("EHT_NO_CUDA", "1");
+	t_setenv("EHT_LOG", "info"); /* the fallback's line says which path the share took */
 	struct eht_hugetlb_pool pool;
 	if (eht_hugetlb_pool(HP, &pool) != 0)
 		t_skip("no 2 MiB huge pages in this kernel");
@@ -92,7 +92,7 @@ int main(void)
 
 	/* The path: region-pinned first (here it cannot pin), then host-NUMA (no GPU), then the region:
 	 * on huge pages, as the first attempt gave back what it took. */
-	setenv("EHT_TEST_SHARE_HUGE_FIRST", "1", 1);
+	t_setenv("EHT_TEST_SHARE_HUGE_FIRST", "1");
 	CHECK(t_set_nr_hugepages(used + 2 * (long)need) == 0);
 	uint64_t before = t_hugepages_available();
 	CHECK(before >= need);

@@ -102,7 +102,7 @@ static int rank_main(int rank)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	struct eht_hugetlb_pool pool;
 	if (eht_hugetlb_pool(HP, &pool) != 0)
 		t_skip("no 2 MiB huge pages in this kernel");

@@ -21,7 +21,7 @@ static int exists(const char *dir, const char *name)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	char *tmp = t_tmpdir("region-reclaim");
 	char shm[600], shm2[600], ckpt[600];
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
@@ -53,7 +53,7 @@ int main(void)
 	eht_region_close(&r);
 
 	/* Squatted predictable names: the server still starts. */
-	setenv("EHT_SHM_DIR", shm2, 1);
+	t_setenv("EHT_SHM_DIR", shm2);
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 2, .rows = 100, .shards = 1, .seed = 1};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);
 	const char *tables[] = {"layers.1.engram.embed", "layers.14.engram.embed"}; /* eht synth's names */

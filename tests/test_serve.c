@@ -92,12 +92,12 @@ int main(void)
 {
 	if (!getenv("EHT_CLI"))
 		t_skip("EHT_CLI not set");
-	setenv("EHT_NO_CUDA", "1", 1); /* the CPU path; test_gpu_* cover the GPU */
+	t_setenv("EHT_NO_CUDA", "1"); /* the CPU path; test_gpu_* cover the GPU */
 	char *tmp = t_tmpdir("serve");
 	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
 	mkdir(shm, 0700);
-	setenv("EHT_SHM_DIR", shm, 1);
+	t_setenv("EHT_SHM_DIR", shm);
 	snprintf(key, sizeof(key), "test-%d", (int)getpid());
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 2, .rows = 3000, .shards = 2, .seed = 9};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);

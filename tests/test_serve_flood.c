@@ -35,7 +35,7 @@ static int raw_connect(const char *key)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	char *tmp = t_tmpdir("serve-flood");
 	char file[600];
 	snprintf(file, sizeof(file), "%s/many.safetensors", tmp);

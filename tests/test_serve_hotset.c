@@ -350,14 +350,14 @@ int main(void)
 {
 	if (!getenv("EHT_CLI"))
 		t_skip("EHT_CLI not set");
-	setenv("EHT_NO_CUDA", "1", 1); /* the CPU path; test_gpu_serve_hotset covers the GPU */
+	t_setenv("EHT_NO_CUDA", "1"); /* the CPU path; test_gpu_serve_hotset covers the GPU */
 	signal(SIGPIPE, SIG_IGN);
 	char *tmp = t_tmpdir("servehot");
 	snprintf(dir, sizeof(dir), "%s", tmp);
 	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
 	mkdir(shm, 0700);
-	setenv("EHT_SHM_DIR", shm, 1);
+	t_setenv("EHT_SHM_DIR", shm);
 	struct eht_synth_opts sy = {.size = sizeof(sy), .tables = 2, .rows = ROWS, .seed = 5};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &sy), 0);
 	for (int i = 0; i < 39; i++) /* distinct, the first and the last row among them */

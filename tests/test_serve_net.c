@@ -317,11 +317,11 @@ static void allow_gid(const char *tmp, const char *ckpt)
 {
 	char key[64];
 	snprintf(key, sizeof(key), "net-gid-%d", (int)getpid());
-	setenv("EHT_SERVE_ALLOW_GID", "4242", 1);
+	t_setenv("EHT_SERVE_ALLOW_GID", "4242");
 	struct eht_serve_opts o = {.size = sizeof(o), .key = key, .tier = EHT_TIER_REGION, .threads = 1};
 	eht_server *s = NULL;
 	CHECK_RC(eht_serve_start(ckpt, &o, &s), 0);
-	unsetenv("EHT_SERVE_ALLOW_GID");
+	t_setenv("EHT_SERVE_ALLOW_GID", NULL);
 	char cmd[4096], log[700];
 	snprintf(log, sizeof(log), "%s/worker.log", tmp);
 	const char *cli = getenv("EHT_CLI");
@@ -356,14 +356,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "test_serve_net: setpriv cannot run a second uid here: skipped\n");
 		return 77;
 	}
-	setenv("EHT_NO_CUDA", "1", 1);
-	unsetenv("EHT_SERVE_ALLOW_GID");
+	t_setenv("EHT_NO_CUDA", "1");
+	t_setenv("EHT_SERVE_ALLOW_GID", NULL);
 	char *tmp = t_tmpdir("serve-net");
 	chmod(tmp, 0755); /* the other user's worker reads the checkpoint */
 	char shm[600], ckpt[600];
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
 	mkdir(shm, 0700);
-	setenv("EHT_SHM_DIR", shm, 1);
+	t_setenv("EHT_SHM_DIR", shm);
 	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
 	struct eht_synth_opts so = {.size = sizeof(so), .tables = 1, .rows = 3000, .shards = 1, .seed = 5};
 	CHECK_RC(eht_synth_checkpoint(ckpt, &so), 0);

@@ -42,11 +42,11 @@ static eht_client *attach_on(const char *key, int node)
 {
 	char v[16];
 	snprintf(v, sizeof(v), "%d", node);
-	setenv("EHT_TEST_WORKER_NUMA", v, 1);
+	t_setenv("EHT_TEST_WORKER_NUMA", v);
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 10000};
 	eht_client *c = NULL;
 	CHECK_RC(eht_attach(key, &ao, &c), 0);
-	unsetenv("EHT_TEST_WORKER_NUMA");
+	t_setenv("EHT_TEST_WORKER_NUMA", NULL);
 	return c;
 }
 
@@ -80,12 +80,12 @@ static void per_numa(const char *ckpt)
 {
 	char key[64];
 	snprintf(key, sizeof(key), "eht-test-numa-%d", (int)getpid());
-	setenv("EHT_TEST_NUMA_NODES", "0,1", 1);
+	t_setenv("EHT_TEST_NUMA_NODES", "0,1");
 	struct eht_serve_opts so = {.size = sizeof(so), .key = key, .tier = EHT_TIER_REGION,
 				    .flags = EHT_SERVE_PER_NUMA, .workers = 4, .cpu_budget = 8};
 	eht_server *s = NULL;
 	CHECK_RC(eht_serve_start(ckpt, &so, &s), 0);
-	unsetenv("EHT_TEST_NUMA_NODES");
+	t_setenv("EHT_TEST_NUMA_NODES", NULL);
 	if (!s)
 		return;
 	eht_client *c1 = attach_on(key, 1), *c0 = attach_on(key, 0);
@@ -115,9 +115,9 @@ static void per_numa(const char *ckpt)
 	}
 	/* The budget, and what overrides it. */
 	CHECK(pool_threads(t1, 0) == 2);
-	setenv("EHT_THREADS", "5", 1);
+	t_setenv("EHT_THREADS", "5");
 	CHECK(pool_threads(t1, 0) == 5);
-	unsetenv("EHT_THREADS");
+	t_setenv("EHT_THREADS", NULL);
 	CHECK(pool_threads(t1, 3) == 3);
 
 	/* Status: two copies, one worker each, and each worker's node and copy. */
@@ -168,14 +168,14 @@ static void one_copy_when_short(const char *ckpt)
 {
 	char key[64];
 	snprintf(key, sizeof(key), "eht-test-numa1-%d", (int)getpid());
-	setenv("EHT_TEST_NUMA_NODES", "0,1", 1);
-	setenv("EHT_TEST_NUMA_AVAIL", "100K", 1); /* the two tables need 361 KiB */
+	t_setenv("EHT_TEST_NUMA_NODES", "0,1");
+	t_setenv("EHT_TEST_NUMA_AVAIL", "100K"); /* the two tables need 361 KiB */
 	struct eht_serve_opts so = {.size = sizeof(so), .key = key, .tier = EHT_TIER_REGION,
 				    .flags = EHT_SERVE_PER_NUMA, .workers = 16, .cpu_budget = 4};
 	eht_server *s = NULL;
 	CHECK_RC(eht_serve_start(ckpt, &so, &s), 0);
-	unsetenv("EHT_TEST_NUMA_NODES");
-	unsetenv("EHT_TEST_NUMA_AVAIL");
+	t_setenv("EHT_TEST_NUMA_NODES", NULL);
+	t_setenv("EHT_TEST_NUMA_AVAIL", NULL);
 	if (!s)
 		return;
 	eht_client *c = attach_on(key, 1);
@@ -213,10 +213,10 @@ static void one_copy_when_short(const char *ckpt)
 	CHECK(t_cli_run(cmd, 20, out, sizeof(out), out, sizeof(out)) == 2 && strstr(out, "--workers takes a count"));
 
 	/* Without --cpu-budget: the usable cores less 2 per worker, shared. */
-	setenv("EHT_TEST_CORES", "20", 1);
+	t_setenv("EHT_TEST_CORES", "20");
 	struct eht_serve_opts d = {.size = sizeof(d), .key = key, .tier = EHT_TIER_REGION, .workers = 4};
 	CHECK_RC(eht_serve_start(ckpt, &d, &s), 0);
-	unsetenv("EHT_TEST_CORES");
+	t_setenv("EHT_TEST_CORES", NULL);
 	c = s ? attach_on(key, 0) : NULL;
 	p = copy_of(c, &t, &info);
 	CHECK(p.index == 0 && p.count == 1 && p.pool_threads == 3); /* (20 - 2 x 4) / 4 */
@@ -234,9 +234,9 @@ static int rank_main(const char *gkey, int rank, int short_mem)
 {
 	char v[16];
 	snprintf(v, sizeof(v), "%d", rank_node[rank]);
-	setenv("EHT_TEST_WORKER_NUMA", v, 1);
+	t_setenv("EHT_TEST_WORKER_NUMA", v);
 	if (short_mem)
-		setenv("EHT_TEST_NUMA_AVAIL", "512K", 1);
+		t_setenv("EHT_TEST_NUMA_AVAIL", "512K");
 	eht_group *g = NULL;
 	struct eht_group_opts go = {.size = sizeof(go), .timeout_ms = 20000};
 	if (eht_group_create(gkey, rank, RANKS, &go, &g))
@@ -294,7 +294,7 @@ static void share_per_numa(int short_mem)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	char *dir = t_tmpdir("numa");
 	char ckpt[600];
 	snprintf(ckpt, sizeof(ckpt), "%s/ck", dir);

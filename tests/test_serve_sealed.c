@@ -43,7 +43,7 @@ int main(void)
 	snprintf(key, sizeof(key), "eht-test-sealed-%d", (int)getpid());
 	snprintf(args, sizeof(args), "synth '%s' --rows 4096", ckpt);
 	CHECK(t_cli_run(args, 60, NULL, 0, NULL, 0) == 0);
-	setenv("EHT_SHM_DIR", dir, 1);
+	t_setenv("EHT_SHM_DIR", dir);
 	pid_t srv = fork();
 	if (srv == 0) {
 		int devnull = open("/dev/null", O_WRONLY);

@@ -43,13 +43,13 @@ static void sleep_s(double s)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	char *tmp = t_tmpdir("serve-shrink");
 	char ckpt[600], shm[600];
 	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
 	mkdir(shm, 0700);
-	setenv("EHT_SHM_DIR", shm, 1);
+	t_setenv("EHT_SHM_DIR", shm);
 	/* One checkpoint made, then copied (A and B below are the same bytes): generating it three times
 	 * took most of this test's 44 s under TSan. */
 	char a[700], b[700], cmd[3200];

@@ -51,7 +51,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)t_rand(&seed);
 	char *dir = t_tmpdir("tnames");
-	setenv("EHT_SHM_DIR", dir, 1);
+	t_setenv("EHT_SHM_DIR", dir);
 	serve_one(dir, "model/encoder:layers.1 engram/embed");
 	serve_one(dir, "..hidden/../emb");
 

@@ -125,12 +125,12 @@ static void read_only_rows(const char *tmp)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	char *tmp = t_tmpdir("serve-trust");
 	char shm[600];
 	snprintf(shm, sizeof(shm), "%s/shm", tmp);
 	mkdir(shm, 0700);
-	setenv("EHT_SHM_DIR", shm, 1);
+	t_setenv("EHT_SHM_DIR", shm);
 	char key[64];
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 3000};
 	eht_client *c = NULL;
@@ -168,10 +168,10 @@ int main(void)
 		/* ... even of the group EHT_SERVE_ALLOW_GID names: that lets the group's workers reach a
 		 * server (test_serve_net), never makes a worker trust whoever of the group binds first. */
 		f = fake_server(key, 65534, 4242, 8192);
-		setenv("EHT_SERVE_ALLOW_GID", "4242", 1);
+		t_setenv("EHT_SERVE_ALLOW_GID", "4242");
 		CHECK_RC(eht_attach(key, &ao, &c), -EPERM);
 		CHECK(strstr(eht_last_error(), "uid 65534") != NULL);
-		unsetenv("EHT_SERVE_ALLOW_GID");
+		t_setenv("EHT_SERVE_ALLOW_GID", NULL);
 		stop(f);
 	} else {
 		fprintf(stderr, "test_serve_trust: not root; the impostor-of-another-uid part is skipped\n");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_share_cpu.c: eht_table_share on a machine without a GPU (EHT_NO_CUDA=1): host-NUMA fails the
  * same way on every rank, all ranks fall back to the same region tier with one warning in total, and
- * every rank reads rank 0's bytes; EHT_FAULT parsing. */
+ * every rank reads rank 0's bytes; EHT_TEST_FAULT parsing. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,10 +83,10 @@ static int rank_main(int rank)
 
 int main(void)
 {
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 
-	/* EHT_FAULT parsing. */
-	setenv("EHT_FAULT", "map:rank=2,import,create:rank=0", 1);
+	/* EHT_TEST_FAULT parsing. */
+	t_setenv("EHT_TEST_FAULT", "map:rank=2,import,create:rank=0");
 	CHECK_RC(eht_fault("map", 2), -EIO);
 	CHECK(strstr(eht_last_error(), "injected fault") != NULL);
 	CHECK_RC(eht_fault("map", 1), 0);
@@ -95,10 +95,10 @@ int main(void)
 	CHECK_RC(eht_fault("create", 0), -EIO);
 	CHECK_RC(eht_fault("create", 1), 0);
 	CHECK_RC(eht_fault("access", 0), 0);
-	setenv("EHT_FAULT", "map:rank=12", 1);
+	t_setenv("EHT_TEST_FAULT", "map:rank=12");
 	CHECK_RC(eht_fault("map", 1), 0);
 	CHECK_RC(eht_fault("map", 12), -EIO);
-	unsetenv("EHT_FAULT");
+	t_setenv("EHT_TEST_FAULT", NULL);
 	CHECK_RC(eht_fault("map", 12), 0);
 
 	/* A group of one, no GPU: host-NUMA says why, the region works. */

@@ -18,7 +18,7 @@
 static void check_cancel(void)
 {
 	const char *dir = r_tmpdir("tier-edges");
-	setenv("EHT_SHM_DIR", dir, 1);
+	t_setenv("EHT_SHM_DIR", dir);
 	eht_group *g = NULL;
 	CHECK_RC(eht_group_create_single(&g), 0);
 	volatile int stop = 1;
@@ -33,7 +33,7 @@ static void check_cancel(void)
 	CHECK(t && eht_table_get_info(t, &ti) == 0 && ti.tier == EHT_TIER_REGION);
 	CHECK_RC(eht_table_close(t), 0);
 	eht_group_destroy(g);
-	unsetenv("EHT_SHM_DIR");
+	t_setenv("EHT_SHM_DIR", NULL);
 	t_rmtree(dir);
 }
 

@@ -37,7 +37,7 @@ int main(void)
 	CHECK_RC(eht_parse_size("", &v), -EINVAL);
 
 	/* With EHT_NO_CUDA the loader must report -ENODEV, never crash, and say why. */
-	setenv("EHT_NO_CUDA", "1", 1);
+	t_setenv("EHT_NO_CUDA", "1");
 	CHECK_RC(eht_dev_load(), -ENODEV);
 	CHECK(strstr(eht_last_error(), "EHT_NO_CUDA") != NULL);
 	CHECK(eht_dev_count() == 0);

@@ -193,6 +193,14 @@ int t_uring_works(void)
 #endif
 }
 
+void t_setenv(const char *name, const char *value)
+{
+	if ((value ? setenv(name, value, 1) : unsetenv(name)) != 0 || eht_settings_reload() != 0) {
+		fprintf(stderr, "t_setenv %s: %s\n", name, strerror(errno));
+		exit(1);
+	}
+}
+
 int t_have_gpu(void) { return eht_dev_count() > 0; }
 
 int t_have_gpu_forked(void)

@@ -52,6 +52,9 @@ int t_stderr_to(const char *path);
  * into out and its stderr into err (out_len / err_len bytes at most, NUL-terminated; NULL: dropped;
  * err == out: both streams into out). Returns its exit status, 128 when it did not exit normally. */
 int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *err, size_t err_len);
+/* setenv(name, value, 1) (value NULL: unsetenv) and eht_settings_reload(): libeht reads its EHT_*
+ * settings (src/util/settings.c) once per process. Exits 1 when out of memory. */
+void t_setenv(const char *name, const char *value);
 /* Writes bytes to a file; returns 0 or -errno. */
 int t_write_file(const char *path, const void *data, size_t len);
 /* Deterministic pseudo-random numbers (splitmix64). */

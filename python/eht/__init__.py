@@ -261,6 +261,7 @@ def _L():
         "eht_lookup_hotset_refreshes": (U64, [VP]),
         "eht_table_hotset": (I, [VP, P(P(ctypes.c_int64)), P(U64)]),
         "eht_table_page_size": (U64, [VP]),
+        "eht_settings_reload": (I, []),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         try:
@@ -277,6 +278,15 @@ def _L():
         _atexit.register(lib.eht_log_set_callback, _LOG_FN(), None)
     _lib = lib
     return lib
+
+
+def _reload_settings():
+    """libeht reads its EHT_* settings (docs/ENVIRONMENT.md) from the environment once per process:
+    after os.environ changed (a benchmark's variant, a test), this reads them again. What was made
+    before keeps what it read."""
+    lib = _L()
+    if hasattr(lib, "eht_settings_reload"):  # (a libeht older than the table reads them at each use)
+        lib.eht_settings_reload()
 
 
 def _hot_rows(rows):

@@ -741,6 +741,8 @@ def make_engines(eht, tables, v, sms, hot, threads):
         kw["spin_us"] = v["pool_spin_us"] or 1
     if "bell_spin_us" in v:
         os.environ["EHT_BELL_SPIN_US"] = str(v["bell_spin_us"])  # read when the poller starts
+    if "bell_spin_us" in v:
+        eht._reload_settings()  # libeht reads its settings once; the variant's are new
     engines = []
     for t in range(2):
         lk = eht.Lookup(tables[t], **kw)
@@ -869,6 +871,8 @@ def run(a, rep, log):
                             os.environ.pop("EHT_BELL_SPIN_US", None)
                         else:
                             os.environ["EHT_BELL_SPIN_US"] = bell_env
+                    if "bell_spin_us" in v:
+                        eht._reload_settings()
                 rep["results"].append(res)
                 log(line(res))
             del step, batches, g_none

@@ -3,15 +3,14 @@
 #include "gpu/pin.h"
 
 #include "gpu/dev.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/settings.h"
 #include "eht.h"
 
 size_t eht_gpu_pin_chunk(void)
 {
-	uint64_t c = eht_env_u64("EHT_PIN_CHUNK", EHT_PIN_CHUNK_DEFAULT);
-	return c < 4096 ? 4096 : (size_t)c;
+	return (size_t)eht_setting_u64(EHT_SET_PIN_CHUNK); /* at least 4 KiB: the table's bound */
 }
 
 int eht_gpu_pin(void *host, size_t bytes, int device, unsigned flags, uint64_t *dptr)

@@ -7,9 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Largest single registration we make. EHT_PIN_CHUNK overrides (tests use small chunks). */
-#define EHT_PIN_CHUNK_DEFAULT (64ull << 30)
-
 /* Registers [host, host+bytes) for DMA and in-place reads by device `device`, chunk by chunk, and
  * returns the device address of host in *dptr (contiguous across chunks). flags: EHT_DEV_HOST_*
  * (MAPPED|PORTABLE are always added). On failure every chunk registered so far is unregistered.
@@ -18,7 +15,7 @@ int eht_gpu_pin(void *host, size_t bytes, int device, unsigned flags, uint64_t *
 /* Unregisters what eht_gpu_pin registered (same host and bytes). Every chunk is attempted; returns
  * the first error. */
 int eht_gpu_unpin(void *host, size_t bytes);
-/* The chunk size eht_gpu_pin uses. */
+/* The chunk size eht_gpu_pin uses: EHT_PIN_CHUNK (64G; tests use small chunks). */
 size_t eht_gpu_pin_chunk(void);
 
 #endif

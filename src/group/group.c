@@ -11,12 +11,12 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "util/env.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/name.h"
+#include "util/settings.h"
 
 static eht_group *group_alloc(int rank, int size)
 {
@@ -87,7 +87,7 @@ int eht_group_create(const char *key, int rank, int size, const struct eht_group
 		return eht_err(ENOMEM, "group: out of memory");
 	snprintf(g->key, sizeof(g->key), "%s", key);
 	g->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms
-						 : (uint32_t)eht_env_u64("EHT_GROUP_TIMEOUT_MS", EHT_GROUP_TIMEOUT_DEFAULT_MS);
+						 : (uint32_t)eht_setting_u64(EHT_SET_GROUP_TIMEOUT_MS);
 	if (g->timeout_ms == 0)
 		g->timeout_ms = EHT_GROUP_TIMEOUT_DEFAULT_MS;
 	g->flags = opts ? opts->flags : 0;

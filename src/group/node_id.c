@@ -9,6 +9,7 @@
 
 #include "eht.h"
 #include "util/err.h"
+#include "util/settings.h"
 
 static int valid_id(const char *s)
 {
@@ -43,7 +44,7 @@ int eht_node_id(char *buf, size_t len)
 	if (!buf || len == 0)
 		return eht_err(EINVAL, "eht_node_id: NULL or empty buffer");
 	buf[0] = '\0';
-	const char *env = getenv("EHT_NODE_ID");
+	const char *env = eht_setting_str(EHT_SET_NODE_ID);
 	char id[EHT_NODE_ID_MAX];
 	if (env && env[0]) {
 		if (!valid_id(env))

@@ -10,8 +10,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "util/env.h"
 #include "util/err.h"
+#include "util/settings.h"
 
 #define TMPFS_MAGIC_ 0x01021994
 #define HUGETLBFS_MAGIC_ 0x958458f6
@@ -20,7 +20,7 @@ const char *eht_region_dir(const char *dir)
 {
 	if (dir && *dir)
 		return dir;
-	return eht_env_str("EHT_SHM_DIR", "/dev/shm");
+	return eht_setting_str(EHT_SET_SHM_DIR);
 }
 
 /* The number a sysfs file holds, 0 when unreadable. */

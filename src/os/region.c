@@ -28,12 +28,12 @@
 #include "os/map_aligned.h"
 #include "os/numa.h"
 #include "util/cpu.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
 #include "util/pool.h"
 #include "util/clock.h"
+#include "util/settings.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -180,7 +180,7 @@ static int pick_node(const struct req *q, bool *strict)
 
 static int capacity_check(const struct req *q, uint64_t need, int node, bool strict)
 {
-	if (eht_env_u64("EHT_REGION_SKIP_CAPACITY_CHECK", 0))
+	if (eht_setting_bool(EHT_SET_TEST_REGION_SKIP_CAPACITY_CHECK))
 		return 0;
 	char a[32], b[32];
 	/* A memfd takes memory, not the directory's space: only the memory checks below apply. */

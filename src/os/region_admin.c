@@ -15,13 +15,9 @@
 
 #include "os/fsinfo.h"
 #include "util/clock.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
-
-/* A creator's temporary file younger than this may be between open(O_EXCL) and taking its lock;
- * EHT_REGION_GC_GRACE_S overrides (tests). */
-#define PARTIAL_GRACE_S 30.0
+#include "util/settings.h"
 
 const char *eht_region_state_name(int state)
 {
@@ -194,7 +190,8 @@ static int gc_one(const char *dir, struct eht_region_entry *e, unsigned flags)
 	case EHT_REGION_STATE_INVALID:
 		break;
 	case EHT_REGION_STATE_PARTIAL:
-		if (e->age_s < eht_env_double("EHT_REGION_GC_GRACE_S", PARTIAL_GRACE_S))
+		/* (younger, a creator may be between open(O_EXCL) and taking its lock) */
+		if (e->age_s < eht_setting_double(EHT_SET_REGION_GC_GRACE_S))
 			goto out;
 		break;
 	default:

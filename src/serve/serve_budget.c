@@ -10,16 +10,15 @@
 #include "gpu/dev.h"
 #include "serve/serve_impl.h"
 #include "util/cpu.h"
-#include "util/env.h"
 #include "util/err.h"
+#include "util/settings.h"
 
 #define ENGINE_CORES_PER_WORKER 2 /* the worker's own thread and the one feeding its pool */
 
 unsigned serve_usable_cores(void)
 {
-	uint64_t forced = eht_env_u64("EHT_TEST_CORES", 0);
-	if (forced)
-		return forced > 65536 ? 65536 : (unsigned)forced;
+	if (eht_setting_is_set(EHT_SET_TEST_CORES)) /* at most 65536: the table's bound */
+		return (unsigned)eht_setting_u64(EHT_SET_TEST_CORES);
 	return eht_cpu_usable(NULL); /* affinity, capped by the cgroup's quota (v2 cpu.max or v1) */
 }
 

@@ -11,6 +11,7 @@
 
 #include "serve/serve_proto.h"
 #include "util/err.h"
+#include "util/settings.h"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59 /* Linux 4.13 */
@@ -26,13 +27,8 @@ int serve_peer(int fd, struct ucred *cred)
 
 long serve_allowed_gid(void)
 {
-	const char *s = getenv("EHT_SERVE_ALLOW_GID");
-	char *end;
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	long g = strtol(s, &end, 10);
-	return errno || *end || g < 0 || g > (long)UINT32_MAX - 1 ? -1 : g;
+	/* 0..UINT32_MAX - 1: the table's bounds */
+	return eht_setting_is_set(EHT_SET_SERVE_ALLOW_GID) ? (long)eht_setting_u64(EHT_SET_SERVE_ALLOW_GID) : -1;
 }
 
 /* Whether gid g is among the peer's supplementary groups (SO_PEERGROUPS: what the kernel recorded

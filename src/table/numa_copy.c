@@ -11,25 +11,20 @@
 #include "gpu/dev.h"
 #include "gpu/probe.h"
 #include "os/numa.h"
-#include "util/env.h"
 #include "util/err.h"
+#include "util/settings.h"
 
 #define NODE_MAX 4095
 
 static bool forced(void)
 {
-	return eht_env_str("EHT_TEST_NUMA_NODES", NULL) || eht_env_str("EHT_TEST_WORKER_NUMA", NULL);
+	return eht_setting_is_set(EHT_SET_TEST_NUMA_NODES) || eht_setting_is_set(EHT_SET_TEST_WORKER_NUMA);
 }
 
 int eht_copy_node_for(int device)
 {
-	const char *w = eht_env_str("EHT_TEST_WORKER_NUMA", NULL);
-	if (w) {
-		char *end;
-		long v = strtol(w, &end, 10);
-		if (end != w && !*end && v >= 0 && v <= NODE_MAX)
-			return (int)v;
-	}
+	if (eht_setting_is_set(EHT_SET_TEST_WORKER_NUMA)) /* at most NODE_MAX: the table's bound */
+		return (int)eht_setting_u64(EHT_SET_TEST_WORKER_NUMA);
 	if (device >= 0 && eht_dev_load() == 0 && device < eht_dev_count()) {
 		int n = eht_dev_host_numa_id(device);
 		if (n >= 0)
@@ -55,7 +50,7 @@ static void add_node(int *nodes, int *n, int node)
 int eht_copy_nodes(const int *want, size_t nwant, int *nodes)
 {
 	int n = 0;
-	const char *list = eht_env_str("EHT_TEST_NUMA_NODES", NULL);
+	const char *list = eht_setting_str(EHT_SET_TEST_NUMA_NODES);
 	if (list) {
 		for (const char *s = list; *s;) {
 			char *end;
@@ -102,16 +97,14 @@ bool eht_copy_bindable(int node) { return eht_numa_node_exists(node); }
 int eht_copy_fits(int node, uint64_t bytes)
 {
 	uint64_t total = 0, freeb = 0, avail = 0, reserve = 0;
-	const char *fa = eht_env_str("EHT_TEST_NUMA_AVAIL", NULL);
-	if (fa) {
-		if (eht_parse_size(fa, &avail) != 0)
-			return eht_err(EINVAL, "EHT_TEST_NUMA_AVAIL='%s': give a size like 64M", fa);
-		reserve = eht_env_u64("EHT_NUMA_RESERVE", 0);
+	if (eht_setting_is_set(EHT_SET_TEST_NUMA_AVAIL)) {
+		avail = eht_setting_u64(EHT_SET_TEST_NUMA_AVAIL);
+		reserve = eht_setting_u64(EHT_SET_NUMA_RESERVE); /* none unless set */
 	} else {
 		int rc = eht_numa_node_mem(forced() && !eht_copy_bindable(node) ? 0 : node, &total, &freeb, &avail);
 		if (rc) /* a forced node this machine lacks is measured as node 0 */
 			return rc;
-		reserve = eht_env_u64("EHT_NUMA_RESERVE", total / 10);
+		reserve = eht_setting_is_set(EHT_SET_NUMA_RESERVE) ? eht_setting_u64(EHT_SET_NUMA_RESERVE) : total / 10;
 	}
 	if (avail >= reserve && avail - reserve >= bytes)
 		return 0;

@@ -4,11 +4,11 @@
 
 #include "os/fsinfo.h"
 #include "os/numa.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 bool eht_share_huge_first(uint64_t bytes, int gpus, int node)
 {
-	if (gpus <= 0 && !eht_env_u64("EHT_TEST_SHARE_HUGE_FIRST", 0))
+	if (gpus <= 0 && !eht_setting_bool(EHT_SET_TEST_SHARE_HUGE_FIRST))
 		return false;
 	struct eht_hugetlb_pool pool;
 	if (eht_hugetlb_pool(0, &pool) != 0 || !pool.page_size)

@@ -157,7 +157,7 @@ const struct eht_tier_def *eht_tier_list(void);
 const struct eht_tier_def *eht_tier_find(const char *id);
 const struct eht_tier_def *eht_tier_of(int tier);
 
-/* Fault injection (fault.c) for the tiers' share steps: EHT_FAULT="<step>[:rank=<r>][,...]" makes
+/* Fault injection (fault.c) for the tiers' share steps: EHT_TEST_FAULT="<step>[:rank=<r>][,...]" makes
  * `step` fail on rank r (every rank when no rank is given). Returns 0, or -EIO with "injected
  * fault ..." as the message. */
 int eht_fault(const char *step, int rank);

@@ -1,45 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* log.c: leveled logging; EHT_LOG picks the level once per process. */
+/* log.c: leveled logging; EHT_LOG (util/settings.h) picks the level until eht_log_set_level does. */
 #include "util/log.h"
 
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "eht.h"
+#include "util/settings.h"
 
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
-static int log_level = EHT_LOG_WARN;
-static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+/* eht_log_set_level's level; -1: EHT_LOG's (read through the settings, so a reload applies). */
+static atomic_int set_level = -1;
 static pthread_mutex_t sink_mu = PTHREAD_MUTEX_INITIALIZER;
 static eht_log_fn sink_fn;
 static void *sink_arg;
 
-static void log_init(void)
-{
-	const char *s = getenv("EHT_LOG");
-	if (!s || !*s)
-		return;
-	for (int i = 0; i <= EHT_LOG_TRACE; i++)
-		if (strcmp(s, level_names[i]) == 0)
-			log_level = i;
-	if (s[0] >= '0' && s[0] <= '4' && s[1] == '\0')
-		log_level = s[0] - '0';
-}
-
 int eht_log_enabled(int level)
 {
-	pthread_once(&log_once, log_init);
-	return level <= log_level;
+	int l = atomic_load_explicit(&set_level, memory_order_relaxed);
+	/* EHT_LOG's choices are in the order of the levels */
+	return level <= (l >= 0 ? l : (int)eht_setting_enum(EHT_SET_LOG));
 }
 
 void eht_log_set_level(int level)
 {
-	pthread_once(&log_once, log_init);
 	if (level >= EHT_LOG_ERROR && level <= EHT_LOG_TRACE)
-		log_level = level;
+		atomic_store_explicit(&set_level, level, memory_order_relaxed);
 }
 
 void eht_log(int level, const char *fmt, ...)

@@ -30,7 +30,7 @@
 
 struct eht_pool {
 	unsigned nthreads;
-	unsigned spin_us;      /* spin after a job when jobs come far apart (a model's steps) */
+	unsigned spin_us;      /* the waiter's spin, and the least of the workers' after back-to-back jobs */
 	unsigned spin_max_us;  /* at most this long when they come close (back-to-back calls) */
 	atomic_uint spin_now_us; /* the spin after the current job (set at its start) */
 	atomic_uint spinners_now; /* workers that may spin after it: all while jobs come back to back */
@@ -111,8 +111,8 @@ static void *worker_main(void *v)
 	for (;;) {
 		unsigned g = atomic_load_explicit(&p->gen, memory_order_acquire);
 		if (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
-			/* Jobs that come back to back (a standalone loop, the second table of a step) find
-			 * a few threads still spinning; between steps every thread sleeps. */
+			/* Jobs that come back to back (a standalone loop) find the threads still spinning;
+			 * between steps every thread sleeps. */
 			unsigned spin = atomic_load_explicit(&p->spin_now_us, memory_order_relaxed);
 			unsigned limit = atomic_load_explicit(&p->spinners_now, memory_order_relaxed);
 			/* A slot is taken only below the limit: a worker turned away never counts, so it
@@ -210,7 +210,7 @@ unsigned eht_pool_size(const eht_pool *pool) { return pool->nthreads; }
 unsigned eht_pool_sleeping(eht_pool *pool) { return atomic_load(&pool->sleepers); }
 
 /* The spin after the job starting now: twice the longest of the last idle gaps (up to spin_max_us)
- * when every one was short enough for a spin to catch the next job, else spin_us. Idle workers
+ * when every one was short enough for a spin to catch the next job, else none. Idle workers
  * measured on the lent H200 VM take 40-50 us to wake, which a short spin only pays for between the
  * jobs of one step. Called with job_lock held. */
 static void choose_spin(eht_pool *p)

@@ -47,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	if (!ready) {
 		setenv("EHT_LOG", "error", 1);
+		eht_settings_reload(); /* libeht reads its settings once */
 		if (setup() != 0)
 			abort();
 		ready = 1;

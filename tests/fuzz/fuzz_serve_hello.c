@@ -23,6 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!once) {
 		setenv("EHT_NO_CUDA", "1", 1);
 		setenv("EHT_LOG", "error", 1);
+		eht_settings_reload(); /* libeht reads its settings once */
 		once = 1;
 	}
 	uint8_t mode = data[0];

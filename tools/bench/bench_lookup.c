@@ -607,6 +607,7 @@ static int lk_knob_sweep(struct lk_run *d)
 			snprintf(v[1], sizeof(v[1]), "%u", sets[q].chunk_max);
 			for (int i = 0; i < NKNOBS; i++)
 				setenv(names[i], v[i], 1);
+			eht_settings_reload(); /* libeht reads its settings once; then the gather its knobs */
 			eht_lk_knobs_reload();
 			for (int si = 0; si < o->nstrat; si++) {
 				int st = o->strategies[si];
@@ -641,6 +642,7 @@ static int lk_knob_sweep(struct lk_run *d)
 			unsetenv(names[i]);
 		free(saved[i]);
 	}
+	eht_settings_reload();
 	eht_lk_knobs_reload();
 	return rc;
 }

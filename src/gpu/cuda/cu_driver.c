@@ -13,7 +13,7 @@
 
 #include "util/err.h"
 #include "util/log.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 struct eht_cu_api eht_cu;
 
@@ -33,10 +33,10 @@ static const char *missing[EHT_DEV_FEAT_COUNT];
 static bool noticed[EHT_DEV_FEAT_COUNT];
 static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Whether `name` is listed in EHT_CU_HIDE (comma-separated): tests turn features off with it. */
+/* Whether `name` is listed in EHT_TEST_CU_HIDE (comma-separated): tests turn features off with it. */
 static bool hidden(const char *name)
 {
-	const char *h = getenv("EHT_CU_HIDE");
+	const char *h = eht_setting_str(EHT_SET_TEST_CU_HIDE);
 	size_t n = strlen(name);
 	while (h && *h) {
 		size_t len = strcspn(h, ",");
@@ -58,7 +58,7 @@ static void *resolve(get_proc_v1_fn gp1, get_proc_v2_fn gp2, const char *name)
 static void load_driver(void)
 {
 	/* EHT_NO_CUDA=1 lets tests and operators run the CPU paths on a machine with a GPU. */
-	if (eht_env_u64("EHT_NO_CUDA", 0)) {
+	if (eht_setting_bool(EHT_SET_NO_CUDA)) {
 		snprintf(load_msg, sizeof(load_msg), "CUDA disabled by EHT_NO_CUDA");
 		return;
 	}

@@ -100,7 +100,7 @@ extern struct eht_cu_api eht_cu;
 
 /* Loads the driver and calls cuInit once per process (thread-safe). Returns 0; -ENODEV when
  * libcuda.so.1 is missing or cuInit fails (no device), -ENOSYS when a mandatory entry point is
- * missing. The first failure is logged once at info level; the result is cached. EHT_CU_HIDE (a
+ * missing. The first failure is logged once at info level; the result is cached. EHT_TEST_CU_HIDE (a
  * comma-separated list of entry points) makes the loader treat those as missing (tests). */
 int eht_cu_load(void);
 /* Whether every entry point of feature f resolved (false before a successful load). */

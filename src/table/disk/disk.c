@@ -14,11 +14,11 @@
 #include "os/mem_guard.h"
 #include "table/disk/disk_impl.h"
 #include "table/disk/disk_tier.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/settings.h"
 
 #define DEFAULT_IO_THREADS 32u
 #define DEFAULT_PREFETCH_ROWS 196608u
@@ -351,7 +351,7 @@ static int disk_open(const char *path, eht_ckpt *shared, const struct eht_disk_o
 	if (o.prefetch_rows >= (1ull << 31))
 		return eht_err(EINVAL, "eht_disk_open: prefetch_rows %llu is over 2^31", (unsigned long long)o.prefetch_rows);
 	int rc = 0;
-	if (eht_env_u64("EHT_DISK_URING", 0))
+	if (eht_setting_enum(EHT_SET_DISK_URING) == EHT_SET_DISK_URING_ALL)
 		o.flags |= EHT_DISK_URING;
 	if ((o.flags & EHT_DISK_URING) && (o.flags & EHT_DISK_PREAD))
 		return eht_err(EINVAL, "eht_disk_open: EHT_DISK_URING and EHT_DISK_PREAD together");
@@ -371,7 +371,7 @@ static int disk_open(const char *path, eht_ckpt *shared, const struct eht_disk_o
 	d->flags = o.flags;
 	if (!realpath(path, d->ckpt))
 		snprintf(d->ckpt, sizeof(d->ckpt), "%s", path);
-	d->check_ns = eht_env_u64("EHT_DISK_CHECK_US", 1000) * 1000ull;
+	d->check_ns = eht_setting_u64(EHT_SET_DISK_CHECK_US) * 1000ull;
 	atomic_init(&d->last_check_ns, eht_now_ns());
 	if (!ck && (rc = eht_ckpt_open(path, 0, &ck)))
 		goto fail;

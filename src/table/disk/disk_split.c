@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "table/disk/disk_impl.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/settings.h"
 
 /* Rows handled per round (bounded stack use; with two parts, up to 2x reads in flight). */
 #define SPLIT_ROWS 1024u
@@ -33,7 +33,7 @@
 
 struct disk_split {
 	bool uring;       /* uncached rows with io_uring (else pread) */
-	bool uring_fail;  /* EHT_DISK_URING_FAIL: ring set-up fails, as on a kernel forbidding io_uring */
+	bool uring_fail;  /* EHT_TEST_DISK_URING_FAIL: ring set-up fails, as on a kernel forbidding io_uring */
 	uint64_t page;
 	unsigned shift;   /* log2(page) */
 	uint64_t cap;     /* hints kept at most before the bitmap is cleared */
@@ -329,22 +329,21 @@ int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, s
 /* ------------------------------------------------------------------- set-up */
 int disk_split_init(struct disk *d)
 {
-	const char *sp = getenv("EHT_DISK_SPLIT");
-	if (sp && !strcmp(sp, "0"))
+	if (!eht_setting_bool(EHT_SET_DISK_SPLIT))
 		return 0; /* every row copied from the mapping, as before the split */
 	struct disk_split *s = calloc(1, sizeof(*s));
 	if (!s)
 		return eht_err(ENOMEM, "disk: out of memory");
-	const char *u = getenv("EHT_DISK_URING");
-	s->uring = !(u && !strcmp(u, "0"));
-	s->uring_fail = eht_env_u64("EHT_DISK_URING_FAIL", 0) != 0;
+	s->uring = eht_setting_enum(EHT_SET_DISK_URING) != EHT_SET_DISK_URING_OFF;
+	s->uring_fail = eht_setting_bool(EHT_SET_TEST_DISK_URING_FAIL);
 	atomic_init(&s->uring_broken, !EHT_HAVE_URING);
 	s->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	while ((1ull << s->shift) < s->page)
 		s->shift++;
 	uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * s->page, lim = cgroup_limit();
 	uint64_t budget = lim && lim < ram ? lim : ram;
-	s->cap = eht_env_u64("EHT_DISK_HINT_PAGES", budget / 2 / s->page);
+	s->cap = eht_setting_is_set(EHT_SET_DISK_HINT_PAGES) ? eht_setting_u64(EHT_SET_DISK_HINT_PAGES)
+							     : budget / 2 / s->page;
 	if (!s->cap)
 		s->cap = 1;
 	for (unsigned k = 0; k < d->nparts; k++) {

@@ -17,11 +17,11 @@
 #include "gpu/vmm.h"
 #include "os/numa.h"
 #include "table/table_impl.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/settings.h"
 
 #define CHUNK_DEFAULT (1ull << 30)
 #define MSG_LEN 232
@@ -146,8 +146,7 @@ static uint64_t reserve_of(const struct eht_share_opts *opts, uint64_t node_tota
 		return 0;
 	if (opts && opts->reserve_bytes)
 		return opts->reserve_bytes;
-	uint64_t env = eht_env_u64("EHT_NUMA_RESERVE", 0);
-	return env ? env : node_total / 10;
+	return eht_setting_is_set(EHT_SET_NUMA_RESERVE) ? eht_setting_u64(EHT_SET_NUMA_RESERVE) : node_total / 10;
 }
 
 /* The handle kind: FABRIC where asked or exportable (unless POSIX_FD is asked), else POSIX fds. */
@@ -201,7 +200,7 @@ static int create_and_export(uint64_t bytes, int device, const struct eht_share_
 	rc = eht_vmm_granularity(numa, kind, &gran);
 	if (rc)
 		return rc;
-	uint64_t chunk = opts && opts->chunk_bytes ? opts->chunk_bytes : eht_env_u64("EHT_SHARE_CHUNK", CHUNK_DEFAULT);
+	uint64_t chunk = opts && opts->chunk_bytes ? opts->chunk_bytes : eht_setting_u64(EHT_SET_SHARE_CHUNK);
 	h->granularity = gran;
 	h->padded = round_up(bytes, gran);
 	h->chunk = round_up(chunk ? chunk : CHUNK_DEFAULT, gran);
