@@ -13,16 +13,15 @@
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/stage.h"
 #include "lookup/hot/hot.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
+#include "util/settings.h"
 
 #define DEFAULT_MAX_BATCH 196608u
 /* Pool threads spin this long after a job (EHT_POOL_SPIN_US): enough for the second table of a step
  * (its ring follows the first's end within ~20 us), short against a model step's milliseconds between
  * lookups; back-to-back calls get the pool's longer spin (util/pool.c). */
-#define DEFAULT_SPIN_US 50u
 
 void eht_lookup_destroy(eht_lookup *lk)
 {
@@ -95,8 +94,10 @@ static void create_geometry(eht_lookup *lk, eht_table *table, const struct eht_l
 	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
 	/* A miss on a tier without a host pointer (disk) can cost a storage read: there every batch
 	 * deduplicates and consults the hot set. */
-	lk->dedup_min = eht_env_u64("EHT_LOOKUP_DEDUP_MIN", ti->host ? LK_DEDUP_MIN : 1);
-	lk->dedup_min_host = eht_env_u64("EHT_LOOKUP_DEDUP_MIN", ti->host ? LK_DEDUP_MIN_HOST_IDS : 1);
+	const bool dmin_set = eht_setting_is_set(EHT_SET_LOOKUP_DEDUP_MIN);
+	const uint64_t dmin = eht_setting_u64(EHT_SET_LOOKUP_DEDUP_MIN);
+	lk->dedup_min = dmin_set ? dmin : ti->host ? LK_DEDUP_MIN : 1;
+	lk->dedup_min_host = dmin_set ? dmin : ti->host ? LK_DEDUP_MIN_HOST_IDS : 1;
 	lk->device = o->device >= 0 ? o->device : ti->device;
 	lk->gpu = !(o->flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
 	eht_lk_stage_geom(lk->max_batch, lk->rb, o->staging_bytes, &lk->staging_rows, &lk->max_chunks);
@@ -110,8 +111,8 @@ static int create_gpu(eht_lookup *lk)
 {
 	int krc = eht_gpu_lookup_load(lk->device, &lk->g);
 	lk->kernels = krc == 0;
-	lk->g.sm_cap = lk->opts.sm_cap ? lk->opts.sm_cap : (unsigned)eht_env_u64("EHT_LOOKUP_SM_CAP", 0);
-	if ((lk->flags & EHT_LOOKUP_BACKGROUND) || eht_env_u64("EHT_LOOKUP_BACKGROUND", 0)) {
+	lk->g.sm_cap = lk->opts.sm_cap ? lk->opts.sm_cap : (unsigned)eht_setting_u64(EHT_SET_LOOKUP_SM_CAP);
+	if ((lk->flags & EHT_LOOKUP_BACKGROUND) || eht_setting_bool(EHT_SET_LOOKUP_BACKGROUND)) {
 		lk->background = eht_dev_has(EHT_DEV_FEAT_MEM_OPS);
 		if (!lk->background)
 			eht_warn_once("lookup: the driver has no stream memory operations; background mode is off");
@@ -150,6 +151,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	if (!out)
 		return eht_err(EINVAL, "eht_lookup_create: NULL out");
 	*out = NULL;
+	eht_settings_log_once(); /* one line, at the first engine: the settings that differ from their defaults */
 	if (!table)
 		return eht_err(EINVAL, "eht_lookup_create: NULL table");
 	int rc = create_opts(table, opts, &o);
@@ -168,7 +170,7 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	struct eht_table_copy cp = {.size = sizeof(cp)};
 	if (eht_table_copy(table, &cp) != 0)
 		cp.pool_threads = 0;
-	unsigned spin = o.spin_us ? o.spin_us : (unsigned)eht_env_u64("EHT_POOL_SPIN_US", DEFAULT_SPIN_US);
+	unsigned spin = o.spin_us ? o.spin_us : (unsigned)eht_setting_u64(EHT_SET_POOL_SPIN_US);
 	if ((rc = eht_lk_pool_get(o.threads, cp.pool_threads, node, spin, &lk->pool)))
 		goto fail;
 	lk->nthreads = eht_pool_size(lk->pool);

@@ -9,9 +9,9 @@
 #include "gpu/dev.h"
 #include "lookup/gather/cpu_pool.h"
 #include "util/cpu.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/settings.h"
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static eht_pool *shared_pool;
@@ -31,7 +31,7 @@ static unsigned node_gpus(int node)
 
 static unsigned default_threads(int node, unsigned budget)
 {
-	uint64_t env = eht_env_u64("EHT_THREADS", 0);
+	uint64_t env = eht_setting_u64(EHT_SET_THREADS); /* 0: unset */
 	if (env)
 		return env > 1024 ? 1024 : (unsigned)env;
 	if (budget) /* the node's one CPU budget, as eht serve handed it to this worker */

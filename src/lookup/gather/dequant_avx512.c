@@ -13,7 +13,7 @@
 #include "eht.h"
 #include "lookup/gather/dequant_avx512.h"
 #include "lookup/gather/dequant_ref.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -63,7 +63,7 @@ static void simd_init(void)
 {
 #ifdef EHT_HAVE_AVX512_DQ
 	/* EHT_TEST_DEQUANT_SIMD=0: the table for every group (diagnosis; the tests compare both). */
-	if (!eht_env_u64("EHT_TEST_DEQUANT_SIMD", 1))
+	if (!eht_setting_bool(EHT_SET_TEST_DEQUANT_SIMD))
 		return;
 	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw"))

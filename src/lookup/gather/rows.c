@@ -6,7 +6,7 @@
 #include <pthread.h>
 
 #include "lookup/gather/rows.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 /* ------------------------------------------------------------------- the gather's knobs */
 /* Chunks per pool worker. Measured on the H200 (48 GiB, THP, 15 workers, ids in GPU memory, graph
@@ -38,10 +38,9 @@ static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 static void knobs_read(void)
 {
-	uint64_t pf = eht_env_u64("EHT_LOOKUP_PREFETCH", LK_PREFETCH);
-	knobs.prefetch = pf > 64 ? 64 : (unsigned)pf;
-	uint64_t cx = eht_env_u64("EHT_LOOKUP_CHUNK_MAX", LK_CHUNK_DEFAULT_MAX);
-	knobs.chunk_max = cx < LK_CHUNK_MIN ? LK_CHUNK_MIN : cx > LK_CHUNK_MAX ? LK_CHUNK_MAX : (unsigned)cx;
+	/* the table's bounds hold them (0..64; LK_CHUNK_MIN..LK_CHUNK_MAX) */
+	knobs.prefetch = (unsigned)eht_setting_u64(EHT_SET_LOOKUP_PREFETCH);
+	knobs.chunk_max = (unsigned)eht_setting_u64(EHT_SET_LOOKUP_CHUNK_MAX);
 }
 
 void eht_lk_knobs_reload(void)

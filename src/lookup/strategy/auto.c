@@ -13,10 +13,10 @@
 #include "lookup/gather/distinct.h"
 #include "lookup/gather/gather.h"
 #include "lookup/gather/inplace.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/clock.h"
+#include "util/settings.h"
 
 /* Per place of the ids (host, GPU) and batch-size class: which side takes the batch, or what
  * fraction the GPU takes when both gather at once. Calibrated at create; the split fraction then
@@ -50,8 +50,8 @@ static int auto_init(eht_lookup *lk)
 	for (int p = 0; p < 2; p++)
 		for (int c = 0; c < LK_AUTO_NCLASS; c++)
 			st->a[p][c] = (struct lk_auto){.mode = AUTO_CPU, .f = 0.5, .f0 = 0.5};
-	const char *fs = getenv("EHT_TEST_DEDUP_SHARE");
-	st->force_share = fs && *fs ? strtof(fs, NULL) : -1.0f;
+	st->force_share = eht_setting_is_set(EHT_SET_TEST_DEDUP_SHARE)
+				  ? (float)eht_setting_double(EHT_SET_TEST_DEDUP_SHARE) : -1.0f;
 	int rc = eht_lk_strategy_ready(lk, eht_lk_strategy(EHT_LOOKUP_HOST), false);
 	if (rc || !lk->gpu)
 		return rc;
@@ -80,7 +80,7 @@ static void auto_fini(eht_lookup *lk)
 static size_t split_k(const struct lk_auto *a, size_t n)
 {
 	size_t k = a->mode == AUTO_GPU ? n : 0;
-	if (a->mode == AUTO_SPLIT && eht_env_u64("EHT_LOOKUP_AUTO_SPLIT", 1)) {
+	if (a->mode == AUTO_SPLIT && eht_setting_bool(EHT_SET_LOOKUP_AUTO_SPLIT)) {
 		k = (size_t)((double)n * a->f);
 		if (k < 256 && k < n) /* a sliver is not worth a kernel launch */
 			k = 0;

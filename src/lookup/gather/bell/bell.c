@@ -22,8 +22,8 @@
 #include "lookup/gather/bell/poller.h"
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/bell/trace.h"
-#include "util/env.h"
 #include "util/err.h"
+#include "util/settings.h"
 
 /* ------------------------------------------------------------------- set-up and teardown */
 int eht_lk_bell_init(eht_lookup *lk)
@@ -44,7 +44,7 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->arena_cap = 2 * lk->max_batch * 8;
 	b->arena = eht_lk_bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
 	b->h_count = eht_lk_bell_alloc(lk, LK_REQS * sizeof(uint64_t), &b->d_h_count, &rc);
-	b->trace = eht_env_u64("EHT_TEST_BELL_TRACE", 0) != 0;
+	b->trace = eht_setting_bool(EHT_SET_TEST_BELL_TRACE);
 	if (b->trace)
 		b->gtrace = eht_lk_bell_alloc(lk, 11 * sizeof(uint64_t), &b->d_gtrace, &rc);
 	for (unsigned i = 0; i < LK_EAGER_REQS && !rc; i++) {
@@ -75,7 +75,8 @@ int eht_lk_bell_init(eht_lookup *lk)
 	}
 	/* EHT_LOOKUP_BG_PUSH (the flag, or 1 / 0 in the environment for every engine): background
 	 * requests pushed (push_ring_wait says what that saves and eht.h when to use it) */
-	b->bg_push = eht_env_u64("EHT_LOOKUP_BG_PUSH", (lk->flags & EHT_LOOKUP_BG_PUSH) ? 1 : 0) != 0;
+	b->bg_push = eht_setting_is_set(EHT_SET_LOOKUP_BG_PUSH) ? eht_setting_bool(EHT_SET_LOOKUP_BG_PUSH)
+								 : (lk->flags & EHT_LOOKUP_BG_PUSH) != 0;
 	if (!rc && lk->gpu && lk->background && b->bg_push) {
 		rc = eht_dev_stream_create(&b->push_stream, EHT_STREAM_NONBLOCKING);
 		if (!rc)

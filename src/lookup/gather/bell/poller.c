@@ -15,9 +15,9 @@
 #include "lookup/gather/bell/serve.h"
 #include "util/clock.h"
 #include "util/cpu.h"
-#include "util/env.h"
 #include "util/err.h"
 #include "util/thread.h"
+#include "util/settings.h"
 
 #define MAX_ENGINES 256
 
@@ -70,7 +70,7 @@ static void *poll_main(void *arg)
 	(void)arg;
 	eht_thread_name(EHT_THREAD_BELL);
 	prctl(PR_SET_TIMERSLACK, 1000UL); /* naps of tens of microseconds, not the default 50 us slack */
-	const double spin_min = (double)eht_env_u64("EHT_BELL_SPIN_US", 100) * 1e-6, spin_max = 1e-3;
+	const double spin_min = (double)eht_setting_u64(EHT_SET_BELL_SPIN_US) * 1e-6, spin_max = 1e-3;
 	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), idle_from = -1;
 	unsigned seen = atomic_load(&P.kicks), ngaps = 0;
 	while (!atomic_load(&P.stop)) {
