@@ -19,6 +19,7 @@
 #include "gpu/dev.h"
 #include "eht.h"
 #include "os/numa.h"
+#include "util/clock.h"
 
 /* Bytes this process made the storage layer fetch (/proc/self/io read_bytes), or 0. */
 static uint64_t io_read_bytes(void)
@@ -193,10 +194,10 @@ static int dm_setup(struct dm_run *d)
 	/* After the engine: it made the device's context current on this thread. */
 	if (a->gpu && eht_dev_alloc(&d->dout, n * EHT_ENGRAM_ROW_BYTES))
 		return cli_error("bench disk", a->json, NULL);
-	double t_hot = bench_now_s();
+	double t_hot = eht_now_s();
 	if (d->hot && a->gpu && eht_lookup_set_hotset(d->lk, d->hot, d->nhot))
 		return cli_error("bench disk", a->json, NULL);
-	t_hot = bench_now_s() - t_hot;
+	t_hot = eht_now_s() - t_hot;
 	if (d->hot && a->gpu)
 		fprintf(d->info, "GPU hot set: %zu rows (%.1f MB of GPU memory) read from the disk tier in %.2f s; they take "
 			      "%.1f %% of the ids of the other half of the text\n",
@@ -224,11 +225,11 @@ static int dm_steps(struct dm_run *d)
 			return cli_error("bench disk", a->json, NULL);
 		if (s >= d->warm && a->gpu)
 			d->hot_ids += count_hot(d->ids, n, d->hot, d->nhot);
-		double t0 = bench_now_s();
+		double t0 = eht_now_s();
 		if (eht_lookup_run(d->lk, d->ids, EHT_ID_INT32, 0, n, pout, NULL, run_flags, NULL) ||
 		    (a->gpu && eht_dev_stream_sync(NULL)))
 			return cli_error("bench disk", a->json, NULL);
-		d->ms[s] = (bench_now_s() - t0) * 1e3;
+		d->ms[s] = (eht_now_s() - t0) * 1e3;
 	}
 	if (eht_disk_stats(d->t, &d->s1))
 		return cli_error("bench disk", a->json, NULL);

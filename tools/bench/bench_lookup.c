@@ -24,6 +24,7 @@
 #include "os/numa.h"
 #include "gpu/dev.h"
 #include "eht.h"
+#include "util/clock.h"
 #include "util/pool.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
@@ -192,14 +193,14 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 			if (!err)
 				err = eht_dev_stream_sync(c->s);
 		}
-		double a = bench_now_s();
+		double a = eht_now_s();
 		if (!err)
 			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
 					       : eht_lookup_run(lk, pid, EHT_ID_INT32, 0, n, c->out, c->gpu ? c->s : NULL, fl, NULL);
 		if (!err && c->gpu)
 			err = eht_dev_stream_sync(c->s);
 		if (rep >= 0)
-			c->times[rep] = bench_now_s() - a;
+			c->times[rep] = eht_now_s() - a;
 	}
 	if (ge)
 		eht_dev_graph_exec_destroy(ge);
@@ -494,9 +495,9 @@ static void lk_engines(struct lk_run *d)
 				      ? -ENODEV
 				      : eht_lookup_create(d->t, &lo, &d->engines[si]);
 		if (!d->crcs[si] && d->hot && d->gpu) {
-			double th = bench_now_s();
+			double th = eht_now_s();
 			d->crcs[si] = eht_lookup_set_hotset(d->engines[si], d->hot, d->nhot);
-			d->t_hot += bench_now_s() - th;
+			d->t_hot += eht_now_s() - th;
 		}
 		snprintf(d->cerr[si], sizeof(d->cerr[si]), "%s",
 			 d->crcs[si] == -ENODEV && !d->gpu ? "needs a GPU" : eht_last_error());

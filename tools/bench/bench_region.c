@@ -17,6 +17,7 @@
 #include "eht.h"
 #include "os/fsinfo.h"
 #include "os/numa.h"
+#include "util/clock.h"
 #include "util/pool.h"
 
 static void usage(FILE *f)
@@ -58,26 +59,26 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	eht_region *r = NULL;
 	memset(out, 0, sizeof(*out));
 	out->gib = gib;
-	double t0 = bench_now_s();
+	double t0 = eht_now_s();
 	int rc = eht_region_open(name, bytes, &o, &r);
 	if (rc)
 		return rc;
-	out->populate_s = bench_now_s() - t0;
+	out->populate_s = eht_now_s() - t0;
 	/* Ceiling: writing every byte of the same, already mapped pages with the pool's threads. */
 	struct fill f = {.p = eht_region_data(r), .len = (size_t)bytes, .chunk = 64u << 20, .v = 0x5a};
-	t0 = bench_now_s();
+	t0 = eht_now_s();
 	eht_pool_run(pool, (f.len + f.chunk - 1) / f.chunk, fill_task, &f);
-	out->fill_s = bench_now_s() - t0;
+	out->fill_s = eht_now_s() - t0;
 	rc = eht_region_mark_ready(r);
 	out->pin_rc = -ENODEV;
 	if (!rc && device >= 0) {
-		t0 = bench_now_s();
+		t0 = eht_now_s();
 		out->pin_rc = eht_region_pin(r, device);
-		out->pin_s = bench_now_s() - t0;
+		out->pin_s = eht_now_s() - t0;
 	}
-	t0 = bench_now_s();
+	t0 = eht_now_s();
 	int crc = eht_region_close(&r);
-	out->unpin_s = out->pin_rc == 0 ? bench_now_s() - t0 : 0;
+	out->unpin_s = out->pin_rc == 0 ? eht_now_s() - t0 : 0;
 	return rc ? rc : crc;
 }
 

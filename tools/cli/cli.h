@@ -43,10 +43,6 @@ void cli_print_man(FILE *f);	     /* `eht --man-commands`: the man page's genera
 
 /* Prints "eht CMD: <eht_last_error()>" (or msg when given) to stderr and returns 1. */
 int cli_fail(const char *cmd, const char *msg);
-/* Monotonic seconds, for timings. */
-double cli_now_s(void);
-/* qsort comparator of doubles (medians of timings). */
-int cli_cmp_double(const void *a, const void *b);
 /* True when argv has the flag (e.g. "--json"). */
 int cli_has_flag(int argc, char **argv, const char *flag);
 

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "eht.h"
+#include "util/clock.h"
 
 int cli_json;
 
@@ -169,13 +170,13 @@ int cli_progress_tty(void) { return isatty(2); }
 
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total)
 {
-	*p = (struct cli_progress){.what = what, .total = total, .start = cli_now_s(), .tty = cli_progress_tty(),
+	*p = (struct cli_progress){.what = what, .total = total, .start = eht_now_s(), .tty = cli_progress_tty(),
 				   .last_decile = -1};
 }
 
 void cli_progress_update(struct cli_progress *p, uint64_t done)
 {
-	double t = cli_now_s(), el = t - p->start;
+	double t = eht_now_s(), el = t - p->start;
 	double frac = p->total ? (double)done / (double)p->total : 1;
 	double rate = el > 0 ? (double)done / el : 0;
 	double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;

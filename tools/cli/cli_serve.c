@@ -14,6 +14,7 @@
 #include "eht.h"
 #include "serve/serve_impl.h"
 #include "table/table_impl.h"
+#include "util/clock.h"
 
 struct progress {
 	double start;
@@ -40,7 +41,7 @@ static void *signal_thread(void *arg)
 static void show_progress(void *arg, uint64_t done, uint64_t total, const char *table)
 {
 	struct progress *p = arg;
-	double t = cli_now_s(), el = t - p->start;
+	double t = eht_now_s(), el = t - p->start;
 	double rate = el > 0 ? (double)done / el : 0;
 	double eta = rate > 0 ? (double)(total - done) / rate : 0;
 	double frac = total ? (double)done / (double)total : 1;
@@ -281,7 +282,7 @@ int cmd_serve(int argc, char **argv)
 	if (pthread_create(&sigt, NULL, signal_thread, &set) != 0)
 		return cli_error("serve", json, "cannot start the signal thread");
 
-	struct progress p = {.start = cli_now_s(), .tty = cli_progress_tty(), .last_decile = -1};
+	struct progress p = {.start = eht_now_s(), .tty = cli_progress_tty(), .last_decile = -1};
 	o.progress = show_progress;
 	o.progress_arg = &p;
 	o.cancel = &stop_loading;
@@ -299,7 +300,7 @@ int cmd_serve(int argc, char **argv)
 		pthread_join(sigt, NULL);
 		return rc;
 	}
-	double secs = cli_now_s() - p.start;
+	double secs = eht_now_s() - p.start;
 	uint64_t total = 0;
 	if (!json)
 		printf("%-44s %12s %6s %-14s %5s  %s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "CPU PAGES");

@@ -13,6 +13,7 @@
 #include "gpu/dev.h"
 #include "eht.h"
 #include "os/mem_guard.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 struct wopts {
@@ -146,12 +147,12 @@ static void make_ids(struct wtable *w)
 static int fill_hotset(const struct wtable *w, eht_lookup *lk, int strategy, double *fill_ms)
 {
 	const struct wopts *o = w->o;
-	double t0 = cli_now_s();
+	double t0 = eht_now_s();
 	int rc = w->gpu ? eht_lookup_set_hotset(lk, w->hot, w->nhot)
 			: eht_err(EINVAL, "--hotset: table %s is not readable by a GPU here", w->info.name);
 	if (!rc && w->gpu)
 		rc = eht_dev_sync();
-	*fill_ms = (cli_now_s() - t0) * 1e3;
+	*fill_ms = (eht_now_s() - t0) * 1e3;
 	if (rc)
 		return eht_err_prefix(rc, "worker %d: table %s: the %s hot set of %llu rows", o->id, w->info.name, w->hsrc,
 				      (unsigned long long)w->nhot);
@@ -221,11 +222,11 @@ static int run_strategy(const struct wtable *w, int strategy, int *mismatches)
 	uint64_t dead = 0, bad = 0;
 	double best = 1e30;
 	for (int r = 0; !rc && r < o->reps; r++) {
-		double t0 = cli_now_s();
+		double t0 = eht_now_s();
 		rc = eht_lookup_run(lk, w->ids, EHT_ID_INT64, 0, n, out, NULL, flags, &dead);
 		if (!rc && w->gpu)
 			rc = eht_dev_sync();
-		double dt = cli_now_s() - t0;
+		double dt = eht_now_s() - t0;
 		best = dt < best ? dt : best;
 	}
 	if (!rc && w->gpu)

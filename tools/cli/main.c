@@ -2,7 +2,6 @@
 /* main.c: `eht`, the operators' tool: dispatches to one subcommand per file. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "eht.h"
@@ -26,19 +25,6 @@ static const struct {
 int cli_fail(const char *cmd, const char *msg)
 {
 	return cli_errorf(cmd, 1, "%s", msg ? msg : eht_last_error());
-}
-
-double cli_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int cli_cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
 }
 
 int cli_has_flag(int argc, char **argv, const char *flag)
