@@ -306,6 +306,16 @@ enum eht_tier {
 
 /* Name of a tier ("host-numa", "region-pinned", "region", "disk", "memory"), "none" otherwise. */
 EHT_API const char *eht_tier_name(int tier);
+/* The tiers this library has: values 1 .. eht_tier_count() (enum eht_tier), each named by
+ * eht_tier_name (the names `eht serve --tier`, the benches, Python and the completion take; src/table/
+ * tiers.c is their one list). eht_tier_by_name: the value of a name, or -EINVAL (NULL or unknown: the
+ * message lists them). eht_tier_caps: what makes a tier (EHT_TIER_CAP_*), 0 for a value that is none. */
+EHT_API int eht_tier_count(void);
+EHT_API EHT_MUST_CHECK int eht_tier_by_name(const char *name);
+EHT_API unsigned eht_tier_caps(int tier);
+#define EHT_TIER_CAP_SHARE 0x1u    /* eht_table_share makes it (eht_share_opts.tier, eht serve --tier) */
+#define EHT_TIER_CAP_IN_PLACE 0x2u /* eht serve opens a checkpoint in it where its rows lie (--tier) */
+#define EHT_TIER_CAP_WRAP 0x4u     /* eht_table_wrap makes it of the caller's memory */
 
 struct eht_table_info {
 	uint32_t size;       /* sizeof(struct eht_table_info), set by the caller */

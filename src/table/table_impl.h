@@ -140,6 +140,7 @@ struct eht_tier_def {
 	int (*import)(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);
 	/* Appended to the fallback warning when eht_table_share lands on this tier ("" when none). */
 	const char *fallback_note;
+	bool wraps; /* eht_table_wrap makes it (EHT_TIER_CAP_WRAP) */
 };
 
 #define EHT_TIER_CAN_SHARE 0x1u  /* share is the tier's own */
