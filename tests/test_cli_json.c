@@ -253,7 +253,7 @@ int main(void)
 	json_decref(j);
 	expect_usage("bench hash --reps x --json", "eht bench hash", "bad value 'x' for --reps");
 	expect_usage("bench hash --bogus --json", "eht bench hash", "unknown option");
-	expect_usage("bench frob --json", "eht bench", "unknown benchmark 'frob'");
+	expect_usage("bench frob --json", "eht bench", "unknown subcommand 'frob'");
 	/* A command that has no --json still answers a --json command line in JSON. */
 	expect_usage("regions list --json --bogus", "eht regions list", "unknown option");
 	t_rmtree(tmp);

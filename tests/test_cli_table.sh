@@ -20,19 +20,31 @@ for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c; do
 	done
 done
 
-# 2. every dispatched command and benchmark has a row
-for c in $(sed -n 's/^\t{"\([a-z]*\)", cmd_.*/\1/p' "$src/tools/cli/main.c"); do
-	printf '%s\n' "$paths" | grep -q "^$c\( \|$\)" || fail "command $c has no row in the table"
+# 2. the table is the one list of commands: every command function (cmd_*, the benches' bench_*, each
+#    `int NAME(int argc, char **argv)` of tools/) is a row's, main.c holds no table of its own, and every
+#    path `eht --list commands` names dispatches (its --help exits 0)
+rows=$(sed -n '/^const struct cli_command cli_commands\[\] = {/,/^};/p' "$src/tools/cli/commands.c")
+[ -n "$rows" ] || fail "tools/cli/commands.c: no cli_commands[] table"
+for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c; do
+	for fn in $(sed -n 's/^int \(cmd_[a-z_]*\|bench_[a-z_]*\)(int argc, char \*\*argv)$/\1/p' "$f"); do
+		printf '%s\n' "$rows" | grep -qw "$fn" || fail "$fn ($f) runs no row of the command table (tools/cli/commands.c)"
+	done
 done
-for k in $(grep -o '{"[a-z]*", bench_[a-z]*}' "$src/tools/bench/bench.c" | sed 's/{"\([a-z]*\)".*/\1/'); do
-	printf '%s\n' "$paths" | grep -qx "bench $k" || fail "bench $k has no row in the table"
-done
+grep -q '{"[a-z]*", cmd_' "$src/tools/cli/main.c" && fail "tools/cli/main.c lists commands (the table is commands.c's)"
+grep -q 'kinds\[\]\|{"lookup", bench_lookup}' "$src"/tools/bench/*.c && fail "tools/bench lists the benches (the table is commands.c's)"
+listed=$("$eht" --list commands) || fail "eht --list commands exits $?"
+[ "$listed" = "$paths" ] || fail "eht --list commands differs from the completion table's paths"
+while read -r path; do
+	# shellcheck disable=SC2086
+	"$eht" $path --help >/dev/null 2>&1 || fail "eht $path --help exits $?: the table names a path main does not run"
+done <<<"$listed"
 
 # 3. each row's options are what its --help documents (mentions of another command's option allowed)
 allow() {
 	case "$1|$2" in
 	"hotset build|--output") return 0 ;; # documented as -o OUT
 	"bench lookup|--table-rows") return 0 ;; # refers to eht hotset build --table-rows
+	"version|--version") return 0 ;; # the same as eht --version
 	esac
 	return 1
 }

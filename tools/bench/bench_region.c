@@ -100,6 +100,24 @@ const struct option cli_opts_bench_region[] = {{"sizes", required_argument, NULL
 					 {"help", no_argument, NULL, 'h'},
 					 {0}};
 
+/* Every size of the list a positive number of GiB: 0, or 2 (said). */
+static int check_sizes(const char *sizes)
+{
+	char *list = strdup(sizes);
+	if (!list)
+		return cli_errorf("bench region", 1, "out of memory");
+	int rc = 0;
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+		double gib = 0;
+		if (cli_double("bench region", "--sizes", tok, &gib))
+			rc = 2;
+		else if (!(gib > 0))
+			rc = cli_errorf("bench region", 2, "--sizes takes positive GiB, not '%s'", tok);
+	}
+	free(list);
+	return rc;
+}
+
 /* The command line into o; -1 to run, else the exit status. */
 static int parse_args(int argc, char **argv, struct region_opts *o)
 {
@@ -142,6 +160,8 @@ static int parse_args(int argc, char **argv, struct region_opts *o)
 	}
 	if (optind < argc)
 		return cli_usage_error("bench region", "unexpected argument");
+	if (check_sizes(o->sizes))
+		return 2;
 	if (o->runs < 1 || o->device < 0 || nthreads < 0)
 		return cli_usage_error("bench region", "--runs must be >= 1, --device and --threads >= 0");
 	o->dir = eht_region_dir(dir_opt);
@@ -197,13 +217,7 @@ static int region_sizes(const struct region_opts *o, eht_pool *pool, json_t *res
 	char *list = strdup(o->sizes);
 	int status = 0;
 	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && !status; tok = strtok_r(NULL, ",", &save)) {
-		double gib = 0;
-		if (cli_double("bench region", "--sizes", tok, &gib) || gib <= 0) {
-			if (gib <= 0)
-				fprintf(stderr, "eht bench region: --sizes takes positive GiB, not '%s'\n", tok);
-			status = 2;
-			break;
-		}
+		double gib = strtod(tok, NULL); /* checked by parse_args */
 		char why[256];
 		why_not(o->dir, gib, why, sizeof(why));
 		if (why[0]) {
@@ -219,7 +233,10 @@ static int region_sizes(const struct region_opts *o, eht_pool *pool, json_t *res
 			if (rc) {
 				char msg[1200];
 				snprintf(msg, sizeof(msg), "%.2f GiB: %s", gib, eht_last_error());
-				cli_error("bench region", o->json && json_array_size(results) == 0, msg);
+				if (o->json && json_array_size(results)) /* the report says it: "error" */
+					fprintf(stderr, "eht bench region: %s\n", msg);
+				else
+					cli_error("bench region", o->json, msg);
 				status = 1;
 				break;
 			}

@@ -34,24 +34,13 @@ const struct option cli_opts_hotset_build[] = {
 	{"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0}};
 
-int cmd_hotset(int argc, char **argv)
+int cmd_hotset_build(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "build")) {
-		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-			usage(stdout);
-			return 0;
-		}
-		if (argc >= 2)
-			return cli_usage_error("hotset", "the only subcommand is build");
-		usage(stderr);
-		return 2;
-	}
 	const char *workload = NULL, *outp = NULL;
 	long long k = 0, skip = 0, trows = 0, layer = 1;
 	const struct option *longopts = cli_opts_hotset_build;
 	int opt, json = 0;
 	char *end;
-	argc--, argv++;
 	cli_opt_reset();
 	while ((opt = cli_getopt(argc, argv, "hotset build", "o:", longopts)) != -1) {
 		long long *dst = opt == 'k' ? &k : opt == 's' ? &skip : opt == 'r' ? &trows : opt == 'l' ? &layer : NULL;

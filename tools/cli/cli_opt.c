@@ -15,7 +15,23 @@
 #include "eht.h"
 #include "util/clock.h"
 
-int cli_json;
+int cli_json, cli_json_printed;
+
+void cli_json_error(const char *cmd, int code, const char *msg)
+{
+	if (cli_json_printed) /* one object per invocation: the first error is the one that says why */
+		return;
+	char full[96];
+	snprintf(full, sizeof(full), "eht%s%s", cmd[0] ? " " : "", cmd);
+	json_t *o = json_pack("{s:s, s:s, s:i}", "error", msg, "command", full, "exit", code);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (text)
+		printf("%s\n", text);
+	fflush(stdout);
+	free(text);
+	json_decref(o);
+	cli_json_printed = 1;
+}
 
 int cli_errorf(const char *cmd, int code, const char *fmt, ...)
 {
@@ -24,19 +40,9 @@ int cli_errorf(const char *cmd, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "eht %s: %s\n", cmd, msg);
-	if (cli_json) {
-		/* One line: a stream of JSON lines (eht serve --json) stays one object per line. */
-		char full[64];
-		snprintf(full, sizeof(full), "eht %s", cmd);
-		json_t *o = json_pack("{s:s, s:s, s:i}", "error", msg, "command", full, "exit", code);
-		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-		if (text)
-			printf("%s\n", text);
-		fflush(stdout);
-		free(text);
-		json_decref(o);
-	}
+	fprintf(stderr, "eht%s%s: %s\n", cmd[0] ? " " : "", cmd, msg);
+	if (cli_json)
+		cli_json_error(cmd, code, msg);
 	return code;
 }
 
@@ -152,7 +158,9 @@ int cli_print_json(json_t *o)
 		fprintf(stderr, "eht: out of memory building the JSON report\n");
 		return 1;
 	}
-	return print_json_flags(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	int bad = print_json_flags(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	cli_json_printed |= !bad;
+	return bad;
 }
 
 int cli_error(const char *cmd, int json, const char *msg)

@@ -68,19 +68,30 @@ static void show_progress(void *arg, uint64_t done, uint64_t total, const char *
 	}
 }
 
+/* What --tier takes: auto, and each tier the library serves (eht_tier_caps: shared, or opened in
+ * place). */
+static int servable(int tier) { return (eht_tier_caps(tier) & (EHT_TIER_CAP_SHARE | EHT_TIER_CAP_IN_PLACE)) != 0; }
+
+void cli_serve_tier_names(char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "auto");
+	for (int t = 1; t <= eht_tier_count() && n < len; t++)
+		if (servable(t))
+			n += (size_t)snprintf(buf + n, len - n, ", %s", eht_tier_name(t));
+}
+
 static int parse_tier(const char *s)
 {
 	if (!strcmp(s, "auto"))
 		return 0;
-	/* Any tier by its name; eht_serve_start says which ones cannot be served. */
-	for (int t = 1; strcmp(eht_tier_name(t), "none") != 0; t++)
-		if (!strcmp(s, eht_tier_name(t)))
-			return t;
-	return -1;
+	int t = eht_tier_by_name(s);
+	return t > 0 && servable(t) ? t : -1;
 }
 
 static void usage(FILE *f)
 {
+	char tiers[128];
+	cli_serve_tier_names(tiers, sizeof(tiers));
 	fprintf(f, "usage: eht serve CHECKPOINT [--key KEY] [--tensors PATTERN] [--tier T] [--device N]\n"
 		   "                 [--threads N] [--hotset [NAME=]FILE]... [--per-numa[=NODES]]\n"
 		   "                 [--workers N] [--cpu-budget N] [--ready-file PATH] [--json]\n"
@@ -88,9 +99,10 @@ static void usage(FILE *f)
 		   "SIGINT or SIGTERM.\n"
 		   "  --key KEY          attach key (default \"default\")\n"
 		   "  --tensors PATTERN  weight tensors to serve (default \"%s\")\n"
-		   "  --tier T           auto (default), host-numa, region-pinned, region or disk; auto takes\n"
-		   "                     region-pinned on huge pages when the pool (vm.nr_hugepages) has room\n"
-		   "                     for a table, else the first of host-numa, region-pinned, region\n"
+		   "  --tier T           %s (default auto)\n"
+		   "                     auto takes region-pinned on huge pages when the pool (vm.nr_hugepages)\n"
+		   "                     has room for a table, else the first of host-numa, region-pinned, region\n"
+		   "                     that works\n"
 		   "  --device N         GPU whose host NUMA node gets the tables (default 0 when there is a GPU)\n"
 		   "  --threads N        loading threads (default one per CPU)\n"
 		   "  --hotset [NAME=]FILE  hot set (`eht hotset build`) of table NAME, handed to every worker at\n"
@@ -109,7 +121,7 @@ static void usage(FILE *f)
 		   "                     serving, {\"event\": \"stopped\", ...} at the end; errors as {\"error\": ...}\n"
 		   "Readiness: READY=1 to $NOTIFY_SOCKET (systemd Type=notify, see examples/eht-serve.service),\n"
 		   "the ready file, and `eht status KEY`.\n",
-		EHT_SERVE_DEFAULT_PATTERN);
+		EHT_SERVE_DEFAULT_PATTERN, tiers);
 }
 
 #define MAX_HOTSETS 256
@@ -209,16 +221,22 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 			break;
 		case 't':
 			o->tier = parse_tier(optarg);
-			if (o->tier < 0)
-				return cli_usage_error("serve", "--tier takes auto, host-numa, region-pinned, region or disk");
+			if (o->tier < 0) {
+				char tiers[128], msg[192];
+				cli_serve_tier_names(tiers, sizeof(tiers));
+				snprintf(msg, sizeof(msg), "--tier takes %s, not '%s'", tiers, optarg);
+				return cli_usage_error("serve", msg);
+			}
 			break;
 		case 'd':
 			if (cli_int("serve", "--device", optarg, &o->device))
 				return 2;
 			break;
 		case 'T':
-			if (cli_int("serve", "--threads", optarg, &v) || v < 0)
-				return v < 0 ? cli_usage_error("serve", "--threads takes a count >= 0") : 2;
+			if (cli_int("serve", "--threads", optarg, &v))
+				return 2;
+			if (v < 0)
+				return cli_usage_error("serve", "--threads takes a count >= 0");
 			o->threads = (unsigned)v;
 			break;
 		case 'r':
@@ -239,10 +257,11 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 			break;
 		case 'W':
 		case 'B':
-			if (cli_int("serve", c == 'W' ? "--workers" : "--cpu-budget", optarg, &v) || v < 1)
-				return v < 1 ? cli_usage_error("serve", c == 'W' ? "--workers takes a count >= 1"
-										 : "--cpu-budget takes a core count >= 1")
-					     : 2;
+			if (cli_int("serve", c == 'W' ? "--workers" : "--cpu-budget", optarg, &v))
+				return 2;
+			if (v < 1)
+				return cli_usage_error("serve", c == 'W' ? "--workers takes a count >= 1"
+									 : "--cpu-budget takes a core count >= 1");
 			*(c == 'W' ? &o->workers : &o->cpu_budget) = (unsigned)v;
 			break;
 		case 'h':

@@ -246,14 +246,9 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 	if (eht_table_get_info(t, &w.info) != 0)
 		return -EINVAL;
 	w.gpu = w.info.device_ptr != 0 && eht_dev_count() > 0;
-	int strategies[4], ns = 0;
-	if (w.gpu) {
-		strategies[ns++] = EHT_LOOKUP_DIRECT;
-		strategies[ns++] = EHT_LOOKUP_SORTED;
-	}
-	strategies[ns++] = EHT_LOOKUP_HOST;
-	if (w.gpu)
-		strategies[ns++] = EHT_LOOKUP_AUTO;
+	/* Every strategy of the library; those that need a GPU are left out where there is none, and AUTO
+	 * (last) where it has only one to pick from. */
+	int strategies[CLI_MAX_STRATEGIES], ns = cli_strategy_order(strategies, CLI_MAX_STRATEGIES), ran = 0;
 	int rc = pick_hotset(o, t, w.gpu, &w.hot, &w.nhot, &w.hsrc);
 	if (rc)
 		return rc;
@@ -271,8 +266,17 @@ static int run_table(const struct wopts *o, eht_table *t, eht_ckpt *ck, int *mis
 		make_ids(&w);
 	if (!rc && w.gpu)
 		rc = eht_dev_use(w.info.device) ? -ENODEV : eht_dev_alloc(&w.dout, w.out_bytes);
-	for (int si = 0; !rc && si < ns; si++)
+	for (int si = 0; !rc && si < ns; si++) {
+		if (strategies[si] == EHT_LOOKUP_AUTO && ran < 2)
+			continue;
 		rc = run_strategy(&w, strategies[si], mismatches);
+		if (rc == -ENODEV && !w.gpu) { /* a GPU strategy, on a worker without one */
+			eht_err_clear();
+			rc = 0;
+			continue;
+		}
+		ran += !rc;
+	}
 	if (w.dout)
 		eht_dev_free(w.dout);
 	free(w.ids);
