@@ -143,10 +143,8 @@ static int parse_threads(const char *name, const char *arg, unsigned *out)
 	int v = 0;
 	if (cli_int("bench disk", name, arg, &v))
 		return 2;
-	if (v < 0) {
-		fprintf(stderr, "eht bench disk: thread counts are >= 0\n");
-		return 2;
-	}
+	if (v < 0)
+		return cli_errorf("bench disk", 2, "%s: thread counts are >= 0", name);
 	*out = (unsigned)v;
 	return 0;
 }
@@ -156,10 +154,8 @@ static int parse_gib(const char *name, const char *arg, double *out)
 {
 	if (cli_double("bench disk", name, arg, out))
 		return 2;
-	if (!(*out > 0)) {
-		fprintf(stderr, "eht bench disk: %s %s: give a size above 0 GiB\n", name, arg);
-		return 2;
-	}
+	if (!(*out > 0))
+		return cli_errorf("bench disk", 2, "%s %s: give a size above 0 GiB", name, arg);
 	return 0;
 }
 
@@ -190,17 +186,13 @@ static int parse_opt(struct disk_opts *o, int c, const char *arg)
 	case 'S':
 		if (cli_int("bench disk", "--steps", arg, &o->steps))
 			return 2;
-		if (o->steps < 5 || o->steps > 100000) {
-			fprintf(stderr, "eht bench disk: --steps %s: 5..100000\n", arg);
-			return 2;
-		}
+		if (o->steps < 5 || o->steps > 100000)
+			return cli_errorf("bench disk", 2, "--steps %s: 5..100000", arg);
 		return 0;
 	case 'H':
 		o->hotset = strtoll(arg, &end, 10);
-		if (!*arg || *end || o->hotset < 1 || o->hotset >= (1ll << 31)) {
-			fprintf(stderr, "eht bench disk: --hotset %s: a row count 1..2^31-1\n", arg);
-			return 2;
-		}
+		if (!*arg || *end || o->hotset < 1 || o->hotset >= (1ll << 31))
+			return cli_errorf("bench disk", 2, "--hotset %s: a row count 1..2^31-1", arg);
 		return 0;
 	case 'h':
 		usage(stdout);
@@ -316,8 +308,8 @@ static int plan_file(struct disk_opts *o, struct disk_files *f, FILE *info, uint
 	}
 	*rows = (uint64_t)(o->gib * (double)(1ull << 30)) / RB;
 	if (*rows < 1024 || *rows > INT32_MAX) {
-		fprintf(stderr, "eht bench disk: %.2f GiB gives %llu rows (1024..2^31-1 allowed)\n", o->gib,
-			(unsigned long long)*rows);
+		cli_errorf("bench disk", 2, "%.2f GiB gives %llu rows (1024..2^31-1 allowed)", o->gib,
+			   (unsigned long long)*rows);
 		files_undo(f);
 		return 2;
 	}

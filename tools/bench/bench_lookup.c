@@ -438,8 +438,7 @@ static int lk_buffers(struct lk_run *d)
 	d->ids = malloc((size_t)d->batches * d->maxn * sizeof(*d->ids));
 	d->times = malloc((size_t)d->o->reps * sizeof(double));
 	if (!d->ids || !d->times) {
-		fprintf(stderr, "eht bench lookup: out of memory for ids\n");
-		return 1;
+		return cli_errorf("bench lookup", 1, "out of memory for ids");
 	}
 	if (lk_workload(d))
 		return 1;
@@ -450,8 +449,7 @@ static int lk_buffers(struct lk_run *d)
 		    eht_dev_alloc(&d->dids, (size_t)d->batches * d->maxn * sizeof(*d->ids)))
 			return cli_fail("bench lookup", NULL);
 	} else if (!(d->hout = malloc(d->maxn * d->ob))) {
-		fprintf(stderr, "eht bench lookup: out of memory for the output\n");
-		return 1;
+		return cli_errorf("bench lookup", 1, "out of memory for the output");
 	}
 	return 0;
 }
@@ -716,8 +714,7 @@ static int lk_report_json(const struct lk_run *d)
 		if (!rep)
 			json_decref(jres);
 		json_decref(rep);
-		fprintf(stderr, "eht bench lookup: out of memory for the report\n");
-		return 1;
+		return cli_errorf("bench lookup", 1, "out of memory for the report");
 	}
 	return cli_print_json(rep);
 }
@@ -816,9 +813,8 @@ static int lk_plan(struct lk_run *d)
 	d->rows = (uint64_t)(d->gib * (double)(1ull << 30)) / RB;
 	d->bytes = d->rows * RB;
 	if (d->rows == 0 || d->rows > INT32_MAX) {
-		fprintf(stderr, "eht bench lookup: %.2f GiB gives %llu rows (1..2^31-1 allowed)\n", d->gib,
-			(unsigned long long)d->rows);
-		return 2;
+		return cli_errorf("bench lookup", 2, "%.2f GiB gives %llu rows (1..2^31-1 allowed)", d->gib,
+				  (unsigned long long)d->rows);
 	}
 	if (avail && d->bytes + (2ull << 30) > avail)
 		fprintf(stderr, "eht bench lookup: warning: %.1f GiB table with %.1f GiB available\n", d->gib,
