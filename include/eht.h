@@ -1251,10 +1251,12 @@ struct eht_attach_opts {
 	uint32_t flags;      /* 0 or EHT_ATTACH_FAIL_FAST */
 	int device;          /* GPU this worker looks up from (tables are mapped/pinned for it); -1: none */
 	uint32_t timeout_ms; /* wait for the server (it may still be loading); 0: 60000 */
-	uint32_t rank, nranks; /* disk tier: this worker's share of the rows (0 and 1: all rows) */
-	/* Disk tier: the rows this worker maps of each served disk table, instead of the even rank /
-	 * nranks split (SGLang's rule), e.g. its Engram head range (eht_engram_shard, vLLM's rule).
-	 * Called during eht_attach once per disk table with its name and rows; returns 0 and sets
+	uint32_t rank, nranks; /* tiers that split a table's rows among workers (the disk tier): this
+				* worker's share of the rows (0 and 1: all rows) */
+	/* Tiers that split a table's rows among workers (today the disk tier, hence the field's name,
+	 * kept for the ABI): the rows this worker maps of each such served table, instead of the even
+	 * rank / nranks split (SGLang's rule), e.g. its Engram head range (eht_engram_shard, vLLM's
+	 * rule). Called during eht_attach once per such table with its name and rows; returns 0 and sets
 	 * [*first_row, *first_row + *row_count) inside [0, rows) (row_count 0: the even split), or a
 	 * negative errno, which fails the attach. NULL: the even split for every table. */
 	int (*disk_rows)(void *arg, const char *name, uint64_t rows, uint64_t *first_row, uint64_t *row_count);
