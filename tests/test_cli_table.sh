@@ -89,5 +89,32 @@ done
 [[ " $(comp bench "") " == *" hash "* ]] || fail "completion of 'eht bench ' lacks hash"
 [[ " $(comp hotset "") " == *" build "* ]] || fail "completion of 'eht hotset ' lacks build"
 
+# 7. completion offers the library's strategies and the tiers each command's --tier takes, asked of eht
+#    (test_cli_lists checks `eht --list` against the library itself)
+sorted() { tr ' ' '\n' | grep . | sort -u | tr '\n' ' '; }
+want=$("$eht" --list strategies | sorted)
+got=$(comp bench lookup --strategies "" | sorted)
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "completion of --strategies: '$got', want '$want'"
+got=$(comp bench lookup --strategies "host," | sorted)
+[[ "$got" == *"host,$("$eht" --list strategies | head -1)"* ]] || fail "completion of --strategies host,: '$got'"
+for c in serve "bench lookup"; do
+	want=$("$eht" --list tiers ${c%% *} | sorted)
+	# shellcheck disable=SC2086
+	got=$(comp $c --tier "" | sorted)
+	[ -n "$want" ] && [ "$got" = "$want" ] || fail "completion of 'eht $c --tier': '$got', want '$want'"
+done
+[[ " $(comp -V) " == *" -V "* ]] || fail "completion of 'eht -' lacks -V"
+
+# 8. no list of strategies or tiers spelled outside the library: the CLI, the benches, the Python
+#    module and the completion ask it (two names of one list side by side are a list)
+strat='(auto|direct|sorted|host)'
+tier='(host-numa|region-pinned|region|disk|memory)'
+for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c "$src"/python/eht/*.py "$src"/scripts/eht-completion.bash; do
+	while read -r l; do
+		fail "$f:$l: a list of strategies or tiers (ask the library)"
+	done < <(grep -nE "\"$strat\"[^\"]{0,30}\"$strat\"|\b$strat,$strat\b|\"$tier\"[^\"]{0,30}\"$tier\"|\b$tier $tier\b" "$f" |
+		grep -v '^[0-9]*:[[:space:]]*\(#\|/\*\| \*\|"  \|"usage\)')
+done
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "ok: $(printf '%s\n' "$paths" | wc -l) commands"
