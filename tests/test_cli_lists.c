@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_cli_lists.c: the lists the completion offers (`eht --list strategies|tiers [serve|bench]|commands`)
- * are the library's own: every strategy of eht_lookup_strategy_count / _name and no other (AUTO, which
- * picks among them, last), every tier of eht_tier_count / _name, serve's --tier values "auto" and the
+ * are the library's own: every strategy of eht_lookup_strategy_count / _name and no other, in its
+ * order, every tier of eht_tier_count / _name, serve's --tier values "auto" and the
  * tiers eht_tier_caps says are shared or opened in place, the benches' those shared or wrapped; and
  * the tier registry's public functions themselves (eht_tier_by_name, eht_tier_caps). */
 #include <string.h>
@@ -46,13 +46,11 @@ int main(void)
 	setenv("EHT_NO_CUDA", "1", 1);
 	char want[4096] = "";
 
-	/* strategies: each of the library's, AUTO last */
+	/* strategies: each of the library's, in its order */
 	int ns = eht_lookup_strategy_count();
 	CHECK(ns >= 2);
 	for (int i = 0; i < ns; i++)
-		if (i != EHT_LOOKUP_AUTO)
-			add(want, sizeof(want), eht_lookup_strategy_name(i));
-	add(want, sizeof(want), eht_lookup_strategy_name(EHT_LOOKUP_AUTO));
+		add(want, sizeof(want), eht_lookup_strategy_name(i));
 	expect("strategies", want);
 
 	/* the tier registry */

@@ -49,9 +49,9 @@ int cli_list(FILE *f, int argc, char **argv)
 			fprintf(f, "%s\n", cli_commands[i].path);
 		return 0;
 	}
-	if (!strcmp(what, "strategies") && argc == 1) {
-		cli_strategy_names(names, sizeof(names));
-		put_lines(f, names);
+	if (!strcmp(what, "strategies") && argc == 1) { /* in the library's order, ids 0 .. count - 1 */
+		for (int i = 0; i < eht_lookup_strategy_count(); i++)
+			fprintf(f, "%s\n", eht_lookup_strategy_name(i));
 		return 0;
 	}
 	if (!strcmp(what, "tiers")) {
