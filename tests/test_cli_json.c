@@ -19,6 +19,19 @@
 
 static char out[1 << 20], err[1 << 16];
 
+/* `eht bench step` runs Python, which cannot load a sanitizer build's libeht (the sanitizer's runtime
+ * must come first in the process): its cases run in the normal build only. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PYTHON_CAN_LOAD_LIB 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PYTHON_CAN_LOAD_LIB 0
+#endif
+#endif
+#ifndef PYTHON_CAN_LOAD_LIB
+#define PYTHON_CAN_LOAD_LIB 1
+#endif
+
 static int lines(const char *s)
 {
 	int n = 0;
@@ -253,7 +266,8 @@ static void check_gaps(void)
 	expect_usage("bench disk --steps 2 --json", "eht bench disk", "--steps 2: 5..100000");
 	expect_usage("bench disk --mem-limit 1e12 --json", "eht bench disk", "above 2^30 GiB");
 	expect_usage("bench step --bogus --json", "eht bench step", "unrecognized arguments: --bogus");
-	expect_usage("bench step --variants fast-side --json", "eht bench step", "strategy 'fast'");
+	if (PYTHON_CAN_LOAD_LIB)
+		expect_usage("bench step --variants fast-side --json", "eht bench step", "strategy 'fast'");
 	expect_usage("frob --json", "eht", "unknown command 'frob'");
 	expect_usage("--json", "eht", "no command given");
 	expect_usage("--frob --json", "eht", "unknown option '--frob'");
@@ -355,6 +369,8 @@ static void check_documented(const char *tmp)
 			expect_usage(args, full, "--eht-no-such-option");
 			if (!strcmp(cmd, "serve"))
 				continue; /* JSON lines: check_serve_status */
+			if (!PYTHON_CAN_LOAD_LIB && !strcmp(cmd, "bench step"))
+				continue;
 			const char *q = quick_args(cmd, tmp, buf, sizeof(buf));
 			if (!q) {
 				fprintf(stderr, "docs/CLI.md documents eht %s --json: give it a quick run in quick_args\n", cmd);

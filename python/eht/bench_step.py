@@ -99,9 +99,13 @@ def parse_variant(spec):
     if not sep or place not in ("side", "inline"):
         raise ValueError("variant %r: STRATEGY[+OPT]-side|inline, none or vllm" % spec)
     parts = head.split("+")
-    from . import STRATEGIES  # noqa: PLC0415 (the library's own list, read when a variant names one)
-    if parts[0] not in STRATEGIES:
-        raise ValueError("variant %r: strategy %r is not one of %s" % (spec, parts[0], ", ".join(STRATEGIES)))
+    from . import STRATEGIES, EhtError  # noqa: PLC0415 (the library's own list, read when a variant names one)
+    try:
+        names = list(STRATEGIES)
+    except (OSError, EhtError) as e:  # no libeht to ask: the variant cannot be checked
+        raise ValueError("variant %r: the library's strategies are unreadable (%s)" % (spec, e)) from e
+    if parts[0] not in names:
+        raise ValueError("variant %r: strategy %r is not one of %s" % (spec, parts[0], ", ".join(names)))
     v = {"name": spec, "strategy": parts[0], "place": place, "background": False, "sm_cap": 0, "dedup": False,
          "late_dequant": False}
     for p in parts[1:]:

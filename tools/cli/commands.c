@@ -109,9 +109,7 @@ int cli_dispatch(int argc, char **argv)
 	const char *word = argv[1];
 	if (cli_is_group(word)) {
 		if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h") || !strcmp(argv[2], "help")) {
-			int help = argc >= 3;
-			if (!help && cli_json) /* a usage error: one JSON object */
-				return cli_usage_error(word, "no subcommand given");
+			int help = argc >= 3; /* (`eht GROUP --json` is the usage error below) */
 			FILE *f = help ? stdout : stderr;
 			fprintf(f, "usage: eht %s SUBCOMMAND [options]\n", word);
 			cli_print_commands_under(f, word);
