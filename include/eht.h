@@ -312,6 +312,16 @@ enum eht_tier {
 
 /* Name of a tier ("host-numa", "region-pinned", "region", "disk", "memory"), "none" otherwise. */
 EHT_API const char *eht_tier_name(int tier);
+/* The tiers this library has: values 1 .. eht_tier_count() (enum eht_tier), each named by
+ * eht_tier_name (the names `eht serve --tier`, the benches, Python and the completion take; src/table/
+ * tiers.c is their one list). eht_tier_by_name: the value of a name, or -EINVAL (NULL or unknown: the
+ * message lists them). eht_tier_caps: what makes a tier (EHT_TIER_CAP_*), 0 for a value that is none. */
+EHT_API int eht_tier_count(void);
+EHT_API EHT_MUST_CHECK int eht_tier_by_name(const char *name);
+EHT_API unsigned eht_tier_caps(int tier);
+#define EHT_TIER_CAP_SHARE 0x1u    /* eht_table_share makes it (eht_share_opts.tier, eht serve --tier) */
+#define EHT_TIER_CAP_IN_PLACE 0x2u /* eht serve opens a checkpoint in it where its rows lie (--tier) */
+#define EHT_TIER_CAP_WRAP 0x4u     /* eht_table_wrap makes it of the caller's memory */
 
 struct eht_table_info {
 	uint32_t size;       /* sizeof(struct eht_table_info), set by the caller */
@@ -1245,10 +1255,12 @@ struct eht_attach_opts {
 	uint32_t flags;      /* 0 or EHT_ATTACH_FAIL_FAST */
 	int device;          /* GPU this worker looks up from (tables are mapped/pinned for it); -1: none */
 	uint32_t timeout_ms; /* wait for the server (it may still be loading); 0: 60000 */
-	uint32_t rank, nranks; /* disk tier: this worker's share of the rows (0 and 1: all rows) */
-	/* Disk tier: the rows this worker maps of each served disk table, instead of the even rank /
-	 * nranks split (SGLang's rule), e.g. its Engram head range (eht_engram_shard, vLLM's rule).
-	 * Called during eht_attach once per disk table with its name and rows; returns 0 and sets
+	uint32_t rank, nranks; /* tiers that split a table's rows among workers (the disk tier): this
+				* worker's share of the rows (0 and 1: all rows) */
+	/* Tiers that split a table's rows among workers (today the disk tier, hence the field's name,
+	 * kept for the ABI): the rows this worker maps of each such served table, instead of the even
+	 * rank / nranks split (SGLang's rule), e.g. its Engram head range (eht_engram_shard, vLLM's
+	 * rule). Called during eht_attach once per such table with its name and rows; returns 0 and sets
 	 * [*first_row, *first_row + *row_count) inside [0, rows) (row_count 0: the even split), or a
 	 * negative errno, which fails the attach. NULL: the even split for every table. */
 	int (*disk_rows)(void *arg, const char *name, uint64_t rows, uint64_t *first_row, uint64_t *row_count);

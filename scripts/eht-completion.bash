@@ -2,7 +2,8 @@
 # eht-completion.bash: bash completion for the eht tool (installed as
 # share/bash-completion/completions/eht; or `source scripts/eht-completion.bash`).
 # Commands and options come from `eht --completion-table` (tools/cli/commands.c, the getopt tables
-# themselves), so they cannot drift from what eht accepts; only option values are listed here.
+# themselves), and the strategies and tiers from `eht --list` (the library's own lists), so they cannot
+# drift from what eht accepts; only a few fixed option values are listed here.
 _eht()
 {
 	local cur prev cmd sub table
@@ -15,7 +16,7 @@ _eht()
 	if [ "$COMP_CWORD" -eq 1 ]; then
 		local cmds
 		cmds=$(printf '%s\n' "$table" | cut -f1 | cut -d' ' -f1 | sort -u)
-		COMPREPLY=($(compgen -W "$cmds version help --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "$cmds help --help --version -V" -- "$cur"))
 		return
 	fi
 	case "$prev" in
@@ -23,7 +24,9 @@ _eht()
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
 	--tier)
-		COMPREPLY=($(compgen -W "auto host-numa region-pinned region disk" -- "$cur"))
+		# what this command's --tier takes (eht serve: auto and the tiers it serves; the benches:
+		# the tiers they can make a table in)
+		COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" --list tiers "$cmd" 2>/dev/null)" -- "$cur"))
 		return ;;
 	--format)
 		COMPREPLY=($(compgen -W "raw bf16" -- "$cur"))
@@ -34,7 +37,7 @@ _eht()
 	--strategies)
 		# the library's own list (one name a line); a comma-separated word completes its last name
 		local names pre=""
-		names=$("${COMP_WORDS[0]}" bench lookup --list-strategies 2>/dev/null)
+		names=$("${COMP_WORDS[0]}" --list strategies 2>/dev/null)
 		[[ "$cur" == *,* ]] && pre=${cur%,*},
 		COMPREPLY=($(compgen -P "$pre" -W "$names" -- "${cur##*,}"))
 		return ;;

@@ -41,9 +41,9 @@ step memory-text 15 $COMMON --table-gib "$GIB" --tier memory $TEXT
 if [ "$nr0" -ge 0 ] && echo $((nr0 + GIB * 512 + 64)) >/proc/sys/vm/nr_hugepages 2>/dev/null; then
   grep HugePages_ /proc/meminfo | tr '\n' ' '; echo
 fi
-step region-uniform 18 $COMMON --table-gib "$GIB" --tier region
+step region-uniform 18 $COMMON --table-gib "$GIB" --tier region-pinned
 step host-numa-uniform 25 $COMMON --table-gib "$NUMA_GIB" --tier host-numa
-step region-text 18 $COMMON --table-gib "$GIB" --tier region $TEXT
+step region-text 18 $COMMON --table-gib "$GIB" --tier region-pinned $TEXT
 step host-numa-text 25 $COMMON --table-gib "$NUMA_GIB" --tier host-numa $TEXT
 restore
 echo "nr_hugepages back to $(cat /proc/sys/vm/nr_hugepages); total $((SECONDS - start)) s"

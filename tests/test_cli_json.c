@@ -19,6 +19,19 @@
 
 static char out[1 << 20], err[1 << 16];
 
+/* `eht bench step` runs Python, which cannot load a sanitizer build's libeht (the sanitizer's runtime
+ * must come first in the process): its cases run in the normal build only. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PYTHON_CAN_LOAD_LIB 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PYTHON_CAN_LOAD_LIB 0
+#endif
+#endif
+#ifndef PYTHON_CAN_LOAD_LIB
+#define PYTHON_CAN_LOAD_LIB 1
+#endif
+
 static int lines(const char *s)
 {
 	int n = 0;
@@ -220,6 +233,173 @@ static void check_serve_status(const char *tmp)
 	expect_usage("serve x --tier bogus --json", "eht serve", "--tier takes");
 }
 
+/* stdout exactly one line holding one JSON object (a report, or an error object with "error" when
+ * the exit status is not 0). */
+static void expect_one_object_(int line, const char *args)
+{
+	int st = t_cli_run(args, 300, out, sizeof(out), err, sizeof(err));
+	json_error_t je;
+	json_t *j = json_loads(out, 0, &je);
+	int ok = j && json_is_object(j) && lines(out) == 1 && (st == 0 || json_is_string(json_object_get(j, "error")));
+	if (!ok) {
+		fprintf(stderr, "line %d: eht %s: exit %d, stdout %d line(s) '%.300s' (want one JSON object), stderr '%.300s'\n",
+			line, args, st, lines(out), out, err);
+		t_failures++;
+	}
+	json_decref(j);
+}
+#define expect_one_object(args) expect_one_object_(__LINE__, args)
+
+/* The gaps of round four: each of these printed two JSON lines, plain text or nothing. */
+static void check_gaps(void)
+{
+	expect_usage("serve x --cpu-budget 1e99 --json", "eht serve", "--cpu-budget takes an integer");
+	expect_usage("serve x --workers 99999999999999999999 --json", "eht serve", "--workers takes an integer");
+	expect_usage("serve x --workers 0 --json", "eht serve", "--workers takes a count >= 1");
+	expect_usage("bench lookup --bogus --json", "eht bench lookup", "unknown option '--bogus'");
+	expect_usage("bench lookup --ids x --json", "eht bench lookup", "--ids needs counts");
+	expect_usage("bench lookup --tier nowhere --json", "eht bench lookup", "--tier is one of");
+	expect_usage("bench lookup --strategies fastest --json", "eht bench lookup", "fastest");
+	expect_usage("bench region --bogus --json", "eht bench region", "unknown option '--bogus'");
+	expect_usage("bench region --sizes x --json", "eht bench region", "--sizes takes a number");
+	expect_usage("bench region --sizes -1 --json", "eht bench region", "--sizes takes positive GiB");
+	expect_usage("bench disk --steps 2 --json", "eht bench disk", "--steps 2: 5..100000");
+	expect_usage("bench disk --mem-limit 1e12 --json", "eht bench disk", "above 2^30 GiB");
+	expect_usage("bench step --bogus --json", "eht bench step", "unrecognized arguments: --bogus");
+	if (PYTHON_CAN_LOAD_LIB)
+		expect_usage("bench step --variants fast-side --json", "eht bench step", "strategy 'fast'");
+	expect_usage("frob --json", "eht", "unknown command 'frob'");
+	expect_usage("--json", "eht", "no command given");
+	expect_usage("--frob --json", "eht", "unknown option '--frob'");
+	expect_usage("bench --json", "eht bench", "no subcommand");
+	expect_usage("regions --json", "eht regions", "no subcommand");
+	expect_usage("regions purge --json", "eht regions", "unknown subcommand 'purge'");
+	expect_usage("version x --json", "eht version", "takes no arguments");
+	/* One object: regions list too, as every report ({"regions": [...]}). */
+	int st;
+	json_t *j = run_json("regions list --json", &st);
+	CHECK(st == 0 && json_is_object(j) && json_is_array(json_object_get(j, "regions")) && lines(out) == 1);
+	json_decref(j);
+	/* -V is --version */
+	char v[64];
+	snprintf(v, sizeof(v), "eht %s\n", eht_version());
+	CHECK(t_cli_run("-V", 60, out, sizeof(out), err, sizeof(err)) == 0 && !strcmp(out, v));
+	CHECK(t_cli_run("--version", 60, out, sizeof(out), err, sizeof(err)) == 0 && !strcmp(out, v));
+	CHECK(t_cli_run("version", 60, out, sizeof(out), err, sizeof(err)) == 0 && !strcmp(out, v));
+}
+
+/* The arguments of a quick run of each documented command (NULL: only its error path is run). */
+static const char *quick_args(const char *path, const char *tmp, char *buf, size_t len)
+{
+	static const struct {
+		const char *path, *fmt;
+	} quick[] = {
+		{"info", "info '%s/ck' --json"},
+		{"synth", "synth '%s/ck-quick' --tables 1 --rows 10 --json"},
+		{"probe", "probe --json"},
+		{"status", "status --json"},
+		{"worker", "worker eht-test-nobody --check '%s/ck' --json"},
+		{"regions list", "regions list --json"},
+		{"regions gc", "regions gc --dry-run --json"},
+		{"hash", "hash --preset v41 --steps '%s/steps.json' --json"},
+		{"hotset build", "hotset build --workload text:'%s/none.u32' --rows 1 -o '%s/x.hot' --json"},
+		{"bench lookup", "bench lookup --table-gib 0.01 --ids 256 --reps 1 --cpu --strategies host --json"},
+		{"bench hash", "bench hash --reps 1 --prefill 16 --decode 2 --no-gpu --json"},
+		{"bench share", "bench share --sizes 0.01 --json"},
+		{"bench region", "bench region --sizes 0.01 --runs 1 --json"},
+		{"bench disk", "bench disk --file-gib 0.01 --dir '%s' --json"},
+		{"bench step", "bench step --dry-run --json"},
+	};
+	for (size_t i = 0; i < sizeof(quick) / sizeof(quick[0]); i++)
+		if (!strcmp(quick[i].path, path)) {
+			snprintf(buf, len, quick[i].fmt, tmp, tmp);
+			return buf;
+		}
+	return NULL;
+}
+
+/* docs/CLI.md's JSON contract, command by command: every command its table documents with --json
+ * prints one object, its report or its error, never two lines and never plain text (eht serve:
+ * JSON lines, checked above); and every command of the CLI that takes --json is documented so. */
+static void check_documented(const char *tmp)
+{
+	const char *src = getenv("EHT_SOURCE_DIR");
+	char path[1024], line[8192], seen[64][256];
+	int nseen = 0;
+	snprintf(path, sizeof(path), "%s/docs/CLI.md", src ? src : "..");
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "| `eht ", 7))
+			continue;
+		char *end = strstr(line + 7, "` |");
+		if (!end)
+			continue;
+		*end = 0;
+		if (!strstr(line + 7, "--json"))
+			continue;
+		/* the path: the lowercase words after "eht" ("regions list\|gc": both) */
+		char words[2][48] = {"", ""};
+		int nw = 0;
+		for (char *w = strtok(line + 7, " "); w && nw < 2; w = strtok(NULL, " ")) {
+			if (strspn(w, "abcdefghijklmnopqrstuvwxyz\\|") != strlen(w))
+				break;
+			snprintf(words[nw++], sizeof(words[0]), "%s", w);
+		}
+		CHECK(nw >= 1);
+		char alts[4][48];
+		int nalt = 0;
+		for (char *a = strtok(words[nw - 1], "\\|"); a && nalt < 4; a = strtok(NULL, "\\|"))
+			snprintf(alts[nalt++], sizeof(alts[0]), "%s", a);
+		for (int k = 0; k < nalt; k++) {
+			char cmd[256], args[2048], buf[2048];
+			if (nw == 2)
+				snprintf(cmd, sizeof(cmd), "%s %s", words[0], alts[k]);
+			else
+				snprintf(cmd, sizeof(cmd), "%s", alts[k]);
+			int dup = 0;
+			for (int i = 0; i < nseen; i++)
+				dup |= !strcmp(seen[i], cmd);
+			if (dup || nseen == 64)
+				continue;
+			snprintf(seen[nseen++], sizeof(seen[0]), "%s", cmd);
+			char full[300];
+			snprintf(full, sizeof(full), "eht %s", cmd);
+			snprintf(args, sizeof(args), "%s --json --eht-no-such-option", cmd);
+			expect_usage(args, full, "--eht-no-such-option");
+			if (!strcmp(cmd, "serve"))
+				continue; /* JSON lines: check_serve_status */
+			if (!PYTHON_CAN_LOAD_LIB && !strcmp(cmd, "bench step"))
+				continue;
+			const char *q = quick_args(cmd, tmp, buf, sizeof(buf));
+			if (!q) {
+				fprintf(stderr, "docs/CLI.md documents eht %s --json: give it a quick run in quick_args\n", cmd);
+				t_failures++;
+				continue;
+			}
+			expect_one_object(q);
+		}
+	}
+	if (f)
+		fclose(f);
+	/* the other way: every command of the table that takes --json is documented with it */
+	char table[1 << 14];
+	CHECK(t_cli_run("--completion-table", 60, table, sizeof(table), NULL, 0) == 0);
+	for (char *row = strtok(table, "\n"); row; row = strtok(NULL, "\n")) {
+		char *tab = strchr(row, '\t');
+		if (!tab || !strstr(tab, "--json"))
+			continue;
+		*tab = 0;
+		int found = 0;
+		for (int i = 0; i < nseen; i++)
+			found |= !strcmp(seen[i], row);
+		if (!found) {
+			fprintf(stderr, "eht %s takes --json; docs/CLI.md's table does not document it so\n", row);
+			t_failures++;
+		}
+	}
+}
+
 int main(void)
 {
 	if (!getenv("EHT_CLI"))
@@ -230,6 +410,8 @@ int main(void)
 	check_hotset(tmp);
 	check_hash(tmp);
 	check_serve_status(tmp);
+	check_gaps();
+	check_documented(tmp);
 	/* eht bench hash: the bench envelope; its errors and the dispatcher's as JSON. */
 	int st;
 	json_t *j = run_json("bench hash --reps 2 --prefill 64 --decode 4 --no-gpu --json", &st);
@@ -253,7 +435,7 @@ int main(void)
 	json_decref(j);
 	expect_usage("bench hash --reps x --json", "eht bench hash", "bad value 'x' for --reps");
 	expect_usage("bench hash --bogus --json", "eht bench hash", "unknown option");
-	expect_usage("bench frob --json", "eht bench", "unknown benchmark 'frob'");
+	expect_usage("bench frob --json", "eht bench", "unknown subcommand 'frob'");
 	/* A command that has no --json still answers a --json command line in JSON. */
 	expect_usage("regions list --json --bogus", "eht regions list", "unknown option");
 	t_rmtree(tmp);

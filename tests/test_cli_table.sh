@@ -20,19 +20,31 @@ for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c; do
 	done
 done
 
-# 2. every dispatched command and benchmark has a row
-for c in $(sed -n 's/^\t{"\([a-z]*\)", cmd_.*/\1/p' "$src/tools/cli/main.c"); do
-	printf '%s\n' "$paths" | grep -q "^$c\( \|$\)" || fail "command $c has no row in the table"
+# 2. the table is the one list of commands: every command function (cmd_*, the benches' bench_*, each
+#    `int NAME(int argc, char **argv)` of tools/) is a row's, main.c holds no table of its own, and every
+#    path `eht --list commands` names dispatches (its --help exits 0)
+rows=$(sed -n '/^const struct cli_command cli_commands\[\] = {/,/^};/p' "$src/tools/cli/commands.c")
+[ -n "$rows" ] || fail "tools/cli/commands.c: no cli_commands[] table"
+for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c; do
+	for fn in $(sed -n 's/^int \(cmd_[a-z_]*\|bench_[a-z_]*\)(int argc, char \*\*argv)$/\1/p' "$f"); do
+		printf '%s\n' "$rows" | grep -qw "$fn" || fail "$fn ($f) runs no row of the command table (tools/cli/commands.c)"
+	done
 done
-for k in $(grep -o '{"[a-z]*", bench_[a-z]*}' "$src/tools/bench/bench.c" | sed 's/{"\([a-z]*\)".*/\1/'); do
-	printf '%s\n' "$paths" | grep -qx "bench $k" || fail "bench $k has no row in the table"
-done
+grep -q '{"[a-z]*", cmd_' "$src/tools/cli/main.c" && fail "tools/cli/main.c lists commands (the table is commands.c's)"
+grep -q 'kinds\[\]\|{"lookup", bench_lookup}' "$src"/tools/bench/*.c && fail "tools/bench lists the benches (the table is commands.c's)"
+listed=$("$eht" --list commands) || fail "eht --list commands exits $?"
+[ "$listed" = "$paths" ] || fail "eht --list commands differs from the completion table's paths"
+while read -r path; do
+	# shellcheck disable=SC2086
+	"$eht" $path --help >/dev/null 2>&1 || fail "eht $path --help exits $?: the table names a path main does not run"
+done <<<"$listed"
 
 # 3. each row's options are what its --help documents (mentions of another command's option allowed)
 allow() {
 	case "$1|$2" in
 	"hotset build|--output") return 0 ;; # documented as -o OUT
 	"bench lookup|--table-rows") return 0 ;; # refers to eht hotset build --table-rows
+	"version|--version") return 0 ;; # the same as eht --version
 	esac
 	return 1
 }
@@ -76,6 +88,33 @@ for c in $(printf '%s\n' "$paths" | cut -d' ' -f1 | sort -u); do
 done
 [[ " $(comp bench "") " == *" hash "* ]] || fail "completion of 'eht bench ' lacks hash"
 [[ " $(comp hotset "") " == *" build "* ]] || fail "completion of 'eht hotset ' lacks build"
+
+# 7. completion offers the library's strategies and the tiers each command's --tier takes, asked of eht
+#    (test_cli_lists checks `eht --list` against the library itself)
+sorted() { tr ' ' '\n' | grep . | sort -u | tr '\n' ' '; }
+want=$("$eht" --list strategies | sorted)
+got=$(comp bench lookup --strategies "" | sorted)
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "completion of --strategies: '$got', want '$want'"
+got=$(comp bench lookup --strategies "host," | sorted)
+[[ "$got" == *"host,$("$eht" --list strategies | head -1)"* ]] || fail "completion of --strategies host,: '$got'"
+for c in serve "bench lookup"; do
+	want=$("$eht" --list tiers ${c%% *} | sorted)
+	# shellcheck disable=SC2086
+	got=$(comp $c --tier "" | sorted)
+	[ -n "$want" ] && [ "$got" = "$want" ] || fail "completion of 'eht $c --tier': '$got', want '$want'"
+done
+[[ " $(comp -V) " == *" -V "* ]] || fail "completion of 'eht -' lacks -V"
+
+# 8. no list of strategies or tiers spelled outside the library: the CLI, the benches, the Python
+#    module and the completion ask it (two names of one list side by side are a list)
+strat='(auto|direct|sorted|host)'
+tier='(host-numa|region-pinned|region|disk|memory)'
+for f in "$src"/tools/cli/*.c "$src"/tools/bench/*.c "$src"/python/eht/*.py "$src"/scripts/eht-completion.bash; do
+	while read -r l; do
+		fail "$f:$l: a list of strategies or tiers (ask the library)"
+	done < <(grep -nE "\"$strat\"[^\"]{0,30}\"$strat\"|\b$strat,$strat\b|\"$tier\"[^\"]{0,30}\"$tier\"|\b$tier $tier\b" "$f" |
+		grep -v '^[0-9]*:[[:space:]]*\(#\|/\*\| \*\|"  \|"usage\)')
+done
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)" >&2; exit 1; }
 echo "ok: $(printf '%s\n' "$paths" | wc -l) commands"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # test_install.sh: `cmake --install` into a temporary prefix gives libeht.so with its soname, eht.h,
-# eht.pc, the CMake package, the tool and the man pages; a program built with pkg-config runs.
+# eht.pc, the CMake package, the tool, the man pages and ENVIRONMENT.md beside them (the page points to
+# it); a program built with pkg-config runs.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$1
@@ -17,7 +18,7 @@ libdir=$(dirname "$lib")
 [ -L "$libdir/libeht.so" ] || fail "no libeht.so link in $libdir"
 soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = libeht.so.0 ] || fail "soname is '$soname', want libeht.so.0"
-for f in include/eht.h bin/eht share/man/man1/eht.1 share/man/man3/libeht.3; do
+for f in include/eht.h bin/eht share/man/man1/eht.1 share/man/man3/libeht.3 share/doc/eht/ENVIRONMENT.md; do
 	[ -e "$p/$f" ] || fail "missing $f"
 done
 [ -e "$libdir/pkgconfig/eht.pc" ] || fail "missing eht.pc in $libdir/pkgconfig"

@@ -62,6 +62,29 @@ class TestArgs(unittest.TestCase):
         self.assertIn("fresh-", str(cm.exception))
         self.assertNotIn("CUDA", str(cm.exception))
 
+    def test_tiers_from_the_library(self):
+        # eht.TIERS is the library's list (eht_tier_count), and share_table takes "auto" or a tier the
+        # library shares (eht_tier_caps): another name is a ValueError naming those, never a KeyError.
+        lib = eht._L()
+        self.assertEqual(len(eht.TIERS), lib.eht_tier_count() + 1)
+        self.assertEqual(eht.TIERS[lib.eht_tier_count()], lib.eht_tier_name(lib.eht_tier_count()).decode())
+
+        class One:  # a coordinator of one rank
+            rank, world_size = 0, 1
+
+            def all_gather_object(self, obj):
+                return [obj]
+
+        g = eht.Group.from_coordinator(One(), timeout=5)
+        try:
+            shared = [n for t, n in eht.TIERS.items() if t and lib.eht_tier_caps(t) & 1]
+            self.assertIn("region", shared)
+            for bad in ("bogus", "disk", "memory", 3):
+                with self.assertRaisesRegex(ValueError, "tier .*auto.*" + ", ".join(shared)):
+                    g.share_table(264, tier=bad, row_bytes=264)
+        finally:
+            g.close()
+
 
 if __name__ == "__main__":
     unittest.main()

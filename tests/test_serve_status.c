@@ -110,10 +110,10 @@ static void cli_readiness(const char *ckpt, const char *dir)
 	struct stat st;
 	CHECK(stat(ready, &st) == 0);
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "'%s' status %s --json | grep -q '\"ready\": true'", cli, key);
+	snprintf(cmd, sizeof(cmd), "'%s' status %s --json | grep -q '\"ready\":true'", cli, key);
 	CHECK(system(cmd) == 0);
 	/* its region files are unlinked once mapped: regions list shows them as held by the server */
-	snprintf(cmd, sizeof(cmd), "'%s' regions list --json | grep -q '\"key\": \"%s\"'", cli, key);
+	snprintf(cmd, sizeof(cmd), "'%s' regions list --json | grep -q '\"key\":\"%s\"'", cli, key);
 	CHECK(system(cmd) == 0);
 	snprintf(cmd, sizeof(cmd), "'%s' regions list | grep -q 'held by running servers'", cli);
 	CHECK(system(cmd) == 0);

@@ -33,19 +33,17 @@ __all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "T
 
 
 class _TierNames(_abc.Mapping):
-    """{tier number: name}, read from the library's one list of tiers (eht_tier_name) on first use."""
+    """{tier number: name}, read from the library's one list of tiers (eht_tier_count and
+    eht_tier_name) on first use."""
 
     def __init__(self):
         self._names = None
 
     def _load(self):
         if self._names is None:
-            names, lib = {0: "none"}, _L()
-            for t in range(1, 256):
-                name = lib.eht_tier_name(t).decode()
-                if name == "none":
-                    break
-                names[t] = name
+            lib = _L()
+            names = {0: "none"}
+            names.update((t, lib.eht_tier_name(t).decode()) for t in range(1, lib.eht_tier_count() + 1))
             self._names = names
         return self._names
 
@@ -229,6 +227,8 @@ def _L():
         "eht_version": (ctypes.c_char_p, []),
         "eht_last_error": (ctypes.c_char_p, []),
         "eht_tier_name": (ctypes.c_char_p, [I]),
+        "eht_tier_count": (I, []),
+        "eht_tier_caps": (ctypes.c_uint, [I]),
         "eht_table_wrap": (I, [VP, U64, U64, I, ctypes.c_char_p, P(VP)]),
         "eht_table_get_info": (I, [VP, P(_TableInfo)]),
         "eht_table_copy": (I, [VP, P(_TableCopy)]),

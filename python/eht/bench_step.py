@@ -16,7 +16,7 @@ the whole step is one CUDA graph. Variants:
   STRATEGY[+OPT..]-side    eht on one side stream forked at the step's start, joined by one event per
                        table before its layer (vLLM's prefetch)
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
-  STRATEGY: auto, direct, sorted, host; OPT: bg (the background mode), push (with bg: the CPU pushes
+  STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push (with bg: the CPU pushes
   the rows, two graph nodes a lookup: for engines that wait for each step), capN (SM cap N), dedup,
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
@@ -76,7 +76,6 @@ PRIMES = [
 MULT = [[76632096046245, 4839876093313, 35959672319349, 73987337458391],
         [67716810739261, 51510806800915, 30921347202721, 82619226485591]]
 PAD = 2
-STRATEGIES = ("auto", "direct", "sorted", "host")
 MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40},
          "prefill": {"tokens": 8192, "ffn": 8192, "reps": 15}}
 DEFAULT_VARIANTS = ("none,vllm,copy,auto-side,auto+bg-side,auto+bg+push-side,host+bg-side,"
@@ -99,8 +98,13 @@ def parse_variant(spec):
     if not sep or place not in ("side", "inline"):
         raise ValueError("variant %r: STRATEGY[+OPT]-side|inline, none or vllm" % spec)
     parts = head.split("+")
-    if parts[0] not in STRATEGIES:
-        raise ValueError("variant %r: strategy %r is not one of %s" % (spec, parts[0], ", ".join(STRATEGIES)))
+    from . import STRATEGIES, EhtError  # noqa: PLC0415 (the library's own list, read when a variant names one)
+    try:
+        names = list(STRATEGIES)
+    except (OSError, EhtError) as e:  # no libeht to ask: the variant cannot be checked
+        raise ValueError("variant %r: the library's strategies are unreadable (%s)" % (spec, e)) from e
+    if parts[0] not in names:
+        raise ValueError("variant %r: strategy %r is not one of %s" % (spec, parts[0], ", ".join(names)))
     v = {"name": spec, "strategy": parts[0], "place": place, "background": False, "sm_cap": 0, "dedup": False,
          "late_dequant": False}
     for p in parts[1:]:
@@ -152,14 +156,41 @@ _pos_int = _number(int, "an integer", lambda v: v >= 1, "at least 1")
 _pos_float = _number(float, "a number", lambda v: v > 0, "above 0")
 
 
+def _json_line(obj):
+    """One compact JSON object a line: the CLI's --json contract (docs/CLI.md)."""
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def _fail(json_out, code, msg):
+    """An error as the CLI says it: "eht bench step: msg" on stderr and, with --json, one object
+    {"error", "command", "exit"} on stdout. Returns code."""
+    print("eht bench step: %s" % msg, file=sys.stderr, flush=True)
+    if json_out:
+        print(_json_line({"error": msg, "command": "eht bench step", "exit": code}), flush=True)
+    return code
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors keep the --json contract (one error object on stdout)."""
+
+    def __init__(self, *args, json_errors=False, **kw):
+        super().__init__(*args, **kw)
+        self._json_errors = json_errors
+
+    def error(self, message):
+        if not self._json_errors:
+            super().error(message)
+        sys.exit(_fail(True, 2, message))
+
+
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog="eht bench step", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap = _Parser(prog="eht bench step", description=__doc__.split("\n\n")[0],
+                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1],
+                 json_errors="--json" in argv)
     ap.add_argument("--mode", default="decode", help="decode, prefill, or both (decode,prefill)")
-    ap.add_argument("--layers", type=_pos_int, default=16)
+    ap.add_argument("--layers", type=_pos_int, default=16, help="model layers (16)")
     ap.add_argument("--tokens", type=_pos_int, help="T (decode 256, prefill 8192)")
-    ap.add_argument("--hidden", type=_pos_int, default=7168)
+    ap.add_argument("--hidden", type=_pos_int, default=7168, help="hidden size (7168)")
     ap.add_argument("--ffn", type=_pos_int, help="F (decode 16384, prefill 8192)")
     ap.add_argument("--table-gib", type=_pos_float, default=24.0, help="GiB of each of the two tables")
     ap.add_argument("--engram-layers", type=_int_list, default=[1, 14], help="the two consuming layers")
@@ -168,15 +199,15 @@ def parse_args(argv):
                     help="hot set of a text workload (most frequent rows of its first half; 0: none)")
     ap.add_argument("--variants", default=DEFAULT_VARIANTS, help="comma-separated (default %(default)s)")
     ap.add_argument("--reps", type=_pos_int, help="timed replays (decode 40, prefill 15)")
-    ap.add_argument("--warmup", type=_pos_int, default=5)
+    ap.add_argument("--warmup", type=_pos_int, default=5, help="untimed replays first (5)")
     ap.add_argument("--burst", type=_pos_int, default=8, help="replays per back-to-back burst (see above)")
     ap.add_argument("--rounds", type=_pos_int, default=1,
                     help="measure every variant this many times in turn and summarize (see above)")
     ap.add_argument("--threads", type=int, default=0, help="eht's CPU pool (0: its default)")
     ap.add_argument("--sync", choices=("block", "spin"), default="block",
                     help="how the host waits for each step: a blocking event (the thread sleeps) or a spin")
-    ap.add_argument("--device", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", type=int, default=0, help="the GPU (0)")
+    ap.add_argument("--seed", type=int, default=1, help="random seed (1)")
     ap.add_argument("--trace", action="store_true", help="also time the pieces of an eager step (see above)")
     ap.add_argument("--timeline", metavar="DIR", help="also profile graph replays: a trace per variant (see above)")
     ap.add_argument("--json", action="store_true", help="one JSON report on stdout")
@@ -756,11 +787,9 @@ def run(a, rep, log):
     try:
         import torch  # noqa: PLC0415
     except ImportError:
-        log("eht bench step: needs PyTorch (pip install torch)")
-        return 77
+        return _fail(a.json, 77, "needs PyTorch (pip install torch)")
     if not torch.cuda.is_available():
-        log("eht bench step: needs a CUDA GPU")
-        return 77
+        return _fail(a.json, 77, "needs a CUDA GPU")
     import eht  # noqa: PLC0415
     dev = torch.device("cuda", a.device)
     torch.cuda.set_device(dev)
@@ -982,16 +1011,23 @@ def main(argv=None):
     if a.dry_run:
         rep["dry_run"] = True
         if a.json:
-            print(json.dumps(rep, indent=2))
+            print(_json_line(rep))
         else:
             for p in rep["plan"]:
                 log("%(mode)s: %(layers)d layers, T %(tokens)d, hidden %(hidden)d, F %(ffn)d, %(reps)d replays, "
                     "%(ids_per_table)d ids per table" % p)
             log("variants: %s; workloads: %s" % (", ".join(rep["variants"]), ", ".join(rep["workloads"])))
         return 0
-    rc = run(a, rep, log)
-    if rc == 0 and a.json:
-        print(json.dumps(rep, indent=2))
+    if not a.json:
+        return run(a, rep, log)
+    try:
+        rc = run(a, rep, log)
+    except Exception as e:  # noqa: BLE001 (stdout still gets its one object; the traceback goes to stderr)
+        import traceback  # noqa: PLC0415
+        traceback.print_exc()
+        return _fail(True, 1, "%s: %s" % (type(e).__name__, e))
+    if rc == 0:
+        print(_json_line(rep))
     return rc
 
 

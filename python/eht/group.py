@@ -21,13 +21,26 @@ import logging
 import os
 import secrets
 
-from . import EhtError, Table, _Closing, _Native, _bind, _check, _closed, _L, _torch
+from . import TIERS, EhtError, Table, _Closing, _Native, _bind, _check, _closed, _L, _torch
 
 __all__ = ["Group", "SharedTable", "Region", "node_id"]
 
 _log = logging.getLogger("eht")
 
-_TIERS = {"auto": 0, "host-numa": 1, "region-pinned": 2, "region": 3}
+_TIER_CAP_SHARE = 0x1  # EHT_TIER_CAP_SHARE
+
+
+def _share_tier(tier):
+    """eht_share_opts.tier of a name: 0 for "auto", else a tier the library shares (by its registry:
+    eht_tier_caps), never a list of our own."""
+    names = {TIERS[t]: t for t in TIERS if t and _L().eht_tier_caps(t) & _TIER_CAP_SHARE}
+    if tier == "auto":
+        return 0
+    if not isinstance(tier, str) or tier not in names:
+        raise ValueError("tier %r: \"auto\" or one of %s" % (tier, ", ".join(names)))
+    return names[tier]
+
+
 _GROUP_BROKEN = (_errno.ECONNRESET, _errno.ETIMEDOUT, _errno.EPROTO)
 _REGION_UNLINK_WHEN_MAPPED, _REGION_OPEN_ONLY, _REGION_NUMA_DEVICE = 0x2, 0x4, 0x40
 
@@ -337,7 +350,7 @@ class Group(_Closing):
     def _share(self, fn, what, nbytes, tier, row_bytes, name, device, per_numa=False):
         if nbytes <= 0 or nbytes % row_bytes:
             raise ValueError("nbytes %d must be a positive multiple of row_bytes %d" % (nbytes, row_bytes))
-        opts = _ShareOpts(size=ctypes.sizeof(_ShareOpts), tier=_TIERS[tier], device=device,
+        opts = _ShareOpts(size=ctypes.sizeof(_ShareOpts), tier=_share_tier(tier), device=device,
                           row_bytes=row_bytes, name=name.encode(), flags=_SHARE_PER_NUMA if per_numa else 0)
         h = ctypes.c_void_p()
         rc = fn(nbytes, self._h, ctypes.byref(opts), ctypes.byref(h))

@@ -255,7 +255,7 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 			     (long long)ccount, (long long)cnode);
 	if (!rc && (budget < 0 || budget > 65536))
 		rc = eht_err(EPROTO, "attach %s: malformed pool_threads %lld", key, (long long)budget);
-	eht_ckpt *ckpt = NULL; /* the disk tier's checkpoint, parsed once for all its tables */
+	struct eht_import_keep keep = {0}; /* what a tier keeps from one table's import to the next */
 	if (!rc && !(c->tables = calloc(n ? n : 1, sizeof(*c->tables))))
 		rc = eht_err(ENOMEM, "attach: out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -271,7 +271,7 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 		/* The tier checks that the span holds exactly the descriptors it consumes, takes those it
 		 * keeps (set to -1); the rest are closed here. */
 		struct eht_import_args ia = {.device = o.device, .rank = o.rank, .nranks = o.nranks,
-					     .disk_rows = o.disk_rows, .disk_rows_arg = o.disk_rows_arg, .ckpt = &ckpt};
+					     .rows_of = o.disk_rows, .rows_of_arg = o.disk_rows_arg, .keep = &keep};
 		rc = eht_table_import(tj, fds + first, cnt, &ia, &c->tables[i]);
 		if (rc)
 			eht_err_prefix(rc, "attach %s", key);
@@ -288,7 +288,7 @@ int serve_attach_fd(int fd, const char *key, const struct eht_attach_opts *opts,
 			rc = receive_hotset(key, json_object_get(tj, "hotset"), fds, nfds, c->tables[i]);
 		}
 	}
-	eht_ckpt_close(ckpt);
+	eht_table_import_end(&keep);
 	if (fds)
 		eht_sock_close_fds(fds, nfds);
 	free(fds);

@@ -129,8 +129,8 @@ static int read_safetensors(const char *path, int64_t **rows, uint64_t *n)
 {
 	eht_st_file *f = NULL;
 	int rc = eht_st_open(path, 0, &f);
-	if (rc)
-		return eht_err(EINVAL, "hot set %s: not a hot-set file (%s)", path, eht_last_error());
+	if (rc) /* the cause (it names the file) after ours, whole: never formatted from itself */
+		return eht_err_prefix(-EINVAL, "hot set %s: not a hot-set file", path);
 	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
 	if (eht_st_count(f) != 1 || (rc = eht_st_tensor(f, 0, &ti)) || ti.dtype != EHT_DTYPE_I64 || ti.ndim != 1 ||
 	    ti.elements == 0) {

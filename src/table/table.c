@@ -156,6 +156,12 @@ int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_impor
 	return tier->import(desc, fds, nfds, a, out); /* a tier without import refuses in its own words */
 }
 
+void eht_table_import_end(struct eht_import_keep *keep)
+{
+	eht_ckpt_close(keep->ckpt);
+	keep->ckpt = NULL;
+}
+
 void eht_table_set_copy(eht_table *t, int index, int count, int numa_node, int writer)
 {
 	t->copy.index = index;

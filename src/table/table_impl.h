@@ -98,16 +98,21 @@ int eht_table_export(const eht_table *t, json_t *desc, int **fds, size_t *nfds);
 /* The tier's seal (see eht_table_ops.seal), if it has one. */
 void eht_table_seal(eht_table *t);
 
+/* What a tier keeps from one import of an attach to the next (the disk tier: the checkpoint, opened
+ * once for all its tables); zeroed before the first, released by eht_table_import_end. */
+struct eht_import_keep {
+	eht_ckpt *ckpt;
+};
+
 /* What an importing process brings besides the description and the descriptors. */
 struct eht_import_args {
 	int device;           /* GPU to map or pin for, -1: none */
-	uint32_t rank, nranks; /* this process's share, for tiers that split rows (disk) */
-	/* disk: the rows to map instead of the share (eht_attach_opts.disk_rows); NULL: the share */
-	int (*disk_rows)(void *arg, const char *name, uint64_t rows, uint64_t *first_row, uint64_t *row_count);
-	void *disk_rows_arg;
-	/* NULL, or where a tier that reads a checkpoint in place (disk) keeps it open from one import
-	 * to the next; the caller closes *ckpt after its last import. */
-	eht_ckpt **ckpt;
+	uint32_t rank, nranks; /* this process's share, for tiers that split a table's rows */
+	/* For tiers that split rows: the rows to map instead of the share (eht_attach_opts.disk_rows);
+	 * NULL: the share */
+	int (*rows_of)(void *arg, const char *name, uint64_t rows, uint64_t *first_row, uint64_t *row_count);
+	void *rows_of_arg;
+	struct eht_import_keep *keep; /* NULL, or the attach's: see struct eht_import_keep */
 };
 
 /* Imports a table that eht_table_export described: finds the tier by desc's "tier" and calls its
@@ -116,6 +121,8 @@ struct eht_import_args {
  * before anything is mapped. Returns 0, -EPROTO (unknown tier, inconsistent description) or the
  * tier's error. */
 int eht_table_import(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);
+/* Releases what the tiers kept across an attach's imports (keep zeroed after). */
+void eht_table_import_end(struct eht_import_keep *keep);
 
 /* One tier as the registry knows it: the one list of tier names. eht_tier_find / eht_tier_of return
  * the entry with every op set (a NULL one of eht_tiers[] filled with a default that refuses) and
@@ -140,6 +147,7 @@ struct eht_tier_def {
 	int (*import)(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a, eht_table **out);
 	/* Appended to the fallback warning when eht_table_share lands on this tier ("" when none). */
 	const char *fallback_note;
+	bool wraps; /* eht_table_wrap makes it (EHT_TIER_CAP_WRAP) */
 };
 
 #define EHT_TIER_CAN_SHARE 0x1u  /* share is the tier's own */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tiers.c: the registry of tiers: how eht_table_share finds the tiers it may share in (in order of
  * preference), eht_serve the tiers that open a checkpoint in place, and eht_table_import the tier a
- * description names; and the one list of tier names (eht_tier_name, the exported "tier" ids).
+ * description names; and the one list of tier names (eht_tier_name, eht_tier_count, eht_tier_caps:
+ * what the CLI, the benches, Python and the completion list; the exported "tier" ids).
  * Adding a tier means adding its folder and one entry here. */
 #include <errno.h>
 #include <pthread.h>
@@ -21,7 +22,8 @@ static const struct eht_tier_def tiers[] = {
 	 .fallback_note = " (a /dev/shm region, whose small GPU pages make lookups slower)"},
 	{.id = "disk", .label = "disk", .tiers = {EHT_TIER_DISK}, .names = {"disk"},
 	 .open_in_place = eht_disk_open_in_place, .import = eht_disk_import, .fallback_note = ""},
-	{.id = "memory", .label = "memory", .tiers = {EHT_TIER_MEMORY}, .names = {"memory"}, .fallback_note = ""},
+	{.id = "memory", .label = "memory", .tiers = {EHT_TIER_MEMORY}, .names = {"memory"}, .fallback_note = "",
+	 .wraps = true},
 	{.id = NULL},
 };
 #define NTIERS (sizeof(tiers) / sizeof(tiers[0]))
@@ -94,4 +96,35 @@ const char *eht_tier_name(int tier)
 	if (!k)
 		return "none";
 	return k->names[k->tiers[0] == tier ? 0 : 1];
+}
+
+int eht_tier_count(void)
+{
+	int n = 0;
+	for (const struct eht_tier_def *k = eht_tier_list(); k->id; k++)
+		for (int i = 0; i < 2; i++)
+			n = k->tiers[i] > n ? k->tiers[i] : n;
+	return n;
+}
+
+int eht_tier_by_name(const char *name)
+{
+	char all[128] = "";
+	size_t len = 0;
+	for (int t = 1; t <= eht_tier_count(); t++) {
+		if (name && !strcmp(name, eht_tier_name(t)))
+			return t;
+		if (len < sizeof(all))
+			len += (size_t)snprintf(all + len, sizeof(all) - len, "%s%s", t > 1 ? ", " : "", eht_tier_name(t));
+	}
+	return eht_err(EINVAL, "eht_tier_by_name: no tier '%s' (the tiers: %s)", name ? name : "(null)", all);
+}
+
+unsigned eht_tier_caps(int tier)
+{
+	const struct eht_tier_def *k = eht_tier_of(tier);
+	if (!k)
+		return 0;
+	return ((k->caps & EHT_TIER_CAN_SHARE) ? EHT_TIER_CAP_SHARE : 0u) |
+	       ((k->caps & EHT_TIER_IN_PLACE) ? EHT_TIER_CAP_IN_PLACE : 0u) | (k->wraps ? EHT_TIER_CAP_WRAP : 0u);
 }

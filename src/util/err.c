@@ -12,24 +12,30 @@ static _Thread_local char err_msg[EHT_ERR_MAX];
 
 static int normalize(int err) { return err > 0 ? -err : (err == 0 ? -EIO : err); }
 
+/* Messages are formatted aside and then copied in: an argument may be the last message itself
+ * (eht_err(..., "...(%s)", eht_last_error())), which vsnprintf must not read while it writes it. */
 int eht_err(int err, const char *fmt, ...)
 {
+	char msg[EHT_ERR_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(err_msg, msg, sizeof(err_msg));
 	return normalize(err);
 }
 
 int eht_err_sys(int err, const char *fmt, ...)
 {
 	int e = err < 0 ? -err : err;
+	char msg[EHT_ERR_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(err_msg, sizeof(err_msg), fmt, ap);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (n >= 0 && (size_t)n < sizeof(err_msg))
-		snprintf(err_msg + n, sizeof(err_msg) - (size_t)n, ": %s", strerror(e));
+	if (n >= 0 && (size_t)n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s", strerror(e));
+	memcpy(err_msg, msg, sizeof(err_msg));
 	return normalize(err);
 }
 

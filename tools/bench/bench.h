@@ -19,8 +19,7 @@ int bench_hash(int argc, char **argv);   /* bench_hash.c */
 int bench_step(int argc, char **argv);   /* bench_step.c: python3 -m eht.bench_step (needs torch) */
 
 /* ---- timing ---- */
-/* Monotonic seconds. */
-double bench_now_s(void);
+/* Monotonic seconds: eht_now_s() of util/clock.h, the library's one clock. */
 /* qsort comparator of doubles. */
 int bench_cmp_double(const void *a, const void *b);
 /* Statistics of n timings (sorted in place): median v[n/2], p90 v[min(9n/10, n-1)] and the mean,

@@ -13,6 +13,7 @@
 
 #include "bench_cpu_limit.h"
 #include "bench.h"
+#include "util/clock.h"
 #include "util/cpu.h"
 #include "util/prefetch.h"
 
@@ -101,13 +102,13 @@ static int limit_time(struct limit_run *r, int reps, double *median_s)
 	for (int k = 0; !rc && k < reps + 2; k++) { /* two warm-up batches, not timed */
 		atomic_store(&r->done, 0);
 		atomic_store(&r->next, 0);
-		double t0 = bench_now_s();
+		double t0 = eht_now_s();
 		atomic_store_explicit(&r->gen, (unsigned)k + 1, memory_order_release);
 		limit_share(r, 0, (unsigned)(k % r->batches));
 		while (atomic_load_explicit(&r->done, memory_order_acquire) < r->threads - 1)
 			eht_cpu_relax();
 		if (k >= 2)
-			v[k - 2] = bench_now_s() - t0;
+			v[k - 2] = eht_now_s() - t0;
 	}
 	atomic_store(&r->stop, true);
 	for (unsigned t = 1; t < started; t++)

@@ -21,6 +21,7 @@
 #include "os/numa.h"
 #include "gpu/dev.h"
 #include "eht.h"
+#include "util/clock.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
 #define MAX_SHAPES 8
@@ -83,11 +84,11 @@ static int ensure_file(const char *path, uint64_t rows, FILE *info, volatile sig
 		{.name = WNAME, .dtype = EHT_DTYPE_F8_E4M3, .ndim = 2, .shape = ws, .fill = fill_bytes, .ctx = &wc},
 		{.name = SNAME, .dtype = EHT_DTYPE_F8_E8M0, .ndim = 2, .shape = ss, .fill = fill_bytes, .ctx = &sc},
 	};
-	double t0 = bench_now_s();
+	double t0 = eht_now_s();
 	*created = 1; /* a failed write leaves nothing behind (path.tmp and a rename) */
 	int rc = eht_st_write(path, t, 2, NULL, 0);
 	if (!rc)
-		fprintf(info, "wrote %s: %.2f GiB in %.1f s\n", path, (double)rows * RB / (1 << 30), bench_now_s() - t0);
+		fprintf(info, "wrote %s: %.2f GiB in %.1f s\n", path, (double)rows * RB / (1 << 30), eht_now_s() - t0);
 	return rc;
 }
 
@@ -142,10 +143,8 @@ static int parse_threads(const char *name, const char *arg, unsigned *out)
 	int v = 0;
 	if (cli_int("bench disk", name, arg, &v))
 		return 2;
-	if (v < 0) {
-		fprintf(stderr, "eht bench disk: thread counts are >= 0\n");
-		return 2;
-	}
+	if (v < 0)
+		return cli_errorf("bench disk", 2, "%s: thread counts are >= 0", name);
 	*out = (unsigned)v;
 	return 0;
 }
@@ -155,10 +154,8 @@ static int parse_gib(const char *name, const char *arg, double *out)
 {
 	if (cli_double("bench disk", name, arg, out))
 		return 2;
-	if (!(*out > 0)) {
-		fprintf(stderr, "eht bench disk: %s %s: give a size above 0 GiB\n", name, arg);
-		return 2;
-	}
+	if (!(*out > 0))
+		return cli_errorf("bench disk", 2, "%s %s: give a size above 0 GiB", name, arg);
 	return 0;
 }
 
@@ -189,17 +186,13 @@ static int parse_opt(struct disk_opts *o, int c, const char *arg)
 	case 'S':
 		if (cli_int("bench disk", "--steps", arg, &o->steps))
 			return 2;
-		if (o->steps < 5 || o->steps > 100000) {
-			fprintf(stderr, "eht bench disk: --steps %s: 5..100000\n", arg);
-			return 2;
-		}
+		if (o->steps < 5 || o->steps > 100000)
+			return cli_errorf("bench disk", 2, "--steps %s: 5..100000", arg);
 		return 0;
 	case 'H':
 		o->hotset = strtoll(arg, &end, 10);
-		if (!*arg || *end || o->hotset < 1 || o->hotset >= (1ll << 31)) {
-			fprintf(stderr, "eht bench disk: --hotset %s: a row count 1..2^31-1\n", arg);
-			return 2;
-		}
+		if (!*arg || *end || o->hotset < 1 || o->hotset >= (1ll << 31))
+			return cli_errorf("bench disk", 2, "--hotset %s: a row count 1..2^31-1", arg);
 		return 0;
 	case 'h':
 		usage(stdout);
@@ -315,8 +308,8 @@ static int plan_file(struct disk_opts *o, struct disk_files *f, FILE *info, uint
 	}
 	*rows = (uint64_t)(o->gib * (double)(1ull << 30)) / RB;
 	if (*rows < 1024 || *rows > INT32_MAX) {
-		fprintf(stderr, "eht bench disk: %.2f GiB gives %llu rows (1024..2^31-1 allowed)\n", o->gib,
-			(unsigned long long)*rows);
+		cli_errorf("bench disk", 2, "%.2f GiB gives %llu rows (1024..2^31-1 allowed)", o->gib,
+			   (unsigned long long)*rows);
 		files_undo(f);
 		return 2;
 	}
@@ -408,10 +401,10 @@ static void cold_shape(struct disk_run *d, int k)
 	struct eht_disk_stats s0 = {.size = sizeof(s0)}, s1 = {.size = sizeof(s1)};
 	if (eht_disk_drop_cache(d->t) != 0 || eht_disk_stats(d->t, &s0) != 0)
 		goto fail;
-	double t0 = bench_now_s();
+	double t0 = eht_now_s();
 	if (run_one(d, d->lk, a, r->n))
 		goto fail;
-	r->cold_ms = (bench_now_s() - t0) * 1e3;
+	r->cold_ms = (eht_now_s() - t0) * 1e3;
 	if (eht_disk_stats(d->t, &s1) != 0 || eht_disk_drop_cache(d->t) != 0)
 		goto fail;
 	r->distinct = s1.rows_read - s0.rows_read;
@@ -420,12 +413,12 @@ static void cold_shape(struct disk_run *d, int k)
 	r->cold_bytes = s1.uncached_bytes - s0.uncached_bytes;
 	d->split_mode = s1.split_mode;
 	eht_disk_ticket *tk = NULL;
-	t0 = bench_now_s();
+	t0 = eht_now_s();
 	if (eht_disk_prefetch(d->t, b, EHT_ID_INT32, 0, r->n, 0, &tk) || eht_disk_wait(tk) || run_one(d, d->lk, b, r->n)) {
 		eht_disk_release(tk);
 		goto fail;
 	}
-	r->cold_pf_ms = (bench_now_s() - t0) * 1e3;
+	r->cold_pf_ms = (eht_now_s() - t0) * 1e3;
 	eht_disk_release(tk);
 	r->ok = 1;
 	return;
@@ -442,7 +435,7 @@ static int warm_page_cache(struct disk_run *d, int no_mem)
 			(double)avail / (1 << 30), 2.0 * (double)rows * RB / (1 << 30));
 		no_mem = 1;
 	}
-	double t0 = bench_now_s();
+	double t0 = eht_now_s();
 	eht_ckpt *ck = NULL;
 	struct eht_st_tensor_info w = {.size = sizeof(w)}, s = {.size = sizeof(s)};
 	if (!no_mem && !(d->mem = malloc(rows * RB)))
@@ -466,10 +459,10 @@ static int warm_page_cache(struct disk_run *d, int no_mem)
 	}
 	eht_ckpt_close(ck);
 	fprintf(d->info, "page cache warmed%s in %.1f s%s\n", d->mem ? " and in-memory copy packed" : "",
-		bench_now_s() - t0, sum == 1 ? " " : "");
+		eht_now_s() - t0, sum == 1 ? " " : "");
 	/* Every row once through the disk table itself, so its mapping has every page entry (the cold
 	 * runs' drop removed them): steady state, as in a server after its first steps. */
-	t0 = bench_now_s();
+	t0 = eht_now_s();
 	int32_t *seq = malloc(d->maxn * sizeof(*seq));
 	for (uint64_t b = 0; seq && b < rows; b += d->maxn) {
 		size_t n = rows - b < d->maxn ? (size_t)(rows - b) : d->maxn;
@@ -479,7 +472,7 @@ static int warm_page_cache(struct disk_run *d, int no_mem)
 			break;
 	}
 	free(seq);
-	fprintf(d->info, "disk table's mapping populated in %.1f s\n", bench_now_s() - t0);
+	fprintf(d->info, "disk table's mapping populated in %.1f s\n", eht_now_s() - t0);
 	return 0;
 }
 
@@ -489,11 +482,11 @@ static int warm_median(struct disk_run *d, eht_lookup *lk, size_t n, double *ms)
 	const int reps = d->o->reps;
 	for (int rep = -2; rep < reps; rep++) {
 		const int32_t *a = d->ids + (size_t)(rep + 4) * d->maxn;
-		double t0 = bench_now_s();
+		double t0 = eht_now_s();
 		if (run_one(d, lk, a, n))
 			return -1;
 		if (rep >= 0)
-			d->times[rep] = bench_now_s() - t0;
+			d->times[rep] = eht_now_s() - t0;
 	}
 	struct bench_stats st;
 	bench_stats(d->times, reps, 1e3, &st);

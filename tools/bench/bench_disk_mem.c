@@ -19,6 +19,7 @@
 #include "gpu/dev.h"
 #include "eht.h"
 #include "os/numa.h"
+#include "util/clock.h"
 
 /* Bytes this process made the storage layer fetch (/proc/self/io read_bytes), or 0. */
 static uint64_t io_read_bytes(void)
@@ -67,15 +68,11 @@ static uint64_t mem_available(void)
 
 int bench_disk_mem_refuse(double gib, size_t ids, size_t hotset, int gpu, int no_cache)
 {
-	if (!isfinite(gib)) {
-		fprintf(stderr, "eht bench disk: --mem-limit %g: give a finite size in GiB\n", gib);
-		return 2;
-	}
-	if (gib > (double)(1ull << 30)) {
-		fprintf(stderr, "eht bench disk: --mem-limit %g: above 2^30 GiB, more memory than any machine has "
-				"(a limit this large limits nothing)\n", gib);
-		return 2;
-	}
+	if (!isfinite(gib))
+		return cli_errorf("bench disk", 2, "--mem-limit %g: give a finite size in GiB", gib);
+	if (gib > (double)(1ull << 30))
+		return cli_errorf("bench disk", 2, "--mem-limit %g: above 2^30 GiB, more memory than any machine has "
+						   "(a limit this large limits nothing)", gib);
 	uint64_t limit = (uint64_t)(gib * (double)(1ull << 30));
 	uint64_t bufs = (uint64_t)ids * (EHT_ENGRAM_ROW_BYTES + 4) * 2, hot = (uint64_t)hotset * (EHT_ENGRAM_ROW_BYTES + 48);
 	uint64_t need = WS_BASE + (gpu ? WS_GPU : 0) + (no_cache ? 0 : WS_CACHE_MIN) + bufs + hot;
@@ -84,13 +81,12 @@ int bench_disk_mem_refuse(double gib, size_t ids, size_t hotset, int gpu, int no
 	char hs[96] = "";
 	if (hotset)
 		snprintf(hs, sizeof(hs), ", a hot set of %zu rows %.1f MiB", hotset, (double)hot / (1 << 20));
-	fprintf(stderr, "eht bench disk: --mem-limit %g: %.1f MiB is below this bench's own working set (about "
-			"%.0f MiB: the process and its threads %llu MiB%s%s, %zu ids' buffers %.1f MiB%s); the run would be "
-			"OOM-killed: give --mem-limit %.2f or more\n",
+	return cli_errorf("bench disk", 2, "--mem-limit %g: %.1f MiB is below this bench's own working set (about "
+			  "%.0f MiB: the process and its threads %llu MiB%s%s, %zu ids' buffers %.1f MiB%s); the run would be "
+			  "OOM-killed: give --mem-limit %.2f or more",
 		gib, (double)limit / (1 << 20), (double)need / (1 << 20), WS_BASE >> 20, gpu ? ", the GPU context 128 MiB" : "",
 		no_cache ? "" : ", the hot-row cache 16 MiB", ids, (double)bufs / (1 << 20), hs,
 		ceil((double)need / (1 << 30) * 100) / 100);
-	return 2;
 }
 
 /* The run's state (bench_disk_mem's pieces). */
@@ -193,10 +189,10 @@ static int dm_setup(struct dm_run *d)
 	/* After the engine: it made the device's context current on this thread. */
 	if (a->gpu && eht_dev_alloc(&d->dout, n * EHT_ENGRAM_ROW_BYTES))
 		return cli_error("bench disk", a->json, NULL);
-	double t_hot = bench_now_s();
+	double t_hot = eht_now_s();
 	if (d->hot && a->gpu && eht_lookup_set_hotset(d->lk, d->hot, d->nhot))
 		return cli_error("bench disk", a->json, NULL);
-	t_hot = bench_now_s() - t_hot;
+	t_hot = eht_now_s() - t_hot;
 	if (d->hot && a->gpu)
 		fprintf(d->info, "GPU hot set: %zu rows (%.1f MB of GPU memory) read from the disk tier in %.2f s; they take "
 			      "%.1f %% of the ids of the other half of the text\n",
@@ -224,11 +220,11 @@ static int dm_steps(struct dm_run *d)
 			return cli_error("bench disk", a->json, NULL);
 		if (s >= d->warm && a->gpu)
 			d->hot_ids += count_hot(d->ids, n, d->hot, d->nhot);
-		double t0 = bench_now_s();
+		double t0 = eht_now_s();
 		if (eht_lookup_run(d->lk, d->ids, EHT_ID_INT32, 0, n, pout, NULL, run_flags, NULL) ||
 		    (a->gpu && eht_dev_stream_sync(NULL)))
 			return cli_error("bench disk", a->json, NULL);
-		d->ms[s] = (bench_now_s() - t0) * 1e3;
+		d->ms[s] = (eht_now_s() - t0) * 1e3;
 	}
 	if (eht_disk_stats(d->t, &d->s1))
 		return cli_error("bench disk", a->json, NULL);

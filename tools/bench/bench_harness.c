@@ -15,13 +15,7 @@
 #include "bench.h"
 #include "gpu/dev.h"
 #include "eht.h"
-
-double bench_now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "util/clock.h"
 
 int bench_cmp_double(const void *a, const void *b)
 {
@@ -170,7 +164,7 @@ static void *iops_thread(void *v)
 	if (posix_memalign(&buf, 4096, 4096))
 		return NULL;
 	uint64_t x = mix(atomic_fetch_add(&j->done, 0) + (uint64_t)(uintptr_t)&buf), n = 0;
-	while (bench_now_s() < j->until) {
+	while (eht_now_s() < j->until) {
 		for (int k = 0; k < 32; k++) {
 			x = mix(x);
 			if (pread(j->fd, buf, 4096, (off_t)((x % j->blocks) * 4096)) != 4096) {
@@ -198,14 +192,14 @@ double bench_drive_iops(const char *path, unsigned nthreads, double seconds, uin
 	atomic_init(&j.err, 0);
 	pthread_t *th = calloc(nthreads, sizeof(*th));
 	unsigned started = 0;
-	double t0 = bench_now_s();
+	double t0 = eht_now_s();
 	j.until = t0 + seconds;
 	for (unsigned i = 0; th && i < nthreads; i++)
 		if (pthread_create(&th[i], NULL, iops_thread, &j) == 0)
 			started++;
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
-	double el = bench_now_s() - t0;
+	double el = eht_now_s() - t0;
 	free(th);
 	close(fd);
 	if (atomic_load(&j.err)) {

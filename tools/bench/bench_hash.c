@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "gpu/dev.h"
 #include "eht.h"
+#include "util/clock.h"
 
 #define USAGE "usage: eht bench hash [--reps N] [--prefill TOKENS] [--decode SEQS] [--device D] [--no-gpu] [--json]"
 
@@ -59,12 +60,12 @@ static int gpu_time(const eht_engram_layout *l, const struct eht_engram_batch *b
 	db.starts = (const uint32_t *)(uintptr_t)d_st;
 	db.history = (const int32_t *)(uintptr_t)d_hist;
 	for (int r = -3; r < reps && !rc; r++) { /* 3 warm-ups (module load, clocks) */
-		double t0 = bench_now_s();
+		double t0 = eht_now_s();
 		rc = eht_engram_hash_gpu(l, &db, (int32_t *)(uintptr_t)d_rows, NULL);
 		if (!rc)
 			rc = eht_dev_sync();
 		if (r >= 0)
-			t[r] = bench_now_s() - t0;
+			t[r] = eht_now_s() - t0;
 	}
 	if (!rc)
 		*out = median(t, reps);
@@ -136,10 +137,10 @@ int bench_hash(int argc, char **argv)
 			struct eht_engram_batch b = {.size = sizeof(b), .n_tokens = nt, .tokens = tok, .n_requests = nr,
 						     .starts = st, .history = hist};
 			for (int r = -1; r < reps && !rc; r++) {
-				double t0 = bench_now_s();
+				double t0 = eht_now_s();
 				rc = eht_engram_hash(l, &b, rows);
 				if (r >= 0)
-					t[r] = bench_now_s() - t0;
+					t[r] = eht_now_s() - t0;
 			}
 			if (!rc)
 				sh[k].cpu_s = median(t, reps);

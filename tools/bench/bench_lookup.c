@@ -25,6 +25,7 @@
 #include "os/numa.h"
 #include "gpu/dev.h"
 #include "eht.h"
+#include "util/clock.h"
 #include "util/pool.h"
 
 #define RB EHT_ENGRAM_ROW_BYTES
@@ -101,14 +102,18 @@ static double hit_fraction(const int64_t *hot, size_t nhot, const int32_t *ids, 
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: eht bench lookup [--table-gib G] [--tier memory|region|host-numa] [--ids N,N...] [--sweep]\n"
+	char tiers[128], strategies[128];
+	(void)bench_tier_names(tiers, sizeof(tiers));
+	cli_strategy_names(strategies, sizeof(strategies));
+	fprintf(f, "usage: eht bench lookup [--table-gib G] [--tier T] [--ids N,N...] [--sweep]\n"
 		   "                        [--strategies S,S...]\n"
 		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
 		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
 		   "                        [--json] [--help]\n"
-		   "  --strategies  which to time (default direct,sorted,host,auto; --list-strategies lists them)\n"
-		   "  --tier     where the rows live: memory (default: this process's anonymous memory, THP advised,\n"
-		   "             wrapped), region or host-numa (eht_table_share, the tables eht serve hands workers);\n"
+		   "  --strategies  which to time (default every one: %s; --list-strategies lists them)\n"
+		   "  --tier     where the rows live: %s. memory (default): this process's anonymous\n"
+		   "             memory, THP advised, wrapped; the others: eht_table_share, as eht serve makes the tables\n"
+		   "             it hands workers (a region-pinned table is pinned for the GPU; a region table is not);\n"
 		   "             the CPU page size the rows are mapped with is reported (CPU gathers run about twice as\n"
 		   "             fast on 2 MiB pages: region tables get them from the hugetlb pool, vm.nr_hugepages)\n"
 		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
@@ -127,14 +132,8 @@ static void usage(FILE *f)
 		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNK_MAX), one line per\n"
 		   "             setting\n"
 		   "             (with --json: JSON lines on stderr)\n"
-		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n");
-}
-
-/* The library's strategies, one a line (--list-strategies: what the shell completion offers). */
-static void list_strategies(void)
-{
-	for (int i = 0; i < eht_lookup_strategy_count(); i++)
-		printf("%s\n", eht_lookup_strategy_name(i));
+		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n",
+		strategies, tiers);
 }
 
 static double cpu_seconds(void)
@@ -193,14 +192,14 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 			if (!err)
 				err = eht_dev_stream_sync(c->s);
 		}
-		double a = bench_now_s();
+		double a = eht_now_s();
 		if (!err)
 			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
 					       : eht_lookup_run(lk, pid, EHT_ID_INT32, 0, n, c->out, c->gpu ? c->s : NULL, fl, NULL);
 		if (!err && c->gpu)
 			err = eht_dev_stream_sync(c->s);
 		if (rep >= 0)
-			c->times[rep] = bench_now_s() - a;
+			c->times[rep] = eht_now_s() - a;
 	}
 	if (ge)
 		eht_dev_graph_exec_destroy(ge);
@@ -223,7 +222,7 @@ static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, s
 struct lk_opts {
 	double gib;
 	size_t shapes[MAX_SHAPES];
-	int nshapes, strategies[4], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup, knob_sweep;
+	int nshapes, strategies[CLI_MAX_STRATEGIES], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup, knob_sweep;
 	unsigned threads;
 	const char *workload, *hotset, *tier;
 	long long rbeg, rend;
@@ -236,10 +235,8 @@ static int parse_ids(struct lk_opts *o, const char *arg)
 	o->nshapes = 0;
 	for (const char *p = arg; *p && o->nshapes < MAX_SHAPES; p = *end ? end + 1 : end) {
 		long long n = strtoll(p, &end, 10);
-		if (n <= 0 || (*end && *end != ',')) {
-			fprintf(stderr, "eht bench lookup: --ids needs counts like 196608,6144, not '%s'\n", arg);
-			return 2;
-		}
+		if (n <= 0 || (*end && *end != ','))
+			return cli_errorf("bench lookup", 2, "--ids needs counts like 196608,6144, not '%s'", arg);
 		o->shapes[o->nshapes++] = (size_t)n;
 	}
 	return 0;
@@ -251,43 +248,37 @@ static int parse_strategies(struct lk_opts *o, const char *arg)
 	char buf[128];
 	o->nstrat = 0;
 	snprintf(buf, sizeof(buf), "%s", arg);
-	for (char *tok = strtok(buf, ","); tok && o->nstrat < 4; tok = strtok(NULL, ",")) {
+	for (char *tok = strtok(buf, ","); tok && o->nstrat < CLI_MAX_STRATEGIES; tok = strtok(NULL, ",")) {
 		int st = eht_lookup_strategy_by_name(tok);
-		if (st < 0) {
-			fprintf(stderr, "eht bench lookup: %s\n", eht_last_error());
-			return 2;
-		}
+		if (st < 0)
+			return cli_errorf("bench lookup", 2, "%s", eht_last_error());
 		o->strategies[o->nstrat++] = st;
 	}
 	return 0;
 }
 
 /* One option; 0, 2 (message printed) or -1 (--help printed: exit 0). */
-static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
+static int parse_opt(struct lk_opts *o, int opt, const char *arg)
 {
 	static const size_t sweep[] = {256, 1024, 4096, 6144, 16384, 49152, 98304, 196608};
 	char *end;
 	switch (opt) {
 	case 'g':
 		o->gib = strtod(arg, &end);
-		if (*end || o->gib < 0) {
-			fprintf(stderr, "eht bench lookup: --table-gib needs a size in GiB, not '%s'\n", arg);
-			return 2;
-		}
+		if (*end || !*arg || o->gib < 0)
+			return cli_errorf("bench lookup", 2, "--table-gib needs a size in GiB, not '%s'", arg);
 		return 0;
 	case 'i': return parse_ids(o, arg);
 	case 'W': o->workload = arg; return 0;
 	case 'T':
-		if (bench_tier_parse(arg))
+		if (bench_tier_parse("bench lookup", arg))
 			return 2;
 		o->tier = arg;
 		return 0;
 	case 'H': o->hotset = arg; return 0;
 	case 'R':
-		if (sscanf(arg, "%lld:%lld", &o->rbeg, &o->rend) != 2 || o->rbeg < 0 || o->rend <= o->rbeg) {
-			fprintf(stderr, "eht bench lookup: --workload-range needs A:B tokens with A < B, not '%s'\n", arg);
-			return 2;
-		}
+		if (sscanf(arg, "%lld:%lld", &o->rbeg, &o->rend) != 2 || o->rbeg < 0 || o->rend <= o->rbeg)
+			return cli_errorf("bench lookup", 2, "--workload-range needs A:B tokens with A < B, not '%s'", arg);
 		return 0;
 	case 'w':
 		o->nshapes = (int)(sizeof(sweep) / sizeof(sweep[0]));
@@ -296,10 +287,8 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 	case 's': return parse_strategies(o, arg);
 	case 'o':
 		o->ids_on = !strcmp(arg, "host") ? ON_HOST : !strcmp(arg, "gpu") ? ON_GPU : !strcmp(arg, "both") ? NMODES : -2;
-		if (o->ids_on == -2) {
-			fprintf(stderr, "eht bench lookup: --ids-on is host, gpu or both, not '%s'\n", arg);
-			return 2;
-		}
+		if (o->ids_on == -2)
+			return cli_errorf("bench lookup", 2, "--ids-on is host, gpu or both, not '%s'", arg);
 		return 0;
 	case 'G': o->graph = 1; return 0;
 	case 'D': o->dedup = 1; return 0;
@@ -307,25 +296,18 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg, char **argv)
 	case 'r': o->reps = (int)strtol(arg, &end, 10); if (*end) o->reps = 0; return 0;
 	case 't': o->threads = (unsigned)strtoul(arg, &end, 10); return 0;
 	case 'f':
-		if (strcmp(arg, "raw") && strcmp(arg, "bf16")) {
-			fprintf(stderr, "eht bench lookup: --format is raw or bf16, not '%s'\n", arg);
-			return 2;
-		}
+		if (strcmp(arg, "raw") && strcmp(arg, "bf16"))
+			return cli_errorf("bench lookup", 2, "--format is raw or bf16, not '%s'", arg);
 		o->fmt = !strcmp(arg, "bf16") ? EHT_LOOKUP_BF16 : EHT_LOOKUP_RAW;
 		return 0;
 	case 'd': o->dev = (int)strtol(arg, &end, 10); return 0;
 	case 'c': o->cpu = 1; return 0;
 	case 'j': o->json = 1; return 0;
 	case 'h': usage(stdout); return -1;
-	case 'L': list_strategies(); return -1;
-	case ':':
-		fprintf(stderr, "eht bench lookup: %s needs a value\n", argv[optind - 1]);
-		usage(stderr);
-		return 2;
-	default:
-		fprintf(stderr, "eht bench lookup: unknown option '%s'\n", argv[optind - 1]);
-		usage(stderr);
-		return 2;
+	case 'L': /* what eht --list strategies prints */
+		cli_list(stdout, 1, (char *[]){"strategies", NULL});
+		return -1;
+	default: return 2; /* cli_getopt said why */
 	}
 }
 
@@ -347,25 +329,18 @@ const struct option cli_opts_bench_lookup[] = {
 static int parse_args(int argc, char **argv, struct lk_opts *o)
 {
 	const struct option *longopts = cli_opts_bench_lookup;
-	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2,
-			      .strategies = {EHT_LOOKUP_DIRECT, EHT_LOOKUP_SORTED, EHT_LOOKUP_HOST, EHT_LOOKUP_AUTO},
-			      .nstrat = 4, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform", .tier = "memory",
+	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform", .tier = "memory",
 			      .rbeg = -1, .rend = -1};
-	optind = 1;
-	opterr = 0;
+	o->nstrat = cli_strategy_order(o->strategies, CLI_MAX_STRATEGIES); /* every one the library has */
+	cli_opt_reset();
 	int opt, rc;
-	while ((opt = getopt_long(argc, argv, ":", longopts, NULL)) != -1)
-		if ((rc = parse_opt(o, opt, optarg, argv)))
+	while ((opt = cli_getopt(argc, argv, "bench lookup", "", longopts)) != -1)
+		if ((rc = parse_opt(o, opt, optarg)))
 			return rc < 0 ? 0 : 2;
-	if (optind < argc) {
-		fprintf(stderr, "eht bench lookup: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
-		return 2;
-	}
-	if (o->reps < 1 || o->reps > 10000) {
-		fprintf(stderr, "eht bench lookup: --reps must be 1..10000\n");
-		return 2;
-	}
+	if (optind < argc)
+		return cli_usage_error("bench lookup", "takes no arguments, only options");
+	if (o->reps < 1 || o->reps > 10000)
+		return cli_errorf("bench lookup", 2, "--reps must be 1..10000");
 	return -1;
 }
 
@@ -413,11 +388,12 @@ static int lk_table(struct lk_run *d)
 	d->host = ti.host;
 	d->cpu_page = bench_table_pages(&d->bt, d->pages, sizeof(d->pages));
 	if (d->gpu && !ti.device_ptr)
-		fprintf(d->info, "table could not be pinned for GPU %d: DIRECT and SORTED will fail\n", d->o->dev);
+		fprintf(d->info, "table could not be pinned for GPU %d: the strategies that read it in place will fail\n",
+			d->o->dev);
 	fprintf(d->info, "table: %.2f GiB in %s (%s), %llu rows of %d B, CPU pages %s, filled in %.1f s", d->gib,
 		d->o->tier, eht_tier_name(ti.tier), (unsigned long long)d->rows, RB, d->pages, t_fill);
 	if (d->gpu)
-		fprintf(d->info, ", %s in %.1f s", strcmp(d->o->tier, "memory") ? "made" : "pinned", t_make);
+		fprintf(d->info, ", %s in %.1f s", d->bt.anon ? "pinned" : "made", t_make);
 	fprintf(d->info, "\n");
 	return 0;
 }
@@ -463,8 +439,7 @@ static int lk_buffers(struct lk_run *d)
 	d->ids = malloc((size_t)d->batches * d->maxn * sizeof(*d->ids));
 	d->times = malloc((size_t)d->o->reps * sizeof(double));
 	if (!d->ids || !d->times) {
-		fprintf(stderr, "eht bench lookup: out of memory for ids\n");
-		return 1;
+		return cli_errorf("bench lookup", 1, "out of memory for ids");
 	}
 	if (lk_workload(d))
 		return 1;
@@ -475,8 +450,7 @@ static int lk_buffers(struct lk_run *d)
 		    eht_dev_alloc(&d->dids, (size_t)d->batches * d->maxn * sizeof(*d->ids)))
 			return cli_fail("bench lookup", NULL);
 	} else if (!(d->hout = malloc(d->maxn * d->ob))) {
-		fprintf(stderr, "eht bench lookup: out of memory for the output\n");
-		return 1;
+		return cli_errorf("bench lookup", 1, "out of memory for the output");
 	}
 	return 0;
 }
@@ -491,13 +465,11 @@ static void lk_engines(struct lk_run *d)
 					     .device = d->gpu ? o->dev : -1, .numa_node = -1, .threads = o->threads,
 					     .max_batch = d->maxn,
 					     .flags = d->gpu ? (o->dedup ? EHT_LOOKUP_GPU_DEDUP : 0) : EHT_LOOKUP_CPU_ONLY};
-		d->crcs[si] = (!d->gpu && (strat == EHT_LOOKUP_DIRECT || strat == EHT_LOOKUP_SORTED))
-				      ? -ENODEV
-				      : eht_lookup_create(d->t, &lo, &d->engines[si]);
+		d->crcs[si] = eht_lookup_create(d->t, &lo, &d->engines[si]); /* -ENODEV: a GPU strategy, no GPU */
 		if (!d->crcs[si] && d->hot && d->gpu) {
-			double th = bench_now_s();
+			double th = eht_now_s();
 			d->crcs[si] = eht_lookup_set_hotset(d->engines[si], d->hot, d->nhot);
-			d->t_hot += bench_now_s() - th;
+			d->t_hot += eht_now_s() - th;
 		}
 		snprintf(d->cerr[si], sizeof(d->cerr[si]), "%s",
 			 d->crcs[si] == -ENODEV && !d->gpu ? "needs a GPU" : eht_last_error());
@@ -732,8 +704,7 @@ static int lk_report_json(const struct lk_run *d)
 		if (!rep)
 			json_decref(jres);
 		json_decref(rep);
-		fprintf(stderr, "eht bench lookup: out of memory for the report\n");
-		return 1;
+		return cli_errorf("bench lookup", 1, "out of memory for the report");
 	}
 	return cli_print_json(rep);
 }
@@ -832,9 +803,8 @@ static int lk_plan(struct lk_run *d)
 	d->rows = (uint64_t)(d->gib * (double)(1ull << 30)) / RB;
 	d->bytes = d->rows * RB;
 	if (d->rows == 0 || d->rows > INT32_MAX) {
-		fprintf(stderr, "eht bench lookup: %.2f GiB gives %llu rows (1..2^31-1 allowed)\n", d->gib,
-			(unsigned long long)d->rows);
-		return 2;
+		return cli_errorf("bench lookup", 2, "%.2f GiB gives %llu rows (1..2^31-1 allowed)", d->gib,
+				  (unsigned long long)d->rows);
 	}
 	if (avail && d->bytes + (2ull << 30) > avail)
 		fprintf(stderr, "eht bench lookup: warning: %.1f GiB table with %.1f GiB available\n", d->gib,

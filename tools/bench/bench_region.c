@@ -17,6 +17,7 @@
 #include "eht.h"
 #include "os/fsinfo.h"
 #include "os/numa.h"
+#include "util/clock.h"
 #include "util/pool.h"
 
 static void usage(FILE *f)
@@ -58,26 +59,26 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	eht_region *r = NULL;
 	memset(out, 0, sizeof(*out));
 	out->gib = gib;
-	double t0 = bench_now_s();
+	double t0 = eht_now_s();
 	int rc = eht_region_open(name, bytes, &o, &r);
 	if (rc)
 		return rc;
-	out->populate_s = bench_now_s() - t0;
+	out->populate_s = eht_now_s() - t0;
 	/* Ceiling: writing every byte of the same, already mapped pages with the pool's threads. */
 	struct fill f = {.p = eht_region_data(r), .len = (size_t)bytes, .chunk = 64u << 20, .v = 0x5a};
-	t0 = bench_now_s();
+	t0 = eht_now_s();
 	eht_pool_run(pool, (f.len + f.chunk - 1) / f.chunk, fill_task, &f);
-	out->fill_s = bench_now_s() - t0;
+	out->fill_s = eht_now_s() - t0;
 	rc = eht_region_mark_ready(r);
 	out->pin_rc = -ENODEV;
 	if (!rc && device >= 0) {
-		t0 = bench_now_s();
+		t0 = eht_now_s();
 		out->pin_rc = eht_region_pin(r, device);
-		out->pin_s = bench_now_s() - t0;
+		out->pin_s = eht_now_s() - t0;
 	}
-	t0 = bench_now_s();
+	t0 = eht_now_s();
 	int crc = eht_region_close(&r);
-	out->unpin_s = out->pin_rc == 0 ? bench_now_s() - t0 : 0;
+	out->unpin_s = out->pin_rc == 0 ? eht_now_s() - t0 : 0;
 	return rc ? rc : crc;
 }
 
@@ -98,6 +99,24 @@ const struct option cli_opts_bench_region[] = {{"sizes", required_argument, NULL
 					 {"json", no_argument, NULL, 'j'},
 					 {"help", no_argument, NULL, 'h'},
 					 {0}};
+
+/* Every size of the list a positive number of GiB: 0, or 2 (said). */
+static int check_sizes(const char *sizes)
+{
+	char *list = strdup(sizes);
+	if (!list)
+		return cli_errorf("bench region", 1, "out of memory");
+	int rc = 0;
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+		double gib = 0;
+		if (cli_double("bench region", "--sizes", tok, &gib))
+			rc = 2;
+		else if (!(gib > 0))
+			rc = cli_errorf("bench region", 2, "--sizes takes positive GiB, not '%s'", tok);
+	}
+	free(list);
+	return rc;
+}
 
 /* The command line into o; -1 to run, else the exit status. */
 static int parse_args(int argc, char **argv, struct region_opts *o)
@@ -141,6 +160,8 @@ static int parse_args(int argc, char **argv, struct region_opts *o)
 	}
 	if (optind < argc)
 		return cli_usage_error("bench region", "unexpected argument");
+	if (check_sizes(o->sizes))
+		return 2;
 	if (o->runs < 1 || o->device < 0 || nthreads < 0)
 		return cli_usage_error("bench region", "--runs must be >= 1, --device and --threads >= 0");
 	o->dir = eht_region_dir(dir_opt);
@@ -196,13 +217,7 @@ static int region_sizes(const struct region_opts *o, eht_pool *pool, json_t *res
 	char *list = strdup(o->sizes);
 	int status = 0;
 	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && !status; tok = strtok_r(NULL, ",", &save)) {
-		double gib = 0;
-		if (cli_double("bench region", "--sizes", tok, &gib) || gib <= 0) {
-			if (gib <= 0)
-				fprintf(stderr, "eht bench region: --sizes takes positive GiB, not '%s'\n", tok);
-			status = 2;
-			break;
-		}
+		double gib = strtod(tok, NULL); /* checked by parse_args */
 		char why[256];
 		why_not(o->dir, gib, why, sizeof(why));
 		if (why[0]) {
@@ -218,7 +233,10 @@ static int region_sizes(const struct region_opts *o, eht_pool *pool, json_t *res
 			if (rc) {
 				char msg[1200];
 				snprintf(msg, sizeof(msg), "%.2f GiB: %s", gib, eht_last_error());
-				cli_error("bench region", o->json && json_array_size(results) == 0, msg);
+				if (o->json && json_array_size(results)) /* the report says it: "error" */
+					fprintf(stderr, "eht bench region: %s\n", msg);
+				else
+					cli_error("bench region", o->json, msg);
 				status = 1;
 				break;
 			}

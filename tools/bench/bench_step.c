@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cli.h"
 
 /* Prepends dir to the colon-separated variable var (or sets it). Returns 0 or -1 (out of memory). */
 static int env_prepend(const char *var, const char *dir)
@@ -29,10 +30,8 @@ int bench_step(int argc, char **argv)
 	/* A source checkout's module and library first (an installed eht has both where python3 and
 	 * eht._libfind look: site-packages and the library path). */
 #ifdef EHT_PYTHON_DIR
-	if (access(EHT_PYTHON_DIR "/eht/bench_step.py", R_OK) == 0 && env_prepend("PYTHONPATH", EHT_PYTHON_DIR)) {
-		fprintf(stderr, "eht bench step: out of memory\n");
-		return 1;
-	}
+	if (access(EHT_PYTHON_DIR "/eht/bench_step.py", R_OK) == 0 && env_prepend("PYTHONPATH", EHT_PYTHON_DIR))
+		return cli_errorf("bench step", 1, "out of memory");
 #endif
 #ifdef EHT_BUILD_LIB
 	if (!getenv("EHT_LIB") && access(EHT_BUILD_LIB, R_OK) == 0)
@@ -42,10 +41,8 @@ int bench_step(int argc, char **argv)
 	if (!py || !*py)
 		py = "python3";
 	char **args = calloc((size_t)argc + 3, sizeof(*args));
-	if (!args) {
-		fprintf(stderr, "eht bench step: out of memory\n");
-		return 1;
-	}
+	if (!args)
+		return cli_errorf("bench step", 1, "out of memory");
 	args[0] = (char *)py;
 	args[1] = "-m";
 	args[2] = "eht.bench_step";
@@ -53,8 +50,8 @@ int bench_step(int argc, char **argv)
 		args[i + 2] = argv[i];
 	fflush(NULL);
 	execvp(py, args);
-	fprintf(stderr, "eht bench step: cannot run %s (%s); it needs Python 3 with torch (EHT_PYTHON names another)\n",
-		py, strerror(errno));
+	int e = errno;
 	free(args);
-	return 127;
+	return cli_errorf("bench step", 127, "cannot run %s (%s); it needs Python 3 with torch (EHT_PYTHON names another)",
+			  py, strerror(e));
 }

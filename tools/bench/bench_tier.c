@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* bench_tier.c: a bench's table in the tier a worker reads: memory, region or host-NUMA. */
+/* bench_tier.c: a bench's table in a tier the library makes: its own memory wrapped, or shared as
+ * eht serve shares a worker's tables (the tiers by the library's registry, never spelled here). */
 #include "bench_tier.h"
 
 #include <errno.h>
@@ -7,16 +8,31 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cli.h"
 #include "table/table_impl.h"
 #include "util/clock.h"
 #include "util/err.h"
 
-int bench_tier_parse(const char *s)
+int bench_tier_can(int tier) { return tier > 0 && (eht_tier_caps(tier) & (EHT_TIER_CAP_SHARE | EHT_TIER_CAP_WRAP)); }
+
+int bench_tier_names(char *buf, size_t len)
 {
-	if (!strcmp(s, "memory") || !strcmp(s, "region") || !strcmp(s, "host-numa"))
+	size_t n = 0;
+	buf[0] = 0;
+	for (int t = 1; t <= eht_tier_count(); t++)
+		if (bench_tier_can(t) && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", eht_tier_name(t));
+	return n < len ? 0 : -ENOSPC;
+}
+
+int bench_tier_parse(const char *cmd, const char *s)
+{
+	int t = eht_tier_by_name(s);
+	if (t > 0 && bench_tier_can(t))
 		return 0;
-	fprintf(stderr, "eht bench: --tier is memory, region or host-numa, not '%s'\n", s);
-	return 2;
+	char names[128];
+	(void)bench_tier_names(names, sizeof(names));
+	return cli_errorf(cmd, 2, "--tier is one of %s, not '%s'", names, s);
 }
 
 int bench_table_open(const char *tier, uint64_t rows, uint64_t rb, int device,
@@ -27,8 +43,10 @@ int bench_table_open(const char *tier, uint64_t rows, uint64_t rb, int device,
 	double t0 = eht_now_s(), tf = 0;
 	snprintf(bt->tier, sizeof(bt->tier), "%s", tier);
 	bt->bytes = (size_t)(rows * rb);
-	int rc;
-	if (!strcmp(tier, "memory")) {
+	int rc, t = eht_tier_by_name(tier);
+	if (t <= 0 || !bench_tier_can(t))
+		return t < 0 ? t : eht_err(EINVAL, "bench: a table cannot be made in tier %s", tier);
+	if (eht_tier_caps(t) & EHT_TIER_CAP_WRAP) {
 		void *p = mmap(NULL, bt->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED)
 			return eht_err_sys(errno, "bench: mmap of %zu bytes", bt->bytes);
@@ -42,10 +60,7 @@ int bench_table_open(const char *tier, uint64_t rows, uint64_t rb, int device,
 	} else {
 		eht_group *g = NULL;
 		struct eht_share_opts so = {.size = sizeof(so), .device = device < 0 ? 0 : device, .row_bytes = rb,
-					    .name = "bench",
-					    .tier = !strcmp(tier, "host-numa") ? EHT_TIER_HOST_NUMA
-						    : device >= 0            ? EHT_TIER_REGION_PINNED
-									     : EHT_TIER_REGION};
+					    .name = "bench", .tier = t};
 		rc = eht_group_create_single(&g);
 		if (!rc)
 			rc = eht_table_share(bt->bytes, g, &so, &bt->t);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* bench_tier.h: the table a bench reads, made in the tier a worker reads it from (its CPU page size
- * reported): memory (the bench's own anonymous memory with THP advised, wrapped), region or
- * host-NUMA (eht_table_share, as eht serve makes them). */
+ * reported): memory (the bench's own anonymous memory with THP advised, wrapped), or a tier
+ * eht_table_share makes (host-numa, region-pinned, region: as eht serve makes them). */
 #ifndef EHT_TOOLS_BENCH_TIER_H
 #define EHT_TOOLS_BENCH_TIER_H
 
@@ -19,10 +19,15 @@ struct bench_table {
 	char tier[16];
 };
 
-/* "memory", "region" or "host-numa"; 0, or 2 (usage error, message printed) for another word. */
-int bench_tier_parse(const char *s);
+/* Whether a bench can make its table in tier: one eht_table_wrap makes (EHT_TIER_CAP_WRAP: the
+ * bench's own memory) or eht_table_share does (EHT_TIER_CAP_SHARE). */
+int bench_tier_can(int tier);
+/* Their names, comma-separated, into buf (`eht --list bench-tiers`, messages). 0 or -ENOSPC. */
+int bench_tier_names(char *buf, size_t len);
+/* 0 when s names such a tier; else 2, the usage error printed for cmd (listing them). */
+int bench_tier_parse(const char *cmd, const char *s);
 
-/* Makes rows x rb bytes in the tier (device >= 0: pinned / GPU-mapped for it where the tier can),
+/* Makes rows x rb bytes in the tier named (device >= 0: pinned / GPU-mapped for it where the tier can),
  * calling fill(host, bytes, arg) on the rows before the memory tier pins them (pinning faults in
  * what is not yet). *fill_s and *make_s: the seconds each took. Returns 0, or -errno with
  * eht_last_error() set. */

@@ -19,13 +19,7 @@
 	"  --json: {\"steps\": [{\"rows\": R}, ...]}, R[token][layer][col] int32 row ids (offset\n"         \
 	"  included), col = (order - 2) * n_heads + head; errors as {\"error\": ...}."
 
-static int usage_err(const char *msg)
-{
-	if (msg)
-		return cli_usage_error("hash", msg);
-	fprintf(stderr, "%s\n", USAGE);
-	return 2;
-}
+static int usage_err(const char *msg) { return cli_usage_error("hash", msg); }
 
 /* One step's rows: into jf (the JSON held until every step is done, so that a failing step leaves
  * only the error object on stdout), else as text on stdout. */
@@ -75,8 +69,8 @@ int cmd_hash(int argc, char **argv)
 	const struct option *opts = cli_opts_hash;
 	const char *preset = NULL, *config = NULL, *map = NULL, *steps = NULL;
 	int gpu = 0, json = 0, device = 0, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	cli_opt_reset();
+	while ((c = cli_getopt(argc, argv, "hash", "h", opts)) != -1) {
 		switch (c) {
 		case 'p': preset = optarg; break;
 		case 'c': config = optarg; break;
@@ -93,7 +87,7 @@ int cmd_hash(int argc, char **argv)
 			break;
 		}
 		case 'h': printf("%s\n", USAGE); return 0;
-		default: return usage_err(NULL);
+		default: return 2; /* cli_getopt said why */
 		}
 	}
 	if (optind != argc)

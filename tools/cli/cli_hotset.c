@@ -9,6 +9,7 @@
 #include "bench_workload.h"
 #include "cli.h"
 #include "eht.h"
+#include "util/clock.h"
 
 static void usage(FILE *f)
 {
@@ -33,24 +34,13 @@ const struct option cli_opts_hotset_build[] = {
 	{"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0}};
 
-int cmd_hotset(int argc, char **argv)
+int cmd_hotset_build(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "build")) {
-		if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-			usage(stdout);
-			return 0;
-		}
-		if (argc >= 2)
-			return cli_usage_error("hotset", "the only subcommand is build");
-		usage(stderr);
-		return 2;
-	}
 	const char *workload = NULL, *outp = NULL;
 	long long k = 0, skip = 0, trows = 0, layer = 1;
 	const struct option *longopts = cli_opts_hotset_build;
 	int opt, json = 0;
 	char *end;
-	argc--, argv++;
 	cli_opt_reset();
 	while ((opt = cli_getopt(argc, argv, "hotset build", "o:", longopts)) != -1) {
 		long long *dst = opt == 'k' ? &k : opt == 's' ? &skip : opt == 'r' ? &trows : opt == 'l' ? &layer : NULL;
@@ -74,7 +64,7 @@ int cmd_hotset(int argc, char **argv)
 	struct bench_workload *w = NULL;
 	int64_t *rows = NULL;
 	size_t n = 0;
-	double cov = 0, t0 = cli_now_s();
+	double cov = 0, t0 = eht_now_s();
 	int rc = 1;
 	if (bench_workload_open_layer(workload, (uint64_t)trows, layer == 14, 0, &w)) {
 		cli_fail("hotset build", NULL);
@@ -94,12 +84,12 @@ int cmd_hotset(int argc, char **argv)
 					      (json_int_t)n, "table_rows", (json_int_t)bench_workload_rows(w), "layer",
 					      (json_int_t)layer, "tokens", (json_int_t)skip,
 					      (json_int_t)bench_workload_tokens(w), "coverage", cov, "gpu_bytes",
-					      (json_int_t)(n * (264 + 48)), "seconds", cli_now_s() - t0));
+					      (json_int_t)(n * (264 + 48)), "seconds", eht_now_s() - t0));
 	else {
 		printf("hot set %s: %zu rows of %llu (layer %lld), learned on tokens [%lld, %zu): %.1f %% of their "
 		       "lookups; %.1f MB of GPU memory at 264 B rows; %.1f s\n",
 		       outp, n, (unsigned long long)bench_workload_rows(w), layer, skip, bench_workload_tokens(w),
-		       100 * cov, (double)n * (264 + 48) / 1e6, cli_now_s() - t0);
+		       100 * cov, (double)n * (264 + 48) / 1e6, eht_now_s() - t0);
 		rc = 0;
 	}
 out:

@@ -85,16 +85,14 @@ static int print_json(const eht_ckpt *c)
 	files = tensors = NULL;
 	json_object_set_new(root, "total_tensors", json_integer((json_int_t)eht_ckpt_count(c)));
 	json_object_set_new(root, "total_bytes", json_integer((json_int_t)total));
-	if (json_dumpf(root, stdout, JSON_INDENT(2)) == 0) {
-		fputc('\n', stdout);
-		rc = 0;
-	}
+	rc = cli_print_json(root);
+	root = NULL; /* taken */
 out:
 	json_decref(files);
 	json_decref(tensors);
 	json_decref(root);
 	if (rc)
-		fprintf(stderr, "eht info: could not write JSON\n");
+		cli_errorf("info", 1, "could not write the JSON report");
 	return rc;
 }
 

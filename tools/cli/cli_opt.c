@@ -13,8 +13,25 @@
 
 #include "cli.h"
 #include "eht.h"
+#include "util/clock.h"
 
-int cli_json;
+int cli_json, cli_json_printed;
+
+void cli_json_error(const char *cmd, int code, const char *msg)
+{
+	if (cli_json_printed) /* one object per invocation: the first error is the one that says why */
+		return;
+	char full[96];
+	snprintf(full, sizeof(full), "eht%s%s", cmd[0] ? " " : "", cmd);
+	json_t *o = json_pack("{s:s, s:s, s:i}", "error", msg, "command", full, "exit", code);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (text)
+		printf("%s\n", text);
+	fflush(stdout);
+	free(text);
+	json_decref(o);
+	cli_json_printed = 1;
+}
 
 int cli_errorf(const char *cmd, int code, const char *fmt, ...)
 {
@@ -23,19 +40,9 @@ int cli_errorf(const char *cmd, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "eht %s: %s\n", cmd, msg);
-	if (cli_json) {
-		/* One line: a stream of JSON lines (eht serve --json) stays one object per line. */
-		char full[64];
-		snprintf(full, sizeof(full), "eht %s", cmd);
-		json_t *o = json_pack("{s:s, s:s, s:i}", "error", msg, "command", full, "exit", code);
-		char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-		if (text)
-			printf("%s\n", text);
-		fflush(stdout);
-		free(text);
-		json_decref(o);
-	}
+	fprintf(stderr, "eht%s%s: %s\n", cmd[0] ? " " : "", cmd, msg);
+	if (cli_json)
+		cli_json_error(cmd, code, msg);
 	return code;
 }
 
@@ -151,7 +158,9 @@ int cli_print_json(json_t *o)
 		fprintf(stderr, "eht: out of memory building the JSON report\n");
 		return 1;
 	}
-	return print_json_flags(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	int bad = print_json_flags(o, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	cli_json_printed |= !bad;
+	return bad;
 }
 
 int cli_error(const char *cmd, int json, const char *msg)
@@ -169,13 +178,13 @@ int cli_progress_tty(void) { return isatty(2); }
 
 void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total)
 {
-	*p = (struct cli_progress){.what = what, .total = total, .start = cli_now_s(), .tty = cli_progress_tty(),
+	*p = (struct cli_progress){.what = what, .total = total, .start = eht_now_s(), .tty = cli_progress_tty(),
 				   .last_decile = -1};
 }
 
 void cli_progress_update(struct cli_progress *p, uint64_t done)
 {
-	double t = cli_now_s(), el = t - p->start;
+	double t = eht_now_s(), el = t - p->start;
 	double frac = p->total ? (double)done / (double)p->total : 1;
 	double rate = el > 0 ? (double)done / el : 0;
 	double eta = rate > 0 && p->total > done ? (double)(p->total - done) / rate : 0;

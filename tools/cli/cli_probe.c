@@ -63,7 +63,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 		bool fits = have && left >= pages;
 		left -= fits ? pages : 0;
 		got[i] = fits ? "2 MiB (hugetlb)" : thp ? "2 MiB (shmem THP, advised)" : "4 KiB";
-		autot[i] = !gpu ? "region" : fits ? "region-pinned" : "host-numa";
+		autot[i] = eht_tier_name(!gpu ? EHT_TIER_REGION : fits ? EHT_TIER_REGION_PINNED : EHT_TIER_HOST_NUMA);
 	}
 	if (json) {
 		json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:b}", "checkpoint", path, "tables",
@@ -81,16 +81,10 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 			json_object_set_new(o, "table_pages", arr);
 		else
 			json_decref(arr);
-		char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-		json_decref(o);
 		free(tabs);
 		free(got);
 		free(autot);
-		if (!s)
-			return cli_error("probe", json, "out of memory");
-		printf("%s\n", s);
-		free(s);
-		return 0;
+		return cli_print_json(o);
 	}
 	printf("%s: %zu table(s), %.2f GiB\n", path, n, (double)bytes / (double)(1ull << 30));
 	for (size_t i = 0; i < n; i++)
@@ -98,7 +92,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 		       tabs[i].name, (double)(tabs[i].rows * tabs[i].row_bytes) / (double)(1ull << 30),
 		       (unsigned long long)eht_hugetlb_region_pages(tabs[i].rows * tabs[i].row_bytes, hp),
 		       got ? got[i] : "?", autot ? autot[i] : "?",
-		       autot && !strcmp(autot[i], "host-numa") ? " first (4 KiB CPU pages)" : "");
+		       autot && !strcmp(autot[i], eht_tier_name(EHT_TIER_HOST_NUMA)) ? " first (4 KiB CPU pages)" : "");
 	free(tabs);
 	free(got);
 	free(autot);
@@ -155,9 +149,12 @@ int cmd_probe(int argc, char **argv)
 		char *s = NULL;
 		if (eht_probe_json(&s))
 			return cli_error("probe", 1, NULL);
-		printf("%s\n", s);
+		json_error_t je;
+		json_t *o = json_loads(s, 0, &je); /* the library's report, as every other: one compact line */
 		free(s);
-		return 0;
+		if (!o)
+			return cli_errorf("probe", 1, "the library's probe report is not JSON: %s", je.text);
+		return cli_print_json(o);
 	}
 	struct eht_probe *p = NULL;
 	if (eht_probe(&p))

@@ -14,7 +14,10 @@ static void usage(FILE *f)
 		   "       eht regions gc [--dir D] [--dry-run] [--json]\n"
 		   "The directory defaults to $EHT_SHM_DIR, else /dev/shm. gc removes regions whose creator died\n"
 		   "before ready (stale), unlink-when-mapped regions nobody maps (orphaned), unreadable ones and\n"
-		   "creators' leftover temporary files; never a region in use.\n");
+		   "creators' leftover temporary files; never a region in use.\n"
+		   "  --dir D    the directory of regions\n"
+		   "  --dry-run  gc: list what it would delete, delete nothing\n"
+		   "  --json     one object: {\"regions\": [...]} (list), {\"dry_run\", \"count\", \"regions\"} (gc)\n");
 }
 
 /* Options of both subcommands. */
@@ -120,7 +123,7 @@ static json_t *served_entries(void)
 	return out;
 }
 
-static int list(int argc, char **argv)
+int cmd_regions_list(int argc, char **argv)
 {
 	struct ropts o = {0};
 	int prc = parse(argc, argv, "regions list", 0, &o);
@@ -139,7 +142,7 @@ static int list(int argc, char **argv)
 		json_array_extend(arr, served);
 		json_decref(served);
 		eht_region_list_free(v);
-		return cli_print_json(arr);
+		return cli_print_json(arr ? json_pack("{s:o}", "regions", arr) : NULL);
 	}
 	if (n == 0 && json_array_size(served) == 0) {
 		printf("no regions\n");
@@ -204,7 +207,7 @@ static void gc_report(const struct eht_region_entry *e, void *arg)
 	       sz);
 }
 
-static int gc(int argc, char **argv)
+int cmd_regions_gc(int argc, char **argv)
 {
 	struct ropts o = {0};
 	int prc = parse(argc, argv, "regions gc", 1, &o);
@@ -220,28 +223,10 @@ static int gc(int argc, char **argv)
 		return cli_error("regions gc", json, NULL);
 	}
 	if (json) {
-		json_t *o = json_pack("{s:b, s:i, s:o}", "dry_run", g.dry, "count", n, "regions", g.arr);
-		char *s = json_dumps(o, JSON_INDENT(2));
-		printf("%s\n", s ? s : "{}");
-		free(s);
-		json_decref(o);
+		if (cli_print_json(json_pack("{s:b, s:i, s:o}", "dry_run", g.dry, "count", n, "regions", g.arr)))
+			return 1;
 	} else {
 		printf("%s %d region(s)\n", g.dry ? "would remove" : "removed", n);
 	}
 	return 0;
-}
-
-int cmd_regions(int argc, char **argv)
-{
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	if (!strcmp(argv[1], "list"))
-		return list(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "gc"))
-		return gc(argc - 1, argv + 1);
-	fprintf(stderr, "eht regions: unknown subcommand '%s'\n", argv[1]);
-	usage(stderr);
-	return 2;
 }

@@ -14,6 +14,7 @@
 #include "eht.h"
 #include "serve/serve_impl.h"
 #include "table/table_impl.h"
+#include "util/clock.h"
 
 struct progress {
 	double start;
@@ -40,7 +41,7 @@ static void *signal_thread(void *arg)
 static void show_progress(void *arg, uint64_t done, uint64_t total, const char *table)
 {
 	struct progress *p = arg;
-	double t = cli_now_s(), el = t - p->start;
+	double t = eht_now_s(), el = t - p->start;
 	double rate = el > 0 ? (double)done / el : 0;
 	double eta = rate > 0 ? (double)(total - done) / rate : 0;
 	double frac = total ? (double)done / (double)total : 1;
@@ -67,19 +68,30 @@ static void show_progress(void *arg, uint64_t done, uint64_t total, const char *
 	}
 }
 
+/* What --tier takes: auto, and each tier the library serves (eht_tier_caps: shared, or opened in
+ * place). */
+static int servable(int tier) { return (eht_tier_caps(tier) & (EHT_TIER_CAP_SHARE | EHT_TIER_CAP_IN_PLACE)) != 0; }
+
+void cli_serve_tier_names(char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "auto");
+	for (int t = 1; t <= eht_tier_count() && n < len; t++)
+		if (servable(t))
+			n += (size_t)snprintf(buf + n, len - n, ", %s", eht_tier_name(t));
+}
+
 static int parse_tier(const char *s)
 {
 	if (!strcmp(s, "auto"))
 		return 0;
-	/* Any tier by its name; eht_serve_start says which ones cannot be served. */
-	for (int t = 1; strcmp(eht_tier_name(t), "none") != 0; t++)
-		if (!strcmp(s, eht_tier_name(t)))
-			return t;
-	return -1;
+	int t = eht_tier_by_name(s);
+	return t > 0 && servable(t) ? t : -1;
 }
 
 static void usage(FILE *f)
 {
+	char tiers[128];
+	cli_serve_tier_names(tiers, sizeof(tiers));
 	fprintf(f, "usage: eht serve CHECKPOINT [--key KEY] [--tensors PATTERN] [--tier T] [--device N]\n"
 		   "                 [--threads N] [--hotset [NAME=]FILE]... [--per-numa[=NODES]]\n"
 		   "                 [--workers N] [--cpu-budget N] [--ready-file PATH] [--json]\n"
@@ -87,9 +99,10 @@ static void usage(FILE *f)
 		   "SIGINT or SIGTERM.\n"
 		   "  --key KEY          attach key (default \"default\")\n"
 		   "  --tensors PATTERN  weight tensors to serve (default \"%s\")\n"
-		   "  --tier T           auto (default), host-numa, region-pinned, region or disk; auto takes\n"
-		   "                     region-pinned on huge pages when the pool (vm.nr_hugepages) has room\n"
-		   "                     for a table, else the first of host-numa, region-pinned, region\n"
+		   "  --tier T           %s (default auto)\n"
+		   "                     auto takes region-pinned on huge pages when the pool (vm.nr_hugepages)\n"
+		   "                     has room for a table, else the first of host-numa, region-pinned, region\n"
+		   "                     that works\n"
 		   "  --device N         GPU whose host NUMA node gets the tables (default 0 when there is a GPU)\n"
 		   "  --threads N        loading threads (default one per CPU)\n"
 		   "  --hotset [NAME=]FILE  hot set (`eht hotset build`) of table NAME, handed to every worker at\n"
@@ -108,7 +121,7 @@ static void usage(FILE *f)
 		   "                     serving, {\"event\": \"stopped\", ...} at the end; errors as {\"error\": ...}\n"
 		   "Readiness: READY=1 to $NOTIFY_SOCKET (systemd Type=notify, see examples/eht-serve.service),\n"
 		   "the ready file, and `eht status KEY`.\n",
-		EHT_SERVE_DEFAULT_PATTERN);
+		EHT_SERVE_DEFAULT_PATTERN, tiers);
 }
 
 #define MAX_HOTSETS 256
@@ -208,16 +221,22 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 			break;
 		case 't':
 			o->tier = parse_tier(optarg);
-			if (o->tier < 0)
-				return cli_usage_error("serve", "--tier takes auto, host-numa, region-pinned, region or disk");
+			if (o->tier < 0) {
+				char tiers[128], msg[192];
+				cli_serve_tier_names(tiers, sizeof(tiers));
+				snprintf(msg, sizeof(msg), "--tier takes %s, not '%s'", tiers, optarg);
+				return cli_usage_error("serve", msg);
+			}
 			break;
 		case 'd':
 			if (cli_int("serve", "--device", optarg, &o->device))
 				return 2;
 			break;
 		case 'T':
-			if (cli_int("serve", "--threads", optarg, &v) || v < 0)
-				return v < 0 ? cli_usage_error("serve", "--threads takes a count >= 0") : 2;
+			if (cli_int("serve", "--threads", optarg, &v))
+				return 2;
+			if (v < 0)
+				return cli_usage_error("serve", "--threads takes a count >= 0");
 			o->threads = (unsigned)v;
 			break;
 		case 'r':
@@ -238,10 +257,11 @@ static int parse_serve(int argc, char **argv, struct eht_serve_opts *o, const ch
 			break;
 		case 'W':
 		case 'B':
-			if (cli_int("serve", c == 'W' ? "--workers" : "--cpu-budget", optarg, &v) || v < 1)
-				return v < 1 ? cli_usage_error("serve", c == 'W' ? "--workers takes a count >= 1"
-										 : "--cpu-budget takes a core count >= 1")
-					     : 2;
+			if (cli_int("serve", c == 'W' ? "--workers" : "--cpu-budget", optarg, &v))
+				return 2;
+			if (v < 1)
+				return cli_usage_error("serve", c == 'W' ? "--workers takes a count >= 1"
+									 : "--cpu-budget takes a core count >= 1");
 			*(c == 'W' ? &o->workers : &o->cpu_budget) = (unsigned)v;
 			break;
 		case 'h':
@@ -281,7 +301,7 @@ int cmd_serve(int argc, char **argv)
 	if (pthread_create(&sigt, NULL, signal_thread, &set) != 0)
 		return cli_error("serve", json, "cannot start the signal thread");
 
-	struct progress p = {.start = cli_now_s(), .tty = cli_progress_tty(), .last_decile = -1};
+	struct progress p = {.start = eht_now_s(), .tty = cli_progress_tty(), .last_decile = -1};
 	o.progress = show_progress;
 	o.progress_arg = &p;
 	o.cancel = &stop_loading;
@@ -299,7 +319,7 @@ int cmd_serve(int argc, char **argv)
 		pthread_join(sigt, NULL);
 		return rc;
 	}
-	double secs = cli_now_s() - p.start;
+	double secs = eht_now_s() - p.start;
 	uint64_t total = 0;
 	if (!json)
 		printf("%-44s %12s %6s %-14s %5s  %s\n", "TABLE", "ROWS", "BYTES", "TIER", "NUMA", "CPU PAGES");

@@ -40,26 +40,27 @@ int eht_disk_import(json_t *desc, int *fds, size_t nfds, const struct eht_import
 		return eht_err(EPROTO, "table %s: a disk table is described by checkpoint and weight, without descriptors",
 			       name);
 	uint64_t first = 0, count = 0;
-	if (a->disk_rows) { /* the worker's own rows (an Engram head range), checked by eht_disk_open too */
+	if (a->rows_of) { /* the worker's own rows (an Engram head range), checked by eht_disk_open too */
 		json_int_t rows = json_integer_value(json_object_get(desc, "rows"));
-		int crc = a->disk_rows(a->disk_rows_arg, name, rows > 0 ? (uint64_t)rows : 0, &first, &count);
+		int crc = a->rows_of(a->rows_of_arg, name, rows > 0 ? (uint64_t)rows : 0, &first, &count);
 		if (crc < 0)
 			return eht_err(-crc, "served table %s (disk tier): the worker's disk_rows refused it", name);
 		if (count && (rows <= 0 || first >= (uint64_t)rows || count > (uint64_t)rows - first))
 			return eht_err(EINVAL, "served table %s (disk tier): disk_rows gave rows [%llu, +%llu) of %lld", name,
 				       (unsigned long long)first, (unsigned long long)count, (long long)rows);
 	}
-	/* One attach imports every table of one checkpoint: open it once (a->ckpt keeps it for the
-	 * next table; the caller closes it). */
-	eht_ckpt *own = NULL, *ck = a->ckpt ? *a->ckpt : NULL;
+	/* One attach imports every table of one checkpoint: open it once (a->keep holds it for the next
+	 * table; eht_table_import_end closes it). */
+	eht_ckpt **kept = a->keep ? &a->keep->ckpt : NULL;
+	eht_ckpt *own = NULL, *ck = kept ? *kept : NULL;
 	int rc = 0;
 	if (!ck || strcmp(eht_ckpt_path(ck), ckpt) != 0) {
 		if ((rc = eht_ckpt_open(ckpt, 0, &own)))
 			return eht_err_prefix(rc, "served table %s (disk tier)", name);
 		ck = own;
-		if (a->ckpt) {
-			eht_ckpt_close(*a->ckpt);
-			*a->ckpt = own;
+		if (kept) {
+			eht_ckpt_close(*kept);
+			*kept = own;
 			own = NULL;
 		}
 	}
