@@ -389,7 +389,8 @@ typedef struct eht_region eht_region;
 #define EHT_REGION_NUMA_NODE 0x0020u  /* bind the pages to opts.numa_node (mbind, before first touch) */
 #define EHT_REGION_NUMA_DEVICE 0x0040u /* bind the pages to GPU opts.device's host NUMA node when the
 					* driver knows it (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID), else local */
-#define EHT_REGION_GROUP 0x0080u      /* mode 0660 and group opts.gid instead of 0600 */
+#define EHT_REGION_GROUP 0x0080u      /* mode 0660 and group opts.gid instead of 0600 (openers then
+				       * also trust a file of group opts.gid that another uid owns) */
 #define EHT_REGION_HUGE 0x0100u       /* huge pages where the node has them (CPU gathers run about twice as
 				       * fast on them): a hugetlbfs directory as is; else, when the huge page
 				       * pool has room, a hugetlb memfd that has no name in the directory
@@ -420,10 +421,17 @@ struct eht_region_opts {
  * eht_region_mark_ready(). Otherwise it waits (opts->timeout_s) until the creator marks it ready
  * and maps it. bytes 0 is allowed with EHT_REGION_OPEN_ONLY (any size). A region whose creator died
  * before ready is reclaimed (this process becomes the creator) unless EHT_REGION_NO_RECLAIM.
+ * An existing file under the name is mapped only when this user (euid) or root owns it (with
+ * EHT_REGION_GROUP also a member of opts.gid) and it is not writable by group or others beyond the
+ * mode asked for (0600; 0660 with EHT_REGION_GROUP); otherwise -EPERM at once, naming the file, its
+ * owner uid and mode. A file that is not a region fails at once (-EINVAL, naming its owner and mode),
+ * whoever holds a lock on it; a ready region whose write lock another process holds is waited for
+ * at most 5 s (gc holds it for an instant), then -ETIMEDOUT.
  * Returns 0, -EINVAL (bad name, flags or options; a region of another size or geometry than asked,
- * naming both; not an eht region), -ENOSPC (does not fit: names the size, the space free and the
- * fix), -ETIMEDOUT (not ready in time, naming the region and its creator), -ENOENT (OPEN_ONLY),
- * -EOWNERDEAD (NO_RECLAIM), -EACCES or another -errno from the file system. */
+ * naming both; not an eht region), -EPERM (another user's file, or a mode too open, as above),
+ * -ENOSPC (does not fit: names the size, the space free and the fix), -ETIMEDOUT (not ready in
+ * time, naming the region and its creator), -ENOENT (OPEN_ONLY), -EOWNERDEAD (NO_RECLAIM), -EACCES
+ * or another -errno from the file system. */
 EHT_API EHT_MUST_CHECK int eht_region_open(const char *name, uint64_t bytes,
 		const struct eht_region_opts *opts,
 		    eht_region **out);
@@ -455,12 +463,21 @@ EHT_API const char *eht_region_name(const eht_region *region);
 /* Releases this process's view: unpins, removes a half-built region (creator before ready),
  * unmaps, closes (dropping the lock) and sets *region to NULL. Every step is attempted even when
  * one fails; each failure is logged and the first is returned. NULL or *NULL is a no-op, so a
- * second close is safe. */
+ * second close is safe. In a forked child (a handle the parent opened) it only unmaps and closes
+ * the child's copy: it never unlinks and never unpins (the name and the pin are the parent's). */
 EHT_API int eht_region_close(eht_region **region);
 
 /* Removes the name now (the memory lives until the last mapping goes). dir as in the options.
  * Returns 0, -EINVAL (bad name) or -ENOENT. */
 EHT_API EHT_MUST_CHECK int eht_region_unlink(const char *name, const char *dir);
+
+/* The creator's removal of its own region: unlinks the region's name only when called by the
+ * process that created it (a forked child's copy of the handle never removes it) and only while
+ * the name still names this region's file (after the name was removed and another process made
+ * the region again, that one is left alone). The mapping stays valid. Returns 0; -ESTALE (the name
+ * names another file, or none: nothing removed); -EPERM (this process did not create it); -EINVAL
+ * (NULL, or a memfd region, which has no name); or -errno from unlink. */
+EHT_API EHT_MUST_CHECK int eht_region_unlink_if_same(const eht_region *region);
 
 enum eht_region_state {
 	EHT_REGION_STATE_READY = 0,    /* ready and mapped by someone */
