@@ -459,6 +459,9 @@ EHT_API int eht_region_numa_node(const eht_region *region);       /* node the pa
 		-1 unknown */
 EHT_API uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
 EHT_API const char *eht_region_name(const eht_region *region);
+/* The region's file ("<dir>/eht.<name>"; "memfd:<name>" for a memfd region, which has no name in
+ * the directory); the name may have been removed since. "" for NULL. */
+EHT_API const char *eht_region_path(const eht_region *region);
 
 /* Releases this process's view: unpins, removes a half-built region (creator before ready),
  * unmaps, closes (dropping the lock) and sets *region to NULL. Every step is attempted even when

@@ -955,6 +955,7 @@ int eht_region_device(const eht_region *r) { return r && r->pinned ? r->device :
 int eht_region_numa_node(const eht_region *r) { return r ? r->numa_node : -1; }
 uint64_t eht_region_page_size(const eht_region *r) { return r ? r->page_size : 0; }
 const char *eht_region_name(const eht_region *r) { return r ? r->name : ""; }
+const char *eht_region_path(const eht_region *r) { return r ? r->path : ""; }
 
 int region_pin(eht_region *r, int device, const struct region_gpu_ops *gpu)
 {
