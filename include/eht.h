@@ -1124,11 +1124,17 @@ EHT_API EHT_MUST_CHECK int eht_disk_prefetch(eht_table *table, const void *ids, 
 		int64_t id_offset, uint64_t count,
 		      uint32_t flags, eht_disk_ticket **out);
 /* Waits until the ticket's reads are done. Returns 0 or the first read error (the lookup then reads
- * those rows itself and reports the error again). */
+ * those rows itself and reports the error again).
+ * A ticket outlives its table's eht_table_close: close finishes it (reads in flight complete, queued
+ * ones are dropped, a thread waiting on it wakes), and from then on eht_disk_wait and eht_disk_release
+ * return -EBADF naming the table and eht_disk_ticket_rows 0. Each ticket is still released once: that
+ * release frees it (the last one also frees what the table kept for its tickets). */
 EHT_API EHT_MUST_CHECK int eht_disk_wait(eht_disk_ticket *ticket);
 /* Distinct rows the ticket staged (after it is done). */
 EHT_API uint64_t eht_disk_ticket_rows(const eht_disk_ticket *ticket);
-/* Waits for the ticket's reads and frees its slot; NULL is a no-op. Returns as eht_disk_wait. */
+/* Waits for the ticket's reads and frees its slot; NULL is a no-op. Returns as eht_disk_wait
+ * (-EINVAL for a ticket released already while its table is open; after its table's close a released
+ * ticket is freed memory, as any released handle). */
 EHT_API int eht_disk_release(eht_disk_ticket *ticket);
 
 /* Compares every file of the table with what was seen at open: size, mtime, and the inode the path
