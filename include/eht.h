@@ -358,8 +358,10 @@ EHT_API EHT_MUST_CHECK int eht_table_hotset(const eht_table *table, const int64_
  * (metadata format=eht-hotset-1), which numpy, torch and the safetensors library read. Read also:
  * the first format, "EHTHOT1\n", a uint64 count, then count int64 row ids (little-endian).
  * eht_hotset_read: *rows (malloc'ed: free with eht_hotset_free) and *n; returns 0, -EINVAL (not a
- * hot-set file, a size not matching the count, a negative row, empty), -ENOMEM, -errno of
- * open/read. eht_hotset_write: 0, -EINVAL (no rows) or -errno. */
+ * hot-set file, a size not matching the count, a negative row, empty, a header counting more than
+ * 2^31 - 1 entries: checked before anything is read or allocated), -ENOMEM, -errno of open/read.
+ * `eht serve --hotset` checks the count against its table's rows the same way, first.
+ * eht_hotset_write: 0, -EINVAL (no rows) or -errno. */
 EHT_API EHT_MUST_CHECK int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n);
 EHT_API EHT_MUST_CHECK int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n);
 EHT_API void eht_hotset_free(int64_t *rows);
