@@ -26,7 +26,8 @@ static void task(void *arg, size_t i, unsigned worker)
 
 static void noop(void *arg, size_t i, unsigned worker) { (void)arg, (void)i, (void)worker; }
 
-/* Waits up to 2 s for the pool to have `want` workers asleep; returns whether it got there. */
+/* Waits up to 2 s (the spinners' 3 s must still hold when it returns) for the pool to have `want`
+ * workers asleep; returns whether it got there. */
 static bool sleeping_reaches(eht_pool *pool, unsigned want)
 {
 	struct timespec ms = {0, 1000 * 1000};
@@ -40,11 +41,13 @@ static bool sleeping_reaches(eht_pool *pool, unsigned want)
 
 /* After a job long after the last (a model's step), EHT_POOL_SPINNERS workers spin (default none)
  * and the rest sleep at once; while jobs come back to back, every worker spins. The spin is made
- * long (3 s) so that the workers' states hold still while the test looks. */
+ * long (3 s) so that the workers' states hold still while the test looks. "Back to back" is any gap
+ * up to EHT_POOL_SPIN_MAX_US, made 1 s (its most): on a loaded machine this thread may be off the
+ * CPU for milliseconds between two calls, which must not make them far apart. */
 static void spinners(void)
 {
 	eht_pool *pool = NULL;
-	setenv("EHT_POOL_SPIN_MAX_US", "20000", 1);
+	setenv("EHT_POOL_SPIN_MAX_US", "1000000", 1);
 	CHECK_RC(eht_pool_create(4, -1, 3000000, &pool), 0); /* the default: after a lone job all sleep */
 	if (pool) {
 		CHECK(sleeping_reaches(pool, 4));
@@ -107,7 +110,8 @@ static void thread_names(void)
 	eht_pool *pool = NULL;
 	CHECK_RC(eht_pool_create(3, -1, 0, &pool), 0);
 	unsigned seen = 0;
-	for (int tries = 0; pool && tries < 2000 && (seen = pool_names_seen()) != 7; tries++) {
+	/* Until every worker ran far enough to name itself (30 s: a loaded machine may start them late). */
+	for (int tries = 0; pool && tries < 30000 && (seen = pool_names_seen()) != 7; tries++) {
 		struct timespec ts = {0, 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
