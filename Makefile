@@ -42,10 +42,14 @@ asan: deps
 	@cmake --build $(BUILD)/asan -j$(JOBS)
 	cd $(BUILD)/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 EHT_NO_CUDA=1 \
 		ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install)'
-	@# Python objects after close, with the interpreter running the ASan build of libeht.
+	@# Python objects after close (disk tickets included), and the encoder-cache region's cleanup
+	@# through fork, restart and exit, with the interpreter running the ASan build of libeht.
 	cd $(BUILD)/asan && LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
 		EHT_NO_CUDA=1 EHT_LIB=$$PWD/libeht.so EHT_CLI=$$PWD/eht EHT_SOURCE_DIR=$(CURDIR) \
 		python3 $(CURDIR)/tests/test_python_lifetime.py
+	cd $(BUILD)/asan && LD_PRELOAD=$$($(CC) -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
+		EHT_NO_CUDA=1 EHT_LIB=$$PWD/libeht.so EHT_CLI=$$PWD/eht EHT_SOURCE_DIR=$(CURDIR) \
+		PYTHONPATH=$(CURDIR)/python python3 $(CURDIR)/tests/test_python_shared_life.py
 
 # Threaded code under ThreadSanitizer.
 tsan: deps

@@ -374,8 +374,10 @@ EHT_API EHT_MUST_CHECK int eht_table_hotset(const eht_table *table, const int64_
  * (metadata format=eht-hotset-1), which numpy, torch and the safetensors library read. Read also:
  * the first format, "EHTHOT1\n", a uint64 count, then count int64 row ids (little-endian).
  * eht_hotset_read: *rows (malloc'ed: free with eht_hotset_free) and *n; returns 0, -EINVAL (not a
- * hot-set file, a size not matching the count, a negative row, empty), -ENOMEM, -errno of
- * open/read. eht_hotset_write: 0, -EINVAL (no rows) or -errno. */
+ * hot-set file, a size not matching the count, a negative row, empty, a header counting more than
+ * 2^31 - 1 entries: checked before anything is read or allocated), -ENOMEM, -errno of open/read.
+ * `eht serve --hotset` checks the count against its table's rows the same way, first.
+ * eht_hotset_write: 0, -EINVAL (no rows) or -errno. */
 EHT_API EHT_MUST_CHECK int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n);
 EHT_API EHT_MUST_CHECK int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n);
 EHT_API void eht_hotset_free(int64_t *rows);
@@ -405,7 +407,8 @@ typedef struct eht_region eht_region;
 #define EHT_REGION_NUMA_NODE 0x0020u  /* bind the pages to opts.numa_node (mbind, before first touch) */
 #define EHT_REGION_NUMA_DEVICE 0x0040u /* bind the pages to GPU opts.device's host NUMA node when the
 					* driver knows it (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID), else local */
-#define EHT_REGION_GROUP 0x0080u      /* mode 0660 and group opts.gid instead of 0600 */
+#define EHT_REGION_GROUP 0x0080u      /* mode 0660 and group opts.gid instead of 0600 (openers then
+				       * also trust a file of group opts.gid that another uid owns) */
 #define EHT_REGION_HUGE 0x0100u       /* huge pages where the node has them (CPU gathers run about twice as
 				       * fast on them): a hugetlbfs directory as is; else, when the huge page
 				       * pool has room, a hugetlb memfd that has no name in the directory
@@ -436,10 +439,17 @@ struct eht_region_opts {
  * eht_region_mark_ready(). Otherwise it waits (opts->timeout_s) until the creator marks it ready
  * and maps it. bytes 0 is allowed with EHT_REGION_OPEN_ONLY (any size). A region whose creator died
  * before ready is reclaimed (this process becomes the creator) unless EHT_REGION_NO_RECLAIM.
+ * An existing file under the name is mapped only when this user (euid) or root owns it (with
+ * EHT_REGION_GROUP also a member of opts.gid) and it is not writable by group or others beyond the
+ * mode asked for (0600; 0660 with EHT_REGION_GROUP); otherwise -EPERM at once, naming the file, its
+ * owner uid and mode. A file that is not a region fails at once (-EINVAL, naming its owner and mode),
+ * whoever holds a lock on it; a ready region whose write lock another process holds is waited for
+ * at most 5 s (gc holds it for an instant), then -ETIMEDOUT.
  * Returns 0, -EINVAL (bad name, flags or options; a region of another size or geometry than asked,
- * naming both; not an eht region), -ENOSPC (does not fit: names the size, the space free and the
- * fix), -ETIMEDOUT (not ready in time, naming the region and its creator), -ENOENT (OPEN_ONLY),
- * -EOWNERDEAD (NO_RECLAIM), -EACCES or another -errno from the file system. */
+ * naming both; not an eht region), -EPERM (another user's file, or a mode too open, as above),
+ * -ENOSPC (does not fit: names the size, the space free and the fix), -ETIMEDOUT (not ready in
+ * time, naming the region and its creator), -ENOENT (OPEN_ONLY), -EOWNERDEAD (NO_RECLAIM), -EACCES
+ * or another -errno from the file system. */
 EHT_API EHT_MUST_CHECK int eht_region_open(const char *name, uint64_t bytes,
 		const struct eht_region_opts *opts,
 		    eht_region **out);
@@ -467,16 +477,28 @@ EHT_API int eht_region_numa_node(const eht_region *region);       /* node the pa
 		-1 unknown */
 EHT_API uint64_t eht_region_page_size(const eht_region *region);  /* backing page size (4 KiB, 2 MiB, ...) */
 EHT_API const char *eht_region_name(const eht_region *region);
+/* The region's file ("<dir>/eht.<name>"; "memfd:<name>" for a memfd region, which has no name in
+ * the directory); the name may have been removed since. "" for NULL. */
+EHT_API const char *eht_region_path(const eht_region *region);
 
 /* Releases this process's view: unpins, removes a half-built region (creator before ready),
  * unmaps, closes (dropping the lock) and sets *region to NULL. Every step is attempted even when
  * one fails; each failure is logged and the first is returned. NULL or *NULL is a no-op, so a
- * second close is safe. */
+ * second close is safe. In a forked child (a handle the parent opened) it only unmaps and closes
+ * the child's copy: it never unlinks and never unpins (the name and the pin are the parent's). */
 EHT_API int eht_region_close(eht_region **region);
 
 /* Removes the name now (the memory lives until the last mapping goes). dir as in the options.
  * Returns 0, -EINVAL (bad name) or -ENOENT. */
 EHT_API EHT_MUST_CHECK int eht_region_unlink(const char *name, const char *dir);
+
+/* The creator's removal of its own region: unlinks the region's name only when called by the
+ * process that created it (a forked child's copy of the handle never removes it) and only while
+ * the name still names this region's file (after the name was removed and another process made
+ * the region again, that one is left alone). The mapping stays valid. Returns 0; -ESTALE (the name
+ * names another file, or none: nothing removed); -EPERM (this process did not create it); -EINVAL
+ * (NULL, or a memfd region, which has no name); or -errno from unlink. */
+EHT_API EHT_MUST_CHECK int eht_region_unlink_if_same(const eht_region *region);
 
 enum eht_region_state {
 	EHT_REGION_STATE_READY = 0,    /* ready and mapped by someone */
@@ -1118,11 +1140,17 @@ EHT_API EHT_MUST_CHECK int eht_disk_prefetch(eht_table *table, const void *ids, 
 		int64_t id_offset, uint64_t count,
 		      uint32_t flags, eht_disk_ticket **out);
 /* Waits until the ticket's reads are done. Returns 0 or the first read error (the lookup then reads
- * those rows itself and reports the error again). */
+ * those rows itself and reports the error again).
+ * A ticket outlives its table's eht_table_close: close finishes it (reads in flight complete, queued
+ * ones are dropped, a thread waiting on it wakes), and from then on eht_disk_wait and eht_disk_release
+ * return -EBADF naming the table and eht_disk_ticket_rows 0. Each ticket is still released once: that
+ * release frees it (the last one also frees what the table kept for its tickets). */
 EHT_API EHT_MUST_CHECK int eht_disk_wait(eht_disk_ticket *ticket);
 /* Distinct rows the ticket staged (after it is done). */
 EHT_API uint64_t eht_disk_ticket_rows(const eht_disk_ticket *ticket);
-/* Waits for the ticket's reads and frees its slot; NULL is a no-op. Returns as eht_disk_wait. */
+/* Waits for the ticket's reads and frees its slot; NULL is a no-op. Returns as eht_disk_wait
+ * (-EINVAL for a ticket released already while its table is open; after its table's close a released
+ * ticket is freed memory, as any released handle). */
 EHT_API int eht_disk_release(eht_disk_ticket *ticket);
 
 /* Compares every file of the table with what was seen at open: size, mtime, and the inode the path

@@ -37,10 +37,25 @@ static struct eht_group_opts opts_ms(uint32_t ms)
 	return o;
 }
 
-/* Forks n ranks running fn(rank) (its return is the exit status); returns how many failed. */
+/* Written by a rank once its group formed (ranks of a kill test): the parent kills only then. */
+static int formed_fd = -1;
+
+static void formed(void)
+{
+	if (formed_fd >= 0 && write(formed_fd, "f", 1) != 1)
+		fprintf(stderr, "rank: cannot say the group formed\n");
+}
+
+/* Forks n ranks running fn(rank) (its return is the exit status); returns how many failed. With
+ * kill_rank >= 0, kills that rank kill_after_ms after every rank said its group formed (formed()):
+ * a rank slow to start on a loaded machine is never killed before it joined. */
 static int run_ranks(int n, int (*fn)(int rank), pid_t *pids_out, int kill_rank, int kill_after_ms)
 {
 	pid_t pids[16];
+	int fp[2] = {-1, -1};
+	if (kill_rank >= 0 && pipe(fp) != 0)
+		return n;
+	formed_fd = fp[1];
 	for (int r = 0; r < n; r++) {
 		pids[r] = fork();
 		if (pids[r] == 0)
@@ -48,7 +63,14 @@ static int run_ranks(int n, int (*fn)(int rank), pid_t *pids_out, int kill_rank,
 		if (pids_out)
 			pids_out[r] = pids[r];
 	}
+	formed_fd = -1;
 	if (kill_rank >= 0) {
+		close(fp[1]);
+		char b;
+		int got = 0;
+		while (got < n && read(fp[0], &b, 1) == 1) /* EOF: every rank gone (it failed) */
+			got++;
+		close(fp[0]);
 		struct timespec ts = {kill_after_ms / 1000, (kill_after_ms % 1000) * 1000000L};
 		nanosleep(&ts, NULL);
 		kill(pids[kill_rank], SIGKILL);
@@ -156,6 +178,7 @@ static int kill_rank_fn(int rank)
 		fprintf(stderr, "rank %d: create: %s\n", rank, eht_last_error());
 		return 1;
 	}
+	formed();
 	if (rank == victim) {
 		/* Never reads: rank 0 blocks writing to it until the parent kills us. */
 		for (;;)

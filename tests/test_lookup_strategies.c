@@ -56,7 +56,11 @@ static void check_cli(void)
 	double all = json_real_value(json_object_get(h, "cpu_ms_per_call")),
 	       pool = json_real_value(json_object_get(h, "pool_cpu_ms_per_call"));
 	fprintf(stderr, "bench lookup --cpu: %.3f ms of CPU a call, the pool's %.3f\n", all, pool);
-	CHECK(pool > 0 && pool <= all * 1.05 + 0.02); /* (two clocks, read a moment apart) */
+	/* The pool's CPU is part of the whole (two clocks, read a moment apart). Whether the pool ran at
+	 * all is the scheduler's choice: the calling thread may finish every chunk before a pool thread
+	 * wakes (a loaded machine), so 0 is a right answer. */
+	CHECK(json_is_real(json_object_get(h, "pool_cpu_ms_per_call")));
+	CHECK(all > 0 && pool >= 0 && pool <= all * 1.05 + 0.02);
 	CHECK(json_is_real(json_object_get(h, "poller_cpu_ms_per_call")) &&
 	      json_real_value(json_object_get(h, "poller_cpu_ms_per_call")) == 0.0);
 	json_decref(root);

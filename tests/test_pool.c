@@ -26,7 +26,8 @@ static void task(void *arg, size_t i, unsigned worker)
 
 static void noop(void *arg, size_t i, unsigned worker) { (void)arg, (void)i, (void)worker; }
 
-/* Waits up to 2 s for the pool to have `want` workers asleep; returns whether it got there. */
+/* Waits up to 2 s (the spinners' 3 s must still hold when it returns) for the pool to have `want`
+ * workers asleep; returns whether it got there. */
 static bool sleeping_reaches(eht_pool *pool, unsigned want)
 {
 	struct timespec ms = {0, 1000 * 1000};
@@ -85,7 +86,8 @@ static void thread_names(void)
 	eht_pool *pool = NULL;
 	CHECK_RC(eht_pool_create(3, -1, 0, &pool), 0);
 	unsigned seen = 0;
-	for (int tries = 0; pool && tries < 2000 && (seen = pool_names_seen()) != 7; tries++) {
+	/* Until every worker ran far enough to name itself (30 s: a loaded machine may start them late). */
+	for (int tries = 0; pool && tries < 30000 && (seen = pool_names_seen()) != 7; tries++) {
 		struct timespec ts = {0, 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}

@@ -185,12 +185,15 @@ def main():
                 with eht.attach(key, timeout=10, disk_rows=lambda name, rows: (10, 20)) as c:
                     check(all((x.first_row, x.local_rows) == (10, 20) for x in c.tables.values()), "disk_rows")
                 for bad, exc in ((lambda name, rows: (rows - 5, 6), eht.EhtError),
-                                 (lambda name, rows: 1 / 0, ZeroDivisionError)):
+                                 (lambda name, rows: 1 / 0, ZeroDivisionError),
+                                 (lambda name, rows: (2 ** 70, 1), OverflowError)):  # not wrapped to 0
                     try:
                         eht.attach(key, timeout=10, disk_rows=bad)
                         check(False, "a bad disk_rows was accepted")
                     except exc as e:
                         print("bad disk_rows: %s" % e)
+                        check(exc is not OverflowError or ("disk_rows" in str(e) and str(2 ** 64 - 1) in str(e)),
+                              "disk_rows (2^70, 1): %s" % e)
                 try:
                     eht.attach(key, timeout=10, head_range=(small, 9, 0))
                     check(False, "tp 9 accepted")

@@ -2,8 +2,10 @@
 """Python objects after close: a Table, Lookup or view used after its Client.close() raises
 EhtError or still reads valid memory (the view keeps the mapping alive), never crashes; the
 mapping goes once the last view and engine go. A close from another thread while a lookup runs
-waits for it (the call finishes or raises EhtError); a Region's views outlive its close(); a FIFO
-given as a hot-set file is an error, not a hang. Run under ASan by `make asan` (LD_PRELOAD)."""
+waits for it (the call finishes or raises EhtError); a Region's views outlive its close(); a disk
+prefetch ticket after its table's close raises EhtError (wait, release once) or goes quietly
+(collection), also while another thread waits on it; a FIFO given as a hot-set file is an error, not
+a hang. Run under ASan by `make asan` (LD_PRELOAD)."""
 import array
 import gc
 import os
@@ -183,6 +185,81 @@ class TestRegionViews(unittest.TestCase):
                 else:
                     os.environ["EHT_SHM_DIR"] = old
                 eht._reload_settings()
+
+
+def fixture(name):
+    d = os.environ.get("EHT_FIXTURES") or os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "tests", "fixtures")
+    return os.path.join(d, "safetensors", name)
+
+
+class TestDiskTicket(unittest.TestCase):
+    W, S = "model.layers.1.engram.embedding.weight", "model.layers.1.engram.embedding.scale"
+
+    def table(self):
+        return eht.disk.open(fixture("engram_single.safetensors"), weight=self.W, scale=self.S, io_threads=2,
+                             prefetch_rows=1024, prefetch_slots=2)
+
+    def ids(self):
+        return array.array("q", [(i * 7919) % 4099 for i in range(2000)])
+
+    def test_after_close(self):
+        for way in ("wait", "release", "collect", "rows", "with"):
+            t = self.table()
+            tk = eht.disk.prefetch(t, self.ids())
+            if way == "wait":
+                tk.wait()  # done before the close, or not: the same afterwards
+            t.close()
+            gc.collect()  # nothing else holds the table: its native close has run
+            if way == "wait":
+                with self.assertRaisesRegex(eht.EhtError, "closed"):
+                    tk.wait()
+                with self.assertRaises(eht.EhtError):
+                    tk.wait()
+                tk.release()  # the failing wait released it: nothing left to do
+            elif way == "release":
+                with self.assertRaisesRegex(eht.EhtError, "closed"):
+                    tk.release()
+                tk.release()  # once
+                with self.assertRaises(eht.EhtError):
+                    tk.wait()
+            elif way == "rows":
+                self.assertEqual(tk.rows, 0)
+                del tk
+            elif way == "with":
+                with self.assertRaises(eht.EhtError):
+                    with tk:
+                        pass
+            else:
+                del tk  # its finalizer releases it quietly
+            gc.collect()
+
+    def test_close_while_waited(self):
+        for _ in range(5):
+            t = self.table()
+            tk = eht.disk.prefetch(t, self.ids())
+            result = {}
+
+            def waiter():
+                try:
+                    tk.wait()
+                    result["rc"] = "ok"
+                except eht.EhtError:
+                    result["rc"] = "closed"
+                except Exception as e:  # noqa: BLE001
+                    result["rc"] = e
+
+            th = threading.Thread(target=waiter)
+            th.start()
+            t.close()
+            gc.collect()
+            th.join(60)
+            self.assertFalse(th.is_alive())
+            self.assertIn(result.get("rc"), ("ok", "closed"))
+            try:
+                tk.release()
+            except eht.EhtError:
+                pass
+            del tk
 
 
 class TestHotsetFifo(unittest.TestCase):

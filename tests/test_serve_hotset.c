@@ -305,12 +305,18 @@ static void tampered(const char *key, const char *goodp)
 	if (!s)
 		return;
 	struct answer a = {0};
+	int before = t_dir_entries("/proc/self/fd");
 	CHECK_RC(take_answer(key, &a), 0);
 	if (!a.json) {
 		eht_serve_stop(s);
 		return;
 	}
-	usleep(300 * 1000); /* the server drops the connection above: let it, so counts of descriptors hold */
+	/* The server (a thread of this process) drops the connection above once it sees it closed: wait
+	 * for that (this process then holds what it was sent, no more), so counts of descriptors hold. */
+	int settled = 0;
+	for (int i = 0; i < 3000 && !(settled = t_dir_entries("/proc/self/fd") == before + (int)a.nfds); i++)
+		usleep(10 * 1000);
+	CHECK(settled);
 	/* The relay itself is faithful: unchanged, it attaches with the rows. */
 	CHECK_RC(relay(&a, -1, 0, -1, good, 40), 0);
 	/* The same rows, unsealed: the server could change them after the check. */

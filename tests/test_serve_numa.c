@@ -122,7 +122,7 @@ static void per_numa(const char *ckpt)
 
 	/* Status: two copies, one worker each, and each worker's node and copy. */
 	json_t *j = NULL, *w = NULL;
-	for (int i = 0; i < 200; i++) { /* the attach thread records a worker right after sending */
+	for (int i = 0; i < 3000; i++) { /* the attach thread records a worker right after sending (30 s) */
 		json_decref(j);
 		j = t_serve_status(key);
 		w = json_object_get(j, "workers");

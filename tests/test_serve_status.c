@@ -44,9 +44,10 @@ static void in_process(const char *ckpt)
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 5000};
 	eht_client *c = NULL;
 	CHECK_RC(eht_attach(key, &ao, &c), 0);
-	/* the attach thread records the worker right after sending the tables: allow it a moment */
+	/* the attach thread records the worker right after sending the tables: wait for it (up to 30 s:
+	 * that thread may be off the CPU for a while on a loaded machine) */
 	json_t *w = NULL;
-	for (int i = 0; i < 100; i++) {
+	for (int i = 0; i < 3000; i++) {
 		json_decref(j);
 		j = t_serve_status(key);
 		w = j ? json_array_get(json_object_get(j, "workers"), 0) : NULL;

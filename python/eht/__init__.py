@@ -22,10 +22,11 @@ import json as _json
 import logging as _logging
 import os
 
+from ._ints import IntRangeError, as_int as _as_int, struct as _struct
 from ._libfind import candidates as _lib_candidates, find_library as _find_lib
 from ._version import __version__
 
-__all__ = ["EhtError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
+__all__ = ["EhtError", "IntRangeError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
            "read_hotset", "HotsetError", "Group", "Region", "SharedTable", "node_id", "share_host_table",
            "fabric_host_memory_supported", "ECSharedRegion", "engram", "disk",
            "TIERS", "STRATEGIES", "FORMATS", "ENGRAM_ROW_BYTES", "__version__"]
@@ -177,7 +178,9 @@ def _disk_rows_callback(disk_rows, head_range):
         try:
             r = disk_rows(name.decode(), rows)
             if r is not None:
-                first[0], count[0] = int(r[0]), int(r[1])
+                what = "disk_rows(%r) -> (first_row, row_count)" % name.decode(errors="replace")
+                first[0] = _as_int(what + "[0]", r[0], ctypes.c_uint64)  # libeht checks the range
+                count[0] = _as_int(what + "[1]", r[1], ctypes.c_uint64)
             return 0
         except Exception as exc:  # noqa: BLE001 (reported after eht_attach returns)
             errors.append(exc)
@@ -295,7 +298,10 @@ def _hot_rows(rows):
     if isinstance(rows, (str, bytes, os.PathLike)):
         rows = read_hotset(rows)
     import array
-    arr = array.array("q", rows)
+    try:
+        arr = array.array("q", rows)
+    except OverflowError:
+        arr = array.array("q", (_as_int("hot set row %d" % i, r, ctypes.c_int64, lo=0) for i, r in enumerate(rows)))
     n = len(arr)
     buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
     return arr, buf, n
@@ -445,7 +451,7 @@ def _device_index(device):
     if isinstance(device, int):
         if device < -1:
             raise ValueError("device must be a CUDA ordinal >= 0 (or -1 for none), not %d" % device)
-        return device
+        return _as_int("device", device, ctypes.c_int)
     torch = _torch()
     if torch is not None and isinstance(device, torch.device):
         device = str(device)
@@ -455,7 +461,7 @@ def _device_index(device):
         if device == "cuda":
             return torch.cuda.current_device() if torch is not None else 0
         if device.startswith("cuda:") and device[5:].isdigit():
-            return int(device[5:])
+            return _as_int("device", int(device[5:]), ctypes.c_int)
         raise ValueError("device must look like 'cuda', 'cuda:0' or 'cpu', not %r" % device)
     raise TypeError("device must be an int, a string like 'cuda:0' or a torch.device, not %s"
                     % type(device).__name__)
@@ -468,9 +474,7 @@ def _stream_handle(stream):
     if isinstance(stream, bool):
         raise TypeError("stream must be a torch.cuda.Stream or an int CUstream handle, not bool")
     if isinstance(stream, int):
-        if stream < 0:
-            raise ValueError("stream handle must be >= 0, not %d" % stream)
-        return stream
+        return _as_int("stream", stream, ctypes.c_uint64)
     handle = getattr(stream, "cuda_stream", None)
     if isinstance(handle, int):
         return handle
@@ -526,12 +530,7 @@ class Lookup(_Closing):
         dev = _device_index(device)
         if push and not background:
             raise ValueError("push=True is a way of the background mode: give background=True too")
-        for name, v in (("threads", threads), ("max_batch", max_batch), ("sm_cap", sm_cap), ("spin_us", spin_us)):
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
-            if v < 0:
-                raise ValueError("%s must be >= 0, not %d" % (name, v))
-        opts = _LookupOpts(size=ctypes.sizeof(_LookupOpts), strategy=_choice("strategy", strategy, STRATEGIES),
+        opts = _struct(_LookupOpts, size=ctypes.sizeof(_LookupOpts), strategy=_choice("strategy", strategy, STRATEGIES),
                            format=_choice("format", format, FORMATS), device=dev,
                            threads=threads, max_batch=max_batch, numa_node=-1, sm_cap=sm_cap, spin_us=spin_us,
                            flags=(_LOOKUP_CPU_ONLY if cpu_only else 0) | (_LOOKUP_GPU_DEDUP if gpu_dedup else 0)
@@ -576,8 +575,7 @@ class Lookup(_Closing):
                                  "eht.torch's op (it runs on torch's current stream, whose allocator orders the reuse "
                                  "of its copies)")
             ids = ids.view(-1)
-        if not isinstance(id_offset, int) or isinstance(id_offset, bool):
-            raise TypeError("id_offset must be an int, not %s" % type(id_offset).__name__)
+        id_offset = _as_int("id_offset", id_offset, ctypes.c_int64)
         iaddr, inbytes, idev, keep_i = _buffer_address(ids, False)
         itype = _id_type(ids, inbytes, None)
         count = inbytes // (4 if itype == 0 else 8)
@@ -653,8 +651,7 @@ class Lookup(_Closing):
         """Lets the traffic choose the hot set (eht_lookup_hotset_adapt): sampled hits and misses are
         scored every period_ms and clearly hotter missed rows swapped in at a step boundary; 0 stops."""
         e = self._use()
-        if not isinstance(period_ms, int) or isinstance(period_ms, bool) or period_ms < 0:
-            raise ValueError("period_ms must be an int >= 0")
+        period_ms = _as_int("period_ms", period_ms, ctypes.c_uint)
         _check(_L().eht_lookup_hotset_adapt(e.h, period_ms), "eht_lookup_hotset_adapt")
 
     @property
@@ -849,10 +846,8 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
     `device` when device >= 0."""
     if not isinstance(name, str) or "\0" in name:
         raise ValueError("name=%r: a str without NUL characters" % (name,))
-    if not isinstance(rows, int) or not isinstance(row_bytes, int):
-        raise TypeError("rows and row_bytes must be ints")
-    if rows < 1 or row_bytes < 1:
-        raise ValueError("rows=%d, row_bytes=%d: both must be at least 1" % (rows, row_bytes))
+    rows = _as_int("rows", rows, ctypes.c_uint64, lo=1)
+    row_bytes = _as_int("row_bytes", row_bytes, ctypes.c_uint64, lo=1)
     addr, nbytes, is_dev, keep = _buffer_address(buffer, False)
     if is_dev:
         raise ValueError("wrap takes host memory")
@@ -888,10 +883,10 @@ class Client(_Closing):
         bkey = _key(key)
         if not isinstance(timeout, (int, float)) or not 0 < timeout <= 86400:
             raise ValueError("timeout=%r: give seconds in (0, 86400]" % (timeout,))
-        for name, v in (("device", device), ("rank", rank), ("nranks", nranks)):
-            if not isinstance(v, int):
-                raise TypeError("%s must be an int, not %s" % (name, type(v).__name__))
-        if nranks < 1 or not 0 <= rank < nranks:
+        device = _as_int("device", device, ctypes.c_int, lo=-1)
+        nranks = _as_int("nranks", nranks, ctypes.c_uint32, lo=1)
+        rank = _as_int("rank", rank, ctypes.c_uint32)
+        if not 0 <= rank < nranks:
             raise ValueError("rank=%d of nranks=%d" % (rank, nranks))
         cb = _disk_rows_callback(disk_rows, head_range)
         # Without wait, a key nobody serves fails at once (ENOENT), as `eht worker` does, instead of

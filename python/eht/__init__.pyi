@@ -18,6 +18,9 @@ Device = Union[int, str, Any, None]  # an ordinal, "cuda:N", "cpu", a torch.devi
 class EhtError(OSError):
     """A failed libeht call: errno plus libeht's message (naming file, tensor, offset or limit)."""
 
+class IntRangeError(ValueError, OverflowError):
+    """An int argument outside what its C parameter holds (names the argument and its limit)."""
+
 def version() -> str:
     """libeht's version string (the loaded library's; __version__ is this package's)."""
 

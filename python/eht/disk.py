@@ -10,7 +10,8 @@ safetensors files, a rank's head range mapped alone, and prefetch of a step's ro
 import ctypes
 import os
 
-from . import Table, _bind, _buffer_address, _check, _id_type
+from . import Table, _bind, _buffer_address, _check, _closed, _id_type
+from ._ints import as_int, struct
 
 __all__ = ["open", "prefetch", "Ticket", "stats", "drop_cache"]
 
@@ -74,14 +75,22 @@ def open(ckpt, weight=None, scale=None, layer=None, rank=0, nranks=1, rows=None,
         rank, nranks = 0, 1
     elif rows is not None:
         first, end = rows
+        first, end = as_int("rows[0]", first), as_int("rows[1]", end)
         if not 0 <= first < end:
             raise ValueError("rows=(vocab_start, vocab_end) must satisfy 0 <= start < end, not %r" % (rows,))
         count = end - first
-    opts = _DiskOpts(size=ctypes.sizeof(_DiskOpts), weight=weight.encode(), scale=scale.encode() if scale else None,
-                     rank=rank, nranks=nranks,
-                     cache_bytes=0 if cache_bytes is None else (_NO_CACHE if cache_bytes == 0 else cache_bytes),
-                     io_threads=io_threads, prefetch_rows=prefetch_rows, prefetch_slots=prefetch_slots,
-                     name=name.encode() if name else None, first_row=first, row_count=count)
+    for what, v in (("weight", weight), ("scale", scale), ("name", name)):
+        if v is not None and (not isinstance(v, str) or "\0" in v):
+            raise ValueError("%s=%r: a str without NUL characters" % (what, v))
+    if cache_bytes is not None:
+        cache_bytes = as_int("cache_bytes", cache_bytes, ctypes.c_uint64, hi=_NO_CACHE - 1)
+    nranks = as_int("nranks", nranks, ctypes.c_uint32)
+    rank = as_int("rank", rank, ctypes.c_uint32, hi=max(nranks, 1) - 1)  # nranks 0: rank 0 of 1
+    opts = struct(_DiskOpts, size=ctypes.sizeof(_DiskOpts), weight=weight.encode(),
+                  scale=scale.encode() if scale else None, rank=rank, nranks=nranks,
+                  cache_bytes=0 if cache_bytes is None else (_NO_CACHE if cache_bytes == 0 else cache_bytes),
+                  io_threads=io_threads, prefetch_rows=prefetch_rows, prefetch_slots=prefetch_slots,
+                  name=name.encode() if name else None, first_row=first, row_count=count)
     h = ctypes.c_void_p()
     _check(_lib().eht_disk_open(os.fsencode(ckpt), ctypes.byref(opts), ctypes.byref(h)),
            "eht_disk_open(%s)" % ckpt)
@@ -90,20 +99,40 @@ def open(ckpt, weight=None, scale=None, layer=None, rank=0, nranks=1, rows=None,
 
 class Ticket:
     """A prefetch in flight (eht_disk_prefetch): wait(), rows (distinct rows staged), release(). A
-    context manager: released on exit."""
+    context manager: released on exit. Once its table is closed (t.close()), wait() raises EhtError
+    (EBADF), release() raises it once and then does nothing, and collection releases it quietly;
+    the native ticket is always released exactly once, and never touches the closed table."""
 
     def __init__(self, table, h):
         self.table, self._h = table, h
 
+    def _table_closed(self):
+        return getattr(self.table, "_n", None) is None or not getattr(self.table, "_h", None)
+
+    def _closed_error(self):
+        """Releases the native ticket (its table is closed) and returns the EhtError to raise."""
+        h, self._h = self._h, None
+        if h:
+            _lib().eht_disk_release(h)  # -EBADF or a read error: the table is gone either way
+        return _closed("prefetch ticket of table %s: the table" % getattr(self.table, "name", "?"))
+
     def wait(self):
-        _check(_lib().eht_disk_wait(self._h), "eht_disk_wait")
+        if self._table_closed():
+            raise self._closed_error()
+        h = self._h
+        if not h:
+            raise _closed("prefetch ticket (released)")
+        _check(_lib().eht_disk_wait(h), "eht_disk_wait")
         return self
 
     @property
     def rows(self):
-        return int(_lib().eht_disk_ticket_rows(self._h))
+        h = self._h
+        return int(_lib().eht_disk_ticket_rows(h)) if h and not self._table_closed() else 0
 
     def release(self):
+        if self._h and self._table_closed():
+            raise self._closed_error()
         h, self._h = self._h, None
         if h:
             _check(_lib().eht_disk_release(h), "eht_disk_release")
@@ -115,10 +144,12 @@ class Ticket:
         self.release()
 
     def __del__(self):
-        try:
-            self.release()
-        except Exception:  # noqa: BLE001
-            pass
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            try:
+                _lib().eht_disk_release(h)
+            except Exception:  # noqa: BLE001 (interpreter shutdown)
+                pass
 
 
 def prefetch(table, ids, id_offset=0):
@@ -130,12 +161,14 @@ def prefetch(table, ids, id_offset=0):
             ids = ids.reshape(-1).cpu().contiguous()
     except ImportError:
         pass
+    id_offset = as_int("id_offset", id_offset, ctypes.c_int64)
     addr, nbytes, _, keep = _buffer_address(ids, False)
     itype = _id_type(ids, nbytes, None)
     h = ctypes.c_void_p()
-    _check(_lib().eht_disk_prefetch(table._live(), addr, itype, id_offset, nbytes // (4 if itype == 0 else 8), 0,
+    n = table._use()  # held for the call: a close() on another thread takes effect after it
+    _check(_lib().eht_disk_prefetch(n.h, addr, itype, id_offset, nbytes // (4 if itype == 0 else 8), 0,
                                     ctypes.byref(h)), "eht_disk_prefetch")
-    del keep
+    del keep, n
     return Ticket(table, h)
 
 

@@ -14,6 +14,7 @@ import ctypes
 import os
 
 from . import _bind, _check, _torch, _stream_or_current
+from ._ints import as_int
 
 __all__ = ["Layout", "State", "part", "check_tp", "HIST_UNKNOWN", "HIST_BLOCK"]
 
@@ -122,6 +123,8 @@ class Layout:
         """"v41" (DeepSeek-V4.1) or "v41-small" (the same structure with small primes)."""
         if not isinstance(name, str):
             raise TypeError("name must be a str, not %s" % type(name).__name__)
+        if "\0" in name:
+            raise ValueError("name=%r: a preset name holds no NUL character" % (name,))
         h = ctypes.c_void_p()
         _check(_lib().eht_engram_layout_preset(name.encode(), ctypes.byref(h)), "eht_engram_layout_preset(%s)" % name)
         return cls(h)
@@ -165,6 +168,7 @@ class Layout:
     def column(self, li, col):
         """(modulus, row offset) of column col of layer index li."""
         m, o = ctypes.c_uint64(), ctypes.c_uint64()
+        col = as_int("col", col, ctypes.c_uint32)
         _check(_lib().eht_engram_layout_column(self._h, self._li(li), col, ctypes.byref(m), ctypes.byref(o)),
                "eht_engram_layout_column")
         return m.value, o.value
@@ -278,6 +282,7 @@ class State:
         if not isinstance(layout, Layout):
             raise TypeError("layout must be an eht.engram.Layout, not %s" % type(layout).__name__)
         self.layout = layout
+        keep = as_int("keep", keep, ctypes.c_uint32)
         h = ctypes.c_void_p()
         _check(_lib().eht_engram_state_create(layout._h, keep, ctypes.byref(h)), "eht_engram_state_create")
         self._h = h
@@ -300,7 +305,7 @@ class State:
         lay._check_batch(n, nr, nd if dead is not None else None, None)
         if len(reqs) != nr - 1:
             raise ValueError("reqs must name one request per chunk (%d), not %d" % (nr - 1, len(reqs)))
-        kr = (ctypes.c_uint64 * max(1, len(reqs)))(*reqs)
+        kr = (ctypes.c_uint64 * max(1, len(reqs)))(*[as_int("reqs[%d]" % i, r) for i, r in enumerate(reqs)])
         out = array.array("i", bytes(4 * max(1, n * lay.n_layers * lay.cols)))
         b = _Batch(size=ctypes.sizeof(_Batch), n_tokens=n, tokens=at, dead=ad, n_requests=nr - 1, starts=as_)
         _check(_lib().eht_engram_state_step(self._h, kr, ctypes.byref(b), out.buffer_info()[0]),
@@ -308,15 +313,17 @@ class State:
         return out[:n * lay.n_layers * lay.cols]
 
     def fork(self, parent, child):
-        _check(_lib().eht_engram_state_fork(self._h, parent, child), "eht_engram_state_fork")
+        _check(_lib().eht_engram_state_fork(self._h, as_int("parent", parent), as_int("child", child)),
+               "eht_engram_state_fork")
 
     def rollback(self, req, n):
-        _check(_lib().eht_engram_state_rollback(self._h, req, n), "eht_engram_state_rollback")
+        _check(_lib().eht_engram_state_rollback(self._h, as_int("req", req), as_int("n", n, ctypes.c_uint32)),
+               "eht_engram_state_rollback")
 
     def drop(self, req):
-        _check(_lib().eht_engram_state_drop(self._h, req), "eht_engram_state_drop")
+        _check(_lib().eht_engram_state_drop(self._h, as_int("req", req)), "eht_engram_state_drop")
 
     def history(self, req):
         out = (ctypes.c_int32 * max(1, self.layout.max_ngram - 1))()
-        _check(_lib().eht_engram_state_history(self._h, req, out), "eht_engram_state_history")
+        _check(_lib().eht_engram_state_history(self._h, as_int("req", req), out), "eht_engram_state_history")
         return list(out[:self.layout.max_ngram - 1])

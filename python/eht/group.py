@@ -22,6 +22,7 @@ import os
 import secrets
 
 from . import TIERS, EhtError, Table, _Closing, _Native, _bind, _check, _closed, _L, _torch
+from ._ints import as_int, struct
 
 __all__ = ["Group", "SharedTable", "Region", "node_id"]
 
@@ -87,6 +88,8 @@ def _sigs():
         ("eht_region_is_creator", ctypes.c_bool, [VP]),
         ("eht_region_close", I, [P(VP)]),
         ("eht_region_unlink", I, [CP, CP]),
+        ("eht_region_unlink_if_same", I, [VP]),
+        ("eht_region_path", CP, [VP]),
     ]
 
 
@@ -150,23 +153,34 @@ class Region(_Closing):
     """A shared /dev/shm region (eht_region): made by one process, opened by others by name.
 
     Region(name, nbytes) creates it, or opens it when it exists (waiting until it is ready);
-    open_only=True never creates. keep=False (with expected_peers) unlinks the file once that many
-    processes mapped it, so nothing outlives them. .view() is a writable uint8 view; .pin(device)
+    open_only=True never creates. Without expected_peers the file is kept for later opens (until
+    remove() by its creator, Region.unlink(name) or `eht regions gc` once unused and half-built);
+    with expected_peers it is unlinked once that many processes mapped it, so nothing outlives them.
+    A file under the name that another user owns, or that others may write, is refused (EhtError
+    naming its owner and mode), never mapped. .view() is a writable uint8 view; .pin(device)
     registers it for GPU DMA; .close() lets go of it: the mapping goes (and a region never marked
-    ready is removed) once no view of it is left, so a view never outlives its memory."""
+    ready is removed, by its creating process only) once no view of it is left, so a view never
+    outlives its memory. .path: its file."""
 
     def __init__(self, name, nbytes, open_only=False, expected_peers=0, timeout=60.0, device=-1):
         lib = _lib()
+        if not isinstance(name, str) or "\0" in name:
+            raise ValueError("name=%r: a str without NUL characters" % (name,))
+        nbytes = as_int("nbytes", nbytes, ctypes.c_uint64)
+        device = as_int("device", device, ctypes.c_int, lo=-1)
         flags = _REGION_OPEN_ONLY if open_only else 0
         flags |= _REGION_UNLINK_WHEN_MAPPED if expected_peers else 0x1  # else EHT_REGION_KEEP
         if device >= 0:
             flags |= _REGION_NUMA_DEVICE
-        opts = _RegionOpts(size=ctypes.sizeof(_RegionOpts), flags=flags, device=max(device, 0),
-                           timeout_s=timeout, expected_peers=expected_peers)
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 86400:
+            raise ValueError("timeout=%r: give seconds in (0, 86400]" % (timeout,))
+        opts = struct(_RegionOpts, size=ctypes.sizeof(_RegionOpts), flags=flags, device=max(device, 0),
+                      timeout_s=float(timeout), expected_peers=expected_peers)
         h = ctypes.c_void_p()
         _check(lib.eht_region_open(name.encode(), nbytes, ctypes.byref(opts), ctypes.byref(h)),
                "eht_region_open(%s)" % name)
         self.name = name
+        self.path = lib.eht_region_path(h).decode(errors="surrogateescape")
         # Unmapped by the last holder: this object, a view (each keeps the _Native), or a call.
         self._n = _Native(h, _region_close)
         self._h = h
@@ -188,7 +202,7 @@ class Region(_Closing):
         """Registers the region for DMA to GPU device; returns True when pinned, False when it stays
         usable unpinned (no GPU, not enough lockable memory)."""
         n = self._use()
-        return _lib().eht_region_pin(n.h, device) == 0
+        return _lib().eht_region_pin(n.h, as_int("device", device, ctypes.c_int, lo=0)) == 0
 
     @property
     def pinned(self):
@@ -199,6 +213,18 @@ class Region(_Closing):
         """A writable uint8 view of the region; it keeps the mapping alive, also after close()."""
         n = self._use()
         return _cpu_view(_lib().eht_region_data(n.h), self.nbytes, n)
+
+    def remove(self):
+        """Creator: removes the file now, if its name is still this region's file (another process's
+        region made under the name since is left alone; eht_region_unlink_if_same); the mapping
+        stays. Returns True when removed, False when the name names another file or none. EhtError
+        (EPERM) in a process that did not create it, a forked child of the creator included."""
+        n = self._use()
+        rc = _lib().eht_region_unlink_if_same(n.h)
+        if rc == -_errno.ESTALE:
+            return False
+        _check(rc, "Region(%s).remove" % self.name)
+        return True
 
     def close(self):
         """Lets go of the region; EhtError from its methods from now on. Views taken earlier stay
@@ -212,7 +238,9 @@ class Region(_Closing):
 
     @staticmethod
     def unlink(name, directory=None):
-        """Removes a kept region's file (eht_region_unlink)."""
+        """Removes a kept region's file by name, whoever made it (eht_region_unlink)."""
+        if not isinstance(name, str) or "\0" in name:
+            raise ValueError("name=%r: a str without NUL characters" % (name,))
         _check(_lib().eht_region_unlink(name.encode(), directory.encode() if directory else None),
                "eht_region_unlink(%s)" % name)
 
@@ -302,6 +330,8 @@ class Group(_Closing):
         self.node_index, self.node_count = leaders.index(members[0]), len(leaders)
         self.rank, self.size = members.index(self.world_rank), len(members)
         self.key = entries[members[0]][1]
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 86400:
+            raise ValueError("timeout=%r: give seconds in (0, 86400]" % (timeout,))
         opts = _GroupOpts(size=ctypes.sizeof(_GroupOpts), timeout_ms=int(timeout * 1000))
         h = ctypes.c_void_p()
         _check(lib.eht_group_create(self.key.encode(), self.rank, self.size, ctypes.byref(opts),
@@ -348,10 +378,15 @@ class Group(_Closing):
     # ---- sharing ----
 
     def _share(self, fn, what, nbytes, tier, row_bytes, name, device, per_numa=False):
+        nbytes = as_int("nbytes", nbytes, ctypes.c_uint64)
+        row_bytes = as_int("row_bytes", row_bytes, ctypes.c_uint64, lo=1)
         if nbytes <= 0 or nbytes % row_bytes:
             raise ValueError("nbytes %d must be a positive multiple of row_bytes %d" % (nbytes, row_bytes))
-        opts = _ShareOpts(size=ctypes.sizeof(_ShareOpts), tier=_share_tier(tier), device=device,
-                          row_bytes=row_bytes, name=name.encode(), flags=_SHARE_PER_NUMA if per_numa else 0)
+        if not isinstance(name, str) or "\0" in name:
+            raise ValueError("name=%r: a str without NUL characters" % (name,))
+        opts = struct(_ShareOpts, size=ctypes.sizeof(_ShareOpts), tier=_share_tier(tier),
+                      device=as_int("device", device, ctypes.c_int, lo=-1), row_bytes=row_bytes,
+                      name=name.encode(), flags=_SHARE_PER_NUMA if per_numa else 0)
         h = ctypes.c_void_p()
         rc = fn(nbytes, self._h, ctypes.byref(opts), ctypes.byref(h))
         if rc == 0:

@@ -44,6 +44,8 @@
 
 #define THP_SIZE (2ull << 20)
 #define RETRY 1 /* internal: start over (the name changed under us) */
+/* How long an opener waits on a ready region's write lock (gc holds it for an instant). */
+#define READY_LOCK_WAIT_S 5.0
 
 static const uint32_t known_flags = EHT_REGION_KEEP | EHT_REGION_UNLINK_WHEN_MAPPED | EHT_REGION_OPEN_ONLY |
 				    EHT_REGION_NO_RECLAIM | EHT_REGION_THP | EHT_REGION_NUMA_NODE |
@@ -249,6 +251,21 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
+/* EHT_FAULT lists "populate-madvise" (comma-separated steps, as the tiers' faults): the kernel's
+ * refusal of MADV_POPULATE_WRITE (EINVAL before 5.14) is played, so tests run the fallback. */
+static bool madvise_fault(void)
+{
+	const char *spec = eht_env_str("EHT_FAULT", NULL);
+	static const char step[] = "populate-madvise";
+	for (const char *p = spec; p && *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == sizeof(step) - 1 && !strncmp(p, step, n))
+			return true;
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
 /* Allocates and maps every data page with several threads. MADV_POPULATE_WRITE reports a full tmpfs
  * as an error (no SIGBUS); without it, fallocate reserves the space first (serially: tmpfs takes the
  * inode lock) and the threads only touch. Returns 0 or -ENOSPC / -errno with a message. */
@@ -258,7 +275,8 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
 			     .page = (size_t)r->page_size, .madv = true, .cancel = q->cancel};
 	double t0 = eht_now_s();
-	if (madvise(p.base, p.page, MADV_POPULATE_WRITE) != 0) {
+	int mrc = madvise_fault() ? (errno = EINVAL, -1) : madvise(p.base, p.page, MADV_POPULATE_WRITE);
+	if (mrc != 0) {
 		if (errno != EINVAL)
 			return eht_err(ENOSPC, "region %s: allocating the first page in %s failed (%s)", q->name, q->dir,
 				       strerror(errno));
@@ -576,6 +594,7 @@ static int create(struct req *q, struct eht_region **out)
 		return eht_err(ENOMEM, "region %s: out of memory", q->name);
 	r->fd = -1;
 	r->device = -1;
+	r->pid = getpid();
 	r->anon = anon;
 	bool linked = false, tmp_made = false;
 	mode_t mode = (q->flags & EHT_REGION_GROUP) ? 0660 : 0600;
@@ -663,23 +682,66 @@ static bool same_file(const char *path, const struct stat *st)
 	return lstat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
 }
 
-/* Waits for the region behind fd to be ready and maps it. Returns 0 (fd now owned by *out), RETRY
- * or -errno. */
-static int attach(struct req *q, int fd, double deadline, struct eht_region **out)
+/* The file under a region's name is trusted only when this user (or root) owns it, or with
+ * EHT_REGION_GROUP a member of opts.gid, and nobody else may write it beyond the mode asked for
+ * (0600, or 0660 with EHT_REGION_GROUP): in a directory every user may write in (/dev/shm) the
+ * name can hold another user's file, whose bytes would otherwise be read as ours and see what we
+ * write. Checked before any lock is waited for. Returns 0 or -EPERM naming the file, its owner and
+ * mode. */
+static int trust_check(const struct req *q, const struct stat *st)
+{
+	const uid_t me = geteuid();
+	const bool group = q->flags & EHT_REGION_GROUP;
+	const mode_t asked = group ? 0660 : 0600, mode = st->st_mode & 07777;
+	if (st->st_uid != me && st->st_uid != 0 && !(group && st->st_gid == q->gid))
+		return eht_err(EPERM, "region %s: %s belongs to uid %u (mode %04o), not to this user (uid %u) or root%s: "
+				      "another user's file under the name is never mapped; remove it (its owner or root) "
+				      "or use another name or directory (EHT_SHM_DIR)",
+			       q->name, q->path, (unsigned)st->st_uid, (unsigned)mode, (unsigned)me,
+			       group ? " or group opts.gid" : "");
+	if (mode & 0022 & ~asked)
+		return eht_err(EPERM, "region %s: %s (owner uid %u) has mode %04o: writable by %s beyond the %04o "
+				      "asked for, so never mapped; remove it (`eht regions gc` does not: it may be in use)",
+			       q->name, q->path, (unsigned)st->st_uid, (unsigned)mode,
+			       (mode & 0002) ? "every user" : "its group", (unsigned)asked);
+	return 0;
+}
+
+/* Waits for the region behind fd to be ready and maps it. named: fd was opened by its name (its
+ * owner and mode are checked first); else it came by descriptor from a peer. Returns 0 (fd now
+ * owned by *out), RETRY or -errno. */
+static int attach(struct req *q, int fd, bool named, double deadline, struct eht_region **out)
 {
 	struct stat st;
 	struct region_hdr h;
 	if (fstat(fd, &st) != 0)
 		return eht_err_sys(errno, "region %s: fstat", q->name);
 	if (!S_ISREG(st.st_mode))
-		return eht_err(EINVAL, "region %s: %s is not a regular file", q->name, q->path);
+		return eht_err(EINVAL, "region %s: %s is not a regular file (owner uid %u, mode %04o)", q->name, q->path,
+			       (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	int rc = named ? trust_check(q, &st) : 0;
+	if (rc)
+		return rc;
+	/* The header first, without the lock: a file is linked under the name only once its header is
+	 * complete, so a file that is no region fails now, whoever holds a lock on it. */
+	if ((rc = region_hdr_read(fd, q->path, &h)))
+		return eht_err_prefix(rc, "region %s (owner uid %u, mode %04o; remove it: `eht regions gc`)", q->name,
+				      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	/* A ready region is write-locked only by gc for an instant: a longer hold is not a creator's. */
+	const double t0 = eht_now_s();
+	if (atomic_load(&h.ready) && deadline > t0 + READY_LOCK_WAIT_S)
+		deadline = t0 + READY_LOCK_WAIT_S;
 	double backoff = 0.001;
 	for (;;) {
-		int rc = region_lock(fd, F_RDLCK);
+		rc = region_lock(fd, F_RDLCK);
 		if (rc == -EAGAIN) {
 			/* The creator is building it (or gc holds the lock for an instant). */
 			if (eht_now_s() >= deadline) {
 				bool ok = region_hdr_read(fd, q->path, &h) == 0;
+				if (ok && atomic_load(&h.ready))
+					return eht_err(ETIMEDOUT, "region %s (%s) is ready but another process held its "
+								  "write lock for %.1f s (no creator does)",
+						       q->name, q->path, eht_now_s() - t0);
 				return eht_err(ETIMEDOUT, "region %s (%s) not ready after %.1f s: its creator (pid %d) is still building it",
 					       q->name, q->path, q->timeout_s, ok ? h.creator_pid : 0);
 			}
@@ -713,7 +775,7 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 		}
 		return RETRY;
 	}
-	int rc = check_match(q, &h);
+	rc = check_match(q, &h);
 	if (rc)
 		return rc;
 	struct eht_region *r = calloc(1, sizeof(*r));
@@ -735,6 +797,7 @@ static int attach(struct req *q, int fd, double deadline, struct eht_region **ou
 	r->numa_node = h.numa_node;
 	r->ready = true;
 	r->device = -1;
+	r->pid = getpid();
 	r->anon = (h.policy & REGION_HDR_ANON) != 0;
 	r->dev = st.st_dev;
 	r->ino = st.st_ino;
@@ -788,7 +851,7 @@ int region_open(const char *name, uint64_t bytes, const struct eht_region_opts *
 				return eht_err(ENOENT, "region %s does not exist in %s", name, q.dir);
 			rc = create(&q, out);
 		} else {
-			rc = attach(&q, fd, deadline, out);
+			rc = attach(&q, fd, true, deadline, out);
 			if (rc != 0)
 				close(fd);
 		}
@@ -855,7 +918,7 @@ int region_open_fd(const char *name, int fd, const struct eht_region_opts *opts,
 	int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (own < 0)
 		return eht_err_sys(errno, "region %s: dup of its descriptor", name);
-	rc = attach(&q, own, eht_now_s() + q.timeout_s, out);
+	rc = attach(&q, own, false, eht_now_s() + q.timeout_s, out);
 	if (rc) {
 		close(own);
 		return rc == RETRY ? eht_err(EINVAL, "region %s: the descriptor names no ready region", name) : rc;
@@ -892,6 +955,7 @@ int eht_region_device(const eht_region *r) { return r && r->pinned ? r->device :
 int eht_region_numa_node(const eht_region *r) { return r ? r->numa_node : -1; }
 uint64_t eht_region_page_size(const eht_region *r) { return r ? r->page_size : 0; }
 const char *eht_region_name(const eht_region *r) { return r ? r->name : ""; }
+const char *eht_region_path(const eht_region *r) { return r ? r->path : ""; }
 
 int region_pin(eht_region *r, int device, const struct region_gpu_ops *gpu)
 {
@@ -930,12 +994,15 @@ int eht_region_close(eht_region **rp)
 	struct eht_region *r = *rp;
 	*rp = NULL;
 	int first = 0;
-	if (r->pinned) {
+	/* A forked child's copy of the handle: its mapping and descriptor are its own, the name and
+	 * the pin are its parent's (the driver does not survive a fork). */
+	const bool forked = r->pid != getpid();
+	if (r->pinned && !forked) {
 		size_t len = (size_t)(r->map_bytes - ((char *)r->data - (char *)r->map));
 		keep_first(&first, r->gpu->unpin(r->data, len), r->name, "unpinning");
-		r->pinned = false;
 	}
-	if (r->creator && !r->ready && !r->anon) {
+	r->pinned = false;
+	if (r->creator && !r->ready && !r->anon && !forked) {
 		/* A creator that never marked it ready takes the half-built file with it. */
 		int u = region_unlink_if_same(r->path, r->dev, r->ino);
 		if (u != -ESTALE)

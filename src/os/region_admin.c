@@ -45,6 +45,23 @@ int eht_region_unlink(const char *name, const char *dir)
 	return 0;
 }
 
+int eht_region_unlink_if_same(const eht_region *r)
+{
+	if (!r)
+		return eht_err(EINVAL, "eht_region_unlink_if_same: NULL region");
+	if (r->anon)
+		return eht_err(EINVAL, "region %s: a memfd region has no name to remove", r->name);
+	if (!r->creator || r->pid != getpid())
+		return eht_err(EPERM, "region %s: only the process that created it removes its name (%s)", r->name,
+			       r->creator ? "this is a forked child of the creator" : "this process opened it");
+	int rc = region_unlink_if_same(r->path, r->dev, r->ino);
+	if (rc == -ESTALE)
+		return eht_err(ESTALE, "region %s: %s names another file now (or none): left as it is", r->name, r->path);
+	if (rc)
+		return eht_err(rc, "removing region %s (%s): %s", r->name, r->path, strerror(-rc));
+	return 0;
+}
+
 static bool creator_alive(const struct region_hdr *h)
 {
 	char boot[40];

@@ -75,6 +75,8 @@ struct eht_region {
 	dev_t dev;           /* identity of the file, to unlink only our own */
 	ino_t ino;
 	bool anon;           /* a memfd (REGION_MEMFD, or EHT_REGION_HUGE's hugetlb one): no name to unlink */
+	pid_t pid;           /* the process that opened or created it: a forked child's close never
+			      * unlinks and never calls the driver (its pins are the parent's) */
 	bool sealed;         /* region_seal done: no descriptor can write the file any more */
 };
 

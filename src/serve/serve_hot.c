@@ -109,7 +109,8 @@ static int load_one(struct served *tables, size_t ntables, const char *spec, siz
 		t = &tables[0];
 	if (t->hot)
 		return eht_err(EINVAL, "serve %s: table %s has two hot sets: %s and %s", key, t->name, t->hot_file, file);
-	int rc = eht_hotset_read(file, &t->hot, &t->nhot);
+	/* Sized from its header against the table first: a hot set holds distinct rows of it. */
+	int rc = eht_hotset_read_max(file, t->rows, &t->hot, &t->nhot);
 	if (rc)
 		return eht_err_prefix(rc, "serve %s: table %s", key, t->name);
 	snprintf(t->hot_file, sizeof(t->hot_file), "%s", file);

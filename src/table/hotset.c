@@ -78,8 +78,22 @@ static uint64_t get_le64(const uint8_t *p)
 	return v;
 }
 
+/* The count a hot-set file's header gives, checked against max_rows before a byte of its rows is
+ * read or anything is allocated for them: a file (sparse, or a lie) cannot size the reader's memory. */
+static int count_check(const char *path, uint64_t count, uint64_t max_rows)
+{
+	if (count <= max_rows)
+		return 0;
+	if (max_rows == EHT_HOTSET_MAX_ROWS)
+		return eht_err(EINVAL, "hot set %s: %llu entries, over the limit of %llu rows a hot set holds", path,
+			       (unsigned long long)count, (unsigned long long)max_rows);
+	return eht_err(EINVAL, "hot set %s: %llu entries for a table of %llu rows (the limit: a hot set holds "
+			       "distinct rows of its table); refused before reading them",
+		       path, (unsigned long long)count, (unsigned long long)max_rows);
+}
+
 /* The first format, "EHTHOT1\n", uint64 count, count int64 rows (little-endian): still read. */
-static int read_ehthot1(const char *path, FILE *f, int64_t **rows, uint64_t *n)
+static int read_ehthot1(const char *path, FILE *f, uint64_t max_rows, int64_t **rows, uint64_t *n)
 {
 	int rc = 0;
 	int64_t *r = NULL;
@@ -95,6 +109,8 @@ static int read_ehthot1(const char *path, FILE *f, int64_t **rows, uint64_t *n)
 		goto out;
 	}
 	uint64_t cnt = get_le64(hdr + 8);
+	if ((rc = count_check(path, cnt, max_rows)))
+		goto out;
 	if (cnt == 0 || cnt > (len - 16) / 8 || len != 16 + cnt * 8) {
 		rc = eht_err(EINVAL, "hot set %s: header says %llu rows, the file has %llu bytes (want 16 + 8 x rows)",
 			     path, (unsigned long long)cnt, (unsigned long long)len);
@@ -125,7 +141,7 @@ out:
 }
 
 /* A safetensors file whose one tensor is I64 [count] (eht_hotset_write's). */
-static int read_safetensors(const char *path, int64_t **rows, uint64_t *n)
+static int read_safetensors(const char *path, uint64_t max_rows, int64_t **rows, uint64_t *n)
 {
 	eht_st_file *f = NULL;
 	int rc = eht_st_open(path, 0, &f);
@@ -138,6 +154,8 @@ static int read_safetensors(const char *path, int64_t **rows, uint64_t *n)
 				     "tensor(s))", path, eht_st_count(f));
 		goto out;
 	}
+	if ((rc = count_check(path, ti.elements, max_rows)))
+		goto out;
 	int64_t *r = malloc(ti.nbytes);
 	if (!r) {
 		rc = eht_err(ENOMEM, "hot set %s: out of memory for %llu rows", path, (unsigned long long)ti.elements);
@@ -161,6 +179,13 @@ out:
 
 int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n)
 {
+	return eht_hotset_read_max(path, EHT_HOTSET_MAX_ROWS, rows, n);
+}
+
+int eht_hotset_read_max(const char *path, uint64_t max_rows, int64_t **rows, uint64_t *n)
+{
+	if (max_rows > EHT_HOTSET_MAX_ROWS)
+		max_rows = EHT_HOTSET_MAX_ROWS;
 	*rows = NULL;
 	*n = 0;
 	/* The file rule (util/file.h): a FIFO named as a hot set fails here instead of blocking. */
@@ -174,9 +199,9 @@ int eht_hotset_read(const char *path, int64_t **rows, uint64_t *n)
 	}
 	char magic[8] = {0};
 	int legacy = fread(magic, 1, 8, f) == 8 && !memcmp(magic, EHT_HOTSET_MAGIC, 8);
-	int rc = legacy ? read_ehthot1(path, f, rows, n) : 0;
+	int rc = legacy ? read_ehthot1(path, f, max_rows, rows, n) : 0;
 	fclose(f);
-	return legacy ? rc : read_safetensors(path, rows, n);
+	return legacy ? rc : read_safetensors(path, max_rows, rows, n);
 }
 
 int eht_hotset_write(const char *path, const int64_t *rows, uint64_t n)

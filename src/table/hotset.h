@@ -79,6 +79,13 @@ void eht_hotset_encode(const int64_t *rows, uint64_t n, uint8_t *buf);
  * header holds another count). Checks no row (eht_hotset_check does). */
 int eht_hotset_decode(const uint8_t *buf, uint64_t n, int64_t *rows);
 
+/* The most rows a hot set holds anywhere (its index, eht_hot_index_build, holds fewer than 2^31). */
+#define EHT_HOTSET_MAX_ROWS ((1ull << 31) - 1)
+/* eht_hotset_read of a hot set for a table of max_rows rows: a header (either format) that counts
+ * more entries fails with -EINVAL naming the file, the entries and the limit before anything is read
+ * or allocated for them. eht_hotset_read is this with EHT_HOTSET_MAX_ROWS. */
+int eht_hotset_read_max(const char *path, uint64_t max_rows, int64_t **rows, uint64_t *n);
+
 /* Checks rows[0..n): each inside [lo, hi), none twice. what names them in the message ("hot set FILE
  * for table NAME"). Returns 0, -EINVAL (names the entry, the row and the range, or both entries of
  * a repeated row) or -ENOMEM. */

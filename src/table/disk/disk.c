@@ -263,16 +263,19 @@ static int disk_close(eht_table *t)
 	struct disk *d = t->impl;
 	if (!d)
 		return 0;
-	disk_prefetch_fini(d);
+	const bool free_now = disk_prefetch_fini(d);
 	int rc = 0;
 	for (unsigned i = 0; i < d->nparts; i++) {
 		int r = eht_st_unmap(d->part[i].map);
 		if (r && !rc)
 			rc = r;
 	}
+	d->nparts = 0;
 	disk_cache_free(&d->cache);
 	disk_split_free(d);
-	free(d);
+	d->t = NULL;
+	if (free_now)
+		free(d); /* else the release of its last ticket frees it */
 	t->impl = NULL;
 	return rc;
 }

@@ -90,6 +90,7 @@ struct disk {
 	pthread_cond_t cv;
 	pthread_t dispatcher;
 	bool started, stop; /* buffers, dispatcher and pool exist (made on the first prefetch) */
+	bool closed;        /* the table is closed: tickets still out fail (-EBADF); the last release frees d */
 	_Atomic unsigned active; /* tickets not FREE */
 	uint64_t next_seq;
 	unsigned io_threads;
@@ -152,9 +153,12 @@ void disk_cache_clear(struct disk_cache *c);
 bool disk_cache_get(struct disk_cache *c, uint64_t row, uint8_t *dst);
 void disk_cache_put(struct disk_cache *c, uint64_t row, const uint8_t *src);
 
-/* Prefetch: set-up at open and teardown at close (disk_prefetch.c). */
+/* Prefetch: set-up at open and teardown at close (disk_prefetch.c). At close, tickets still out are
+ * finished (reads in flight completed, queued ones dropped) and fail from then on with -EBADF; they
+ * keep the slots and their lock, and with them d, until their release. fini returns true when d can
+ * be freed at once, false when the last eht_disk_release frees it (the rest of d must be torn down). */
 int disk_prefetch_init(struct disk *d);
-void disk_prefetch_fini(struct disk *d);
+bool disk_prefetch_fini(struct disk *d);
 /* Serves rows from the oldest unreleased ticket (waiting for its reads): rows found are copied and
  * marked done in `done` (n flags). Returns the number served. */
 size_t disk_prefetch_serve(struct disk *d, const uint64_t *rows, size_t n, uint8_t *dst, uint8_t *done);

@@ -141,27 +141,59 @@ static int start(struct disk *d)
 	return 0;
 }
 
-void disk_prefetch_fini(struct disk *d)
+/* The slots and their lock, once no ticket is out any more. */
+static void slots_free(struct disk *d)
+{
+	free(d->tk);
+	d->tk = NULL;
+	pthread_cond_destroy(&d->cv);
+	pthread_mutex_destroy(&d->mu);
+}
+
+bool disk_prefetch_fini(struct disk *d)
 {
 	if (!d->tk)
-		return;
+		return true;
 	if (d->started) {
 		pthread_mutex_lock(&d->mu);
 		d->stop = true;
 		pthread_cond_broadcast(&d->cv);
 		pthread_mutex_unlock(&d->mu);
-		pthread_join(d->dispatcher, NULL);
+		pthread_join(d->dispatcher, NULL); /* finishes the ticket it reads */
 	}
 	eht_pool_destroy(d->io_pool);
+	d->io_pool = NULL;
+	/* A ticket still out stays valid (its caller may wait on it or release it at any time, even on
+	 * another thread now): it is done, holds no rows, and says why. */
+	unsigned out = 0;
+	pthread_mutex_lock(&d->mu);
 	for (unsigned i = 0; i < d->nslots; i++) {
-		free(d->tk[i].rows);
-		free(d->tk[i].tmp);
-		free(d->tk[i].buf);
+		struct eht_disk_ticket *tk = &d->tk[i];
+		while (tk->users)
+			pthread_cond_wait(&d->cv, &d->mu);
+		if (tk->state != TK_FREE) {
+			out++;
+			tk->state = TK_READY;
+			tk->nu = 0;
+			tk->err = EBADF;
+			snprintf(tk->errmsg, sizeof(tk->errmsg), "prefetch ticket of table %s: the table was closed",
+				 d->t ? d->t->name : "?");
+		}
+		free(tk->rows);
+		free(tk->tmp);
+		free(tk->buf);
+		tk->rows = tk->tmp = NULL;
+		tk->buf = NULL;
 	}
-	free(d->tk);
-	d->tk = NULL;
-	pthread_cond_destroy(&d->cv);
-	pthread_mutex_destroy(&d->mu);
+	d->closed = true;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+	if (out) {
+		eht_debug("disk table closed with %u unreleased prefetch ticket(s): they fail until released", out);
+		return false;
+	}
+	slots_free(d);
+	return true;
 }
 
 /* ------------------------------------------------------------------- public */
@@ -260,11 +292,16 @@ int eht_disk_release(eht_disk_ticket *tk)
 	int rc = wait_locked(tk);
 	while (tk->users)
 		pthread_cond_wait(&d->cv, &d->mu);
+	rc = rc ? eht_err(rc, "%s", tk->errmsg) : 0; /* now: the last release after close frees tk */
 	tk->state = TK_FREE;
-	atomic_fetch_sub(&d->active, 1);
+	bool last = atomic_fetch_sub(&d->active, 1) == 1 && d->closed;
 	pthread_cond_broadcast(&d->cv);
 	pthread_mutex_unlock(&d->mu);
-	return rc ? eht_err(rc, "%s", tk->errmsg) : 0;
+	if (last) {
+		slots_free(d);
+		free(d);
+	}
+	return rc;
 }
 
 /* First index in v[lo, n) whose value is >= key, galloping from lo (rows usually arrive in order). */
