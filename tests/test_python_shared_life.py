@@ -5,7 +5,7 @@ cleanup leaves the region a restarted engine made under the same name; a creator
 cleanup, the object still held by a module that is not __main__, leaves nothing (`eht regions list`
 finds nothing); a cleanup whose file is already gone logs no traceback; _mmap_path is the file while
 the creator lives; both pre-fault ways (MADV_POPULATE_WRITE, and the fallback where the kernel refuses
-it: EHT_FAULT=populate-madvise) allocate the whole region; eht.Region.remove() follows the same rule;
+it: EHT_TEST_FAULT=populate-madvise) allocate the whole region; eht.Region.remove() follows the same rule;
 as root, a region another uid planted under the name is refused naming it. No torch needed."""
 import errno
 import os
@@ -135,7 +135,7 @@ def exit_without_cleanup(d):
 def prefault(d):
     """Both ways allocate every page of the creator's region before it is handed out."""
     for fault, want in ((None, False), ("populate-madvise", True)):
-        env = dict({"EHT_FAULT": fault} if fault else {}, EHT_LOG="warn")
+        env = dict({"EHT_TEST_FAULT": fault} if fault else {}, EHT_LOG="warn")
         rc, out = run_script("""
             import logging, os, eht
             logging.basicConfig(level=logging.WARNING)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_region_prefault.c: a creator's region is allocated and mapped up front both ways: with
  * MADV_POPULATE_WRITE, and where the kernel refuses it (EINVAL before 5.14; played here with
- * EHT_FAULT=populate-madvise) with fallocate and touched pages; zeroed either way, and the bytes
+ * EHT_TEST_FAULT=populate-madvise) with fallocate and touched pages; zeroed either way, and the bytes
  * an opener writes are the creator's. */
 #include <string.h>
 #include <sys/mman.h>
@@ -27,9 +27,9 @@ static void on_log(int level, const char *msg, void *arg)
 static void one(const char *name, const char *fault, int want_fallback)
 {
 	if (fault)
-		setenv("EHT_FAULT", fault, 1);
+		t_setenv("EHT_TEST_FAULT", fault);
 	else
-		unsetenv("EHT_FAULT");
+		t_setenv("EHT_TEST_FAULT", NULL);
 	const uint64_t bytes = 3u << 20;
 	struct eht_region_opts o = {.size = sizeof(o), .flags = EHT_REGION_KEEP, .dir = dir, .timeout_s = 10,
 				    .populate_threads = 2};
@@ -71,7 +71,7 @@ int main(void)
 	one("madvise", NULL, old);
 	one("other-fault", "populate-madvise-not", old);
 	one("fallback", "region:rank=9,populate-madvise", 1); /* said once a process */
-	unsetenv("EHT_FAULT");
+	t_setenv("EHT_TEST_FAULT", NULL);
 	CHECK(r_count_files(dir) == 0);
 	rmdir(dir);
 	return t_done();

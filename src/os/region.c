@@ -251,11 +251,11 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
-/* EHT_FAULT lists "populate-madvise" (comma-separated steps, as the tiers' faults): the kernel's
+/* EHT_TEST_FAULT lists "populate-madvise" (comma-separated steps, as the tiers' faults): the kernel's
  * refusal of MADV_POPULATE_WRITE (EINVAL before 5.14) is played, so tests run the fallback. */
 static bool madvise_fault(void)
 {
-	const char *spec = eht_env_str("EHT_FAULT", NULL);
+	const char *spec = eht_setting_str(EHT_SET_TEST_FAULT);
 	static const char step[] = "populate-madvise";
 	for (const char *p = spec; p && *p;) {
 		size_t n = strcspn(p, ",");
