@@ -151,6 +151,7 @@ def prefault(d):
 
 def region_remove(eht, d):
     os.environ["EHT_SHM_DIR"] = d
+    eht._reload_settings()  # libeht reads its settings once
     try:
         name = "rr%d" % os.getpid()
         r = eht.Region(name, 8192)
@@ -175,6 +176,7 @@ def region_remove(eht, d):
         again.close()
     finally:
         del os.environ["EHT_SHM_DIR"]
+        eht._reload_settings()
 
 
 def foreign(eht, d):
