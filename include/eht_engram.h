@@ -129,6 +129,64 @@ EHT_API EHT_MUST_CHECK int eht_engram_lookup_run(eht_engram_lookup *el, const st
 /* Synchronizes the context and frees the buffer; NULL is a no-op. */
 EHT_API void eht_engram_lookup_destroy(eht_engram_lookup *el);
 
+/* ------------------------------------------------------------------ the engine's own call
+ * One Engram layer's table as one rank looks it up, called the way an engine calls its own kernel
+ * (vLLM's ParallelEngramEmbedding.lookup(indices, out, background)): the rank's head range and vocab
+ * range are fixed at create; each call hands the [T, n_heads] hash output as it lies (any strides,
+ * int32 or int64) and an output of any token stride, and says per call which way it runs:
+ *   - inline (flags 0): the latency way, for a lookup on the model's stream right before the layer;
+ *   - background (EHT_ENGRAM_LAYER_BACKGROUND): the way beside the model's layers (a side stream): no
+ *     SM waits for the CPU, the rows move by copy engines, kernels capped at half the SMs.
+ * Both ways are made at create (two lookup engines over the table, sharing the process's CPU pool),
+ * both capture into CUDA graphs and both give the same bytes. Column j of the rank (0 <= j < part) is
+ * the hash output's column head_start + j: a column >= n_heads (a padded head) and an id outside
+ * [vocab_start, vocab_end) give a zero row (and count as dead ids).
+ * Output row t, j lies at out + t * out_stride + j * R, R = 512 (bf16: 256 values) or the table's
+ * row_bytes (RAW: the packed 264-byte row); out_stride 0 means part * R (dense). */
+typedef struct eht_engram_layer eht_engram_layer;
+
+#define EHT_ENGRAM_LAYER_ID_SHIFT 0x1u /* opts.id_shift is given (else chosen, see below) */
+#define EHT_ENGRAM_LAYER_OPTS_FLAGS (EHT_ENGRAM_LAYER_ID_SHIFT)
+struct eht_engram_layer_opts {
+	uint32_t size;  /* sizeof(struct eht_engram_layer_opts) */
+	uint32_t flags; /* EHT_ENGRAM_LAYER_* above */
+	uint32_t n_heads;    /* columns of the hash output per token (0: 24, DeepSeek-V4.1's) */
+	uint32_t head_start; /* the rank's first column */
+	uint32_t part;       /* the rank's columns (vLLM: cdiv(24, shards)); 0: n_heads - head_start */
+	int format;          /* enum eht_lookup_format: EHT_LOOKUP_BF16 (bf16 rows) or EHT_LOOKUP_RAW (packed) */
+	int device;          /* CUDA device; -1: the table's, or none (CPU only: host ids and output) */
+	uint64_t vocab_start, vocab_end; /* the rank's rows; both 0: every row the table holds */
+	/* Added to a live id to give the table's row. Without EHT_ENGRAM_LAYER_ID_SHIFT: 0, unless the
+	 * table holds exactly vocab_end - vocab_start rows that start elsewhere (a rank's shard stored
+	 * from its row 0), then first_row - vocab_start. */
+	int64_t id_shift;
+	uint64_t max_tokens;  /* tokens per internal step, larger calls are split (0: 8192) */
+	unsigned threads;     /* the lookup engines' CPU threads (as eht_lookup_opts.threads) */
+	uint32_t lookup_flags; /* more eht_lookup_opts flags for both engines (EHT_LOOKUP_GPU_DEDUP,
+				* EHT_LOOKUP_NO_HOTSET, EHT_LOOKUP_BG_PUSH: the background engine only) */
+};
+/* Creates the object over `table` (which must outlive it). Returns 0; -EINVAL (bad options, naming
+ * the field: part 0 past n_heads, a vocab range outside the table, BF16 on rows that are not 264
+ * bytes, unknown flags); -ENOTSUP (a GPU without the kernels in this build); -ENOMEM; the lookup
+ * engines' errors. */
+EHT_API EHT_MUST_CHECK int eht_engram_layer_create(eht_table *table, const struct eht_engram_layer_opts *opts,
+						   eht_engram_layer **out);
+#define EHT_ENGRAM_LAYER_BACKGROUND 0x1u /* the way beside the model's layers (else inline) */
+#define EHT_ENGRAM_LAYER_HOST 0x2u       /* ids and out are host memory (else both GPU memory) */
+/* Looks tokens x part rows up: ids[t * s_tok + c * s_head] (elements) for the rank's columns c, into
+ * out (see above), on stream (a CUstream; NULL: the legacy default), asynchronously for GPU memory.
+ * Returns 0; -EINVAL (NULL pointers, bad id_type / flags, a negative or overlapping out_stride, out
+ * not 16-byte aligned for bf16); -EOPNOTSUPP (a strided out first met inside a capture: one eager
+ * call with that stride, or any strided call, makes the buffer); the lookup engines' errors. */
+EHT_API EHT_MUST_CHECK int eht_engram_layer_lookup(eht_engram_layer *layer, const void *ids, int id_type,
+						   uint64_t tokens, int64_t s_tok, int64_t s_head, void *out,
+						   uint64_t out_stride, unsigned flags, void *stream);
+/* The lookup engine of one way (flags EHT_ENGRAM_LAYER_BACKGROUND or 0), e.g. for hot sets, counters
+ * and eht_lookup_last_dead_count; owned by the layer. */
+EHT_API struct eht_lookup *eht_engram_layer_engine(eht_engram_layer *layer, unsigned flags);
+/* Synchronizes the device (queued work may still read its buffers) and frees; NULL is a no-op. */
+EHT_API void eht_engram_layer_destroy(eht_engram_layer *layer);
+
 /* Per-request history across steps. Requests are named by 64-bit ids. */
 /* keep: tokens of history kept per request for rollback (0: 64; at least max_ngram - 1).
  * Returns 0, -EINVAL, -ENOMEM. */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpu_layer.h: the "layer" kernels (src/gpu/kernels/layer.cu) behind an engine's own call: its
+ * strided [T, H] ids into one rank's flat ids, and dense rows into a strided output. Every launch is
+ * asynchronous on `s` (capturable) and returns 0 or -errno. */
+#ifndef EHT_GPU_GPU_LAYER_H
+#define EHT_GPU_GPU_LAYER_H
+
+#include <stdint.h>
+
+#include "gpu/dev.h"
+
+struct eht_gpu_layer {
+	eht_module mod;
+	eht_kernel ids, restride;
+	int sms;
+};
+
+/* The rank's view of a [tokens, n_heads] id array (strides in elements). */
+struct eht_gpu_layer_view {
+	eht_dptr ids;
+	int id64;
+	uint64_t tokens;
+	int64_t s_tok, s_head;
+	uint32_t head_start, part, n_heads;
+	int64_t vocab_start, vocab_end, shift;
+};
+
+/* Loads the image on the current context of `device`: 0, -ENOTSUP (no kernels built), driver errors. */
+int eht_gpu_layer_load(int device, struct eht_gpu_layer *g);
+void eht_gpu_layer_unload(struct eht_gpu_layer *g);
+/* out[t * part + j] (int64) = the live row of ids[t, head_start + j] or -1. */
+int eht_gpu_layer_ids(const struct eht_gpu_layer *g, eht_stream s, const struct eht_gpu_layer_view *v, eht_dptr out);
+/* dst + t * dst_stride <- src + t * w for t < tokens. */
+int eht_gpu_layer_restride(const struct eht_gpu_layer *g, eht_stream s, eht_dptr src, uint64_t tokens, uint64_t w,
+			   eht_dptr dst, uint64_t dst_stride);
+
+#endif
