@@ -358,6 +358,16 @@ EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t ro
 		const char *name,
 		   eht_table **out);
 
+/* Wraps an engine's own storage in the split layout (vLLM's: weights [rows, weight_bytes] then
+ * scales [rows, scale_bytes], one allocation or two; its /dev/shm mapping, THP memory or host-NUMA
+ * cuMem mapping) as a table of the memory tier with rows of weight_bytes + scale_bytes, without a copy
+ * or a re-layout: row r reads as weights[r] followed by scales[r]. The CPU strategy (HOST; AUTO, which
+ * runs as HOST on it) gathers its rows into packed staging, both ways of an engram layer included; the
+ * GPU's in-place strategies (DIRECT, SORTED) need packed rows and refuse it. The memory must outlive the
+ * table. Returns 0, -EINVAL (NULL pointers, zero sizes, overlapping arrays), -EOVERFLOW, -ENOMEM. */
+EHT_API EHT_MUST_CHECK int eht_table_wrap_split(const void *weights, uint64_t weight_bytes, const void *scales,
+						uint64_t scale_bytes, uint64_t rows, const char *name, eht_table **out);
+
 /* Releases this process's view of the table (unmaps, unpins, closes); NULL is a no-op. Returns 0
  * or the first error of the teardown steps, all of which are attempted. */
 EHT_API int eht_table_close(eht_table *table);

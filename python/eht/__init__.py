@@ -841,13 +841,23 @@ class Table(_Closing):
         self._n = None
 
 
-def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
+def wrap(buffer, rows, row_bytes, device=-1, name="memory", layout="packed"):
     """A table over caller-owned memory (bytearray, mmap, torch CPU tensor, ...); pinned for
-    `device` when device >= 0."""
+    `device` when device >= 0.
+
+    layout="split": an engine's own storage in vLLM's layout, weights [rows, 256] then scales
+    [rows, row_bytes - 256] (one buffer holding both, or a (weights, scales) pair), wrapped without a
+    copy; the CPU strategy gathers it (AUTO runs as HOST), the GPU's in-place strategies refuse it."""
     if not isinstance(name, str) or "\0" in name:
         raise ValueError("name=%r: a str without NUL characters" % (name,))
     rows = _as_int("rows", rows, ctypes.c_uint64, lo=1)
     row_bytes = _as_int("row_bytes", row_bytes, ctypes.c_uint64, lo=1)
+    if rows * row_bytes >= 1 << 63:
+        raise ValueError("rows=%d x row_bytes=%d: over 2^63 bytes" % (rows, row_bytes))
+    if layout == "split":
+        return _wrap_split(buffer, rows, row_bytes, name)
+    if layout != "packed":
+        raise ValueError("layout must be 'packed' or 'split', not %r" % (layout,))
     addr, nbytes, is_dev, keep = _buffer_address(buffer, False)
     if is_dev:
         raise ValueError("wrap takes host memory")
@@ -856,6 +866,37 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory"):
     h = ctypes.c_void_p()
     _check(_L().eht_table_wrap(addr, rows, row_bytes, _device_index(device), name.encode(), ctypes.byref(h)),
            "eht_table_wrap")
+    return Table(h, owner=(buffer, keep))
+
+
+def _wrap_split(buffer, rows, row_bytes, name):
+    wb = 256
+    sb = row_bytes - wb
+    if sb < 1:
+        raise ValueError("layout='split' needs row_bytes > 256 (256 weight bytes, then the scales), not %d" % row_bytes)
+    if isinstance(buffer, tuple):
+        if len(buffer) != 2:
+            raise ValueError("layout='split' takes one buffer or a (weights, scales) pair")
+        waddr, wn, wdev, wkeep = _buffer_address(buffer[0], False)
+        saddr, sn, sdev, skeep = _buffer_address(buffer[1], False)
+        if wn < rows * wb or sn < rows * sb:
+            raise ValueError("weights hold %d bytes and scales %d, %d rows need %d and %d"
+                             % (wn, sn, rows, rows * wb, rows * sb))
+        keep = (wkeep, skeep)
+        dev = wdev or sdev
+    else:
+        waddr, n, dev, keep = _buffer_address(buffer, False)
+        if n < rows * row_bytes:
+            raise ValueError("buffer holds %d bytes, %d rows x %d need more" % (n, rows, row_bytes))
+        saddr = waddr + rows * wb
+    if dev:
+        raise ValueError("wrap takes host memory")
+    lib = _L()
+    fn = lib.eht_table_wrap_split
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64,
+                                             ctypes.c_uint64, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+    h = ctypes.c_void_p()
+    _check(fn(waddr, wb, saddr, sb, rows, name.encode(), ctypes.byref(h)), "eht_table_wrap_split")
     return Table(h, owner=(buffer, keep))
 
 

@@ -128,7 +128,8 @@ class Client:
     def __enter__(self) -> "Client": ...
     def __exit__(self, *exc: Any) -> None: ...
 
-def wrap(buffer: Buffer, rows: int, row_bytes: int, device: Device = -1, name: str = "memory") -> Table:
+def wrap(buffer: Union[Buffer, Tuple[Buffer, Buffer]], rows: int, row_bytes: int, device: Device = -1, name: str = "memory",
+         layout: str = "packed") -> Table:
     """A table over caller-owned host memory; pinned for `device` when device >= 0."""
 
 def attach(key: str, device: Device = -1, timeout: float = 60.0, rank: int = 0, nranks: int = 1,

@@ -37,6 +37,7 @@ Strided ids, padded heads, a masked range or a strided output cost a torch copy 
 lookup (small elementwise kernels, captured with it); contiguous head-range ids into a contiguous out
 go straight to eht_lookup_run.
 """
+import ctypes
 import inspect
 import itertools
 import logging
@@ -45,12 +46,13 @@ import threading
 import torch
 
 from . import Lookup
+import eht as _eht
 
 if not hasattr(getattr(torch, "library", None), "custom_op"):
     raise ImportError("eht.torch needs torch.library.custom_op (PyTorch 2.4 or later), not torch %s"
                       % torch.__version__)
 
-__all__ = ["engine_id", "release", "lookup_into", "lookup", "dequant_into", "dequant", "check_args",
+__all__ = ["EngramLayer", "engine_id", "release", "lookup_into", "lookup", "dequant_into", "dequant", "check_args",
            "BACKGROUND_SUPPORTED"]
 
 _log = logging.getLogger("eht")
@@ -274,3 +276,188 @@ def dequant(engine, raw):
     """The functional form: a new [..., 256] bf16 tensor."""
     out = torch.empty(tuple(raw.shape[:-1]) + (256,), dtype=torch.bfloat16, device=raw.device)
     return dequant_into(engine, raw, out)
+
+
+# ------------------------------------------------------------------ the engine's own call
+class _LayerOpts(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("n_heads", ctypes.c_uint32),
+                ("head_start", ctypes.c_uint32), ("part", ctypes.c_uint32), ("format", ctypes.c_int),
+                ("device", ctypes.c_int), ("vocab_start", ctypes.c_uint64), ("vocab_end", ctypes.c_uint64),
+                ("id_shift", ctypes.c_int64), ("max_tokens", ctypes.c_uint64), ("threads", ctypes.c_uint),
+                ("lookup_flags", ctypes.c_uint32)]
+
+
+_LAYER_ID_SHIFT = 0x1
+_LAYER_BACKGROUND = 0x1
+_LAYER_HOST = 0x2
+_layer_lib = None
+
+
+def _layer_lib_fns():
+    """libeht with the engram layer's signatures set (once)."""
+    global _layer_lib
+    if _layer_lib is None:
+        lib = _eht._L()
+        VP, U64, I64 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64
+        lib.eht_engram_layer_create.restype = ctypes.c_int
+        lib.eht_engram_layer_create.argtypes = [VP, ctypes.POINTER(_LayerOpts), ctypes.POINTER(VP)]
+        lib.eht_engram_layer_lookup.restype = ctypes.c_int
+        lib.eht_engram_layer_lookup.argtypes = [VP, VP, ctypes.c_int, U64, I64, I64, VP, U64, ctypes.c_uint, VP]
+        lib.eht_engram_layer_engine.restype = VP
+        lib.eht_engram_layer_engine.argtypes = [VP, ctypes.c_uint]
+        lib.eht_engram_layer_destroy.restype = None
+        lib.eht_engram_layer_destroy.argtypes = [VP]
+        _layer_lib = lib
+    return _layer_lib
+
+
+def _raw_stream(device_index):
+    """torch's current CUDA stream of a device as an int, without making a Stream object."""
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get is not None:
+        return get(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
+_layers = {}  # layer id -> EngramLayer, for the op torch.compile traces
+
+
+class EngramLayer:
+    """One Engram layer's table as one rank looks it up, called as vLLM calls its own:
+    `layer.lookup(indices, out, background=False)`.
+
+    table: an eht.Table (served, attached, shared or wrapped, e.g. eht.wrap(..., layout="split") over
+    the engine's own storage). head_start / part: the rank's columns of the hash output (vLLM: part =
+    cdiv(24, shards), head_start = rank * part); columns >= n_heads are padded heads (zero rows).
+    vocab_start / vocab_end: the rank's rows (ids outside give zero rows); None: every row the table
+    holds. format "bf16" (out [T, part, 256] bf16) or "raw" (out [T, part, row_bytes] uint8: packed rows).
+    Both ways are made here; each call picks one with `background` (True on a side stream beside the
+    model's layers, False inline before the layer). Calls are capturable in CUDA graphs (the object must
+    outlive the graph) and traced by torch.compile(fullgraph=True) as one op."""
+
+    def __init__(self, table, *, head_start=0, part=None, n_heads=24, vocab_start=None, vocab_end=None,
+                 format="bf16", device=None, max_tokens=0, threads=0, gpu_dedup=False, no_hotset=False,
+                 push=False, id_shift=None):
+        if not isinstance(table, _eht.Table):
+            raise TypeError("EngramLayer takes an eht.Table, not %s" % type(table).__name__)
+        for name, v, lo in (("head_start", head_start, 0), ("n_heads", n_heads, 1), ("max_tokens", max_tokens, 0),
+                            ("threads", threads, 0)):
+            _int_arg(name, v, lo)
+        if part is None:
+            part = n_heads - head_start
+        _int_arg("part", part, 1)
+        if (vocab_start is None) != (vocab_end is None):
+            raise ValueError("vocab_start and vocab_end go together (give both or neither)")
+        if vocab_start is not None:
+            _int_arg("vocab_start", vocab_start, 0)
+            _int_arg("vocab_end", vocab_end, vocab_start)
+        fmt = _eht._choice("format", format, _eht.FORMATS)
+        dev = _eht._device_index(device)
+        opts = _LayerOpts(size=ctypes.sizeof(_LayerOpts), n_heads=n_heads, head_start=head_start, part=part,
+                          format=fmt, device=dev, vocab_start=vocab_start or 0, vocab_end=vocab_end or 0,
+                          max_tokens=max_tokens, threads=threads,
+                          lookup_flags=(_eht._LOOKUP_GPU_DEDUP if gpu_dedup else 0)
+                          | (_eht._LOOKUP_NO_HOTSET if no_hotset else 0) | (_eht._LOOKUP_BG_PUSH if push else 0))
+        if id_shift is not None:
+            opts.flags |= _LAYER_ID_SHIFT
+            opts.id_shift = _int_arg("id_shift", id_shift)
+        lib = _layer_lib_fns()
+        h = ctypes.c_void_p()
+        tn = table._use()
+        _eht._check(lib.eht_engram_layer_create(tn.h, ctypes.byref(opts), ctypes.byref(h)), "eht_engram_layer_create")
+        self._n = _eht._Native(h.value, lib.eht_engram_layer_destroy, tn)
+        self.table = table
+        self.head_start, self.part, self.n_heads = head_start, part, n_heads
+        self.format = format
+        self.row_len = 256 if fmt == 1 else table.row_bytes
+        self.dtype = torch.bfloat16 if fmt == 1 else torch.uint8
+        self._esize = 2 if fmt == 1 else 1
+        self._fn = lib.eht_engram_layer_lookup
+        with _lock:
+            self.id = next(_ids)
+            _layers[self.id] = self
+
+    def _check(self, indices, out):
+        if not isinstance(indices, torch.Tensor) or not isinstance(out, torch.Tensor):
+            raise TypeError("indices and out must be torch tensors")
+        if indices.dtype not in (torch.int32, torch.int64) or indices.dim() != 2:
+            raise ValueError("indices must be [T, H] int32 or int64, not %s %s" % (list(indices.shape), indices.dtype))
+        need = min(self.n_heads, self.head_start + self.part)
+        if indices.shape[1] < need:
+            raise ValueError("indices have %d columns, the layer reads columns up to %d" % (indices.shape[1], need - 1))
+        want = (indices.shape[0], self.part, self.row_len)
+        if out.dtype != self.dtype or tuple(out.shape) != want:
+            raise ValueError("out must be %s %s, not %s %s" % (list(want), self.dtype, list(out.shape), out.dtype))
+        if out.numel() and (out.stride(2) != 1 or out.stride(1) != self.row_len):
+            raise ValueError("out's rows of one token must be dense (strides (*, %d, 1)), not %s"
+                             % (self.row_len, out.stride()))
+        if out.device != indices.device:
+            raise ValueError("out must be on the device of indices (%s), not %s" % (indices.device, out.device))
+
+    def _run(self, indices, out, background):
+        T = indices.shape[0]
+        if T == 0:
+            return
+        n = self._n  # one read: held for the call (a close() on another thread frees after it)
+        if n is None:
+            raise _eht._closed("this EngramLayer")
+        if indices.is_cuda:
+            flags, stream = (_LAYER_BACKGROUND if background else 0), _raw_stream(out.device.index)
+        else:
+            flags, stream = _LAYER_HOST, None
+        rc = self._fn(n.h, indices.data_ptr(), 0 if indices.dtype == torch.int32 else 1, T, indices.stride(0),
+                      indices.stride(1), out.data_ptr(), out.stride(0) * self._esize, flags, stream)
+        if rc:
+            _eht._check(rc, "eht_engram_layer_lookup")
+
+    def lookup(self, indices, out, background=False):
+        """indices [T, H] (int32 / int64, any strides) -> out [T, part, 256] bf16 (or [T, part, row_bytes]
+        uint8), on torch's current stream; background=True: the way beside the model's layers."""
+        if torch.compiler.is_compiling():
+            torch.ops.eht.engram_layer_lookup(self.id, indices, out, bool(background))
+            return out
+        self._check(indices, out)
+        self._run(indices, out, background)
+        return out
+
+    def engine(self, background=False):
+        """The eht.Lookup-level handle (a ctypes address) of one way, e.g. for eht_lookup_last_dead_count."""
+        n = self._n
+        if n is None:
+            raise _eht._closed("this EngramLayer")
+        return _layer_lib_fns().eht_engram_layer_engine(n.h, _LAYER_BACKGROUND if background else 0)
+
+    def close(self):
+        """Frees the layer (synchronizing the device first); no graph that captured it may replay after."""
+        with _lock:
+            _layers.pop(getattr(self, "id", None), None)
+        self._n = None  # the handle is freed when no running call holds it
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<eht.torch.EngramLayer heads [%d, %d) %s%s>" % (self.head_start, self.head_start + self.part,
+                                                                 self.format, "" if self._n is not None else " closed")
+
+
+def _layer(lid):
+    layer = _layers.get(lid)
+    if layer is None:
+        raise ValueError("%r is not a live EngramLayer id" % (lid,))
+    return layer
+
+
+@torch.library.custom_op("eht::engram_layer_lookup", mutates_args=("out",))
+def _layer_op(layer_id: int, indices: torch.Tensor, out: torch.Tensor, background: bool) -> None:
+    layer = _layer(layer_id)
+    layer._check(indices, out)
+    layer._run(indices, out, background)
+
+
+@_layer_op.register_fake
+def _layer_fake(layer_id, indices, out, background):
+    _layer(layer_id)._check(indices, out)

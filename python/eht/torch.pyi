@@ -31,3 +31,25 @@ def dequant_into(engine: Engine, raw: torch.Tensor, out: torch.Tensor) -> torch.
 
 def dequant(engine: Engine, raw: torch.Tensor) -> torch.Tensor:
     """The functional form: a new [..., 256] bf16 tensor."""
+
+
+class EngramLayer:
+    """One Engram layer's table as one rank looks it up: layer.lookup(indices, out, background=False)."""
+    id: int
+    table: object
+    head_start: int
+    part: int
+    n_heads: int
+    format: str
+    row_len: int
+    dtype: torch.dtype
+    def __init__(self, table: object, *, head_start: int = 0, part: Optional[int] = None, n_heads: int = 24,
+                 vocab_start: Optional[int] = None, vocab_end: Optional[int] = None, format: str = "bf16",
+                 device: object = None, max_tokens: int = 0, threads: int = 0, gpu_dedup: bool = False,
+                 no_hotset: bool = False, push: bool = False, id_shift: Optional[int] = None) -> None: ...
+    def lookup(self, indices: torch.Tensor, out: torch.Tensor, background: bool = False) -> torch.Tensor:
+        """indices [T, H] int32/int64 (any strides) -> out [T, part, 256] bf16 or [T, part, row_bytes] uint8."""
+    def engine(self, background: bool = False) -> int: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> "EngramLayer": ...
+    def __exit__(self, *exc: object) -> None: ...

@@ -1,0 +1,315 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_python_engram_layer.py: eht.torch.EngramLayer, the engine's own call (`layer.lookup(indices, out,
+background)`), the way vLLM's Engram kernel tests check theirs. A table of a v41-small layer (24
+head ranges) with e4m3 NaN, -0, 0 and scales 0 / 255, against a reference from ENGRAM.md, bit for bit:
+every (head_start, part) of tp 1/2/3/4/5/6/8, both vocab windows (the whole table; the rank's own shard),
+T in {1, 7, 256, 2048}, int32 / int64 ids as the strided [T, 24] view of a [T, 2, 24] hash output, bf16
+[T, part, 256] and packed uint8 rows at a row stride; `background` both ways on one object; eager,
+inside torch.cuda.graph at 130 sizes (all replayed with new ids), under torch.compile(fullgraph=True);
+errors; a missing stream dependency shows as wrong rows (negative control). Prints the eager call's CPU
+time per call. Exits 77 without torch >= 2.4 or CUDA."""
+import os
+import sys
+import time
+
+import pyutil
+
+sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
+try:
+    import torch
+except ImportError:
+    print("SKIP: PyTorch is not installed", file=sys.stderr)
+    sys.exit(77)
+if not hasattr(torch.library, "custom_op"):
+    print("SKIP: torch %s has no torch.library.custom_op (2.4 or later)" % torch.__version__, file=sys.stderr)
+    sys.exit(77)
+if not torch.cuda.is_available():
+    print("SKIP: no CUDA device", file=sys.stderr)
+    sys.exit(77)
+import eht  # noqa: E402
+import eht.torch as et  # noqa: E402
+
+check = pyutil.Checks()
+
+
+dev = torch.device("cuda", 0)
+torch.cuda.set_device(dev)
+g = torch.Generator().manual_seed(7)
+lay = eht.engram.Layout.preset("v41-small")
+R = lay.rows[0]
+H = lay.cols
+
+# The table: random weights with the special e4m3 bytes, scales 120..134 and some rows at 0 / 255.
+rows = torch.randint(0, 256, (R, 264), dtype=torch.uint8, generator=g)
+special = torch.tensor([0x00, 0x80, 0x7f, 0xff], dtype=torch.uint8)
+pos = torch.randint(0, R * 256, (R * 8,), generator=g)
+w = rows[:, :256].contiguous().view(-1)
+w[pos] = special[torch.arange(pos.numel()) % 4]
+rows[:, :256] = w.view(R, 256)
+rows[:, 256:] = torch.randint(120, 135, (R, 8), dtype=torch.uint8, generator=g)
+rows[::97, 256 + 3] = 0
+rows[5::101, 256 + 6] = 255
+rows[7::103, :32] = 0  # zero weights under scale 255 below: 0 * inf = NaN
+rows[7::103, 256] = 255
+
+
+def ref_bf16(r):
+    """ENGRAM.md: scale = float bits (s << 23) (0 -> +0.0, 255 -> +inf); value = bf16_rne(e4m3(w) * scale).
+    A NaN (e4m3 NaN, 0 * inf) is eht's documented bf16 NaN, 0x7fc0 (torch's own conversion writes
+    0xffff on the CPU's vector path and 0x7fff on the GPU)."""
+    w = r[:, :256].contiguous().view(torch.float8_e4m3fn).to(torch.float32)
+    s = (r[:, 256:264].to(torch.int32) << 23).view(torch.float32)
+    prod = (w.view(-1, 8, 32) * s.view(-1, 8, 1)).view(-1, 256)
+    out = prod.to(torch.bfloat16)
+    out.view(torch.int16)[torch.isnan(prod)] = 0x7fc0
+    return out
+
+
+REF = {"bf16": ref_bf16(rows).to(dev), "raw": rows.to(dev)}
+check(torch.isnan(REF["bf16"].float()).any().item() and torch.isinf(REF["bf16"].float()).any().item(),
+      "the table has NaN and inf values")
+table = eht.wrap(rows, R, 264, device=0, name="op-test")
+
+
+def expect(ids2, hs, part, vs, ve, fmt):
+    T = ids2.shape[0]
+    cols = torch.full((T, part), -1, dtype=torch.int64, device=dev)
+    e = min(hs + part, H)
+    if e > hs:
+        cols[:, :e - hs] = ids2[:, hs:e].long()
+    live = (cols >= vs) & (cols < ve) & (cols >= 0) & (cols < R)
+    y = REF[fmt][cols.clamp(0, R - 1)]
+    y[~live] = 0
+    return y
+
+
+_told = [0]
+
+
+def same(a, b):
+    if a.dtype == torch.bfloat16:
+        a, b = a.view(torch.int16), b.view(torch.int16)
+    ok = a.shape == b.shape and torch.equal(a, b)
+    if not ok and a.shape == b.shape and _told[0] < 3:  # say how, a few times
+        _told[0] += 1
+        d = (a != b).nonzero()
+        print("  %d elements differ, first at %s: got %s want %s" % (
+            d.shape[0], d[0].tolist(), [hex(int(x) & 0xffff) for x in a[tuple(d[:4].t())]],
+            [hex(int(x) & 0xffff) for x in b[tuple(d[:4].t())]]), file=sys.stderr)
+    return ok
+
+
+def make_ids(T, dtype=torch.int32):
+    """[T, 2, 24] hash-like ids (the layer we read is index 0), with -1 and past-the-end ids."""
+    x = torch.randint(0, R, (T, 2, H), dtype=torch.int64, generator=g)
+    m = torch.rand((T, 2, H), generator=g)
+    x[m < 0.03] = -1
+    x[(m >= 0.03) & (m < 0.05)] = R + 5
+    return x.to(dtype).to(dev)
+
+
+def new_out(T, part, fmt):
+    if fmt == "bf16":  # a slice of one persistent buffer
+        return torch.full((T + 3, part, 256), 7.0, dtype=torch.bfloat16, device=dev)[:T]
+    return torch.full((T, part, 272), 0xab, dtype=torch.uint8, device=dev)[:, :, :264]  # row stride 272
+
+
+
+def new_out2(T, part, fmt):
+    if fmt == "bf16":  # a slice of one persistent buffer
+        return torch.full((T + 3, part, 256), 7.0, dtype=torch.bfloat16, device=dev)[:T]
+    # packed rows at a token stride: a rank's columns inside a wider [T, 2 * part * 264] buffer
+    return torch.full((T, 2, part, 264), 0xab, dtype=torch.uint8, device=dev)[:, 1]
+
+
+TPS = (1, 2, 3, 4, 5, 6, 8)
+layers = {}
+for fmt in ("bf16", "raw"):
+    for tp in TPS:
+        for r in range(tp):
+            hs, part = lay.head_range(tp, r)
+            vs, ve = lay.shard(0, tp, r)
+            layers[(fmt, tp, r, 0)] = et.EngramLayer(table, head_start=hs, part=part, vocab_start=vs, vocab_end=ve,
+                                                     format=fmt, device=0)
+
+# ---- eager, both ways on one object, every rank, int32 / int64, T 1 / 7 / 256 / 2048 ----
+n = 0
+for (fmt, tp, r, _), layer in layers.items():
+    hs, part = lay.head_range(tp, r)
+    vs, ve = lay.shard(0, tp, r)
+    for T in (1, 7, 256, 2048):
+        dtype = torch.int32 if n % 2 else torch.int64
+        n += 1
+        ids3 = make_ids(T, dtype)
+        ids = ids3[:, 0, :]
+        for bg in (False, True):
+            out = new_out2(T, part, fmt)
+            layer.lookup(ids, out, background=bg)
+            torch.cuda.synchronize()
+            check(same(out, expect(ids, hs, part, vs, ve, fmt)),
+                  "eager %s tp %d rank %d T %d %s bg=%s" % (fmt, tp, r, T, dtype, bg))
+
+# ---- a rank's own shard (rows [vs, ve) stored from row 0) ----
+for tp in (2, 5, 8):
+    for r in range(tp):
+        vs, ve = lay.shard(0, tp, r)
+        hs, part = lay.head_range(tp, r)
+        shard = eht.wrap(rows[vs:ve].clone(), ve - vs, 264, device=0, name="shard")
+        with et.EngramLayer(shard, head_start=hs, part=part, vocab_start=vs, vocab_end=ve, format="bf16",
+                            device=0) as layer:
+            for T in (7, 2048):
+                ids = make_ids(T)[:, 0, :]
+                for bg in (False, True):
+                    out = new_out2(T, part, "bf16")
+                    layer.lookup(ids, out, background=bg)
+                    torch.cuda.synchronize()
+                    check(same(out, expect(ids, hs, part, vs, ve, "bf16")), "shard tp %d rank %d T %d bg=%s"
+                          % (tp, r, T, bg))
+
+
+def raises(exc, what, fn):
+    try:
+        fn()
+    except exc as e:
+        check(what in str(e), "error %r names %r" % (str(e), what))
+        return
+    check(False, "no %s for %s" % (exc.__name__, what))
+
+
+lb = layers[("bf16", 3, 1, 0)]
+ids = make_ids(300)[:, 0, :]
+o = new_out2(300, 8, "bf16")
+raises(ValueError, "indices", lambda: lb.lookup(ids.float(), o))
+raises(ValueError, "indices", lambda: lb.lookup(ids[:, :10], o))
+raises(ValueError, "out must be", lambda: lb.lookup(ids, o[:, :4]))
+raises(ValueError, "out must be", lambda: lb.lookup(ids, o.to(torch.float16)))
+raises(ValueError, "device", lambda: lb.lookup(ids, o.cpu()))
+raises(ValueError, "part", lambda: et.EngramLayer(table, head_start=24, format="bf16", device=0))
+raises(ValueError, "vocab_start and vocab_end", lambda: et.EngramLayer(table, vocab_start=3, device=0))
+raises(eht.EhtError, "past table", lambda: et.EngramLayer(table, vocab_start=0, vocab_end=R + 10, device=0))
+
+# ---- graphs: both ways, captured once, replayed with new ids; then 130 sizes all replayed ----
+def warm_and_capture(fn, pool=None):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr, pool=pool):
+        fn()
+    return gr
+
+
+for fmt in ("bf16", "raw"):
+    layer = layers[(fmt, 4, 1, 0)]
+    hs, part = lay.head_range(4, 1)
+    vs, ve = lay.shard(0, 4, 1)
+    for bg in (False, True):
+        ids3 = make_ids(64)
+        out = new_out2(64, part, fmt)
+        gr = warm_and_capture(lambda: layer.lookup(ids3[:, 0, :], out, background=bg))
+        for rep in range(3):
+            ids3.copy_(make_ids(64))
+            gr.replay()
+            torch.cuda.synchronize()
+            check(same(out, expect(ids3[:, 0, :], hs, part, vs, ve, fmt)), "graph %s bg=%s replay %d" % (fmt, bg, rep))
+
+layer = layers[("bf16", 3, 1, 0)]
+for bg in (False, True):
+    graphs = []
+    pool = torch.cuda.graph_pool_handle()
+    for T in range(1, 131):
+        ids3 = make_ids(T)
+        out = new_out2(T, 8, "bf16")
+        graphs.append((T, ids3, out, warm_and_capture(lambda: layer.lookup(ids3[:, 0, :], out, background=bg), pool)))
+    for T, ids3, out, gr in reversed(graphs):
+        ids3.copy_(make_ids(T))
+        gr.replay()
+    torch.cuda.synchronize()
+    vs, ve = lay.shard(0, 3, 1)
+    bad = sum(not same(out, expect(ids3[:, 0, :], 8, 8, vs, ve, "bf16")) for T, ids3, out, gr in graphs)
+    check(bad == 0, "bg=%s: %d of 130 graph sizes differ after replay" % (bg, bad))
+    print("graphs at 130 sizes, background=%s: %d differ" % (bg, bad))
+    del graphs
+
+# ---- torch.compile(fullgraph=True), and that compiled function captured ----
+hs, part = lay.head_range(3, 2)
+vs, ve = lay.shard(0, 3, 2)
+lc = layers[("bf16", 3, 2, 0)]
+
+
+@torch.compile(fullgraph=True)
+def step(ids3, out, bg: bool):
+    lc.lookup(ids3[:, 0, :], out, background=bg)
+    return out.float().nan_to_num(0.0).sum(dim=(1, 2))
+
+
+for bg in (False, True):
+    ids3 = make_ids(96)
+    out = new_out2(96, part, "bf16")
+    try:
+        ssum = step(ids3, out, bg)
+        torch.cuda.synchronize()
+        want = expect(ids3[:, 0, :], hs, part, vs, ve, "bf16")
+        check(same(out, want), "compiled bg=%s: out" % bg)
+        check(torch.allclose(ssum, want.float().nan_to_num(0.0).sum(dim=(1, 2)), equal_nan=True),
+              "compiled bg=%s: the consumer reads the rows" % bg)
+        gr = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(gr):
+            step(ids3, out, bg)
+        ids3.copy_(make_ids(96))
+        gr.replay()
+        torch.cuda.synchronize()
+        check(same(out, expect(ids3[:, 0, :], hs, part, vs, ve, "bf16")), "compiled + graph bg=%s" % bg)
+    except Exception as exc:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+        check(False, "torch.compile(fullgraph=True): %s" % exc)
+
+# ---- negative control: a missing stream dependency reads stale ids ----
+layer = layers[("bf16", 1, 0, 0)]
+for bg in (False, True):
+    ids3 = make_ids(2048)
+    old, new = ids3.clone(), make_ids(2048)
+    out = new_out2(2048, 24, "bf16")
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(200_000_000)
+    ids3.copy_(new)
+    with torch.cuda.stream(side):  # no wait: the lookup reads the old ids
+        layer.lookup(ids3[:, 0, :], out, background=bg)
+    torch.cuda.synchronize()
+    check(same(out, expect(old[:, 0, :], 0, 24, 0, R, "bf16")) and not same(out, expect(new[:, 0, :], 0, 24, 0, R, "bf16")),
+          "negative control bg=%s: without the dependency the rows are the stale ids'" % bg)
+    torch.cuda._sleep(200_000_000)
+    ids3.copy_(new)
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        layer.lookup(ids3[:, 0, :], out, background=bg)
+    torch.cuda.synchronize()
+    check(same(out, expect(new[:, 0, :], 0, 24, 0, R, "bf16")), "with the dependency bg=%s the rows are right" % bg)
+
+# ---- the eager call's CPU per call (a tp-4 rank's strided ids), beside a bare Triton launch ----
+hs, part = lay.head_range(4, 1)
+vs, ve = lay.shard(0, 4, 1)
+layer = et.EngramLayer(table, head_start=hs, part=part, vocab_start=vs, vocab_end=ve, format="bf16", device=0)
+for T in (8, 256, 8192):
+    ids = make_ids(T)[:, 0, :]
+    out = new_out2(T, part, "bf16")
+    for bg in (False, True):
+        for _ in range(20):
+            layer.lookup(ids, out, background=bg)
+        torch.cuda.synchronize()
+        reps, cpu = 200, []
+        for _ in range(reps):  # each call alone (synced between), timed on the calling thread's CPU clock
+            c0 = time.thread_time()
+            layer.lookup(ids, out, background=bg)
+            cpu.append(time.thread_time() - c0)
+            torch.cuda.synchronize()
+        cpu.sort()
+        print("eager EngramLayer.lookup T %d background=%s: median %.1f us of the calling thread's CPU a call"
+              % (T, bg, cpu[reps // 2] * 1e6))
+
+print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
+sys.exit(1 if check.failures else 0)
