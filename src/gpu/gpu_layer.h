@@ -23,12 +23,13 @@ struct eht_gpu_layer_view {
 	int64_t s_tok, s_head;
 	uint32_t head_start, part, n_heads;
 	int64_t vocab_start, vocab_end, shift;
+	int out64; /* the flat ids are int64 (else int32) */
 };
 
 /* Loads the image on the current context of `device`: 0, -ENOTSUP (no kernels built), driver errors. */
 int eht_gpu_layer_load(int device, struct eht_gpu_layer *g);
 void eht_gpu_layer_unload(struct eht_gpu_layer *g);
-/* out[t * part + j] (int64) = the live row of ids[t, head_start + j] or -1. */
+/* out[t * part + j] (int64 or int32, v->out64) = the live row of ids[t, head_start + j] or -1. */
 int eht_gpu_layer_ids(const struct eht_gpu_layer *g, eht_stream s, const struct eht_gpu_layer_view *v, eht_dptr out);
 /* dst + t * dst_stride <- src + t * w for t < tokens. */
 int eht_gpu_layer_restride(const struct eht_gpu_layer *g, eht_stream s, eht_dptr src, uint64_t tokens, uint64_t w,

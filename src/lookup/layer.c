@@ -22,7 +22,7 @@
  * own so a background call on a side stream never shares a buffer with an inline one. */
 struct layer_way {
 	eht_lookup *lk;
-	eht_dptr ids;    /* max_tokens * part int64 (GPU) */
+	eht_dptr ids;    /* max_tokens * part ids (GPU), int32 unless ids64 */
 	eht_dptr dense;  /* max_tokens * part * R bytes, made at the first strided call */
 	int64_t *hids;   /* host ids of CPU calls, max_tokens * part */
 	uint8_t *hdense; /* dense rows of strided CPU calls, made at the first */
@@ -34,6 +34,7 @@ struct eht_engram_layer {
 	uint32_t n_heads, head_start, part;
 	int64_t vocab_start, vocab_end, shift;
 	uint32_t R; /* output bytes per row */
+	bool ids64; /* the flat ids are int64: a live row may be 2^31 or more */
 	uint64_t max_tokens;
 	int device; /* -1: CPU only */
 	struct eht_gpu_layer k;
@@ -66,6 +67,7 @@ static int layer_ranges(eht_engram_layer *l, const struct eht_engram_layer_opts 
 	else if (ve > ti->rows)
 		return eht_err(EINVAL, "engram layer: vocab range [%llu, %llu) lies past table %s's %llu rows",
 			       (unsigned long long)vs, (unsigned long long)ve, ti->name, (unsigned long long)ti->rows);
+	l->ids64 = (int64_t)ve + (l->shift > 0 ? l->shift : 0) > INT32_MAX;
 	return 0;
 }
 
@@ -207,14 +209,16 @@ static int gpu_chunk(eht_engram_layer *l, struct layer_way *w, const void *ids, 
 	struct eht_gpu_layer_view v = {.ids = (eht_dptr)(uintptr_t)ids + (eht_dptr)((int64_t)t0 * s_tok * (int64_t)isz),
 				       .id64 = id64, .tokens = n, .s_tok = s_tok, .s_head = s_head,
 				       .head_start = l->head_start, .part = l->part, .n_heads = l->n_heads,
-				       .vocab_start = l->vocab_start, .vocab_end = l->vocab_end, .shift = l->shift};
+				       .vocab_start = l->vocab_start, .vocab_end = l->vocab_end, .shift = l->shift,
+				       .out64 = l->ids64};
 	int rc = eht_gpu_layer_ids(&l->k, s, &v, w->ids);
 	if (rc)
 		return rc;
 	const bool dense = stride == tw;
 	uint8_t *dst = out + t0 * stride;
 	void *to = dense ? (void *)dst : (void *)(uintptr_t)w->dense;
-	rc = eht_lookup_run(w->lk, (const void *)(uintptr_t)w->ids, EHT_ID_INT64, 0, n * l->part, to, s,
+	rc = eht_lookup_run(w->lk, (const void *)(uintptr_t)w->ids, l->ids64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
+			    n * l->part, to, s,
 			    EHT_LOOKUP_RUN_IDS_DEVICE | EHT_LOOKUP_RUN_OUT_DEVICE, NULL);
 	if (!rc && !dense)
 		rc = eht_gpu_layer_restride(&l->k, s, w->dense, n, tw, (eht_dptr)(uintptr_t)dst, stride);

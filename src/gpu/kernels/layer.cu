@@ -6,10 +6,11 @@
 
 /* out[t * part + j] = the row of ids[t, head_start + j], or -1 (a dead id: a zero row) where the column
  * is a padded head (>= n_heads) or the id lies outside [vocab_start, vocab_end). shift moves a live
- * id onto the table's rows (a table that stores only the rank's range from its row 0). */
+ * id onto the table's rows (a table that stores only the rank's range from its row 0). out holds int64
+ * (out64) or int32 ids (every live row below 2^31: half the bytes a lookup moves for its ids). */
 extern "C" __global__ void eht_layer_ids(const void *ids, int id64, unsigned long long tokens, long long s_tok,
 					 long long s_head, unsigned head_start, unsigned part, unsigned n_heads,
-					 long long vocab_start, long long vocab_end, long long shift, long long *out)
+					 long long vocab_start, long long vocab_end, long long shift, void *out, int out64)
 {
 	const unsigned long long n = tokens * part;
 	for (unsigned long long p = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; p < n;
@@ -23,7 +24,10 @@ extern "C" __global__ void eht_layer_ids(const void *ids, int id64, unsigned lon
 			if (v >= vocab_start && v < vocab_end)
 				r = v + shift;
 		}
-		out[p] = r;
+		if (out64)
+			((long long *)out)[p] = r;
+		else
+			((int *)out)[p] = (int)r;
 	}
 }
 

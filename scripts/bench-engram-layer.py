@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench-engram-layer.py: the engine's own call (eht.torch.EngramLayer.lookup(indices, out, background))
+standalone on one GPU, as vLLM calls it: 24-column hash output, all 24 heads (tp 1), bf16 out, fresh
+uniform ids each step; the same rows as one packed table and as vLLM's split layout (eht.wrap(...,
+layout="split")) over the same bytes; median time per step as a CUDA graph replay (synced), and the
+calling thread's CPU per eager call. Usage: bench-engram-layer.py [GiB] (default 16)."""
+import statistics
+import sys
+import time
+
+import torch
+
+import eht
+import eht.torch as et
+
+gib = float(sys.argv[1]) if len(sys.argv) > 1 else 16.0
+RB = 264
+rows = int(gib * (1 << 30)) // RB
+dev = torch.device("cuda", 0)
+torch.cuda.set_device(dev)
+mem = torch.empty(rows * RB, dtype=torch.uint8)
+mem.view(torch.int64)[: mem.numel() // 8].fill_(0x3c3c3c3c3c3c3c3c)  # touch every page
+packed = eht.wrap(mem, rows, RB, device=0, name="packed")
+split = eht.wrap(mem, rows, RB, layout="split", name="split")  # the same bytes read as weights then scales
+print("table: %.1f GiB, %d rows" % (gib, rows))
+
+
+def graph_ms(layer, T, bg, reps=20):
+    ids = torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev)
+    out = torch.empty((T, 24, 256), dtype=torch.bfloat16, device=dev)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        layer.lookup(ids, out, background=bg)
+    torch.cuda.current_stream().wait_stream(s)
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr):
+        layer.lookup(ids, out, background=bg)
+    times = []
+    for _ in range(reps):
+        ids.copy_(torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev))
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        gr.replay()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def eager_cpu_us(layer, T, bg, reps=100):
+    ids = torch.randint(0, rows, (T, 48), dtype=torch.int32, device=dev)[:, 24:]  # a strided view
+    out = torch.empty((T, 6, 256), dtype=torch.bfloat16, device=dev)
+    cpu = []
+    for _ in range(reps + 10):
+        c0 = time.thread_time()
+        layer.lookup(ids, out, background=bg)
+        cpu.append(time.thread_time() - c0)
+        torch.cuda.synchronize()
+    return statistics.median(cpu[10:]) * 1e6
+
+
+for name, table in (("packed", packed), ("split", split)):
+    layer = et.EngramLayer(table, head_start=0, part=24, format="bf16", device=0)
+    for T in (256, 8192):
+        for bg in (False, True):
+            print("%-6s T %5d (%6d ids) background=%-5s graph replay %.3f ms" % (name, T, T * 24, bg, graph_ms(layer, T, bg)))
+    rank = et.EngramLayer(table, head_start=6, part=6, vocab_start=0, vocab_end=rows, format="bf16", device=0)
+    for T in (8, 256, 8192):
+        for bg in (False, True):
+            print("%-6s eager call T %5d (tp-4 rank, strided ids) background=%-5s: %.1f us of the calling thread's CPU"
+                  % (name, T, bg, eager_cpu_us(rank, T, bg)))
+    layer.close()
+    rank.close()
