@@ -138,7 +138,8 @@ EHT_API void eht_engram_lookup_destroy(eht_engram_lookup *el);
  *   - background (EHT_ENGRAM_LAYER_BACKGROUND): the way beside the model's layers (a side stream): no
  *     SM waits for the CPU, the rows move by copy engines, kernels capped at half the SMs.
  * Both ways are made at create (two lookup engines over the table, sharing the process's CPU pool),
- * both capture into CUDA graphs and both give the same bytes. Column j of the rank (0 <= j < part) is
+ * both capture into CUDA graphs and both give the same bytes. Only the inline way loads the table's hot
+ * set (beside the model a hot set's kernels cost the step more than the host rows they save). Column j of the rank (0 <= j < part) is
  * the hash output's column head_start + j: a column >= n_heads (a padded head) and an id outside
  * [vocab_start, vocab_end) give a zero row (and count as dead ids).
  * Output row t, j lies at out + t * out_stride + j * R, R = 512 (bf16: 256 values) or the table's

@@ -84,8 +84,10 @@ static int layer_engines(eht_engram_layer *l, const struct eht_engram_layer_opts
 		lo.flags = o->lookup_flags & ~EHT_LOOKUP_BG_PUSH;
 		if (l->device < 0)
 			lo.flags |= EHT_LOOKUP_CPU_ONLY;
+		/* The background way loads no hot set: beside the model its work cost the step more than
+		 * the host rows it saved (eht bench step on real text), and one GPU copy of it is enough. */
 		if (w == 1)
-			lo.flags |= EHT_LOOKUP_BACKGROUND | (o->lookup_flags & EHT_LOOKUP_BG_PUSH);
+			lo.flags |= EHT_LOOKUP_BACKGROUND | EHT_LOOKUP_NO_HOTSET | (o->lookup_flags & EHT_LOOKUP_BG_PUSH);
 		int rc = eht_lookup_create(l->table, &lo, &l->way[w].lk);
 		if (rc)
 			return eht_err_prefix(rc, "engram layer: the %s engine", w ? "background" : "inline");
