@@ -1046,6 +1046,23 @@ EHT_API EHT_MUST_CHECK int eht_lookup_strategy_by_name(const char *name);
 /* Frees everything the engine allocated (after synchronizing its streams); NULL is a no-op. */
 EHT_API void eht_lookup_destroy(eht_lookup *lk);
 
+/* The process's lookup counters since it started, over every engine (relaxed atomics where the work
+ * happens: cheap enough to leave on). Graph replays make no call: their rows show in rows_gathered
+ * and bytes_staged (the CPU pool's work), not in calls. */
+struct eht_metrics {
+	uint32_t size;          /* sizeof(struct eht_metrics), set by the caller */
+	uint64_t calls;         /* eht_lookup_run calls (eager, and each capture) */
+	uint64_t ids;           /* ids those calls looked up */
+	uint64_t calls_cpu, calls_gpu, calls_hot; /* by path: the CPU piece, the GPU piece, the hot set's */
+	uint64_t errors;        /* calls that returned an error */
+	uint64_t call_ns;       /* time the calling threads spent in those calls */
+	uint64_t dead_cpu;      /* dead ids counted by the CPU (the GPU's own count stays on the GPU) */
+	uint64_t rows_gathered; /* rows the CPU pool copied (every graph replay included) */
+	uint64_t bytes_staged;  /* bytes of those rows */
+};
+/* Fills *m (m->size must be set). Returns 0 or -EINVAL. */
+EHT_API EHT_MUST_CHECK int eht_metrics_read(struct eht_metrics *m);
+
 /* CPU reference of the BF16 format: one packed Engram row (264 bytes) into 256 bf16 (as uint16). */
 EHT_API void eht_engram_dequant_row(const uint8_t *row, uint16_t *out);
 

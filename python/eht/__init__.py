@@ -26,7 +26,8 @@ from ._ints import IntRangeError, as_int as _as_int, struct as _struct
 from ._libfind import candidates as _lib_candidates, find_library as _find_lib
 from ._version import __version__
 
-__all__ = ["EhtError", "IntRangeError", "version", "library_path", "status", "wrap", "attach", "Table", "Lookup", "Client",
+__all__ = ["EhtError", "IntRangeError", "version", "library_path", "status", "metrics", "metrics_prometheus", "wrap",
+           "attach", "Table", "Lookup", "Client",
            "read_hotset", "HotsetError", "Group", "Region", "SharedTable", "node_id", "share_host_table",
            "fabric_host_memory_supported", "ECSharedRegion", "engram", "disk",
            "TIERS", "STRATEGIES", "FORMATS", "ENGRAM_ROW_BYTES", "__version__"]
@@ -92,6 +93,14 @@ class _Strategies(_abc.Mapping):
 
 STRATEGIES = _Strategies()
 FORMATS = {"raw": 0, "bf16": 1}
+_METRIC_NAMES = ("calls", "ids", "calls_cpu", "calls_gpu", "calls_hot", "errors", "call_ns", "dead_cpu",
+                 "rows_gathered", "bytes_staged")
+_METRIC_HELP = {"calls": "eht_lookup_run calls (eager, and each capture)", "ids": "ids those calls looked up",
+                "calls_cpu": "calls run by the CPU piece", "calls_gpu": "calls run by the GPU piece",
+                "calls_hot": "calls run through the hot set", "errors": "calls that returned an error",
+                "call_ns": "nanoseconds the calling threads spent in calls",
+                "dead_cpu": "dead ids the CPU counted", "rows_gathered": "rows the CPU pool copied",
+                "bytes_staged": "bytes of the rows the CPU pool copied"}
 ENGRAM_ROW_BYTES = 264
 
 _RUN_IDS_HOST, _RUN_IDS_DEVICE, _RUN_OUT_HOST, _RUN_OUT_DEVICE = 0x2, 0x4, 0x8, 0x10
@@ -898,6 +907,35 @@ def _wrap_split(buffer, rows, row_bytes, name):
     h = ctypes.c_void_p()
     _check(fn(waddr, wb, saddr, sb, rows, name.encode(), ctypes.byref(h)), "eht_table_wrap_split")
     return Table(h, owner=(buffer, keep))
+
+
+class _Metrics(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32)] + [(n, ctypes.c_uint64) for n in _METRIC_NAMES]
+
+
+def metrics():
+    """The process's lookup counters since it started, over every engine (eht_metrics_read): a dict of
+    calls, ids, calls_cpu / calls_gpu / calls_hot (by path), errors, call_ns, dead_cpu, rows_gathered,
+    bytes_staged. Cheap: relaxed atomic counters that libeht keeps anyway."""
+    lib = _L()
+    fn = lib.eht_metrics_read
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(_Metrics)]
+    m = _Metrics(size=ctypes.sizeof(_Metrics))
+    _check(fn(ctypes.byref(m)), "eht_metrics_read")
+    return {n: getattr(m, n) for n in _METRIC_NAMES}
+
+
+def metrics_prometheus(prefix="eht"):
+    """metrics() in the Prometheus text exposition format (0.0.4), for an engine's own /metrics: each
+    counter as PREFIX_lookup_NAME_total with HELP and TYPE lines."""
+    m = metrics()
+    lines = []
+    for name in _METRIC_NAMES:
+        full = "%s_lookup_%s_total" % (prefix, name)
+        lines.append("# HELP %s %s" % (full, _METRIC_HELP[name]))
+        lines.append("# TYPE %s counter" % full)
+        lines.append("%s %d" % (full, m[name]))
+    return "\n".join(lines) + "\n"
 
 
 def _mapping_writable(addr):

@@ -128,6 +128,11 @@ class Client:
     def __enter__(self) -> "Client": ...
     def __exit__(self, *exc: Any) -> None: ...
 
+def metrics() -> Dict[str, int]:
+    """The process's lookup counters since it started (eht_metrics_read)."""
+def metrics_prometheus(prefix: str = "eht") -> str:
+    """metrics() in the Prometheus text exposition format."""
+
 def wrap(buffer: Union[Buffer, Tuple[Buffer, Buffer]], rows: int, row_bytes: int, device: Device = -1, name: str = "memory",
          layout: str = "packed") -> Table:
     """A table over caller-owned host memory; pinned for `device` when device >= 0."""

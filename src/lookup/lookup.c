@@ -13,6 +13,8 @@
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/stage.h"
 #include "lookup/hot/hot.h"
+#include "lookup/metrics.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/opts.h"
 #include "util/log.h"
@@ -325,6 +327,7 @@ static int run_finish(eht_lookup *lk, const struct lk_run *r, bool published, vo
 {
 	if (r->path == PATH_CPU) {
 		lk->last.dead_host = *dead;
+		eht_metrics_dead(*dead);
 		return 0;
 	}
 	lk->last.dead_gpu = true;
@@ -335,7 +338,7 @@ static int run_finish(eht_lookup *lk, const struct lk_run *r, bool published, vo
 }
 
 static int lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
-		      void *stream, unsigned flags, uint64_t *dead_count)
+		      void *stream, unsigned flags, uint64_t *dead_count, int *path)
 {
 	struct lk_run r = {0};
 	int rc = run_args(lk, ids, id_type, count, out, stream, flags, &r);
@@ -346,6 +349,7 @@ static int lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_o
 		return rc;
 	if (lk->hot && !r.c.capture && (rc = eht_lk_hot_boundary(lk, stream)))
 		return rc; /* a step boundary: a pending hot-set refresh goes in here */
+	*path = (int)r.path;
 	lk->last.strategy = r.st->id;
 	lk->ran = true;
 	uint64_t dead = 0;
@@ -370,9 +374,12 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	if (!lk)
 		return eht_err(EINVAL, "eht_lookup_run: NULL engine");
 	/* Threads sharing an engine take turns (see run_mu): each call's dead count is its own. */
+	const uint64_t t0 = eht_now_ns();
 	pthread_mutex_lock(&lk->run_mu);
-	int rc = lookup_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count);
+	int path = -1;
+	int rc = lookup_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count, &path);
 	pthread_mutex_unlock(&lk->run_mu);
+	eht_metrics_call(count, path, rc, eht_now_ns() - t0);
 	return rc;
 }
 
