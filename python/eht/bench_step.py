@@ -16,6 +16,9 @@ the whole step is one CUDA graph. Variants:
   STRATEGY[+OPT..]-side    eht on one side stream forked at the step's start, joined by one event per
                        table before its layer (vLLM's prefetch)
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
+  layer-side, layer-inline, layer+push-side  the engine's own call, eht.torch.EngramLayer(table).lookup(ids,
+                       out, background) with vLLM's arguments: background=True on the side stream,
+                       False inline (what an engine's natural call gets, nothing hand-picked)
   STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push (with bg: the CPU pushes
   the rows, two graph nodes a lookup: for engines that wait for each step), capN (SM cap N), dedup,
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
@@ -91,6 +94,12 @@ def parse_variant(spec):
     if spec == "vllm":
         return {"name": "vllm", "strategy": "direct", "place": "side", "background": False, "sm_cap": -1,
                 "dedup": False, "late_dequant": False}
+    if spec in ("layer-side", "layer-inline", "layer+push-side"):
+        # the engine's own call: eht.torch.EngramLayer.lookup(ids, out, background) with vLLM's arguments,
+        # background=True on the side stream, False inline (what an engine's natural call gets)
+        place = spec.rpartition("-")[2]
+        return {"name": spec, "strategy": "auto", "place": place, "background": place == "side", "sm_cap": 0,
+                "dedup": False, "late_dequant": False, "layer": True, "push": "+push" in spec}
     if spec == "copy":
         return {"name": "copy", "strategy": None, "place": "side", "background": False, "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "copy_only": True}
@@ -756,7 +765,30 @@ class LinkCopy:
         self.src = self.dst = None
 
 
+class LayerEngine:
+    """A table's eht.torch.EngramLayer (all 24 heads of a tp-1 rank) called as an engine calls it:
+    lookup(ids [T, 24], out [T, 24, 256], background) on the current stream."""
+
+    last_strategy = "auto"
+
+    def __init__(self, torch, layer, background):
+        self.torch, self.layer, self.background = torch, layer, background
+
+    def run(self, ids, out, stream=None):
+        with self.torch.cuda.stream(stream or self.torch.cuda.current_stream()):
+            self.layer.lookup(ids.view(-1, HEADS), out.view(-1, HEADS, DIM), background=self.background)
+
+    def close(self):
+        self.layer.close()
+
+
 def make_engines(eht, tables, v, sms, hot, threads):
+    if v.get("layer"):
+        import torch  # noqa: PLC0415
+        import eht.torch as et  # noqa: PLC0415
+        return [LayerEngine(torch, et.EngramLayer(tables[t], format="bf16", device=tables[0].device, threads=threads,
+                                                  push=v.get("push", False)), v["background"])
+                for t in range(2)], 0
     kw = {"strategy": v["strategy"], "format": "raw" if v.get("late_dequant") else "bf16", "device": tables[0].device,
           "threads": threads}
     cap = sms // 2 if v["sm_cap"] == -1 else v["sm_cap"]
