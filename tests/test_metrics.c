@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_metrics.c: the process's lookup counters (eht_metrics_read) follow the calls made: calls, ids,
- * the path, dead ids the CPU counted, errors; a too-small struct is refused. Runs without a GPU. */
+ * the path, dead ids the CPU counted, errors, the rows the CPU gathered; a too-small struct is refused. Runs without a GPU. */
 #include <string.h>
 
 #include "testutil.h"
@@ -36,6 +36,8 @@ int main(void)
 	CHECK(m1.errors - m0.errors == 1);
 	CHECK(m1.dead_cpu - m0.dead_cpu == 30);
 	CHECK(m1.call_ns > m0.call_ns);
+	CHECK(m1.rows_gathered - m0.rows_gathered == 300); /* by the pool's gather, dead positions included */
+	CHECK(m1.bytes_staged - m0.bytes_staged == 300 * 264);
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(rows);

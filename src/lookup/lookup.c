@@ -13,7 +13,7 @@
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/stage.h"
 #include "lookup/hot/hot.h"
-#include "lookup/metrics.h"
+#include "lookup/gather/metrics.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/opts.h"

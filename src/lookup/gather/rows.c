@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "lookup/gather/rows.h"
+#include "lookup/gather/metrics.h"
 #include "util/settings.h"
 
 /* ------------------------------------------------------------------- the gather's knobs */
@@ -82,6 +83,7 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 			if (rc)
 				return rc;
 		}
+		eht_metrics_gathered(end - begin, (end - begin) * rb);
 		return 0;
 	}
 	const size_t pf = eht_lk_prefetch_rows();
@@ -101,6 +103,7 @@ int eht_lk_gather_ids(eht_lookup *lk, const void *ids, int id64, int64_t off, si
 		*dead += r == LK_DEAD;
 		eht_lk_put_row(dst + (i - begin) * stride, r == LK_DEAD ? NULL : host + r * rb, rb, fmt);
 	}
+	eht_metrics_gathered(end - begin, (end - begin) * rb);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/rows.h"
 #include "lookup/gather/stage.h"
+#include "lookup/gather/metrics.h"
 #include "util/cpu.h"
 #include "util/err.h"
 #include "util/radix.h"
@@ -178,6 +179,7 @@ static void job_task(void *arg, size_t c, unsigned worker)
 				eht_lk_prefetch(host + j->rows[i + pf] * rb, rb);
 			eht_lk_put_row(j->dst + i * rb, host + j->rows[i] * rb, rb, EHT_LOOKUP_RAW);
 		}
+		eht_metrics_gathered(end - begin, (end - begin) * rb);
 		break;
 	case JOB_EXPAND:
 		for (size_t i = begin; i < end; i++) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.c: the process's lookup counters: one cache line of relaxed atomics each, so threads of
  * the pool and callers on several engines do not contend on one line. */
-#include "lookup/metrics.h"
+#include "lookup/gather/metrics.h"
 
 #include <errno.h>
 #include <stdatomic.h>

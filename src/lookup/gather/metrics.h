@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.h: the process's lookup counters (eht_metrics_read), bumped with relaxed atomics where the
  * work happens: cheap enough to leave on. */
-#ifndef EHT_LOOKUP_METRICS_H
-#define EHT_LOOKUP_METRICS_H
+#ifndef EHT_LOOKUP_GATHER_METRICS_H
+#define EHT_LOOKUP_GATHER_METRICS_H
 
 #include <stdbool.h>
 #include <stdint.h>
