@@ -3,8 +3,8 @@
 """bench-engram-layer.py: the engine's own call (eht.torch.EngramLayer.lookup(indices, out, background))
 standalone on one GPU, as vLLM calls it: 24-column hash output, all 24 heads (tp 1), bf16 out, fresh
 uniform ids each step; the same rows as one packed table and as vLLM's split layout (eht.wrap(...,
-layout="split")) over the same bytes; median time per step as a CUDA graph replay (synced), and the
-calling thread's CPU per eager call. Usage: bench-engram-layer.py [GiB] (default 16)."""
+layout="split")) over the same bytes, and vLLM's own algorithm (eht.vllm_baseline) on them; median time
+per step as a CUDA graph replay (synced), and the calling thread's CPU per eager call. Usage: bench-engram-layer.py [GiB] (default 16)."""
 import statistics
 import sys
 import time
@@ -59,6 +59,37 @@ def eager_cpu_us(layer, T, bg, reps=100):
         torch.cuda.synchronize()
     return statistics.median(cpu[10:]) * 1e6
 
+
+def vllm_ms(T, bg, reps=20):
+    """vLLM's algorithm (eht.vllm_baseline) on the same bytes read as its split layout, in place."""
+    from eht import vllm_baseline as vb
+    w = vb._HostPtr(packed.device_ptr, torch.uint8)
+    s = vb._HostPtr(packed.device_ptr + rows * 256, torch.uint8)
+    ids = torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev)
+    out = torch.empty((T, 24, 256), dtype=torch.bfloat16, device=dev)
+    vb.lookup(w, s, ids, out, 0, 24, 0, rows, background=bg)
+    gr = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gr):
+        vb.lookup(w, s, ids, out, 0, 24, 0, rows, background=bg)
+    times = []
+    for _ in range(reps):
+        ids.copy_(torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev))
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        gr.replay()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+try:
+    import triton  # noqa: F401
+    for T in (256, 8192):
+        for bg in (False, True):
+            print("vllm   T %5d (%6d ids) background=%-5s graph replay %.3f ms (vLLM's algorithm, Triton)"
+                  % (T, T * 24, bg, vllm_ms(T, bg)))
+except ImportError:
+    print("vllm: Triton is not installed, no baseline")
 
 for name, table in (("packed", packed), ("split", split)):
     layer = et.EngramLayer(table, head_start=0, part=24, format="bf16", device=0)

@@ -35,8 +35,13 @@ def main():
     v = bs.parse_variant("host+bg+cap16-side")
     check(v["strategy"] == "host" and v["background"] and v["sm_cap"] == 16 and v["place"] == "side",
           "host+bg+cap16-side parsed: %r" % v)
-    check(bs.parse_variant("vllm")["sm_cap"] == -1 and bs.parse_variant("vllm")["strategy"] == "direct",
-          "vllm is DIRECT capped at SMs / 2")
+    v = bs.parse_variant("vllm")
+    check(v.get("vllm") and v["place"] == "side" and v["background"], "vllm is vLLM's algorithm on the side stream: %r" % v)
+    v = bs.parse_variant("vllm-inline")
+    check(v.get("vllm") and v["place"] == "inline" and not v["background"], "vllm-inline: the full grid inline: %r" % v)
+    v = bs.parse_variant("layer-side")
+    check(v.get("layer") and v["background"] and v["place"] == "side", "layer-side: the engine's call, background: %r" % v)
+    check(not bs.parse_variant("layer-inline")["background"], "layer-inline: the engine's call, inline")
     check(bs.parse_variant("none")["strategy"] is None, "none has no strategy")
     check(bs.parse_variant("auto-inline")["place"] == "inline", "auto-inline")
     v = bs.parse_variant("host+bg+ldq-side")
@@ -221,7 +226,7 @@ def main():
     check(r.returncode == 0 and json.loads(r.stdout).get("rounds") == 4, "--rounds 4 in the envelope: %s" % r.stderr)
     check(r.returncode == 0 and json.loads(r.stdout).get("burst") == 2, "--burst 2 in the envelope")
     dv = json.loads(r.stdout).get("variants", []) if r.returncode == 0 else []
-    check({"none", "vllm", "copy", "auto+bg-side", "host+bg-side"} <= set(dv),
+    check({"none", "vllm", "vllm-inline", "copy", "layer-side", "layer-inline", "auto+bg-side"} <= set(dv),
           "the default variants hold the baseline, the floor and the mode the docs recommend: %r" % dv)
     for bad in (["--mode", "train"], ["--variants", "auto"], ["--engram-layers", "1"],
                 ["--engram-layers", "1,20"], ["--workload", "text:/nonexistent"], ["--table-gib", "0"],

@@ -8,8 +8,10 @@ rows (anonymous memory, THP advised, pinned), looked up into bf16 with fresh ids
 the whole step is one CUDA graph. Variants:
 
   none                 no lookups (the step's own time)
-  vllm                 an in-place GPU gather on the side stream, grid capped at SMs / 2 (what vLLM ships;
-                       eht DIRECT with an SM cap stands in for its kernel)
+  vllm, vllm-side      vLLM's own lookup algorithm (eht.vllm_baseline: a persistent Triton grid, 16 rows a
+                       program, UVA reads of the split layout, bf16 out) on the side stream, grid SMs / 2
+  vllm-inline          the same on the main stream right before the layer, grid SMs (vLLM's placement
+                       from 4,096 tokens)
   copy                 no lookup: only the bytes a decode or prefill batch's raw rows take, copied from
                        pinned host memory on the side stream in three pieces (the copy engine, as
                        the background mode moves them): what any host-table design must at least pay
@@ -81,8 +83,8 @@ MULT = [[76632096046245, 4839876093313, 35959672319349, 73987337458391],
 PAD = 2
 MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40},
          "prefill": {"tokens": 8192, "ffn": 8192, "reps": 15}}
-DEFAULT_VARIANTS = ("none,vllm,copy,auto-side,auto+bg-side,auto+bg+push-side,host+bg-side,"
-                    "direct-side,auto-inline")
+DEFAULT_VARIANTS = ("none,copy,vllm,vllm-inline,layer-side,layer-inline,auto+bg-side,auto+bg+push-side,"
+                    "host+bg-side")
 
 
 def parse_variant(spec):
@@ -91,9 +93,12 @@ def parse_variant(spec):
     if spec == "none":
         return {"name": "none", "strategy": None, "place": None, "background": False, "sm_cap": 0,
                 "dedup": False, "late_dequant": False}
-    if spec == "vllm":
-        return {"name": "vllm", "strategy": "direct", "place": "side", "background": False, "sm_cap": -1,
-                "dedup": False, "late_dequant": False}
+    if spec in ("vllm", "vllm-side", "vllm-inline"):
+        # vLLM's own lookup algorithm (eht.vllm_baseline, Triton): on the side stream with its background
+        # grid (SMs / 2), or inline before the layer with the full grid (vLLM's placement from 4,096 tokens)
+        place = "inline" if spec == "vllm-inline" else "side"
+        return {"name": spec, "strategy": None, "place": place, "background": place == "side", "sm_cap": 0,
+                "dedup": False, "late_dequant": False, "vllm": True}
     if spec in ("layer-side", "layer-inline", "layer+push-side"):
         # the engine's own call: eht.torch.EngramLayer.lookup(ids, out, background) with vLLM's arguments,
         # background=True on the side stream, False inline (what an engine's natural call gets)
@@ -765,6 +770,31 @@ class LinkCopy:
         self.src = self.dst = None
 
 
+class VllmEngine:
+    """vLLM's lookup algorithm (eht.vllm_baseline) over a table's memory read in vLLM's split layout
+    (its first rows x 256 bytes as the weights, the next rows x 8 as the scales: the same two random
+    host reads a row as vLLM's storage), in place over UVA, bf16 out."""
+
+    last_strategy = "vllm"
+
+    def __init__(self, torch, table, background):
+        from . import vllm_baseline  # noqa: PLC0415
+        self.torch, self.vb, self.background = torch, vllm_baseline, background
+        rows = table.rows * table.row_bytes // (vllm_baseline.DIM + vllm_baseline.SCALES)
+        self.w = vllm_baseline._HostPtr(table.device_ptr, torch.uint8)
+        self.s = vllm_baseline._HostPtr(table.device_ptr + rows * vllm_baseline.DIM, torch.uint8)
+        self.rows = rows
+
+    def run(self, ids, out, stream=None):
+        with self.torch.cuda.stream(stream or self.torch.cuda.current_stream()):
+            # the step's ids are rows of the packed table: every one below rows, as the split view holds
+            self.vb.lookup(self.w, self.s, ids.view(-1, HEADS), out.view(-1, HEADS, DIM), 0, HEADS, 0, self.rows,
+                           background=self.background)
+
+    def close(self):
+        self.w = self.s = None
+
+
 class LayerEngine:
     """A table's eht.torch.EngramLayer (all 24 heads of a tp-1 rank) called as an engine calls it:
     lookup(ids [T, 24], out [T, 24, 256], background) on the current stream."""
@@ -783,6 +813,11 @@ class LayerEngine:
 
 
 def make_engines(eht, tables, v, sms, hot, threads):
+    if v.get("vllm"):
+        import torch  # noqa: PLC0415
+        if not tables[0].device_ptr:
+            raise RuntimeError("vLLM's kernel reads the table in place: the table is not pinned for the GPU")
+        return [VllmEngine(torch, tables[t], v["background"]) for t in range(2)], (sms // 2 if v["background"] else sms)
     if v.get("layer"):
         import torch  # noqa: PLC0415
         import eht.torch as et  # noqa: PLC0415
