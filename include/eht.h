@@ -1307,7 +1307,7 @@ EHT_API int eht_serve_stop(eht_server *server);
 
 struct eht_attach_opts {
 	uint32_t size;       /* sizeof(struct eht_attach_opts) */
-	uint32_t flags;      /* 0 or EHT_ATTACH_FAIL_FAST */
+	uint32_t flags;      /* 0 or EHT_ATTACH_WAIT (EHT_ATTACH_FAIL_FAST: the default) */
 	int device;          /* GPU this worker looks up from (tables are mapped/pinned for it); -1: none */
 	uint32_t timeout_ms; /* wait for the server (it may still be loading); 0: 60000 */
 	uint32_t rank, nranks; /* tiers that split a table's rows among workers (the disk tier): this
@@ -1322,12 +1322,15 @@ struct eht_attach_opts {
 	void *disk_rows_arg;
 };
 
-/* eht_attach_opts.flags: when no server holds the key, -ENOENT at once instead of waiting up to
- * timeout_ms for one to start (a server that holds it is still waited for while it loads). */
+/* eht_attach_opts.flags. By default, when no server holds the key eht_attach fails at once with
+ * -ENOENT (as Python's eht.attach): a server that holds it is still waited for while it loads.
+ * EHT_ATTACH_WAIT: wait up to timeout_ms for a server to start serving the key. EHT_ATTACH_FAIL_FAST
+ * (the default now) is accepted as before. */
 #define EHT_ATTACH_FAIL_FAST 0x1u
+#define EHT_ATTACH_WAIT 0x2u
 
-/* Attaches to the tables served under key. Returns 0; -ENOENT (EHT_ATTACH_FAIL_FAST and no server
- * holds the key), -ETIMEDOUT (no server answered in time, naming the key), -ECONNRESET (the server went away), -EPROTO (another version of eht serves
+/* Attaches to the tables served under key. Returns 0; -ENOENT (no server holds the key, without
+ * EHT_ATTACH_WAIT), -ETIMEDOUT (no server answered in time, naming the key), -ECONNRESET (the server went away), -EPROTO (another version of eht serves
  * the key), -EACCES, or the errors of mapping a tier. */
 EHT_API EHT_MUST_CHECK int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client **out);
 /* The tables, in the server's order; owned by the client (valid until eht_detach). */

@@ -45,7 +45,7 @@ class Flags(unittest.TestCase):
                         break
         # The flags the module is known to pass: none may stop being checked by a rename.
         for must in ("_LOOKUP_BACKGROUND", "_LOOKUP_BG_PUSH", "_LOOKUP_GPU_DEDUP", "_LOOKUP_CPU_ONLY", "_RUN_IDS_DEVICE",
-                     "_ATTACH_FAIL_FAST", "_SHARE_PER_NUMA"):
+                     "_ATTACH_FAIL_FAST", "_ATTACH_WAIT", "_SHARE_PER_NUMA"):
             self.assertIn(must, checked)
 
     def test_background_property(self):

@@ -104,11 +104,18 @@ int main(void)
 	eht_ckpt *ck = NULL;
 	CHECK_RC(eht_ckpt_open(ckpt, 0, &ck), 0);
 
-	/* No server: a short timeout, then -ETIMEDOUT naming the key. */
+	/* No server: -ENOENT at once by default (as Python's attach), naming the key; with
+	 * EHT_ATTACH_WAIT a short timeout, then -ETIMEDOUT naming it. */
 	struct eht_attach_opts ao = {.size = sizeof(ao), .device = -1, .timeout_ms = 300};
 	eht_client *c = NULL;
+	CHECK_RC(eht_attach("nobody-serves-this", &ao, &c), -ENOENT);
+	CHECK(strstr(eht_last_error(), "nobody-serves-this") != NULL);
+	ao.flags = EHT_ATTACH_WAIT;
 	CHECK_RC(eht_attach("nobody-serves-this", &ao, &c), -ETIMEDOUT);
 	CHECK(strstr(eht_last_error(), "nobody-serves-this") != NULL);
+	ao.flags = 0x80;
+	CHECK_RC(eht_attach("nobody-serves-this", &ao, &c), -EINVAL);
+	ao.flags = 0;
 	CHECK_RC(eht_attach("bad key!", &ao, &c), -EINVAL);
 
 	/* Serve; two workers attach at once and read the checkpoint's bytes. */

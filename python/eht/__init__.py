@@ -111,6 +111,7 @@ _LOOKUP_NO_HOTSET = 0x8
 _LOOKUP_BACKGROUND = 0x10
 _LOOKUP_BG_PUSH = 0x20
 _ATTACH_FAIL_FAST = 0x1
+_ATTACH_WAIT = 0x2
 
 
 class EhtError(OSError):
@@ -405,12 +406,20 @@ def _free(p):
     free(p)
 
 
+_torch_mod = False  # not looked for yet; None: not installed
+
+
 def _torch():
-    try:
-        import torch  # noqa: PLC0415 (optional dependency)
-        return torch
-    except ImportError:
-        return None
+    """torch where installed, else None: looked for once (a failed import costs hundreds of
+    microseconds, and the CPU path asks on every call)."""
+    global _torch_mod
+    if _torch_mod is False:
+        try:
+            import torch  # noqa: PLC0415 (optional dependency)
+            _torch_mod = torch
+        except ImportError:
+            _torch_mod = None
+    return _torch_mod
 
 
 def _buffer_address(obj, writable):
@@ -970,7 +979,7 @@ class Client(_Closing):
         cb = _disk_rows_callback(disk_rows, head_range)
         # Without wait, a key nobody serves fails at once (ENOENT), as `eht worker` does, instead of
         # waiting out the timeout; a server that holds the key is waited for while it loads.
-        opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device, flags=0 if wait else _ATTACH_FAIL_FAST,
+        opts = _AttachOpts(size=ctypes.sizeof(_AttachOpts), device=device, flags=_ATTACH_WAIT if wait else 0,
                            timeout_ms=max(1, int(timeout * 1000)), rank=rank, nranks=nranks)
         if cb is not None:
             opts.disk_rows = cb

@@ -178,8 +178,9 @@ static int check_opts(const char *key, const struct eht_attach_opts *opts, struc
 	int orc = eht_opts_in(o, sizeof(*o), opts, "eht_attach: opts");
 	if (orc)
 		return orc;
-	if (o->flags & ~EHT_ATTACH_FAIL_FAST)
-		return eht_err(EINVAL, "eht_attach: unknown flags 0x%x", o->flags & ~EHT_ATTACH_FAIL_FAST);
+	const uint32_t known = EHT_ATTACH_FAIL_FAST | EHT_ATTACH_WAIT;
+	if (o->flags & ~known)
+		return eht_err(EINVAL, "eht_attach: unknown flags 0x%x", o->flags & ~known);
 	if (!o->timeout_ms)
 		o->timeout_ms = 60000;
 	if (!o->nranks)
@@ -198,7 +199,7 @@ int eht_attach(const char *key, const struct eht_attach_opts *opts, eht_client *
 	int rc = check_opts(key, opts, &o);
 	int fd = -1;
 	if (!rc)
-		rc = connect_retry(key, o.timeout_ms, o.flags & EHT_ATTACH_FAIL_FAST, &fd);
+		rc = connect_retry(key, o.timeout_ms, !(o.flags & EHT_ATTACH_WAIT), &fd); /* as Python's attach */
 	return rc ? rc : serve_attach_fd(fd, key, &o, out);
 }
 

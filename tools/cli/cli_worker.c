@@ -417,7 +417,8 @@ int cmd_worker(int argc, char **argv)
 	}
 	if (o.json)
 		o.results = json_array();
-	struct eht_attach_opts ao = {.size = sizeof(ao), .device = o.device, .timeout_ms = (uint32_t)(o.timeout_s * 1000)};
+	struct eht_attach_opts ao = {.size = sizeof(ao), .device = o.device, .timeout_ms = (uint32_t)(o.timeout_s * 1000),
+				     .flags = o.wait ? EHT_ATTACH_WAIT : 0};
 	eht_client *c = NULL;
 	int rc = eht_attach(o.key, &ao, &c);
 	int mismatches = 0;
