@@ -893,7 +893,7 @@ def run(a, rep, log):
                 try:
                     if v.get("copy_only"):
                         engines = [LinkCopy(torch, cfg["ids_per_table"], dev) for _ in range(2)]
-                    if v["strategy"]:
+                    if v["strategy"] or v.get("vllm"):
                         engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads)
                         # What the engine runs, not what was asked: a flag that did not take once
                         # made every background variant measure the default mode.
