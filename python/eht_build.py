@@ -41,6 +41,11 @@ def _project():
             section = line.strip("[]")
             continue
         m = re.match(r'^([A-Za-z0-9_-]+)\s*=\s*(.*)$', line)
+        g = re.match(r'^project\.entry-points\."([^"]+)"$', section or "")
+        if g and m:  # [project.entry-points."group"] name = "module:function"
+            strings = re.findall(r'"([^"]*)"', m.group(2))
+            proj.setdefault("entry-points", {}).setdefault(g.group(1), {})[m.group(1)] = strings[0] if strings else ""
+            continue
         if section == "project" and m:
             val = m.group(2)
             strings = re.findall(r'"([^"]*)"', val)
@@ -121,6 +126,11 @@ class _Wheel:
         self.add(di + "WHEEL", ("Wheel-Version: 1.0\nGenerator: eht_build\nRoot-Is-Purelib: %s\nTag: %s\n"
                                 % ("true" if tag.endswith("-any") else "false", tag)).encode())
         self.add(di + "top_level.txt", (_PKG + "\n").encode())
+        eps = _project().get("entry-points") or {}
+        if eps:  # e.g. vLLM's general plug-ins find eht.vllm:register here
+            text = "".join("[%s]\n%s\n" % (group, "".join("%s = %s\n" % kv for kv in sorted(names.items())))
+                           for group, names in sorted(eps.items()))
+            self.add(di + "entry_points.txt", text.encode())
         license_file = os.path.join(_HERE, "..", "LICENSE")
         if os.path.exists(license_file):
             with open(license_file, "rb") as f:

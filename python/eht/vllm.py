@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: Apache-2.0
+"""eht.vllm: a vLLM general plug-in (entry point `vllm.general_plugins: eht = eht.vllm:register`) that
+makes DeepSeek-V4.1's Engram layers look their rows up through eht. vLLM calls register() in every
+process it starts; it patches nothing unless VLLM_EHT=1.
+
+With VLLM_EHT=1 each `ParallelEngramEmbedding` (vllm.models.deepseek_v41.common.engram) keeps its own
+`lookup(indices, out, background=False)` signature, but the call goes to an eht.torch.EngramLayer made
+for that layer and rank, with the per-call `background` passed through:
+- VLLM_EHT_KEY=K: the tables `eht serve --key K` hosts on the node (one copy for every worker), the
+  layer's table found by its row count (V4.1's two Engram tables differ in rows);
+- else vLLM's own storage, wrapped without a copy (eht.wrap(..., layout="split") over its weights
+  [rows, 256] and scales [rows, 8]): vLLM keeps its loader and memory and swaps only the lookup.
+The rank's columns and rows follow vLLM's rule (part = cdiv(24, shards), head_start = rank * part,
+the rows of those head ranges); the layer's own attributes are used where it has them. The eht layer
+is made at the end of the weights' loading (before vLLM profiles its memory), or at the first lookup.
+Placement: vLLM looks up inline, on the model's stream right before the layer, from 4,096 tokens,
+because its kernel takes the SMs the model needs; eht's background way takes none, and measured in the
+same step it added 0.26-0.40 ms to a prefill step beside the model where the inline way added 4.5 ms
+(docs/ENGINES.md). So the plug-in raises vLLM's inline threshold (an int class or module attribute whose
+name holds "threshold") past any batch: every batch is then prefetched on vLLM's side stream with
+background=True. VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's placement; the per-call background flag is
+always passed through as vLLM gives it.
+"""
+import importlib
+import logging
+import os
+
+_log = logging.getLogger("eht")
+
+ENGRAM_MODULE = "vllm.models.deepseek_v41.common.engram"
+ENGRAM_CLASS = "ParallelEngramEmbedding"
+N_COLS = 24  # 8 heads x 3 n-gram orders per Engram layer
+_PATCHED = "_eht_patched"
+
+
+def enabled(env=None):
+    """Whether VLLM_EHT turns the plug-in on ("1", "true", "yes", "on")."""
+    env = os.environ if env is None else env
+    return env.get("VLLM_EHT", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def register():
+    """vLLM's general plug-in hook: patches the Engram layer class when VLLM_EHT=1. Returns whether it
+    patched (False: off, or this vLLM has no DeepSeek-V4.1 Engram module)."""
+    if not enabled():
+        return False
+    try:
+        mod = importlib.import_module(ENGRAM_MODULE)
+    except ImportError as e:
+        _log.warning("eht.vllm: VLLM_EHT=1 but %s cannot be imported (%s): Engram lookups stay vLLM's", ENGRAM_MODULE, e)
+        return False
+    cls = getattr(mod, ENGRAM_CLASS, None)
+    if cls is None:
+        _log.warning("eht.vllm: %s has no %s: Engram lookups stay vLLM's", ENGRAM_MODULE, ENGRAM_CLASS)
+        return False
+    patch_class(cls)
+    if os.environ.get("VLLM_EHT_PREFETCH_ALL", "1") != "0":
+        prefetch_all(mod, cls)
+    _log.info("eht.vllm: %s.%s looks up through eht (%s)", ENGRAM_MODULE, ENGRAM_CLASS,
+              "served key %s" % os.environ["VLLM_EHT_KEY"] if os.environ.get("VLLM_EHT_KEY") else "vLLM's own storage")
+    return True
+
+
+def patch_class(cls):
+    """Routes cls.lookup through eht and makes the eht layer after cls.load_weights (when it has one)."""
+    if getattr(cls, _PATCHED, False):
+        return
+    orig_load = getattr(cls, "load_weights", None)
+
+    def lookup(self, indices, out, background=False):
+        layer = getattr(self, "_eht_layer", None) or make_layer(self)
+        return layer.lookup(indices, out, background=bool(background))
+
+    cls.lookup = lookup
+    if orig_load is not None:
+        def load_weights(self, *args, **kwargs):
+            result = orig_load(self, *args, **kwargs)
+            make_layer(self)  # before vLLM profiles its memory: eht's buffers are counted
+            return result
+
+        cls.load_weights = load_weights
+    setattr(cls, _PATCHED, True)
+
+
+NO_INLINE = 1 << 62
+
+
+def prefetch_all(mod, cls):
+    """Raises vLLM's inline-lookup thresholds (int attributes of the Engram module, its class and the
+    class's subclasses whose names hold "threshold") past any batch. Returns the names changed."""
+    changed = []
+    owners = [mod, cls] + list(cls.__subclasses__())
+    owners += [v for v in vars(mod).values() if isinstance(v, type) and issubclass(v, cls) and v not in owners]
+    for owner in owners:
+        for name, value in list(vars(owner).items()):
+            if "threshold" in name.lower() and isinstance(value, int) and not isinstance(value, bool):
+                setattr(owner, name, NO_INLINE)
+                changed.append("%s.%s" % (getattr(owner, "__name__", "?"), name))
+    if changed:
+        _log.info("eht.vllm: every Engram lookup prefetched beside the model (%s raised)", ", ".join(changed))
+    else:
+        _log.warning("eht.vllm: found no inline-lookup threshold to raise: vLLM's placement stays")
+    return changed
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def rank_geometry(module, shards=None, rank=None):
+    """(head_start, part, vocab_start, vocab_end) of this rank: the module's own attributes where it has
+    them, else vLLM's rule from its head_sizes and the tensor-parallel group."""
+    have = [getattr(module, a, None) for a in ("head_start", "part", "vocab_start", "vocab_end")]
+    if all(isinstance(v, int) for v in have):
+        return tuple(have)
+    if shards is None or rank is None:
+        shards, rank = _group_shape()
+    part = _cdiv(N_COLS, shards)
+    if (shards - 1) * part >= N_COLS:
+        raise ValueError("eht.vllm: %d shards leave the last rank without a head range (part %d of %d columns); "
+                         "vLLM refuses this too" % (shards, part, N_COLS))
+    sizes = list(getattr(module, "head_sizes"))
+    if len(sizes) != N_COLS:
+        raise ValueError("eht.vllm: head_sizes has %d entries, %d expected" % (len(sizes), N_COLS))
+    off = [0]
+    for s in sizes:
+        off.append(off[-1] + int(s))
+    hs = rank * part
+    return hs, part, off[min(hs, N_COLS)], off[min(hs + part, N_COLS)]
+
+
+def _group_shape():
+    """(shards, rank) of vLLM's tensor-parallel group (TP x EDP in vLLM's newer code: the group the
+    layer's head ranges are split over)."""
+    ps = importlib.import_module("vllm.distributed.parallel_state")
+    g = ps.get_tp_group()
+    return int(g.world_size), int(g.rank_in_group)
+
+
+def _device():
+    """torch's current CUDA device, or None (no torch, no GPU)."""
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return None
+    return torch.cuda.current_device() if torch.cuda.is_available() else None
+
+
+def _served_table(module, key):
+    import eht  # noqa: PLC0415
+    client = _clients.get(key)
+    if client is None:
+        dev = _device()
+        client = _clients[key] = eht.attach(key, device=-1 if dev is None else dev)
+    rows = int(getattr(module, "num_embeddings"))
+    for t in client.tables.values():
+        if t.rows == rows:
+            return t
+    raise LookupError("eht.vllm: no table of %d rows among those served under key %r (%s)"
+                      % (rows, key, ", ".join("%s: %d" % (n, t.rows) for n, t in client.tables.items())))
+
+
+_clients = {}
+STORAGE_ATTRS = (("weight", "scale"), ("weights", "scales"), ("embed_weight", "embed_scale"))
+
+
+def _own_table(module):
+    """vLLM's own storage (weights [rows, 256] then scales [rows, 8]) wrapped without a copy."""
+    import eht  # noqa: PLC0415
+    for wa, sa in STORAGE_ATTRS:
+        w, s = getattr(module, wa, None), getattr(module, sa, None)
+        if w is not None and s is not None:
+            rows = int(w.shape[0])
+            return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
+                            name="vllm-engram-%d" % rows)
+    raise LookupError("eht.vllm: the Engram layer has none of the storage attributes %s; serve the tables "
+                      "with `eht serve` and set VLLM_EHT_KEY" % (", ".join("%s/%s" % p for p in STORAGE_ATTRS),))
+
+
+def make_layer(module):
+    """The eht.torch.EngramLayer of one vLLM Engram layer and rank (made once, kept on the module)."""
+    layer = getattr(module, "_eht_layer", None)
+    if layer is not None:
+        return layer
+    from eht import torch as et  # noqa: PLC0415 (needs torch)
+    key = os.environ.get("VLLM_EHT_KEY")
+    table = _served_table(module, key) if key else _own_table(module)
+    hs, part, vs, ve = rank_geometry(module)
+    layer = et.EngramLayer(table, head_start=hs, part=part, n_heads=N_COLS, vocab_start=vs, vocab_end=ve,
+                           format="bf16", device=_device())
+    module._eht_layer = layer
+    module._eht_table = table  # the table must outlive the layer
+    _log.info("eht.vllm: Engram layer of %d rows: heads [%d, %d), rows [%d, %d), from %s", table.rows, hs, hs + part,
+              vs, ve, "key %s" % key if key else "vLLM's storage")
+    return layer

@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_python_vllm_plugin.py: eht.vllm, the vLLM general plug-in, against small fakes of the vLLM
+classes and attributes ENGRAM.md lists (tests/fakes/vllm) and a recording stand-in of
+eht.torch.EngramLayer (torch is not needed): the entry point in pyproject.toml and in the wheel's
+metadata; VLLM_EHT unset patches nothing; VLLM_EHT=1 routes ParallelEngramEmbedding.lookup to one eht
+layer per module with the per-call background flag passed through, makes it after load_weights, raises
+vLLM's inline thresholds; the rank geometry (vLLM's rule, refused shard counts); vLLM's own storage
+wrapped in the split layout (no copy: a write into vLLM's buffer shows in eht's rows); a served table
+found by its rows (VLLM_EHT_KEY with `eht serve`). Runs without torch or a GPU."""
+import array
+import importlib
+import os
+import sys
+import types
+
+import pyutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "fakes"))
+eht = pyutil.import_eht_cpu()
+if eht is None:
+    sys.exit(77)
+check = pyutil.Checks()
+src = os.environ.get("EHT_SOURCE_DIR", os.path.join(HERE, ".."))
+
+# ---- the entry point: pyproject.toml, and the wheel's entry_points.txt as eht_build writes it ----
+sys.path.insert(0, os.path.join(src, "python"))
+import eht_build  # noqa: E402
+
+eps = eht_build._project().get("entry-points", {})
+check(eps.get("vllm.general_plugins", {}).get("eht") == "eht.vllm:register", "entry point: %r" % eps)
+
+
+# ---- a stand-in EngramLayer that records its calls ----
+class FakeLayer:
+    made = []
+
+    def __init__(self, table, **kw):
+        self.table, self.kw, self.calls = table, kw, []
+        FakeLayer.made.append(self)
+
+    def lookup(self, indices, out, background=False):
+        self.calls.append((indices, out, background))
+        return out
+
+
+sys.modules["eht.torch"] = types.SimpleNamespace(EngramLayer=FakeLayer)
+import eht.vllm as ev  # noqa: E402
+from vllm.distributed import parallel_state as ps  # noqa: E402
+
+eng = importlib.import_module("vllm.models.deepseek_v41.common.engram")
+orig_lookup = eng.ParallelEngramEmbedding.lookup
+
+# ---- off: nothing patched ----
+os.environ.pop("VLLM_EHT", None)
+check(ev.register() is False and eng.ParallelEngramEmbedding.lookup is orig_lookup, "VLLM_EHT unset: nothing patched")
+check(eng.INLINE_LOOKUP_THRESHOLD == 4096, "VLLM_EHT unset: vLLM's threshold stays")
+
+# ---- the rank geometry (vLLM's rule) ----
+sizes = [100 + i for i in range(24)]
+off = [sum(sizes[:i]) for i in range(25)]
+m = eng.ParallelEngramEmbedding(off[24], 256, sizes)
+for tp, rank in ((1, 0), (4, 1), (3, 2), (8, 7), (6, 5)):
+    part = -(-24 // tp)
+    want = (rank * part, part, off[rank * part], off[min(24, rank * part + part)])
+    check(ev.rank_geometry(m, tp, rank) == want, "tp %d rank %d: %r" % (tp, rank, ev.rank_geometry(m, tp, rank)))
+for tp in (7, 9, 10, 11, 13):
+    try:
+        ev.rank_geometry(m, tp, 0)
+        check(False, "tp %d accepted" % tp)
+    except ValueError as e:
+        check("shards" in str(e), "tp %d refused naming the shards: %s" % (tp, e))
+
+# ---- on: vLLM's own storage, tp 4 rank 1 ----
+os.environ["VLLM_EHT"] = "1"
+os.environ.pop("VLLM_EHT_KEY", None)
+ps.TP = ps.GroupCoordinator(rank_in_group=1, world_size=4)
+check(ev.register() is True, "VLLM_EHT=1: patched")
+check(eng.INLINE_LOOKUP_THRESHOLD >= 1 << 60 and eng.NvidiaParallelEngramEmbedding.INLINE_THRESHOLD_TOKENS >= 1 << 60,
+      "vLLM's inline thresholds raised: every batch prefetched")
+ev.register()  # a second registration (another process of the same interpreter) patches once
+m = eng.ParallelEngramEmbedding(off[24], 256, sizes)
+m.weight[5, 0] = 0x42
+m.scale[5, 3] = 0x7f
+m.load_weights(["w"])
+check(m.loaded == 1 and len(FakeLayer.made) == 1, "load_weights ran vLLM's loader, then made the eht layer")
+layer = FakeLayer.made[0]
+check(layer.kw.get("head_start") == 6 and layer.kw.get("part") == 6 and layer.kw.get("vocab_start") == off[6]
+      and layer.kw.get("vocab_end") == off[12], "tp 4 rank 1's geometry: %r" % layer.kw)
+t = layer.table
+check(t.rows == off[24] and t.row_bytes == 264, "vLLM's storage as a split table: %d rows of %d" % (t.rows, t.row_bytes))
+got = bytearray(264)
+t.lookup(array.array("q", [5]), got, strategy="host")
+check(got[0] == 0x42 and got[256 + 3] == 0x7f, "no copy: vLLM's bytes read through eht (weights, then scales)")
+for bg in (False, True):
+    m.lookup("ids", "out", background=bg)
+check([c[2] for c in layer.calls] == [False, True], "the per-call background flag passed through: %r" % layer.calls)
+check(m.vllm_lookups == 0, "vLLM's own lookup is not called")
+m2 = eng.NvidiaParallelEngramEmbedding(off[24], 256, sizes)
+m2.lookup("ids", "out")
+check(len(FakeLayer.made) == 2 and FakeLayer.made[1].calls, "a layer without load_weights gets its eht layer at the first lookup")
+
+# ---- a served table, found by its rows ----
+cli = os.environ.get("EHT_CLI")
+if cli:
+    key = "vllm-plugin-%d" % os.getpid()
+    with pyutil.serve_synth(cli, key, 3000):
+        os.environ["VLLM_EHT_KEY"] = key
+        ps.TP = ps.GroupCoordinator(rank_in_group=0, world_size=1)
+        m3 = eng.ParallelEngramEmbedding(3000, 256, [125] * 24)
+        m3.lookup("ids", "out", background=True)
+        served = FakeLayer.made[-1]
+        check(served.table.rows == 3000 and served.table.tier != "memory", "the served table of 3000 rows: %r %s"
+              % (served.table.rows, served.table.tier))
+        m4 = eng.ParallelEngramEmbedding(2999, 256, [125] * 24)
+        try:
+            m4.lookup("ids", "out")
+            check(False, "a layer whose rows no served table has")
+        except LookupError as e:
+            check("3000" in str(e) or "rows" in str(e), "no table of those rows: %s" % e)
+        ev._clients.clear()
+        del m3, served
+        os.environ.pop("VLLM_EHT_KEY")
+print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
+sys.exit(1 if check.failures else 0)
