@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "eht.h"
 #include "util/settings.h"
@@ -29,6 +31,25 @@ void eht_log_set_level(int level)
 		atomic_store_explicit(&set_level, level, memory_order_relaxed);
 }
 
+/* Lines to stderr carry a UTC timestamp (2026-12-03T10:29:39.123Z), except under journald, which
+ * stamps them itself (systemd sets JOURNAL_STREAM for a service whose stderr is the journal). */
+static pthread_once_t stamp_once = PTHREAD_ONCE_INIT;
+static int stamp_lines;
+static void stamp_decide(void) { stamp_lines = getenv("JOURNAL_STREAM") == NULL; }
+
+static void stamp(char *buf, size_t len)
+{
+	pthread_once(&stamp_once, stamp_decide);
+	buf[0] = 0;
+	struct timespec ts;
+	struct tm tm;
+	if (!stamp_lines || clock_gettime(CLOCK_REALTIME, &ts) || !gmtime_r(&ts.tv_sec, &tm))
+		return;
+	size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (n)
+		snprintf(buf + n, len - n, ".%03ldZ ", ts.tv_nsec / 1000000);
+}
+
 void eht_log(int level, const char *fmt, ...)
 {
 	if (!eht_log_enabled(level))
@@ -44,8 +65,11 @@ void eht_log(int level, const char *fmt, ...)
 	pthread_mutex_unlock(&sink_mu);
 	if (fn) /* called unlocked: the callback may log, or take the caller's locks (Python's GIL) */
 		fn(level, line, arg);
-	else /* One fprintf per line so lines from several threads do not interleave. */
-		fprintf(stderr, "eht: %s: %s\n", level_names[level], line);
+	else { /* One fprintf per line so lines from several threads do not interleave. */
+		char ts[40];
+		stamp(ts, sizeof(ts));
+		fprintf(stderr, "%seht: %s: %s\n", ts, level_names[level], line);
+	}
 }
 
 void eht_log_set_callback(eht_log_fn fn, void *arg)
