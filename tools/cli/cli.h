@@ -96,6 +96,8 @@ int cli_double(const char *cmd, const char *name, const char *s, double *out);
 /* Prints o on stdout as one compact line (the report of a --json command) and drops the reference.
  * Returns 0, or 1 when it could not. */
 int cli_print_json(json_t *o);
+/* `eht status --metrics`: the servers' answers (a JSON array) as Prometheus text on f. 0 or 1. */
+int cli_status_metrics(FILE *f, json_t *servers);
 /* The same, for one event of a stream of JSON lines (eht serve --json). 0 or 1. */
 int cli_print_json_line(json_t *o);
 /* The JSON contract: set by main when the command line has --json. Stdout then holds one compact

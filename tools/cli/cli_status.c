@@ -11,12 +11,15 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: eht status [KEY] [--json]\n"
+	fprintf(f, "usage: eht status [KEY] [--json | --metrics]\n"
 		   "Asks the running servers of this user (eht serve, or any program serving with libeht) what\n"
 		   "they hold: key, checkpoint, tables (tier, NUMA node, bytes), attached workers (pid, uid),\n"
 		   "uptime and readiness. With KEY, that server only (exit 1 when none holds it).\n"
 		   "  --json   {\"servers\": [...]}, the servers' answers, with KEY or without (one server or\n"
-		   "           none or several); errors as {\"error\": ...}\n");
+		   "           none or several); errors as {\"error\": ...}\n"
+		   "  --metrics the same in the Prometheus text exposition format (0.0.4): per server readiness,\n"
+		   "           uptime, bytes held and workers attached; per table rows, bytes, CPU page size and\n"
+		   "           hot-set rows (labels key, table, tier); workers per copy\n");
 }
 
 static void human(uint64_t b, char *buf, size_t n)
@@ -87,22 +90,29 @@ static void print_server(json_t *s)
 }
 
 /* the options getopt reads; tools/cli/commands.c lists them for --help, completion and man */
-const struct option cli_opts_status[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+const struct option cli_opts_status[] = {{"json", no_argument, NULL, 'j'}, {"metrics", no_argument, NULL, 'm'},
+					 {"help", no_argument, NULL, 'h'}, {0}};
 
 int cmd_status(int argc, char **argv)
 {
 	const struct option *longopts = cli_opts_status;
-	int json = 0, c;
+	int json = 0, metrics = 0, c;
 	cli_opt_reset();
 	while ((c = cli_getopt(argc, argv, "status", "h", longopts)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 0;
 		}
+		if (c == 'm') {
+			metrics = 1;
+			continue;
+		}
 		if (c != 'j')
 			return 2;
 		json = 1;
 	}
+	if (json && metrics)
+		return cli_usage_error("status", "--json or --metrics, not both");
 	if (optind + 1 < argc)
 		return cli_usage_error("status", "one KEY at most");
 	const char *key = optind < argc ? argv[optind] : NULL;
@@ -114,6 +124,14 @@ int cmd_status(int argc, char **argv)
 	free(text);
 	if (!v)
 		return cli_error("status", json, "unreadable answer");
+	if (metrics) {
+		json_t *servers = json_is_array(v) ? v : json_pack("[O]", v);
+		int rc = cli_status_metrics(stdout, servers);
+		json_decref(servers);
+		if (!json_is_array(v))
+			json_decref(v);
+		return rc;
+	}
 	if (json) /* one shape with KEY and without: a list of servers */
 		return cli_print_json(json_pack("{s:o}", "servers", json_is_array(v) ? v : json_pack("[o]", v)));
 	if (json_is_array(v) && json_array_size(v) == 0)

@@ -51,7 +51,7 @@ const struct cli_command cli_commands[] = {
 	 NULL},
 	{"serve", "CHECKPOINT [options]", "host a checkpoint's tables for this node's workers", cmd_serve, cli_opts_serve,
 	 NULL},
-	{"status", "[KEY] [--json]", "what running servers hold, for whom; readiness", cmd_status, cli_opts_status, NULL},
+	{"status", "[KEY] [--json | --metrics]", "what running servers hold, for whom; readiness (JSON, Prometheus)", cmd_status, cli_opts_status, NULL},
 	{"worker", "KEY --check CKPT", "attach like a worker; look up, verify, print rows/s", cmd_worker, cli_opts_worker,
 	 NULL},
 	{"hash", "(--preset v41|--config F) --steps S [--gpu] [--json]", "Engram row ids of token steps", cmd_hash,
