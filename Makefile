@@ -23,8 +23,11 @@ configure = args='$(2)'; stamp='$(1)/.eht-configure'; \
 
 all: build
 
+# The packages the goal needs (scripts/deps.sh build|test): `make test` also the fuzzer's, MPI's and
+# the install test's; `make demo` and `make build` only what building needs.
+DEPS_SET ?= build
 deps:
-	@scripts/deps.sh
+	@EHT_DEPS_UNAVAILABLE=$(BUILD)/.deps-unavailable scripts/deps.sh $(DEPS_SET)
 
 build: deps
 	@$(call configure,$(BUILD),-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS))
@@ -80,6 +83,7 @@ else
 endif
 
 # Everything: unit tests, sanitizers, threads, and a bounded fuzz run.
+test: DEPS_SET = test
 test: check asan tsan fuzz
 	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s)"
 

@@ -1,32 +1,54 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# deps.sh: installs the Debian packages eht builds with, when missing (apt-get as root; otherwise
-# prints the exact command and fails). Optional packages are installed when possible, never required:
-# clang (fuzzer), liburing (io_uring disk reads), python3-venv/pip (the offline
-# `pip install ./python` test), python3-matplotlib (scripts/plot-bench),
-# Open MPI (libeht_mpi and its mpirun tests are built only when its headers are present).
+# deps.sh [build|test|plot]: installs the Debian packages a make target needs, when missing (apt-get as
+# root; otherwise prints the exact command and fails for required ones).
+#   build (make build, make demo): gcc, make, cmake, pkg-config, jansson, python3; optional liburing
+#     (the disk tier's io_uring reads);
+#   test (make test): the same, plus optional clang (the fuzzer), python3-venv / pip (the offline
+#     install test), Open MPI (libeht_mpi and its mpirun tests);
+#   plot (scripts/plot-bench): optional python3-matplotlib.
+# Nothing happens when nothing is missing: no apt-get at all. Optional packages apt cannot install are
+# remembered in $EHT_DEPS_UNAVAILABLE (default build/.deps-unavailable), so later runs do not ask again.
 set -euo pipefail
+set_name=${1:-build}
 required=(gcc make cmake pkg-config libjansson-dev python3)
-optional=(clang libclang-rt-14-dev liburing-dev python3-venv python3-pip python3-matplotlib libopenmpi-dev openmpi-bin)
+case "$set_name" in
+  build) optional=(liburing-dev) ;;
+  test) optional=(liburing-dev clang libclang-rt-14-dev python3-venv python3-pip libopenmpi-dev openmpi-bin) ;;
+  plot) required=(python3); optional=(python3-matplotlib) ;;
+  *) echo "deps.sh: unknown set '$set_name' (build, test, plot)" >&2; exit 2 ;;
+esac
+unavailable=${EHT_DEPS_UNAVAILABLE:-build/.deps-unavailable}
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+known_unavailable() { [ -f "$unavailable" ] && grep -qx "$1" "$unavailable"; }
 missing=()
 for p in "${required[@]}"; do have "$p" || missing+=("$p"); done
 opt_missing=()
-for p in "${optional[@]}"; do have "$p" || opt_missing+=("$p"); done
+for p in "${optional[@]}"; do have "$p" || known_unavailable "$p" || opt_missing+=("$p"); done
 [ ${#missing[@]} -eq 0 ] && [ ${#opt_missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   echo "eht: installing ${missing[*]} ${opt_missing[*]}" >&2
-  apt-get update -qq >/dev/null || true
-  if [ ${#missing[@]} -gt 0 ]; then
+  # The package lists only when an install fails without them (a fresh image has none).
+  install() { apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1; }
+  updated=0
+  update_once() { [ $updated = 1 ] || { apt-get update -qq >/dev/null 2>&1 || true; updated=1; }; }
+  if [ ${#missing[@]} -gt 0 ] && ! install "${missing[@]}"; then
+    update_once
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
   for p in "${opt_missing[@]}"; do
-    apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 || echo "eht: optional package $p unavailable" >&2
+    if ! install "$p"; then
+      update_once
+      if ! install "$p"; then
+        echo "eht: optional package $p unavailable (not asked for again: $unavailable)" >&2
+        mkdir -p "$(dirname "$unavailable")" && echo "$p" >>"$unavailable"
+      fi
+    fi
   done
 elif [ ${#missing[@]} -gt 0 ]; then
   echo "eht: missing packages; run: sudo apt-get install -y ${missing[*]} ${opt_missing[*]}" >&2
   exit 1
 else
-  echo "eht: optional packages missing (fuzzer, sanitizers, io_uring): sudo apt-get install -y ${opt_missing[*]}" >&2
+  echo "eht: optional packages missing: sudo apt-get install -y ${opt_missing[*]}" >&2
 fi
