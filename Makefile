@@ -94,10 +94,14 @@ install: build
 
 # dist/eht-VERSION-py3-none-linux_ARCH.whl: the Python module with libeht.so.0 inside, made by the
 # module's own build backend (python/eht_build.py, standard library only).
-wheel: build
+# The wheel: libeht and the eht tool built for it (liburing linked in, jansson carried beside them),
+# tagged manylinux_2_X by the glibc versions its ELF files need (python/eht_build.py).
+wheel: deps
+	@$(call configure,$(BUILD)/wheel,-DCMAKE_BUILD_TYPE=Release -DEHT_WHEEL=ON $(CMAKE_FLAGS))
+	@cmake --build $(BUILD)/wheel -j$(JOBS) --target eht eht_cli
 	@mkdir -p dist
-	@EHT_WHEEL_LIB=$(BUILD)/libeht.so.0 python3 -c 'import sys; sys.path.insert(0, "python"); \
-		import eht_build; print("eht: dist/" + eht_build.build_wheel("dist"))'
+	@EHT_WHEEL_LIB=$(BUILD)/wheel/libeht.so.0 EHT_WHEEL_CLI=$(BUILD)/wheel/eht python3 -c 'import sys; \
+		sys.path.insert(0, "python"); import eht_build; print("eht: dist/" + eht_build.build_wheel("dist"))'
 
 uninstall:
 	@test -f $(BUILD)/install_manifest.txt || { echo "eht: nothing installed from $(BUILD)"; exit 1; }

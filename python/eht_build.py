@@ -17,6 +17,7 @@ import platform
 import re
 import tarfile
 import time
+import subprocess
 import zipfile
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,6 +42,10 @@ def _project():
             section = line.strip("[]")
             continue
         m = re.match(r'^([A-Za-z0-9_-]+)\s*=\s*(.*)$', line)
+        if section == "project.scripts" and m:  # name = "module:function"
+            strings = re.findall(r'"([^"]*)"', m.group(2))
+            proj.setdefault("scripts", {})[m.group(1)] = strings[0] if strings else ""
+            continue
         g = re.match(r'^project\.entry-points\."([^"]+)"$', section or "")
         if g and m:  # [project.entry-points."group"] name = "module:function"
             strings = re.findall(r'"([^"]*)"', m.group(2))
@@ -98,10 +103,65 @@ def _package_files():
     return out
 
 
-def _tag(lib):
-    if not lib:
+# The libraries of glibc: every ELF file in the wheel may need these and nothing else outside the wheel
+# (the CUDA driver is dlopen'ed at run time, never needed).
+GLIBC_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "ld-linux-x86-64.so.2",
+              "ld-linux-aarch64.so.1")
+MANYLINUX_MAX = 35  # Ubuntu 22.04's glibc 2.35: what engines' images run
+
+
+def elf_needed(path):
+    """The DT_NEEDED entries of an ELF file (readelf -d)."""
+    out = subprocess.run(["readelf", "-d", "-W", path], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def elf_glibc_max(path):
+    """The newest GLIBC_2.X version an ELF file needs (readelf -V's version needs), as X."""
+    out = subprocess.run(["readelf", "-V", "-W", path], capture_output=True, text=True, check=True).stdout
+    return max([int(x) for x in re.findall(r"Name: GLIBC_2\.(\d+)", out)] or [0])
+
+
+def _resolve(path, soname):
+    """Where the loader finds soname for path (ldd)."""
+    out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    m = re.search(r"^\s*%s => (\S+)" % re.escape(soname), out, re.M)
+    if not m or not os.path.isfile(m.group(1)):
+        raise RuntimeError("eht_build: %s needs %s, which the loader does not find" % (path, soname))
+    return m.group(1)
+
+
+def bundle(elves):
+    """(arcname, path) of every library the ELF files need beyond glibc, found as the loader finds
+    them and carried beside them (they find it through RUNPATH $ORIGIN); each carried one may itself
+    need only glibc. Refuses libstdc++ and the CUDA driver."""
+    out, seen = [], set()
+    for path in elves:
+        for so in elf_needed(path):
+            if so in GLIBC_LIBS or so in seen:
+                continue
+            if so.startswith(("libstdc++", "libcuda", "libnvidia")):
+                raise RuntimeError("eht_build: %s needs %s: the wheel's C carries no libstdc++ and loads the driver "
+                                   "at run time" % (path, so))
+            real = _resolve(path, so)
+            extra = [n for n in elf_needed(real) if n not in GLIBC_LIBS]
+            if extra:
+                raise RuntimeError("eht_build: %s (carried for %s) needs %s beyond glibc" % (real, path, extra))
+            seen.add(so)
+            out.append((_PKG + "/" + so, real))
+    return out
+
+
+def _tag(elves):
+    """py3-none-any without ELF files; else manylinux_2_X for the newest glibc version they need."""
+    if not elves:
         return "py3-none-any"
-    return "py3-none-linux_" + platform.machine().replace("-", "_").replace(".", "_")
+    arch = platform.machine().replace("-", "_").replace(".", "_")
+    x = max(elf_glibc_max(p) for p in elves)
+    if x > MANYLINUX_MAX:
+        raise RuntimeError("eht_build: the wheel's ELF files need GLIBC_2.%d, newer than 2.%d (Ubuntu 22.04)"
+                           % (x, MANYLINUX_MAX))
+    return "py3-none-manylinux_2_%d_%s" % (max(x, 17), arch)
 
 
 class _Wheel:
@@ -126,7 +186,10 @@ class _Wheel:
         self.add(di + "WHEEL", ("Wheel-Version: 1.0\nGenerator: eht_build\nRoot-Is-Purelib: %s\nTag: %s\n"
                                 % ("true" if tag.endswith("-any") else "false", tag)).encode())
         self.add(di + "top_level.txt", (_PKG + "\n").encode())
-        eps = _project().get("entry-points") or {}
+        proj = _project()
+        eps = dict(proj.get("entry-points") or {})
+        if proj.get("scripts"):  # the `eht` command, on PATH after install
+            eps["console_scripts"] = proj["scripts"]
         if eps:  # e.g. vLLM's general plug-ins find eht.vllm:register here
             text = "".join("[%s]\n%s\n" % (group, "".join("%s = %s\n" % kv for kv in sorted(names.items())))
                            for group, names in sorted(eps.items()))
@@ -167,15 +230,22 @@ def get_requires_for_build_editable(config_settings=None):
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    lib = os.environ.get("EHT_WHEEL_LIB")
-    if lib and not os.path.isfile(lib):
-        raise RuntimeError("eht_build: EHT_WHEEL_LIB=%s is not a file" % lib)
-    tag = _tag(lib)
+    """The module; with EHT_WHEEL_LIB (libeht.so.0 of `make wheel`) also libeht, with EHT_WHEEL_CLI the
+    eht tool (run by the `eht` console script and `python -m eht`), and what they need beyond glibc."""
+    lib, cli = os.environ.get("EHT_WHEEL_LIB"), os.environ.get("EHT_WHEEL_CLI")
+    for name, path in (("EHT_WHEEL_LIB", lib), ("EHT_WHEEL_CLI", cli)):
+        if path and not os.path.isfile(path):
+            raise RuntimeError("eht_build: %s=%s is not a file" % (name, path))
+    elves = [(_PKG + "/libeht.so.0", lib)] if lib else []
+    if cli:
+        elves.append((_PKG + "/eht", cli))
+    carried = bundle([p for _, p in elves]) if elves else []
+    tag = _tag([p for _, p in elves + carried])
     w = _Wheel(wheel_directory, tag)
     for arc, path in _package_files():
         w.add(arc, _read(path))
-    if lib:
-        w.add(_PKG + "/libeht.so.0", _read(lib), 0o755)
+    for arc, path in elves + carried:
+        w.add(arc, _read(path), 0o755)
     return w.close(tag)
 
 

@@ -81,7 +81,7 @@ mkdir "$tmp/dist"
 	'import sys; sys.path.insert(0, "python"); import eht_build; print(eht_build.build_wheel(sys.argv[1]))' \
 	"$tmp/dist") >"$tmp/wheel.log" 2>&1 || { cat "$tmp/wheel.log" >&2; fail "building the wheel with libeht failed"; }
 "$py" -m venv "$tmp/wv" >/dev/null 2>&1 || fail "venv for the wheel"
-"$tmp/wv/bin/pip" install -q "$tmp"/dist/eht-*-linux_*.whl >"$tmp/wi.log" 2>&1 || { cat "$tmp/wi.log" >&2; fail "pip install of the wheel failed"; }
+"$tmp/wv/bin/pip" install -q "$tmp"/dist/eht-*.whl >"$tmp/wi.log" 2>&1 || { cat "$tmp/wi.log" >&2; fail "pip install of the wheel failed"; }
 (cd "$tmp" && env -u EHT_LIB -u PYTHONPATH PKG_CONFIG_PATH=/nonexistent EHT_PREFIX=/nonexistent "$tmp/wv/bin/python" -c '
 import sys, eht
 assert eht.library_path().startswith(sys.argv[1]), eht.library_path()

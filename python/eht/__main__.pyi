@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Type hints of eht.__main__ (python -m eht: the eht tool the wheel carries)."""
+from typing import List, Optional
+
+def tool() -> Optional[str]: ...
+def main(argv: Optional[List[str]] = None) -> int: ...
