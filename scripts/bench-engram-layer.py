@@ -26,17 +26,19 @@ split = eht.wrap(mem, rows, RB, layout="split", name="split")  # the same bytes 
 print("table: %.1f GiB, %d rows" % (gib, rows))
 
 
-def graph_ms(layer, T, bg, reps=20):
+def replay_ms(lookup, T, reps=20):
+    """Median ms of a CUDA graph replay of lookup(ids, out) (warmed up on a side stream, then captured),
+    fresh uniform ids written into the captured ids tensor before each replay, synced around it."""
     ids = torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev)
     out = torch.empty((T, 24, 256), dtype=torch.bfloat16, device=dev)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        layer.lookup(ids, out, background=bg)
+        lookup(ids, out)
     torch.cuda.current_stream().wait_stream(s)
     gr = torch.cuda.CUDAGraph()
     with torch.cuda.graph(gr):
-        layer.lookup(ids, out, background=bg)
+        lookup(ids, out)
     times = []
     for _ in range(reps):
         ids.copy_(torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev))
@@ -46,6 +48,10 @@ def graph_ms(layer, T, bg, reps=20):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def graph_ms(layer, T, bg):
+    return replay_ms(lambda ids, out: layer.lookup(ids, out, background=bg), T)
 
 
 def eager_cpu_us(layer, T, bg, reps=100):
@@ -60,26 +66,12 @@ def eager_cpu_us(layer, T, bg, reps=100):
     return statistics.median(cpu[10:]) * 1e6
 
 
-def vllm_ms(T, bg, reps=20):
+def vllm_ms(T, bg):
     """vLLM's algorithm (eht.vllm_baseline) on the same bytes read as its split layout, in place."""
     from eht import vllm_baseline as vb
     w = vb._HostPtr(packed.device_ptr, torch.uint8)
     s = vb._HostPtr(packed.device_ptr + rows * 256, torch.uint8)
-    ids = torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev)
-    out = torch.empty((T, 24, 256), dtype=torch.bfloat16, device=dev)
-    vb.lookup(w, s, ids, out, 0, 24, 0, rows, background=bg)
-    gr = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(gr):
-        vb.lookup(w, s, ids, out, 0, 24, 0, rows, background=bg)
-    times = []
-    for _ in range(reps):
-        ids.copy_(torch.randint(0, rows, (T, 24), dtype=torch.int32, device=dev))
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        gr.replay()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+    return replay_ms(lambda ids, out: vb.lookup(w, s, ids, out, 0, 24, 0, rows, background=bg), T)
 
 
 try:

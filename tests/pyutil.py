@@ -20,6 +20,15 @@ class Checks:
             self.failures += 1
             print("FAIL:", what, file=sys.stderr)
 
+    def raises(self, exc, what, fn):
+        """fn() raises exc with `what` in its message (a failure otherwise)."""
+        try:
+            fn()
+        except exc as e:
+            self(what in str(e), "error %r names %r" % (str(e), what))
+            return
+        self(False, "no %s for %s" % (exc.__name__, what))
+
 
 def import_eht_cpu():
     """eht, with EHT_NO_CUDA=1 and EHT_LOG=error unless set; None (after printing skip) when libeht

@@ -32,13 +32,7 @@ for what, buf in (("one buffer", one), ("two buffers", (weights, scales))):
     ts.close()
 
 
-def raises(exc, what, fn):
-    try:
-        fn()
-    except exc as e:
-        check(what in str(e), "error %r names %r" % (str(e), what))
-        return
-    check(False, "no %s for %s" % (exc.__name__, what))
+raises = check.raises
 
 
 raises(ValueError, "layout", lambda: eht.wrap(packed, ROWS, RB, layout="columns"))
