@@ -110,6 +110,13 @@ GLIBC_LIBS = ("libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.
 MANYLINUX_MAX = 35  # Ubuntu 22.04's glibc 2.35: what engines' images run
 
 
+def _glibc_bound():
+    """The newest glibc a wheel may need: 35, or $EHT_WHEEL_MAX_GLIBC (a build host newer than the
+    images the wheel is for can only make a wheel for its own glibc or newer: say so to build one)."""
+    v = os.environ.get("EHT_WHEEL_MAX_GLIBC", "")
+    return int(v) if v.isdigit() else MANYLINUX_MAX
+
+
 def elf_needed(path):
     """The DT_NEEDED entries of an ELF file (readelf -d)."""
     out = subprocess.run(["readelf", "-d", "-W", path], capture_output=True, text=True, check=True).stdout
@@ -158,9 +165,11 @@ def _tag(elves):
         return "py3-none-any"
     arch = platform.machine().replace("-", "_").replace(".", "_")
     x = max(elf_glibc_max(p) for p in elves)
-    if x > MANYLINUX_MAX:
-        raise RuntimeError("eht_build: the wheel's ELF files need GLIBC_2.%d, newer than 2.%d (Ubuntu 22.04)"
-                           % (x, MANYLINUX_MAX))
+    bound = _glibc_bound()
+    if x > bound:
+        raise RuntimeError("eht_build: the wheel's ELF files need GLIBC_2.%d, newer than 2.%d (Ubuntu 22.04's): build "
+                           "it on an older distribution (Debian 12 gives 2.34), or set EHT_WHEEL_MAX_GLIBC=%d for a "
+                           "wheel for this glibc and newer only" % (x, bound, x))
     return "py3-none-manylinux_2_%d_%s" % (max(x, 17), arch)
 
 

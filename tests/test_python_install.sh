@@ -77,7 +77,7 @@ fi
 # `make wheel`'s wheel carries libeht: with nothing installed and no pkg-config, it still works.
 py=$(command -v python3)
 mkdir "$tmp/dist"
-(cd "$tmp/co" && EHT_WHEEL_LIB="$build/libeht.so.0" "$py" -c \
+(cd "$tmp/co" && EHT_WHEEL_MAX_GLIBC=99 EHT_WHEEL_LIB="$build/libeht.so.0" "$py" -c \
 	'import sys; sys.path.insert(0, "python"); import eht_build; print(eht_build.build_wheel(sys.argv[1]))' \
 	"$tmp/dist") >"$tmp/wheel.log" 2>&1 || { cat "$tmp/wheel.log" >&2; fail "building the wheel with libeht failed"; }
 "$py" -m venv "$tmp/wv" >/dev/null 2>&1 || fail "venv for the wheel"
