@@ -6,7 +6,9 @@
 #     (the disk tier's io_uring reads);
 #   test (make test): the same, plus optional clang (the fuzzer), python3-venv / pip (the offline
 #     install test), Open MPI (libeht_mpi and its mpirun tests);
-#   plot (scripts/plot-bench): optional python3-matplotlib.
+#   plot (scripts/plot-bench): optional python3-matplotlib;
+#   aarch64 DIR (make check-aarch64): Debian's aarch64 cross gcc and qemu-user, and the arm64 packages of
+#     jansson and liburing unpacked into DIR (a sysroot of their files only: no dpkg multiarch change).
 # Nothing happens when nothing is missing: no apt-get at all. Optional packages apt cannot install are
 # remembered in $EHT_DEPS_UNAVAILABLE (default build/.deps-unavailable), so later runs do not ask again.
 set -euo pipefail
@@ -16,8 +18,30 @@ case "$set_name" in
   build) optional=(liburing-dev) ;;
   test) optional=(liburing-dev clang libclang-rt-14-dev python3-venv python3-pip libopenmpi-dev openmpi-bin) ;;
   plot) required=(python3); optional=(python3-matplotlib) ;;
-  *) echo "deps.sh: unknown set '$set_name' (build, test, plot)" >&2; exit 2 ;;
+  aarch64)
+    [ -n "${2:-}" ] || { echo "deps.sh aarch64 DIR: the sysroot folder is missing" >&2; exit 2; }
+    required=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross make cmake pkg-config)
+    command -v qemu-aarch64-static >/dev/null || required+=(qemu-user)
+    optional=() ;;
+  *) echo "deps.sh: unknown set '$set_name' (build, test, plot, aarch64)" >&2; exit 2 ;;
 esac
+# The arm64 sysroot: jansson and liburing (headers, .pc files, shared libraries) from Debian's arm64
+# packages, fetched with a private apt state under DIR (its own package lists), then unpacked; once.
+aarch64_sysroot() {
+  local dir=$1 debs=(libjansson-dev libjansson4 liburing-dev liburing2)
+  local stamp="$dir/.eht-debs" want="${debs[*]}"
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial" "$dir/apt/debs"
+  : >"$dir/apt/status"
+  local o=(-qq -o APT::Architecture=arm64 -o APT::Architectures::=arm64 -o "Dir::State::Lists=$dir/apt/lists"
+           -o "Dir::State::status=$dir/apt/status" -o "Dir::Cache=$dir/apt/cache" -o APT::Sandbox::User=root)
+  echo "eht: unpacking arm64 ${debs[*]} into $dir" >&2
+  apt-get "${o[@]}" update >/dev/null
+  (cd "$dir/apt/debs" && rm -f ./*.deb && apt-get "${o[@]}" download "${debs[@]}" >/dev/null)
+  for d in "$dir"/apt/debs/*.deb; do dpkg-deb -x "$d" "$dir"; done
+  printf '%s\n' "$want" >"$stamp"
+}
+finish() { [ "$set_name" != aarch64 ] || aarch64_sysroot "$1"; }
 unavailable=${EHT_DEPS_UNAVAILABLE:-build/.deps-unavailable}
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 known_unavailable() { [ -f "$unavailable" ] && grep -qx "$1" "$unavailable"; }
@@ -25,7 +49,10 @@ missing=()
 for p in "${required[@]}"; do have "$p" || missing+=("$p"); done
 opt_missing=()
 for p in "${optional[@]}"; do have "$p" || known_unavailable "$p" || opt_missing+=("$p"); done
-[ ${#missing[@]} -eq 0 ] && [ ${#opt_missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ] && [ ${#opt_missing[@]} -eq 0 ]; then
+  finish "${2:-}"
+  exit 0
+fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   echo "eht: installing ${missing[*]} ${opt_missing[*]}" >&2
@@ -52,3 +79,4 @@ elif [ ${#missing[@]} -gt 0 ]; then
 else
   echo "eht: optional packages missing: sudo apt-get install -y ${opt_missing[*]}" >&2
 fi
+finish "${2:-}"
