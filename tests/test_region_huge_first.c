@@ -95,7 +95,10 @@ int main(void)
 	t_setenv("EHT_TEST_SHARE_HUGE_FIRST", "1");
 	CHECK(t_set_nr_hugepages(used + 2 * (long)need) == 0);
 	uint64_t before = t_hugepages_available();
-	CHECK(before >= need);
+	if (before < need) { /* the kernel grants what fragmented memory allows, maybe less than asked */
+		t_set_nr_hugepages(nr0);
+		t_skip("no memory for the huge pages of the share path");
+	}
 	char *dir = t_tmpdir("hfirst"), path[512];
 	snprintf(path, sizeof(path), "%s/share.log", dir);
 	int saved = dup(2);
