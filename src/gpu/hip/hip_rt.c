@@ -71,6 +71,7 @@ static void load_runtime(void)
 		if (!fn && EHT_DEV_FEAT_##feature == EHT_DEV_FEAT_CORE) {                            \
 			snprintf(load_msg, sizeof(load_msg), "HIP runtime lacks %s", #name);         \
 			load_rc = -ENOSYS;                                                           \
+			memset(&eht_hip, 0, sizeof(eht_hip)); /* no call may reach a half-loaded runtime */ \
 			return;                                                                      \
 		}                                                                                    \
 		if (!fn && !missing[EHT_DEV_FEAT_##feature])                                         \
