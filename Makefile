@@ -11,7 +11,7 @@ PREFIX  ?= /usr/local
 , := ,
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
-.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall wheel check-aarch64
+.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall wheel check-aarch64 check-hip
 
 # configure DIR ARGS: runs cmake's configure step only when DIR has never been configured with exactly
 # these ARGS (kept in DIR/.eht-configure). Otherwise `cmake --build` re-runs it by itself when a
@@ -87,9 +87,19 @@ check-aarch64:
 	@cmake --build $(BUILD)/aarch64 -j$(JOBS)
 	cd $(BUILD)/aarch64 && EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install|cross-skip)'
 
-# Everything: unit tests, sanitizers, threads, a bounded fuzz run, and the aarch64 cross build's tests.
-test: check asan tsan fuzz check-aarch64
-	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, aarch64 under qemu)"
+# libeht with the HIP backend (-DEHT_GPU_BACKEND=hip) and its kernels built by Debian's hipcc 5.2 for
+# gfx90a and gfx1030, then the CPU tests of that build, the fake-runtime tests and the ABI check of
+# src/gpu/hip/hip_types.h against ROCm's header. No AMD GPU here: test_gpu_* skip.
+check-hip:
+	@scripts/deps.sh hip
+	@$(call configure,$(BUILD)/hip,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_GPU_BACKEND=hip)
+	@cmake --build $(BUILD)/hip -j$(JOBS)
+	cd $(BUILD)/hip && ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install)'
+
+# Everything: unit tests, sanitizers, threads, a bounded fuzz run, the aarch64 cross build's tests and
+# the HIP build's.
+test: check asan tsan fuzz check-aarch64 check-hip
+	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, aarch64 under qemu, HIP build)"
 
 # libeht.so, eht.h, eht.pc, the CMake package, the eht tool and man pages under PREFIX (DESTDIR
 # stages them, as packagers do).

@@ -49,3 +49,14 @@ if(EHT_HIP_INCLUDE)
 endif()
 add_test(NAME test_hip_abi COMMAND test_hip_abi)
 set_tests_properties(test_hip_abi PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS "unit;hip")
+
+# A HIP build's kernel images hold code for every architecture asked for (hipcc drops none silently).
+if(EHT_GPU_BACKEND STREQUAL "hip" AND EHT_HIP_IMAGES)
+  find_program(EHT_OFFLOAD_BUNDLER NAMES clang-offload-bundler clang-offload-bundler-17 clang-offload-bundler-16
+    clang-offload-bundler-15 HINTS /opt/rocm/llvm/bin)
+  if(EHT_OFFLOAD_BUNDLER)
+    add_test(NAME test_hip_images COMMAND ${CMAKE_SOURCE_DIR}/tests/fake_hip/test_hip_images.sh
+      ${EHT_OFFLOAD_BUNDLER} "${EHT_HIP_ARCHS}" ${EHT_HIP_IMAGES})
+    set_tests_properties(test_hip_images PROPERTIES TIMEOUT 60 LABELS "unit;hip")
+  endif()
+endif()

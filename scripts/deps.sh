@@ -6,6 +6,7 @@
 # `pip install ./python` test), python3-matplotlib (scripts/plot-bench),
 # Open MPI (libeht_mpi and its mpirun tests are built only when its headers are present).
 #
+# `deps.sh hip` installs what `make check-hip` needs (Debian's ROCm packages).
 # `deps.sh aarch64 DIR` instead installs what `make check-aarch64` needs: Debian's aarch64 cross
 # toolchain and qemu-user, and unpacks the arm64 packages of jansson and liburing into DIR (a sysroot
 # of their files only: no dpkg multiarch change, the machine's packages are left alone).
@@ -16,8 +17,13 @@ if [ "$target" = aarch64 ]; then
   optional=()
   # qemu-user-static serves as well as qemu-user
   if command -v qemu-aarch64-static >/dev/null && ! command -v qemu-aarch64 >/dev/null; then required=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross make cmake pkg-config); fi
+elif [ "$target" = hip ]; then
+  # `make check-hip`: Debian's ROCm 5.2 hipcc (clang 15), rocPRIM (the kernels' block primitives) and
+  # the HIP runtime's headers (test_hip_abi); the runtime comes with them, for a machine with an AMD GPU.
+  required=(hipcc librocprim-dev libamdhip64-dev rocm-device-libs make cmake pkg-config libjansson-dev)
+  optional=()
 elif [ -n "$target" ]; then
-  echo "eht: deps.sh: unknown target '$target' (aarch64)" >&2
+  echo "eht: deps.sh: unknown target '$target' (aarch64, hip)" >&2
   exit 2
 else
 required=(gcc make cmake pkg-config libjansson-dev python3)
