@@ -141,6 +141,7 @@ struct fevent {
 	uint64_t recorded, done; /* serial of the last record queued, and of the last one run */
 	uint64_t at;             /* clock_ops when the last record ran */
 	struct fstream *stream;
+	struct fevent *next; /* every event ever made: destroyed ones stay (a later use is reported) */
 };
 struct ihipEvent_t {
 	struct fevent e;
@@ -150,6 +151,7 @@ struct ihipStream_t {
 };
 static struct fstream null_stream; /* the default stream: id 0, blocking */
 static struct fstream *streams = &null_stream;
+static struct fevent *events __attribute__((unused)); /* keeps destroyed events reachable (not leaks) */
 static int stream_ids, event_ids __attribute__((unused)), n_streams, n_events, n_modules, n_graphs, n_execs;
 
 static struct fstream *S(hipStream_t s) { return s ? &s->s : &null_stream; }
@@ -706,6 +708,8 @@ API hipError_t hipEventCreateWithFlags(hipEvent_t *out, unsigned int flags)
 	struct ihipEvent_t *h = calloc(1, sizeof(*h));
 	h->e.id = ++event_ids;
 	h->e.timing = !(flags & hipEventDisableTiming);
+	h->e.next = events;
+	events = &h->e;
 	n_events++;
 	*out = h;
 	LEAVE(hipSuccess);
@@ -911,7 +915,9 @@ struct ihipModule_t {
 };
 struct ihipModuleSymbol_t {
 	char name[64];
+	struct ihipModuleSymbol_t *next;
 };
+static struct ihipModuleSymbol_t *symbols; /* kept for the process: HIP frees them with the module */
 API hipError_t hipModuleLoadData(hipModule_t *m, const void *image)
 {
 	ENTER("hipModuleLoadData");
@@ -933,8 +939,10 @@ API hipError_t hipModuleGetFunction(hipFunction_t *f, hipModule_t m, const char 
 	ENTER("hipModuleGetFunction");
 	if (!m || !name)
 		LEAVE(hipErrorInvalidValue);
-	*f = calloc(1, sizeof(**f)); /* kept for the process: HIP frees them with the module */
+	*f = calloc(1, sizeof(**f));
 	snprintf((*f)->name, sizeof((*f)->name), "%s", name);
+	(*f)->next = symbols;
+	symbols = *f;
 	LEAVE(hipSuccess);
 }
 #ifndef FAKE_HIP_NO_CORE
