@@ -11,7 +11,8 @@ PREFIX  ?= /usr/local
 , := ,
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
-.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall wheel check-aarch64 check-aarch64-if-possible
+.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall wheel check-aarch64 check-hip \
+	check-aarch64-if-possible check-hip-if-possible
 
 # configure DIR ARGS: runs cmake's configure step only when DIR has never been configured with exactly
 # these ARGS (kept in DIR/.eht-configure). Otherwise `cmake --build` re-runs it by itself when a
@@ -99,10 +100,23 @@ check-aarch64-if-possible:
 	@if scripts/deps.sh aarch64 $(AARCH64_SYSROOT); then $(MAKE) check-aarch64; \
 	else echo "eht: the aarch64 cross toolchain could not be installed; skipping make check-aarch64"; fi
 
-# Everything: unit tests, sanitizers, threads, a bounded fuzz run, and the aarch64 cross build's tests.
+# libeht with the HIP backend (-DEHT_GPU_BACKEND=hip) and its kernels built by Debian's hipcc 5.2 for
+# gfx90a and gfx1030, then the CPU tests of that build, the fake-runtime tests and the ABI check of
+# src/gpu/hip/hip_types.h against ROCm's header. No AMD GPU here: test_gpu_* skip.
+check-hip:
+	@scripts/deps.sh hip
+	@$(call configure,$(BUILD)/hip,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_GPU_BACKEND=hip)
+	@cmake --build $(BUILD)/hip -j$(JOBS)
+	cd $(BUILD)/hip && ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install)'
+check-hip-if-possible:
+	@if scripts/deps.sh hip; then $(MAKE) check-hip; \
+	else echo "eht: Debian's ROCm packages could not be installed; skipping make check-hip"; fi
+
+# Everything: unit tests, sanitizers, threads, a bounded fuzz run, and the aarch64 cross build's and the
+# HIP build's tests where their toolchains can be installed.
 test: DEPS_SET = test
-test: check asan tsan fuzz check-aarch64-if-possible
-	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, aarch64 under qemu where installable)"
+test: check asan tsan fuzz check-aarch64-if-possible check-hip-if-possible
+	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, aarch64 under qemu and the HIP build where installable)"
 
 # libeht.so, eht.h, eht.pc, the CMake package, the eht tool and man pages under PREFIX (DESTDIR
 # stages them, as packagers do).

@@ -8,7 +8,9 @@
 #     install test), Open MPI (libeht_mpi and its mpirun tests);
 #   plot (scripts/plot-bench): optional python3-matplotlib;
 #   aarch64 DIR (make check-aarch64): Debian's aarch64 cross gcc and qemu-user, and the arm64 packages of
-#     jansson and liburing unpacked into DIR (a sysroot of their files only: no dpkg multiarch change).
+#     jansson and liburing unpacked into DIR (a sysroot of their files only: no dpkg multiarch change);
+#   hip (make check-hip): Debian's ROCm 5.2 hipcc (clang 15), rocPRIM (the kernels' block primitives)
+#     and the HIP runtime's headers (test_hip_abi).
 # Nothing happens when nothing is missing: no apt-get at all. Optional packages apt cannot install are
 # remembered in $EHT_DEPS_UNAVAILABLE (default build/.deps-unavailable), so later runs do not ask again.
 set -euo pipefail
@@ -23,7 +25,9 @@ case "$set_name" in
     required=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross make cmake pkg-config)
     command -v qemu-aarch64-static >/dev/null || required+=(qemu-user)
     optional=() ;;
-  *) echo "deps.sh: unknown set '$set_name' (build, test, plot, aarch64)" >&2; exit 2 ;;
+  hip) required=(hipcc librocprim-dev libamdhip64-dev rocm-device-libs make cmake pkg-config libjansson-dev)
+    optional=() ;;
+  *) echo "deps.sh: unknown set '$set_name' (build, test, plot, aarch64, hip)" >&2; exit 2 ;;
 esac
 # The arm64 sysroot: jansson and liburing (headers, .pc files, shared libraries) from Debian's arm64
 # packages, fetched with a private apt state under DIR (its own package lists), then unpacked; once.

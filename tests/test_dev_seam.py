@@ -4,7 +4,8 @@
 (the CUDA backend; the rest of src/gpu is backend-neutral) names the CUDA driver (eht_cu.*, EHT_CU_*, CU* types and constants, CUDA_* results, cuda/ headers),
 except the ABI check of src/gpu/cuda/cu_types.h; no file outside src/gpu/cuda includes a src/gpu/cuda header; and every
 driver entry point the loader resolves is called somewhere (an unused one would be a symbol the
-loader demands for nothing). A failure names the file, line and token. Runs without a GPU."""
+loader demands for nothing); the same for the HIP backend (src/gpu/hip, its fake runtime tests/fake_hip).
+A failure names the file, line and token. Runs without a GPU."""
 import os
 import re
 import sys
@@ -72,4 +73,36 @@ for name, feature in names:
         print("cu_driver.h: %s (%s) is resolved but never called" % (name, feature), file=sys.stderr)
         bad += 1
 print("%d entry points, %d optional" % (len(names), sum(1 for _, f in names if f != "CORE")), file=sys.stderr)
+
+# The same for the HIP backend (src/gpu/hip): its runtime's names stay inside it and the fake runtime
+# of its tests (tests/fake_hip), and every entry point it loads is called by the backend.
+HIP = re.compile(r"\beht_hip[._]\w+|\bEHT_HIP[56]_\w+|\bhip[A-Z]\w+|\bHIP_POINTER_\w+|"
+                 r'#include\s+"(?:gpu/)?hip/')
+for rel, path in sources():
+    if rel.startswith("src/gpu/hip/") or rel.startswith("tests/fake_hip/"):
+        continue
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    for n, line in code_lines(text):
+        m = HIP.search(line)
+        if m:
+            print("%s:%d: names the HIP runtime (%s): call src/gpu/dev.h instead" % (rel, n, m.group(0)),
+                  file=sys.stderr)
+            bad += 1
+with open(os.path.join(src, "src/gpu/hip/hip_rt.h")) as f:
+    hip_names = re.findall(r"X\((hip\w+),\s*([A-Z_]+),", f.read())
+if len(hip_names) < 40:
+    print("hip_rt.h: could not read the entry point table (%d found)" % len(hip_names), file=sys.stderr)
+    bad += 1
+hip_users = ""
+for rel, path in sources():
+    if rel.startswith("src/gpu/hip/") and rel != "src/gpu/hip/hip_rt.h":
+        with open(path, encoding="utf-8", errors="replace") as f:
+            hip_users += "\n".join(line for _, line in code_lines(f.read()))
+for name, feature in hip_names:
+    if not re.search(r"\b%s\b" % name, hip_users):
+        print("hip_rt.h: %s (%s) is resolved but never called" % (name, feature), file=sys.stderr)
+        bad += 1
+print("HIP: %d entry points, %d optional" % (len(hip_names), sum(1 for _, f in hip_names if f != "CORE")),
+      file=sys.stderr)
 sys.exit(1 if bad else 0)

@@ -81,6 +81,7 @@ static void load_driver(void)
 		if (!fn && EHT_DEV_FEAT_##feature == EHT_DEV_FEAT_CORE) {                            \
 			snprintf(load_msg, sizeof(load_msg), "CUDA driver lacks %s", #name);         \
 			load_rc = -ENOSYS;                                                           \
+			memset(&eht_cu, 0, sizeof(eht_cu)); /* no call may reach a half-loaded runtime */ \
 			return;                                                                      \
 		}                                                                                    \
 		if (!fn && !missing[EHT_DEV_FEAT_##feature])                                         \

@@ -4,6 +4,8 @@
  * the driver API (src/engram/hash_gpu.c). */
 #include <stdint.h>
 
+#include "gpu/kernels/compat.h"
+
 #define HIST_UNKNOWN (-1)
 #define HIST_BLOCK (-2)
 

@@ -71,12 +71,12 @@ eht_lk_dedup_mark(const void *ids, int id64, long long off, unsigned long long n
 			}
 			code[i] = c;
 		}
-		const unsigned mask = __ballot_sync(0xffffffffu, won);
+		const unsigned mask = eht_ballot32(won);
 		if (mask) {
 			unsigned long long first = 0;
 			if (lane == __ffs(mask) - 1)
 				first = atomicAdd(&counters[1], (unsigned long long)__popc(mask));
-			first = __shfl_sync(0xffffffffu, first, __ffs(mask) - 1);
+			first = eht_shfl32(first, __ffs(mask) - 1);
 			if (won) {
 				const uint32_t idx = (uint32_t)(first + __popc(mask & ((1u << lane) - 1)));
 				dvals[h] = idx;
@@ -85,7 +85,7 @@ eht_lk_dedup_mark(const void *ids, int id64, long long off, unsigned long long n
 		}
 	}
 	for (int o = WARP / 2; o; o >>= 1)
-		dead += __shfl_down_sync(0xffffffffu, dead, o);
+		dead += eht_shfl_down32(dead, o);
 	if (lane == 0 && dead)
 		atomicAdd(&counters[0], (unsigned long long)dead);
 }

@@ -6,10 +6,9 @@
 
 #include <stdint.h>
 
-/* Before the short names below (WARP, RPW), which CUB's own identifiers would take (sort.cu). */
-#include <cub/block/block_radix_sort.cuh>
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
+/* CUDA/HIP spellings and the CUB block headers, before the short names below (WARP, RPW), which
+ * CUB's own identifiers would take (sort.cu). */
+#include "gpu/kernels/compat.h"
 
 #include "gpu/kernels/lookup_const.h"
 
@@ -59,7 +58,7 @@ template <typename V, bool CV>
 __device__ __forceinline__ V ld_row(const V *p)
 {
 	if (CV)
-		return __ldcv(p);
+		return eht_ldcv(p);
 	return *p;
 }
 

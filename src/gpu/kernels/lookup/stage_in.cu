@@ -4,12 +4,7 @@
 #include "rows.cuh"
 
 /* ------------------------------------------------------------------ stream-triggered CPU gather */
-__device__ __forceinline__ unsigned long long gtime(void)
-{
-	unsigned long long t;
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-}
+__device__ __forceinline__ unsigned long long gtime(void) { return eht_gtime(); }
 
 /* The GPU half of HOST with ids the CPU cannot see when the call is made (ids in GPU memory, or a
  * CUDA-graph replay; src/lookup/strategy/host_bell.c). Every block first copies its share of the ids into pinned
@@ -67,7 +62,7 @@ __device__ __forceinline__ void relay_ready(const unsigned *ready, unsigned *mir
 		if (done)
 			return;
 		if (!got)
-			__nanosleep(100);
+			eht_nanosleep(100);
 	}
 }
 
@@ -129,7 +124,7 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 			volatile unsigned *r = (relay ? mirror : ready) + slot;
 			unsigned ns = relay ? 32 : 64, ns_max = relay ? 256 : 1024; /* GPU memory polls cost little */
 			while (*r != (tag | (unsigned)(c + 1))) {
-				__nanosleep(ns);
+				eht_nanosleep(ns);
 				if (ns < ns_max)
 					ns *= 2;
 			}
