@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -55,7 +55,7 @@ static void load_runtime(void)
 {
 	missing[EHT_DEV_FEAT_VMM] = VMM_WHY;
 	/* EHT_NO_CUDA=1: the GPU switch of every backend (tests, operators running the CPU paths). */
-	if (eht_env_u64("EHT_NO_CUDA", 0)) {
+	if (eht_setting_bool(EHT_SET_NO_CUDA)) {
 		snprintf(load_msg, sizeof(load_msg), "GPU disabled by EHT_NO_CUDA");
 		return;
 	}
