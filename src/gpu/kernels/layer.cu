@@ -4,6 +4,8 @@
  * what the lookup engine takes (one flat id list; dense rows) and back. */
 #include <stdint.h>
 
+#include "gpu/kernels/compat.h"
+
 /* out[t * part + j] = the row of ids[t, head_start + j], or -1 (a dead id: a zero row) where the column
  * is a padded head (>= n_heads) or the id lies outside [vocab_start, vocab_end). shift moves a live
  * id onto the table's rows (a table that stores only the rank's range from its row 0). out holds int64
