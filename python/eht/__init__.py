@@ -257,6 +257,8 @@ def _L():
         "eht_hotset_read": (I, [ctypes.c_char_p, P(P(ctypes.c_int64)), P(U64)]),
         "eht_hotset_free": (None, [P(ctypes.c_int64)]),
         "eht_lookup_destroy": (None, [VP]),
+        "eht_table_wrap_split": (I, [VP, U64, VP, U64, U64, ctypes.c_char_p, P(VP)]),
+        "eht_metrics_read": (I, [P(_Metrics)]),
     }
     optional = {
         "eht_attach": (I, [ctypes.c_char_p, P(_AttachOpts), P(VP)]),
@@ -909,12 +911,9 @@ def _wrap_split(buffer, rows, row_bytes, name):
         saddr = waddr + rows * wb
     if dev:
         raise ValueError("wrap takes host memory")
-    lib = _L()
-    fn = lib.eht_table_wrap_split
-    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64,
-                                             ctypes.c_uint64, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
     h = ctypes.c_void_p()
-    _check(fn(waddr, wb, saddr, sb, rows, name.encode(), ctypes.byref(h)), "eht_table_wrap_split")
+    _check(_L().eht_table_wrap_split(waddr, wb, saddr, sb, rows, name.encode(), ctypes.byref(h)),
+           "eht_table_wrap_split")
     return Table(h, owner=(buffer, keep))
 
 
@@ -926,11 +925,8 @@ def metrics():
     """The process's lookup counters since it started, over every engine (eht_metrics_read): a dict of
     calls, ids, calls_cpu / calls_gpu / calls_hot (by path), errors, call_ns, dead_cpu, rows_gathered,
     bytes_staged. Cheap: relaxed atomic counters that libeht keeps anyway."""
-    lib = _L()
-    fn = lib.eht_metrics_read
-    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(_Metrics)]
     m = _Metrics(size=ctypes.sizeof(_Metrics))
-    _check(fn(ctypes.byref(m)), "eht_metrics_read")
+    _check(_L().eht_metrics_read(ctypes.byref(m)), "eht_metrics_read")
     return {n: getattr(m, n) for n in _METRIC_NAMES}
 
 

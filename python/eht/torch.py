@@ -45,7 +45,7 @@ import threading
 
 import torch
 
-from . import Lookup
+from . import Lookup, _bind
 import eht as _eht
 
 if not hasattr(getattr(torch, "library", None), "custom_op"):
@@ -290,25 +290,17 @@ class _LayerOpts(ctypes.Structure):
 _LAYER_ID_SHIFT = 0x1
 _LAYER_BACKGROUND = 0x1
 _LAYER_HOST = 0x2
-_layer_lib = None
 
 
-def _layer_lib_fns():
-    """libeht with the engram layer's signatures set (once)."""
-    global _layer_lib
-    if _layer_lib is None:
-        lib = _eht._L()
-        VP, U64, I64 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64
-        lib.eht_engram_layer_create.restype = ctypes.c_int
-        lib.eht_engram_layer_create.argtypes = [VP, ctypes.POINTER(_LayerOpts), ctypes.POINTER(VP)]
-        lib.eht_engram_layer_lookup.restype = ctypes.c_int
-        lib.eht_engram_layer_lookup.argtypes = [VP, VP, ctypes.c_int, U64, I64, I64, VP, U64, ctypes.c_uint, VP]
-        lib.eht_engram_layer_engine.restype = VP
-        lib.eht_engram_layer_engine.argtypes = [VP, ctypes.c_uint]
-        lib.eht_engram_layer_destroy.restype = None
-        lib.eht_engram_layer_destroy.argtypes = [VP]
-        _layer_lib = lib
-    return _layer_lib
+def _layer_sigs():
+    VP, U64, I64 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64
+    return [("eht_engram_layer_create", ctypes.c_int, [VP, ctypes.POINTER(_LayerOpts), ctypes.POINTER(VP)]),
+            ("eht_engram_layer_lookup", ctypes.c_int, [VP, VP, ctypes.c_int, U64, I64, I64, VP, U64, ctypes.c_uint, VP]),
+            ("eht_engram_layer_engine", VP, [VP, ctypes.c_uint]),
+            ("eht_engram_layer_destroy", None, [VP])]
+
+
+_layer_lib_fns = _bind.lazy(_layer_sigs)
 
 
 def _raw_stream(device_index):
