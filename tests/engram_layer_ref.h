@@ -130,4 +130,65 @@ static int lr_rank(const eht_engram_layout *lay, struct lr_case *c)
 	return 0;
 }
 
+/* What one case runs on: the layer, the case (its T, id type, layout and output padding set), the
+ * table's bytes as the reference reads them (a shard's from its row 0), its rows, the shift of live
+ * ids onto them, and whether the layer splits calls (max_tokens below T). */
+struct lr_at {
+	eht_engram_layer *l;
+	struct lr_case *c;
+	const uint8_t *base;
+	int64_t local, shift;
+	int small_max;
+};
+
+/* Every (head_start, part) of tp 1/2/3/4/5/6/8 x both vocab windows x raw and bf16 x T in {1, 7, 256,
+ * 2048}: a layer over `whole` (or a table of the rank's rows, wrapped for `device`), every third with
+ * max_tokens small_max_tokens, then fn for each T with the id type, layout and output padding varied
+ * case by case. Returns the cases run. */
+static inline unsigned lr_for_each_case(const eht_engram_layout *lay, eht_table *whole, const uint8_t *table, int64_t rows,
+				 int device, unsigned threads, uint64_t small_max_tokens,
+				 void (*fn)(const struct lr_at *at, void *arg), void *arg)
+{
+	static const uint32_t tps[] = {1, 2, 3, 4, 5, 6, 8};
+	static const uint64_t Ts[] = {1, 7, 256, 2048};
+	unsigned n = 0;
+	for (size_t a = 0; a < sizeof(tps) / sizeof(tps[0]); a++)
+		for (uint32_t rank = 0; rank < tps[a]; rank++)
+			for (int shard = 0; shard < 2; shard++)
+				for (int fmt = 0; fmt < 2; fmt++) {
+					struct lr_case c = {.tp = tps[a], .rank = rank, .shard = shard, .fmt = fmt};
+					if (lr_rank(lay, &c)) {
+						fprintf(stderr, "tp %u refused by eht_engram_shard\n", c.tp);
+						t_failures++;
+						continue;
+					}
+					eht_table *t = whole;
+					if (shard)
+						CHECK_RC(eht_table_wrap((void *)(table + (size_t)c.vs * LR_RB), (uint64_t)(c.ve - c.vs),
+									LR_RB, device, "shard", &t), 0);
+					const int small = n % 3 == 0;
+					struct eht_engram_layer_opts o = {
+						.size = sizeof(o), .head_start = c.head_start, .part = c.part, .format = fmt,
+						.device = device, .vocab_start = (uint64_t)c.vs, .vocab_end = (uint64_t)c.ve,
+						.threads = threads, .max_tokens = small ? small_max_tokens : 0};
+					eht_engram_layer *l = NULL;
+					CHECK_RC(eht_engram_layer_create(t, &o, &l), 0);
+					/* the shard is stored from its row 0: live ids move by -vs onto it */
+					struct lr_at at = {.l = l, .c = &c, .small_max = small,
+							   .base = shard ? table + (size_t)c.vs * LR_RB : table,
+							   .local = shard ? c.ve - c.vs : rows, .shift = shard ? -c.vs : 0};
+					for (size_t k = 0; l && k < sizeof(Ts) / sizeof(Ts[0]); k++, n++) {
+						c.T = Ts[k];
+						c.id64 = (n >> 1) & 1;
+						c.layout = (n >> 2) & 1;
+						c.out_pad = (n % 5 == 0) ? 48 : 0;
+						fn(&at, arg);
+					}
+					eht_engram_layer_destroy(l);
+					if (shard)
+						eht_table_close(t);
+				}
+	return n;
+}
+
 #endif

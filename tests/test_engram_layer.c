@@ -9,9 +9,6 @@
 #include "engram_layer_ref.h"
 #include "testutil.h"
 
-static const uint32_t tps[] = {1, 2, 3, 4, 5, 6, 8};
-static const uint64_t Ts[] = {1, 7, 256, 2048};
-
 static void run_case(eht_engram_layer *l, struct lr_case *c, const uint8_t *table, int64_t first, int64_t local,
 		     int64_t shift, int64_t rows, uint64_t *rs)
 {
@@ -48,6 +45,17 @@ static void run_case(eht_engram_layer *l, struct lr_case *c, const uint8_t *tabl
 done:
 	free(m);
 	free(out);
+}
+
+struct run_arg {
+	int64_t rows;
+	uint64_t *rs;
+};
+
+static void each_case(const struct lr_at *at, void *arg)
+{
+	struct run_arg *ra = arg;
+	run_case(at->l, at->c, at->base, 0, at->local, at->shift, ra->rows, ra->rs);
 }
 
 static void errors(eht_table *t)
@@ -109,41 +117,8 @@ int main(void)
 	if (!whole)
 		return t_done();
 	errors(whole);
-	unsigned n = 0;
-	for (size_t a = 0; a < sizeof(tps) / sizeof(tps[0]); a++)
-		for (uint32_t rank = 0; rank < tps[a]; rank++)
-			for (int shard = 0; shard < 2; shard++)
-				for (int fmt = 0; fmt < 2; fmt++) {
-					struct lr_case c = {.tp = tps[a], .rank = rank, .shard = shard, .fmt = fmt};
-					if (lr_rank(lay, &c)) {
-						fprintf(stderr, "tp %u refused by eht_engram_shard\n", c.tp);
-						t_failures++;
-						continue;
-					}
-					eht_table *t = whole;
-					if (shard)
-						CHECK_RC(eht_table_wrap(table + (size_t)c.vs * LR_RB, (uint64_t)(c.ve - c.vs),
-									LR_RB, -1, "shard", &t), 0);
-					struct eht_engram_layer_opts o = {
-						.size = sizeof(o), .head_start = c.head_start, .part = c.part,
-						.format = fmt, .device = -1, .vocab_start = (uint64_t)c.vs,
-						.vocab_end = (uint64_t)c.ve, .max_tokens = (n % 3 == 0) ? 100 : 0};
-					eht_engram_layer *l = NULL;
-					CHECK_RC(eht_engram_layer_create(t, &o, &l), 0);
-					/* the shard is stored from its row 0: live ids move by -vs onto it */
-					const int64_t local = shard ? c.ve - c.vs : rows, shift = shard ? -c.vs : 0;
-					const uint8_t *base = shard ? table + (size_t)c.vs * LR_RB : table;
-					for (size_t k = 0; l && k < sizeof(Ts) / sizeof(Ts[0]); k++, n++) {
-						c.T = Ts[k];
-						c.id64 = (n >> 1) & 1;
-						c.layout = (n >> 2) & 1;
-						c.out_pad = (n % 5 == 0) ? 48 : 0;
-						run_case(l, &c, base, 0, local, shift, rows, &rs);
-					}
-					eht_engram_layer_destroy(l);
-					if (shard)
-						eht_table_close(t);
-				}
+	struct run_arg ra = {.rows = rows, .rs = &rs};
+	unsigned n = lr_for_each_case(lay, whole, table, rows, -1, 0, 100, each_case, &ra);
 	printf("%u cases\n", n);
 	eht_table_close(whole);
 	free(table);

@@ -12,9 +12,6 @@
 #include "gpu_lookup_ref.h"
 #include "testutil.h"
 
-static const uint32_t tps[] = {1, 2, 3, 4, 5, 6, 8};
-static const uint64_t Ts[] = {1, 7, 256, 2048};
-
 struct gbufs {
 	eht_dptr ids, out;
 	uint8_t *h;
@@ -77,6 +74,24 @@ static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int g
 	free(m);
 }
 
+struct run_arg {
+	int64_t rows;
+	eht_stream s;
+	struct gbufs *g;
+	uint64_t *rs;
+};
+
+/* Both ways on one object, each eager then as a graph (graphs on layers of the default max_tokens: an
+ * engine's captured requests share an ids arena of two max batches). */
+static void each_case(const struct lr_at *at, void *arg)
+{
+	struct run_arg *ra = arg;
+	for (unsigned way = 0; way < 2; way++)
+		for (int graph = 0; graph < (at->small_max ? 1 : 2); graph++)
+			run_case(at->l, at->c, way ? EHT_ENGRAM_LAYER_BACKGROUND : 0, graph, at->base, at->local, at->shift,
+				 ra->rows, ra->s, ra->g, ra->rs);
+}
+
 /* A strided output first met inside a capture: refused (its buffer cannot be made there); the same
  * call made eagerly first, then captured, works. */
 static void strided_first_in_capture(eht_table *t, eht_stream s, struct gbufs *g)
@@ -118,45 +133,8 @@ int main(void)
 	if (!whole || !g.ids || !g.out || !g.h)
 		return t_done();
 	strided_first_in_capture(whole, s, &g);
-	unsigned n = 0;
-	for (size_t a = 0; a < sizeof(tps) / sizeof(tps[0]); a++)
-		for (uint32_t rank = 0; rank < tps[a]; rank++)
-			for (int shard = 0; shard < 2; shard++)
-				for (int fmt = 0; fmt < 2; fmt++) {
-					struct lr_case c = {.tp = tps[a], .rank = rank, .shard = shard, .fmt = fmt};
-					if (lr_rank(lay, &c)) {
-						t_failures++;
-						continue;
-					}
-					eht_table *t = whole;
-					if (shard)
-						CHECK_RC(eht_table_wrap(table + (size_t)c.vs * LR_RB, (uint64_t)(c.ve - c.vs),
-									LR_RB, 0, "shard", &t), 0);
-					struct eht_engram_layer_opts o = {
-						.size = sizeof(o), .head_start = c.head_start, .part = c.part, .format = fmt,
-						.device = 0, .vocab_start = (uint64_t)c.vs, .vocab_end = (uint64_t)c.ve,
-						.threads = 4, .max_tokens = (n % 3 == 0) ? 300 : 0};
-					eht_engram_layer *l = NULL;
-					CHECK_RC(eht_engram_layer_create(t, &o, &l), 0);
-					const int64_t local = shard ? c.ve - c.vs : rows, shift = shard ? -c.vs : 0;
-					const uint8_t *base = shard ? table + (size_t)c.vs * LR_RB : table;
-					for (size_t k = 0; l && k < sizeof(Ts) / sizeof(Ts[0]); k++, n++) {
-						c.T = Ts[k];
-						c.id64 = (n >> 1) & 1;
-						c.layout = (n >> 2) & 1;
-						c.out_pad = (n % 5 == 0) ? 48 : 0;
-						/* both ways on one object, each eager then as a graph (graphs
-						 * on layers of the default max_tokens: an engine's captured
-						 * requests share an ids arena of two max batches) */
-						for (unsigned way = 0; way < 2; way++)
-							for (int graph = 0; graph < (o.max_tokens ? 1 : 2); graph++)
-								run_case(l, &c, way ? EHT_ENGRAM_LAYER_BACKGROUND : 0, graph,
-									 base, local, shift, rows, s, &g, &rs);
-					}
-					eht_engram_layer_destroy(l);
-					if (shard)
-						eht_table_close(t);
-				}
+	struct run_arg ra = {.rows = rows, .s = s, .g = &g, .rs = &rs};
+	unsigned n = lr_for_each_case(lay, whole, table, rows, 0, 4, 300, each_case, &ra);
 	printf("%u cases, each both ways, eager and as a graph\n", n);
 	eht_dev_free(g.ids);
 	eht_dev_free(g.out);
