@@ -5,7 +5,14 @@
 # auditwheel does) and both ELF files find it through RUNPATH $ORIGIN. eht_build.py checks the result:
 # every DT_NEEDED glibc's or the wheel's own, and the manylinux tag from the glibc versions needed.
 if(URING_FOUND)
-  find_library(EHT_URING_STATIC NAMES liburing.a)
+  # Beside the shared library pkg-config found (a private prefix too: scripts/debs-env.sh), then the
+  # system's directories.
+  set(_eht_uring_dirs ${URING_LIBRARY_DIRS})
+  foreach(_lib ${URING_LINK_LIBRARIES})
+    get_filename_component(_dir "${_lib}" DIRECTORY)
+    list(APPEND _eht_uring_dirs "${_dir}")
+  endforeach()
+  find_library(EHT_URING_STATIC NAMES liburing.a HINTS ${_eht_uring_dirs})
   if(EHT_URING_STATIC)
     set_target_properties(PkgConfig::URING PROPERTIES INTERFACE_LINK_LIBRARIES "${EHT_URING_STATIC}")
     message(STATUS "eht: wheel build: ${EHT_URING_STATIC} linked in")
