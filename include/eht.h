@@ -890,19 +890,23 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * Also set by EHT_LOOKUP_BACKGROUND=1. Falls back to the default mode where the driver lacks stream
  * memory operations. */
 #define EHT_LOOKUP_BACKGROUND 0x10u
-/* With EHT_LOOKUP_BACKGROUND, for engines that wait for each step before they launch the next: the
- * CPU pushes each request's rows itself (its own copies, then a word the stream waits for), so the
+/* How EHT_LOOKUP_BACKGROUND requests reach the GPU. By default the CPU pushes each request's rows itself
+ * (its own copies, a bf16 prefill's dequant per group too, then a word the stream waits for), so the
  * stream's part of a request is two nodes (a small ring kernel, one wait) instead of a wait and a copy
  * per group, an ids copy, a write and a memset. A graph's launch call pays about 1.7 us per copy
- * node that touches host memory and 1.3 us per memory op: on the lent H200 a synced decode step of
- * two tables paid +38 / +37 us (HOST / AUTO) this way against +68 / +63 us. Steps queued back to back
- * (an engine that launches ahead) paid more this way: +39 / +44 against +27 / +22 us. bf16 runs
- * dequantized per group (over 16,384 rows) keep the stream's way. EHT_LOOKUP_BG_PUSH=1 / 0 in the
- * environment overrides the flag for every engine. */
+ * node that touches host memory and 1.3 us per memory op, and an eager call's thread about 2 us per
+ * node. On the lent H200, a decode step of two tables (eht bench step, medians of 3 rounds) paid
+ * pushed +35 / +50 us synced (two machines) against +69 / +61 us the stream's way, and back to back
+ * +38 / +48 against +26 / +65 us. EHT_LOOKUP_BG_STREAM keeps captured requests the stream's way (for
+ * an engine that launches steps far ahead and measures that better); captured bf16 requests over
+ * 16,384 rows always go the stream's way (its dequant stream measured faster in a prefill step), and
+ * eager requests are always pushed. EHT_LOOKUP_BG_PUSH is the default, kept for the callers that set
+ * it. EHT_LOOKUP_BG_PUSH=1 / 0 in the environment overrides both flags for every engine. */
 #define EHT_LOOKUP_BG_PUSH 0x20u
+#define EHT_LOOKUP_BG_STREAM 0x40u
 #define EHT_LOOKUP_OPTS_FLAGS                                                                                   \
 	(EHT_LOOKUP_CPU_ONLY | EHT_LOOKUP_HOST_SORT | EHT_LOOKUP_GPU_DEDUP | EHT_LOOKUP_NO_HOTSET | EHT_LOOKUP_BACKGROUND | \
-	 EHT_LOOKUP_BG_PUSH)
+	 EHT_LOOKUP_BG_PUSH | EHT_LOOKUP_BG_STREAM)
 
 struct eht_lookup_opts {
 	uint32_t size;         /* sizeof(struct eht_lookup_opts) */

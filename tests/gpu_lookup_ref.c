@@ -107,7 +107,7 @@ void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht
 	for (int host_ids = 0; host_ids < 2; host_ids++) {
 		if (host_ids && (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED))
 			break; /* GPU strategies read ids on the GPU only */
-		const size_t n = 5000;
+		const size_t n = ref->capture_n && ref->capture_n <= nmax ? ref->capture_n : 5000;
 		eht_graph g = NULL;
 		eht_graph_exec ge = NULL;
 		t_lookup_ids(ref, ids, n, rs);

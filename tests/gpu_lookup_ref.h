@@ -13,6 +13,7 @@
 struct t_lookup_ref {
 	const uint8_t *rows;
 	uint64_t nrows;
+	size_t capture_n; /* ids of t_lookup_check_engine's captured run (0: 5,000; at most its nmax) */
 };
 
 /* A GPU test's start: exits 77 without a usable GPU 0; a non-blocking stream on it (NULL after a

@@ -6,8 +6,10 @@
  * (GPU ids and pinned host ids), dead ids counted; runs over max_batch ids keep the kernel path and stay
  * identical too. The same with a hot set and with GPU dedup, whose distinct misses (their count known
  * only on the GPU) go the background way too. Checks the requests really went the background way,
- * and, with EHT_LOOKUP_BG_PUSH (the flag, or the environment's 1 / 0 overriding it), pushed (the CPU's
- * own copies, one wait on the stream).
+ * and that eager requests are pushed (the CPU's own copies, one wait on the stream; a bf16 run over
+ * 16,384 rows dequantized group by group by the CPU too), captured ones unless EHT_LOOKUP_BG_STREAM
+ * (the flag, or the environment's 1 / 0 overriding it) asks for the stream's way, and a bf16 capture of
+ * 20,000 rows always the stream's way, dequantized group by group on the dequant stream.
  * Exit 77 without a GPU (or where the driver lacks stream memory operations). */
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +24,12 @@
 
 static struct t_lookup_ref g_lref;
 
-/* Whether an engine made with flags pushes: the environment's EHT_LOOKUP_BG_PUSH, else the flag. */
+/* Whether an engine made with flags pushes its captured requests: the environment's EHT_LOOKUP_BG_PUSH,
+ * else unless the flags ask for the stream's way. */
 static bool want_push(uint32_t flags)
 {
 	const char *e = getenv("EHT_LOOKUP_BG_PUSH");
-	return e && *e ? strtoull(e, NULL, 0) != 0 : (flags & EHT_LOOKUP_BG_PUSH) != 0;
+	return e && *e ? strtoull(e, NULL, 0) != 0 : !(flags & EHT_LOOKUP_BG_STREAM);
 }
 
 int main(void)
@@ -50,7 +53,9 @@ int main(void)
 	for (int fmt = 0; t && fmt < 2; fmt++)
 		for (int strategy = EHT_LOOKUP_AUTO; strategy <= EHT_LOOKUP_HOST; strategy += EHT_LOOKUP_HOST)
 			for (size_t b = 0; b < 2; b++) {
-				const uint32_t flags = EHT_LOOKUP_BACKGROUND | (push ? EHT_LOOKUP_BG_PUSH : 0);
+				/* push: the default (the flag said once more half the time) */
+				const uint32_t flags = EHT_LOOKUP_BACKGROUND |
+						       (push ? (b ? EHT_LOOKUP_BG_PUSH : 0) : EHT_LOOKUP_BG_STREAM);
 				struct eht_lookup_opts o = {.size = sizeof(o), .flags = flags,
 							    .strategy = strategy, .format = fmt, .device = 0, .numa_node = -1,
 							    .threads = 4, .max_batch = batches[b]};
@@ -58,6 +63,8 @@ int main(void)
 				CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
 				if (!lk)
 					continue;
+				/* the stream's way dequantizes a capture this large group by group */
+				g_lref.capture_n = fmt == EHT_LOOKUP_BF16 && batches[b] > LK_BG_DEQUANT_ROWS ? NMAX : 0;
 				CHECK(lk->background);
 				CHECK(eht_lookup_background(lk) == 1); /* what engines and eht bench step read */
 				CHECK(lk->g.sm_cap > 0 && (int)lk->g.sm_cap < lk->g.sms); /* every kernel capped */
@@ -71,15 +78,20 @@ int main(void)
 				 * beside the next groups' copies. */
 				const struct lk_bell *bell = lk->bell;
 				bool side = fmt == EHT_LOOKUP_BF16;
+				const bool big = side && batches[b] > LK_BG_DEQUANT_ROWS;
 				CHECK((bell->bg_xstream != NULL) == side);
-				CHECK((bell->bg_side_dequants > 0) == (side && batches[b] > LK_BG_DEQUANT_ROWS));
 				CHECK(bell->bg_push == want_push(flags));
-				if (!bell->bg_push || fmt == EHT_LOOKUP_RAW) /* (bf16 pushes only what it dequantizes at once) */
-					CHECK((bell->pushed_reqs > 0) == bell->bg_push);
+				/* eager: pushed; captured: pushed only with the flag */
+				CHECK(bell->pushed_reqs > 0);
+				CHECK(bell->bg_push && !big ? bell->pushed_reqs == atomic_load(&bell->bg_reqs)
+							    : bell->pushed_reqs < atomic_load(&bell->bg_reqs));
+				CHECK((atomic_load(&bell->pushed_dequants) > 0) == big);
+				CHECK((bell->bg_side_dequants > 0) == big);
 				eht_lookup_destroy(lk);
 			}
 	/* A hot set (a fifth of the rows) and GPU dedup: the misses of the dedup pass go the background
 	 * way. */
+	g_lref.capture_n = 0;
 	static int64_t hot[10000];
 	for (size_t i = 0; i < 10000; i++)
 		hot[i] = (int64_t)(i * 5 + 3);
@@ -87,7 +99,7 @@ int main(void)
 	for (int fmt = 0; t && fmt < 2; fmt++)
 		for (int kind = 0; kind < 2; kind++) {
 			const uint32_t flags = EHT_LOOKUP_BACKGROUND | EHT_LOOKUP_NO_HOTSET | (kind ? EHT_LOOKUP_GPU_DEDUP : 0) |
-					       (push ? EHT_LOOKUP_BG_PUSH : 0);
+					       (push ? 0 : EHT_LOOKUP_BG_STREAM);
 			struct eht_lookup_opts o = {.size = sizeof(o), .flags = flags,
 						    .strategy = EHT_LOOKUP_HOST, .format = fmt, .device = 0, .numa_node = -1,
 						    .threads = 4, .max_batch = NMAX};
@@ -105,7 +117,9 @@ int main(void)
 			/* small runs skip the dedup pass (plain background requests): the compact ones count */
 			CHECK(atomic_load(&lk->bell->bg_compact_reqs) > 0);
 			CHECK(lk->bell->bg_push == want_push(flags));
-			CHECK((lk->bell->pushed_reqs > 0) == lk->bell->bg_push);
+			CHECK(lk->bell->pushed_reqs > 0);
+			CHECK(lk->bell->bg_push ? lk->bell->pushed_reqs == atomic_load(&lk->bell->bg_reqs)
+						: lk->bell->pushed_reqs < atomic_load(&lk->bell->bg_reqs));
 			eht_lookup_destroy(lk);
 		}
 	eht_table_close(t);

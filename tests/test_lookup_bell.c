@@ -57,7 +57,7 @@ static void *emu_block(void *arg)
 static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured, unsigned blocks)
 {
 	unsigned idx = 0;
-	int rc = eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, false, 0, captured, &idx);
+	int rc = eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, false, 0, 0, captured, &idx);
 	CHECK_RC(rc, 0);
 	if (rc) /* nothing was armed: the "kernel" would wait forever */
 		return;
@@ -86,7 +86,7 @@ static void run_one(eht_lookup *lk, const int64_t *ids, size_t n, bool captured,
 static void run_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_t count, bool captured, unsigned blocks)
 {
 	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, rows, false, 0, 0, n, true, false, 0, captured, &idx), 0);
+	CHECK_RC(eht_lk_bell_prepare(lk, rows, false, 0, 0, n, true, false, 0, 0, captured, &idx), 0);
 	if (!captured)
 		eht_lk_bell_arm(lk, idx);
 	uint8_t *out = malloc(n * RB + 1);
@@ -180,7 +180,7 @@ int main(void)
 			run_one(lk, bufs + k * 40, 1 + k % 40, true, 2);
 		}
 		unsigned idx = 0;
-		CHECK_RC(eht_lk_bell_prepare(lk, ids + 1, false, 1, 0, 5, false, false, 0, true, &idx), -ENOSPC);
+		CHECK_RC(eht_lk_bell_prepare(lk, ids + 1, false, 1, 0, 5, false, false, 0, 0, true, &idx), -ENOSPC);
 		CHECK(strstr(eht_last_error(), "1024 distinct captured") != NULL);
 		free(bufs);
 	}

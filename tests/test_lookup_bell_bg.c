@@ -8,7 +8,8 @@
  * which copies it to h_count before it rings): every group of the bound is published, those past the
  * count (all of them for a count of zero) empty, and h_dead is left to the stream. Each of them also
  * pushed (the CPU copies every group to the request's destination itself and then sets the request's
- * done word, the one thing the stream waits for; no ready word is touched). */
+ * done word, the one thing the stream waits for; no ready word is touched), and a pushed bf16 request of
+ * Engram rows whose groups the CPU also dequantizes (push_out) before the done word. */
 #include <string.h>
 
 #include "lookup/gather/bell/bell.h"
@@ -67,7 +68,8 @@ static unsigned prepare_bg(eht_lookup *lk, const void *ids, int id64, size_t n, 
 			   uint8_t *out)
 {
 	unsigned idx = 0;
-	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, id64, 0, n, compact, true, (eht_dptr)(uintptr_t)out, captured, &idx),
+	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, id64, 0, n, compact, true, (eht_dptr)(uintptr_t)out, 0, captured,
+				     &idx),
 		 0);
 	if (!captured)
 		eht_lk_bell_arm(lk, idx);
@@ -103,6 +105,62 @@ static void run_bg_compact(eht_lookup *lk, const uint32_t *rows, size_t n, size_
 	CHECK(*(volatile uint64_t *)lk->h_dead == 12345);
 	CHECK_RC(eht_lk_bell_take_error(lk), 0);
 	free(out);
+}
+
+/* Pushed requests with push_out over Engram rows: every group's rows dequantized into push_out (and
+ * the raw rows in push_dst) before the done word, dead ids as zero rows. */
+static void pushed_dequant(uint64_t *rs)
+{
+	const uint64_t nrows = 3000;
+	uint8_t *rows = t_rand_rows(nrows, EHT_ENGRAM_ROW_BYTES, rs);
+	eht_table *t = NULL;
+	CHECK_RC(eht_table_wrap(rows, nrows, EHT_ENGRAM_ROW_BYTES, -1, "bg-bf16", &t), 0);
+	struct eht_lookup_opts o = {.size = sizeof(o), .flags = EHT_LOOKUP_CPU_ONLY, .strategy = EHT_LOOKUP_HOST,
+				    .format = EHT_LOOKUP_BF16, .device = -1, .numa_node = -1, .threads = 3,
+				    .max_batch = 20000, .spin_us = 50};
+	eht_lookup *lk = NULL;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), 0);
+	if (!lk || eht_lk_bell_init(lk) != 0) {
+		CHECK(0);
+		eht_lookup_destroy(lk);
+		eht_table_close(t);
+		free(rows);
+		return;
+	}
+	static int64_t ids[20000];
+	static uint16_t want[256];
+	const size_t n = 20000; /* 8 groups */
+	uint8_t *raw = malloc(n * EHT_ENGRAM_ROW_BYTES);
+	uint16_t *bf = malloc(n * 512);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x = t_rand(rs);
+		ids[i] = x % 13 == 0 ? -1 : (int64_t)(x % nrows);
+	}
+	const uint64_t dq0 = atomic_load(&lk->bell->pushed_dequants);
+	unsigned idx = 0;
+	CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, n, false, true, (eht_dptr)(uintptr_t)raw,
+				     (eht_dptr)(uintptr_t)bf, false, &idx),
+		 0);
+	eht_lk_bell_arm(lk, idx);
+	play_stream_push(lk, idx);
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < 0)
+			memset(want, 0, sizeof(want));
+		else
+			eht_engram_dequant_row(rows + (size_t)ids[i] * EHT_ENGRAM_ROW_BYTES, want);
+		bad += memcmp(bf + i * 256, want, sizeof(want)) != 0;
+	}
+	CHECK(bad == 0);
+	uint32_t groups, grows;
+	eht_lk_bell_bg_geom(lk, n, &groups, &grows);
+	CHECK(atomic_load(&lk->bell->pushed_dequants) - dq0 == groups);
+	CHECK_RC(eht_lk_bell_take_error(lk), 0);
+	free(raw);
+	free(bf);
+	eht_lookup_destroy(lk);
+	eht_table_close(t);
+	free(rows);
 }
 
 int main(void)
@@ -153,8 +211,10 @@ int main(void)
 	CHECK(atomic_load(&lk->bell->bg_compact_reqs) == 5 * (uint64_t)(push + 1));
 	CHECK(lk->bell->pushed_reqs == (push ? 3 * nns + 4 + 5 : 0));
 	}
+	CHECK(atomic_load(&lk->bell->pushed_dequants) == 0); /* no push_out, no dequant */
 	eht_lookup_destroy(lk);
 	eht_table_close(t);
 	free(g_table);
+	pushed_dequant(&rs);
 	return t_done();
 }

@@ -131,7 +131,7 @@ int main(void)
 			ids[i] = (int64_t)(t_rand(&rs) % rows);
 		unsigned idx = 0;
 		double w0 = wall_s();
-		CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, BELL_BATCH, false, false, 0, false, &idx), 0);
+		CHECK_RC(eht_lk_bell_prepare(lk, ids, false, 1, 0, BELL_BATCH, false, false, 0, 0, false, &idx), 0);
 		eht_lk_bell_arm(lk, idx);
 		kernel_side(lk, idx, BELL_BATCH, out2);
 		run_wall += wall_s() - w0;

@@ -100,6 +100,11 @@ static void check_engines(void)
 				      .flags = EHT_LOOKUP_CPU_ONLY};
 	eht_lookup *lk = NULL;
 	CHECK_RC(eht_lookup_create(t, &bad, &lk), -EINVAL);
+	/* the background mode's two ways at once */
+	struct eht_lookup_opts both = {.size = sizeof(both), .flags = EHT_LOOKUP_CPU_ONLY | EHT_LOOKUP_BACKGROUND |
+							     EHT_LOOKUP_BG_PUSH | EHT_LOOKUP_BG_STREAM};
+	CHECK_RC(eht_lookup_create(t, &both, &lk), -EINVAL);
+	CHECK(lk == NULL && strstr(eht_last_error(), "BG_STREAM") != NULL);
 	CHECK(eht_table_close(t) == 0);
 }
 

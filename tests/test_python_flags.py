@@ -57,10 +57,11 @@ class Flags(unittest.TestCase):
                     out = bytearray(64)
                     self.assertEqual(lk.run(array.array("q", [3]), out), 0)
                     self.assertEqual(out, table[3 * 64:4 * 64])
-            with t.lookup_engine(strategy="host", cpu_only=True, background=True, push=True) as lk:
-                self.assertIs(lk.background, False)
-            with self.assertRaisesRegex(ValueError, "background=True"):
-                t.lookup_engine(strategy="host", cpu_only=True, push=True)
+            for push in (True, False):  # pushed (the default) or the stream's way: both take the flags
+                with t.lookup_engine(strategy="host", cpu_only=True, background=True, push=push) as lk:
+                    self.assertIs(lk.background, False)
+                with self.assertRaisesRegex(ValueError, "background=True"):
+                    t.lookup_engine(strategy="host", cpu_only=True, push=push)
 
 
 if __name__ == "__main__":

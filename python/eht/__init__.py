@@ -110,6 +110,7 @@ _LOOKUP_GPU_DEDUP = 0x4
 _LOOKUP_NO_HOTSET = 0x8
 _LOOKUP_BACKGROUND = 0x10
 _LOOKUP_BG_PUSH = 0x20
+_LOOKUP_BG_STREAM = 0x40
 _ATTACH_FAIL_FAST = 0x1
 _ATTACH_WAIT = 0x2
 
@@ -528,11 +529,11 @@ class Lookup(_Closing):
     step's start): no SM waits for the CPU (stream memory operations and the copy engine), AUTO runs
     as HOST, every kernel is capped at sm_cap SMs (default half of them). sm_cap caps the grid of each of
     the engine's kernels in any mode; spin_us is how long the process's CPU pool spins after a job.
-    push=True (with background=True) is for engines that wait for each step before they launch the
-    next: the CPU pushes the rows with copies of its own and the graph holds two nodes a lookup
-    instead of about ten, so the launch the engine waits for is shorter (a synced decode step of two
-    tables on the H200: +38 against +68 us); engines that launch steps ahead leave it off (+39
-    against +27 us back to back).
+    push (background=True only): None, the default, pushes: the CPU moves the rows with copies of its
+    own and the graph holds two nodes a lookup instead of about ten (a decode step of two tables on
+    the H200: +35 / +50 us synced against +69 / +61, back to back +38 / +48 against +26 / +65).
+    push=False keeps captured lookups the stream's way, for an engine that launches steps far ahead
+    and measures that better; eager calls are pushed either way (fewer calls on the caller's thread).
     no_hotset=True loads no hot set at create, not even the table's own (set_hotset still can).
 
     Engines call it as they call their own kernels: ids and out as CUDA tensors, on the current
@@ -542,20 +543,20 @@ class Lookup(_Closing):
 
     def __init__(self, table, strategy="auto", format="raw", device=None, threads=0,
                  max_batch=0, cpu_only=False, gpu_dedup=False, sm_cap=0, background=False, spin_us=0,
-                 no_hotset=False, push=False):
+                 no_hotset=False, push=None):
         self.table = table
         self.format = format
         if not isinstance(table, Table):
             raise TypeError("Lookup takes an eht.Table, not %s" % type(table).__name__)
         dev = _device_index(device)
-        if push and not background:
-            raise ValueError("push=True is a way of the background mode: give background=True too")
+        if push is not None and not background:
+            raise ValueError("push is a way of the background mode: give background=True too")
         opts = _struct(_LookupOpts, size=ctypes.sizeof(_LookupOpts), strategy=_choice("strategy", strategy, STRATEGIES),
                            format=_choice("format", format, FORMATS), device=dev,
                            threads=threads, max_batch=max_batch, numa_node=-1, sm_cap=sm_cap, spin_us=spin_us,
                            flags=(_LOOKUP_CPU_ONLY if cpu_only else 0) | (_LOOKUP_GPU_DEDUP if gpu_dedup else 0)
                            | (_LOOKUP_BACKGROUND if background else 0) | (_LOOKUP_NO_HOTSET if no_hotset else 0)
-                           | (_LOOKUP_BG_PUSH if push else 0))
+                           | (0 if push is None else _LOOKUP_BG_PUSH if push else _LOOKUP_BG_STREAM))
         h = ctypes.c_void_p()
         tn = table._use()  # the table cannot go while the engine is made
         _check(_L().eht_lookup_create(tn.h, ctypes.byref(opts), ctypes.byref(h)), "eht_lookup_create")

@@ -37,7 +37,7 @@ class Lookup:
     def __init__(self, table: "Table", strategy: str = "auto", format: str = "raw", device: Device = None,
                  threads: int = 0, max_batch: int = 0, cpu_only: bool = False, gpu_dedup: bool = False,
                  sm_cap: int = 0, background: bool = False, spin_us: int = 0,
-                 no_hotset: bool = False, push: bool = False) -> None: ...
+                 no_hotset: bool = False, push: Optional[bool] = None) -> None: ...
     @property
     def out_row_bytes(self) -> int:
         """Bytes per output row: 512 for bf16, the table's row_bytes for raw."""

@@ -18,11 +18,12 @@ the whole step is one CUDA graph. Variants:
   STRATEGY[+OPT..]-side    eht on one side stream forked at the step's start, joined by one event per
                        table before its layer (vLLM's prefetch)
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
-  layer-side, layer-inline, layer+push-side  the engine's own call, eht.torch.EngramLayer(table).lookup(ids,
+  layer-side, layer-inline  the engine's own call, eht.torch.EngramLayer(table).lookup(ids,
                        out, background) with vLLM's arguments: background=True on the side stream,
                        False inline (what an engine's natural call gets, nothing hand-picked)
-  STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push (with bg: the CPU pushes
-  the rows, two graph nodes a lookup: for engines that wait for each step), capN (SM cap N), dedup,
+  layer+stream-side    the same made with push=False (captured lookups the stream's way)
+  STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push / stream (with bg:
+  captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way), capN (SM cap N), dedup,
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
   eht_lookup_dequant, instead of a dequant kernel beside the model's)
@@ -99,12 +100,13 @@ def parse_variant(spec):
         place = "inline" if spec == "vllm-inline" else "side"
         return {"name": spec, "strategy": None, "place": place, "background": place == "side", "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "vllm": True}
-    if spec in ("layer-side", "layer-inline", "layer+push-side"):
+    if spec in ("layer-side", "layer-inline", "layer+push-side", "layer+stream-side"):
         # the engine's own call: eht.torch.EngramLayer.lookup(ids, out, background) with vLLM's arguments,
         # background=True on the side stream, False inline (what an engine's natural call gets)
         place = spec.rpartition("-")[2]
         return {"name": spec, "strategy": "auto", "place": place, "background": place == "side", "sm_cap": 0,
-                "dedup": False, "late_dequant": False, "layer": True, "push": "+push" in spec}
+                "dedup": False, "late_dequant": False, "layer": True,
+                "push": True if "+push" in spec else False if "+stream" in spec else None}
     if spec == "copy":
         return {"name": "copy", "strategy": None, "place": "side", "background": False, "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "copy_only": True}
@@ -126,8 +128,8 @@ def parse_variant(spec):
             v["background"] = True
         elif p == "dedup":
             v["dedup"] = True
-        elif p == "push":
-            v["push"] = True
+        elif p in ("push", "stream"):
+            v["push"] = p == "push"
         elif p == "ldq":
             v["late_dequant"] = True
         elif p.startswith("cap") and p[3:].isdigit() and int(p[3:]) > 0:
@@ -137,9 +139,9 @@ def parse_variant(spec):
         elif p.startswith("bspin") and p[5:].isdigit():
             v["bell_spin_us"] = int(p[5:])
         else:
-            raise ValueError("variant %r: unknown option %r (bg, push, capN, dedup, pspinN, bspinN, ldq)" % (spec, p))
-    if v.get("push") and not v["background"]:
-        raise ValueError("variant %r: push is a way of the background mode (bg+push)" % spec)
+            raise ValueError("variant %r: unknown option %r (bg, push, stream, capN, dedup, pspinN, bspinN, ldq)" % (spec, p))
+    if v.get("push") is not None and not v["background"]:
+        raise ValueError("variant %r: push and stream are ways of the background mode (bg+push, bg+stream)" % spec)
     return v
 
 
@@ -822,7 +824,7 @@ def make_engines(eht, tables, v, sms, hot, threads):
         import torch  # noqa: PLC0415
         import eht.torch as et  # noqa: PLC0415
         return [LayerEngine(torch, et.EngramLayer(tables[t], format="bf16", device=tables[0].device, threads=threads,
-                                                  push=v.get("push", False)), v["background"])
+                                                  push=v.get("push")), v["background"])
                 for t in range(2)], 0
     kw = {"strategy": v["strategy"], "format": "raw" if v.get("late_dequant") else "bf16", "device": tables[0].device,
           "threads": threads}
@@ -831,8 +833,8 @@ def make_engines(eht, tables, v, sms, hot, threads):
         kw["sm_cap"] = cap
     if v["background"]:
         kw["background"] = True
-    if v.get("push"):
-        kw["push"] = True
+    if v.get("push") is not None:
+        kw["push"] = v["push"]
     if v["dedup"]:
         kw["gpu_dedup"] = True
     if "pool_spin_us" in v:

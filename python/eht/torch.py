@@ -329,7 +329,7 @@ class EngramLayer:
 
     def __init__(self, table, *, head_start=0, part=None, n_heads=24, vocab_start=None, vocab_end=None,
                  format="bf16", device=None, max_tokens=0, threads=0, gpu_dedup=False, no_hotset=False,
-                 push=False, id_shift=None):
+                 push=None, id_shift=None):
         if not isinstance(table, _eht.Table):
             raise TypeError("EngramLayer takes an eht.Table, not %s" % type(table).__name__)
         for name, v, lo in (("head_start", head_start, 0), ("n_heads", n_heads, 1), ("max_tokens", max_tokens, 0),
@@ -349,7 +349,8 @@ class EngramLayer:
                           format=fmt, device=dev, vocab_start=vocab_start or 0, vocab_end=vocab_end or 0,
                           max_tokens=max_tokens, threads=threads,
                           lookup_flags=(_eht._LOOKUP_GPU_DEDUP if gpu_dedup else 0)
-                          | (_eht._LOOKUP_NO_HOTSET if no_hotset else 0) | (_eht._LOOKUP_BG_PUSH if push else 0))
+                          | (_eht._LOOKUP_NO_HOTSET if no_hotset else 0)
+                          | (0 if push is None else _eht._LOOKUP_BG_PUSH if push else _eht._LOOKUP_BG_STREAM))
         if id_shift is not None:
             opts.flags |= _LAYER_ID_SHIFT
             opts.id_shift = _int_arg("id_shift", id_shift)

@@ -73,21 +73,22 @@ static int layer_ranges(eht_engram_layer *l, const struct eht_engram_layer_opts 
 
 static int layer_engines(eht_engram_layer *l, const struct eht_engram_layer_opts *o)
 {
-	const uint32_t known = EHT_LOOKUP_GPU_DEDUP | EHT_LOOKUP_NO_HOTSET | EHT_LOOKUP_BG_PUSH;
+	const uint32_t bg_way = EHT_LOOKUP_BG_PUSH | EHT_LOOKUP_BG_STREAM;
+	const uint32_t known = EHT_LOOKUP_GPU_DEDUP | EHT_LOOKUP_NO_HOTSET | bg_way;
 	if (o->lookup_flags & ~known)
-		return eht_err(EINVAL, "engram layer: lookup_flags 0x%x not allowed (GPU_DEDUP, NO_HOTSET, BG_PUSH)",
+		return eht_err(EINVAL, "engram layer: lookup_flags 0x%x not allowed (GPU_DEDUP, NO_HOTSET, BG_PUSH, BG_STREAM)",
 			       o->lookup_flags & ~known);
 	for (int w = 0; w < LAYER_WAYS; w++) {
 		struct eht_lookup_opts lo = {.size = sizeof(lo), .format = o->format, .device = l->device,
 					     .threads = o->threads, .numa_node = -1,
 					     .max_batch = l->max_tokens * l->part};
-		lo.flags = o->lookup_flags & ~EHT_LOOKUP_BG_PUSH;
+		lo.flags = o->lookup_flags & ~bg_way;
 		if (l->device < 0)
 			lo.flags |= EHT_LOOKUP_CPU_ONLY;
 		/* The background way loads no hot set: beside the model its work cost the step more than
 		 * the host rows it saved (eht bench step on real text), and one GPU copy of it is enough. */
 		if (w == 1)
-			lo.flags |= EHT_LOOKUP_BACKGROUND | EHT_LOOKUP_NO_HOTSET | (o->lookup_flags & EHT_LOOKUP_BG_PUSH);
+			lo.flags |= EHT_LOOKUP_BACKGROUND | EHT_LOOKUP_NO_HOTSET | (o->lookup_flags & bg_way);
 		int rc = eht_lookup_create(l->table, &lo, &l->way[w].lk);
 		if (rc)
 			return eht_err_prefix(rc, "engram layer: the %s engine", w ? "background" : "inline");

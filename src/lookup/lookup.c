@@ -56,6 +56,8 @@ static int create_opts(const eht_table *table, const struct eht_lookup_opts *opt
 		return rc;
 	if (o->flags & ~EHT_LOOKUP_OPTS_FLAGS)
 		return eht_err(EINVAL, "eht_lookup_create: unknown flags 0x%x", o->flags & ~EHT_LOOKUP_OPTS_FLAGS);
+	if ((o->flags & EHT_LOOKUP_BG_PUSH) && (o->flags & EHT_LOOKUP_BG_STREAM))
+		return eht_err(EINVAL, "eht_lookup_create: flags BG_PUSH and BG_STREAM ask for both ways");
 	if (!eht_lk_strategy(o->strategy))
 		return eht_err(EINVAL, "eht_lookup_create: unknown strategy %d", o->strategy);
 	if (o->format != EHT_LOOKUP_RAW && o->format != EHT_LOOKUP_BF16)

@@ -63,8 +63,9 @@ static const struct eht_setting_def table[EHT_SET_COUNT] = {
 	    "1: every engine in the background mode (as the EHT_LOOKUP_BACKGROUND flag, Python background=True): no SM "
 	    "waits for the CPU, AUTO runs as HOST, kernels capped at half the SMs"),
 	ROW(LOOKUP_BG_PUSH, EHT_SETTING_BOOL, U, NULL,
-	    "1 / 0: every engine's background requests pushed by the CPU (two graph nodes a lookup) or not, whatever "
-	    "the options' EHT_LOOKUP_BG_PUSH flag says (unset: the flag decides)"),
+	    "1 / 0: every engine's captured background lookups pushed by the CPU (two graph nodes a lookup) or the "
+	    "stream's way, whatever the options' EHT_LOOKUP_BG_PUSH / EHT_LOOKUP_BG_STREAM flags say (unset: pushed "
+	    "unless BG_STREAM); eager ones are always pushed"),
 	ROW(NODE_ID, EHT_SETTING_STR, U, NULL,
 	    "this process's node identity instead of the host's (1..64 characters of A-Z a-z 0-9 . _ -): several "
 	    "simulated nodes on one machine"),

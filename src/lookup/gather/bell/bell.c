@@ -73,11 +73,12 @@ int eht_lk_bell_init(eht_lookup *lk)
 		if (!rc)
 			rc = eht_dev_event_create(&b->bg_xdone, 0);
 	}
-	/* EHT_LOOKUP_BG_PUSH (the flag, or 1 / 0 in the environment for every engine): background
-	 * requests pushed (push_ring_wait says what that saves and eht.h when to use it) */
+	/* Captured background requests pushed unless EHT_LOOKUP_BG_STREAM (or 0 in the environment for
+	 * every engine; push_ring_wait says what pushing saves, eht.h when not to). Eager ones are pushed
+	 * whatever it says (bg.c), so every background engine has the push stream. */
 	b->bg_push = eht_setting_is_set(EHT_SET_LOOKUP_BG_PUSH) ? eht_setting_bool(EHT_SET_LOOKUP_BG_PUSH)
-								 : (lk->flags & EHT_LOOKUP_BG_PUSH) != 0;
-	if (!rc && lk->gpu && lk->background && b->bg_push) {
+								 : !(lk->flags & EHT_LOOKUP_BG_STREAM);
+	if (!rc && lk->gpu && lk->background) {
 		rc = eht_dev_stream_create(&b->push_stream, EHT_STREAM_NONBLOCKING);
 		if (!rc)
 			rc = eht_dev_event_create(&b->ev_pushed, 0);
@@ -160,7 +161,7 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	if (lk->background && publish_dead && n <= lk->bell->staging_rows)
 		return eht_lk_bell_bg_piece(lk, ids, ids_dev, id64, off, n, out, s, capturing);
 	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, false, 0, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, false, 0, 0, capturing, &idx);
 	if (rc)
 		return rc;
 	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
@@ -188,7 +189,7 @@ int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr
 		return eht_lk_bell_bg_compact(lk, uniq, ucount, compact, n, s, capturing, publish_dead);
 	unsigned idx;
 	/* u32 local rows: off = lo makes them absolute for the CPU's gather */
-	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, false, 0, capturing,
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, false, 0, 0, capturing,
 				     &idx);
 	if (rc)
 		return rc;

@@ -2,8 +2,9 @@
 /* bg.c: the stream's side of the background and push ways (bg.h; the CPU's side:
  * serve_bg.c). Background mode (EHT_LOOKUP_BACKGROUND): nothing on an SM waits for the CPU. The
  * stream copies GPU ids to pinned memory (copy engine), rings the doorbell (cuStreamWriteValue32),
- * then bg_groups moves the rows group by group; pushed (EHT_LOOKUP_BG_PUSH) the CPU moves them with
- * its own copies and the stream waits for one word (push_ring_wait). */
+ * then bg_groups moves the rows group by group; pushed (EHT_LOOKUP_BG_PUSH, the default) the CPU moves
+ * them with its own copies (and dequantizes a large bf16 request's groups) and the stream waits for one
+ * word (push_ring_wait). */
 #include "gpu/gpu_lookup.h"
 #include "lookup/gather/bell/bg.h"
 #include "lookup/gather/bell/poller.h"
@@ -77,23 +78,32 @@ static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht
 	return rc ? rc : eht_dev_stream_wait32(s, a->done, 1u, EHT_WAIT_EQ);
 }
 
-/* Background requests are pushed (EHT_LOOKUP_BG_PUSH) unless their bf16 rows are
- * dequantized group by group (prefill: bg_groups' dequant stream), which needs the stream to see
- * each group arrive. */
-static bool bg_pushed(const eht_lookup *lk, size_t n)
+/* Whether a background request is pushed. A captured one as the engine says (bg_push, the default;
+ * eht.h), except one the stream's way dequantizes group by group (group_dequant): pushed, a prefill step
+ * on the lent H200 paid +1.1 ms synced against +0.34. An eager one always: its calling thread then
+ * makes two calls (the ring kernel, one wait) where the stream's way makes a wait and a copy per group
+ * and four more, and an eager engine's launching thread is its bottleneck (a tp-4 rank's bf16 call of
+ * 8,192 tokens measured 31 against 134 us of the thread's CPU). */
+static bool bg_pushed(const eht_lookup *lk, bool group_dequant, bool capturing)
 {
 	const struct lk_bell *b = lk->bell;
-	return b->bg_push && (lk->fmt == EHT_LOOKUP_RAW || n <= LK_BG_DEQUANT_ROWS);
+	if (!capturing)
+		return b->bg_push || b->push_stream;
+	return b->bg_push && !group_dequant;
 }
 
 int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
 			 eht_dptr out, eht_stream es, bool capturing)
 {
 	struct lk_bell *b = lk->bell;
-	const bool raw = lk->fmt == EHT_LOOKUP_RAW, push = bg_pushed(lk, n);
+	const bool raw = lk->fmt == EHT_LOOKUP_RAW, push = bg_pushed(lk, !raw && n > LK_BG_DEQUANT_ROWS, capturing);
+	/* Pushed bf16 above LK_BG_DEQUANT_ROWS: the CPU dequantizes each group after its copy (as
+	 * bg_groups' dequant stream does, for the same reason), so the stream still has two nodes. */
+	const bool cpu_dequant = push && !raw && n > LK_BG_DEQUANT_ROWS;
 	const eht_dptr dst = raw ? out : lk->scr.d_compact;
 	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, push ? dst : 0, capturing, &idx);
+	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, push ? dst : 0, cpu_dequant ? out : 0,
+				     capturing, &idx);
 	if (rc)
 		return rc;
 	struct lk_req *r = &b->reqs[idx];
@@ -103,7 +113,7 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
 		if (!rc)
 			rc = push_ring_wait(lk, es, idx, &a);
-		if (!rc && !raw)
+		if (!rc && !raw && !cpu_dequant)
 			rc = eht_gpu_expand(&lk->g, es, 0, n, dst, lk->rb, out, lk->fmt);
 		return eht_lk_bell_finish(lk, es, idx, capturing, rc);
 	}
@@ -128,9 +138,9 @@ int eht_lk_bell_bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_d
 			   eht_stream s, bool capturing, bool publish_dead)
 {
 	struct lk_bell *b = lk->bell;
-	const bool push = b->bg_push;
+	const bool push = bg_pushed(lk, false, capturing);
 	unsigned idx;
-	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, true, push ? compact : 0,
+	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, true, push ? compact : 0, 0,
 				     capturing, &idx);
 	if (rc)
 		return rc;

@@ -140,7 +140,7 @@ void eht_lk_bell_wait_free(eht_lookup *lk, double t0)
 
 /* ------------------------------------------------------------------- the call's request */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool compact, bool bg, eht_dptr push_dst, bool capturing, unsigned *idx)
+			bool compact, bool bg, eht_dptr push_dst, eht_dptr push_out, bool capturing, unsigned *idx)
 {
 	struct lk_bell *b = lk->bell;
 	size_t bytes = n * (id64 ? 8 : 4);
@@ -164,7 +164,8 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 		for (unsigned i = LK_EAGER_REQS; i < scan; i++) {
 			struct lk_req *q = &b->reqs[i];
 			if (q->key == ids && q->n == n && q->id64 == id64 && q->off == off && (q->h_ids != NULL) == ids_dev &&
-			    q->compact == compact && q->bg == bg && q->push_dst == push_dst) {
+			    q->compact == compact && q->bg == bg && q->push_dst == push_dst &&
+			    q->push_out == (bg ? push_out : 0)) {
 				*idx = i;
 				return 0;
 			}
@@ -199,6 +200,7 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 	r->compact = compact;
 	r->bg = bg;
 	r->push_dst = bg ? push_dst : 0;
+	r->push_out = bg ? push_out : 0;
 	if (capturing) {
 		atomic_store_explicit(&r->armed, true, memory_order_release);
 		atomic_store_explicit(&b->scan, *idx + 1, memory_order_release);

@@ -52,6 +52,10 @@ struct lk_req {
 	 * each group from staging to push_dst (GPU memory) and then set the request's done word, the one
 	 * thing the stream waits for. 0: the stream waits for each group and copies it. */
 	eht_dptr push_dst;
+	/* A pushed bf16 request of more than LK_BG_DEQUANT_ROWS rows: the CPU also dequantizes each group
+	 * into push_out (an expand kernel it enqueues on push_stream after the group's copy). 0: the stream
+	 * dequantizes the rows once they are all there. */
+	eht_dptr push_out;
 	atomic_bool armed; /* fields above published (release) for the poller */
 	bool taken;       /* captured slot in use */
 	bool done_used;
@@ -91,6 +95,7 @@ struct lk_bell {
 	eht_event ev_pushed;
 	bool pushed_used;
 	uint64_t pushed_reqs; /* pushed requests served (poller only; the tests check the path ran) */
+	atomic_uint_fast64_t pushed_dequants; /* groups the CPU dequantized after pushing them (pool threads) */
 	uint64_t bg_side_dequants; /* group dequants enqueued on bg_xstream (the tests check the path ran) */
 	bool no_kick;          /* it has captured requests: the poller naps (counted in its no_kick) */
 	bool own_h_dead;       /* the CPU emulation allocated lk->h_dead */
@@ -144,9 +149,9 @@ int eht_lk_bell_take_error(eht_lookup *lk);
  * all read by the GPU and the CPU's copies of the last pushed request done. t0: when it started. */
 void eht_lk_bell_wait_free(eht_lookup *lk, double t0);
 /* The call's CPU part: picks request idx (an eager ring slot, or the captured request of this key)
- * and records what the CPU will read (push_dst: a pushed background request's rows go there, part
- * of the key); then arm it (poller.c) before the kernel can ring. */
+ * and records what the CPU will read (push_dst, push_out: where a pushed background request's rows
+ * and dequantized rows go, part of the key); then arm it (poller.c) before the kernel can ring. */
 int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			bool compact, bool bg, eht_dptr push_dst, bool capturing, unsigned *idx);
+			bool compact, bool bg, eht_dptr push_dst, eht_dptr push_out, bool capturing, unsigned *idx);
 
 #endif

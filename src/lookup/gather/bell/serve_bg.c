@@ -5,7 +5,9 @@
  * the request's done word, the one thing the stream waits for. */
 #include <string.h>
 
+#include "gpu/gpu_lookup.h"
 #include "lookup/gather/bell/requests.h"
+#include "lookup/gather/dequant.h"
 #include "lookup/gather/rows.h"
 #include "lookup/gather/bell/serve_bg.h"
 #include "util/clock.h"
@@ -21,9 +23,11 @@ struct bg_job {
 	double t_first; /* EHT_TEST_BELL_TRACE: when group 0 was marked ready */
 };
 
-/* A pushed request's rows [begin, end) from staging to their place in push_dst, by the copy engine
- * on push_stream (the CPU emulation of the tests: memcpy). */
-static void push_rows(eht_lookup *lk, const struct lk_req *r, size_t begin, size_t end)
+/* A pushed request's rows [begin, end) (group g) from staging to their place in push_dst, by the copy
+ * engine on push_stream, then, with push_out, dequantized there by an expand kernel on the dequant
+ * stream once the copy is done (on push_stream it held up the next groups' copies), which push_done
+ * joins (the CPU emulation of the tests: memcpy and the CPU's dequant). */
+static void push_rows(eht_lookup *lk, const struct lk_req *r, uint32_t g, size_t begin, size_t end)
 {
 	struct lk_bell *b = lk->bell;
 	if (begin >= end)
@@ -31,11 +35,23 @@ static void push_rows(eht_lookup *lk, const struct lk_req *r, size_t begin, size
 	const size_t off = begin * lk->rb, bytes = (end - begin) * lk->rb;
 	if (!lk->gpu) {
 		memcpy((uint8_t *)(uintptr_t)r->push_dst + off, b->staging + off, bytes);
+		for (size_t i = begin; r->push_out && i < end; i++)
+			eht_lk_dequant_row_table(b->staging + i * lk->rb, (uint16_t *)(uintptr_t)(r->push_out + i * lk->out_rb));
+		if (r->push_out)
+			atomic_fetch_add_explicit(&b->pushed_dequants, 1, memory_order_relaxed);
 		return;
 	}
 	int rc = eht_lk_bell_on_device(lk);
 	if (!rc)
 		rc = eht_dev_h2d_async(r->push_dst + off, b->staging + off, bytes, b->push_stream);
+	if (!rc && r->push_out) {
+		if (!(rc = eht_dev_event_record(b->bg_copied[g], b->push_stream)))
+			rc = eht_dev_stream_wait_event(b->bg_xstream, b->bg_copied[g]);
+		if (!rc)
+			rc = eht_gpu_expand(&lk->g, b->bg_xstream, 0, end - begin, r->push_dst + off, lk->rb,
+					    r->push_out + begin * lk->out_rb, lk->fmt);
+		atomic_fetch_add_explicit(&b->pushed_dequants, 1, memory_order_relaxed);
+	}
 	if (rc)
 		eht_lk_bell_fail(b, eht_err_prefix(rc, "lookup: copying rows of table %s to the GPU", lk->ti.name));
 }
@@ -52,6 +68,8 @@ static void push_done(eht_lookup *lk, unsigned i)
 		return;
 	}
 	int rc = eht_lk_bell_on_device(lk);
+	if (!rc && b->reqs[i].push_out && !(rc = eht_dev_event_record(b->bg_xdone, b->bg_xstream)))
+		rc = eht_dev_stream_wait_event(b->push_stream, b->bg_xdone);
 	if (!rc)
 		rc = eht_dev_stream_write32(b->push_stream, eht_lk_bell_d_done(b, lk, i), 1u);
 	if (!rc && !(rc = eht_dev_event_record(b->ev_pushed, b->push_stream)))
@@ -59,6 +77,8 @@ static void push_done(eht_lookup *lk, unsigned i)
 	if (rc) {
 		eht_lk_bell_fail(b, eht_err_prefix(rc, "lookup: ending a pushed request of table %s", lk->ti.name));
 		eht_dev_stream_sync(b->push_stream);
+		if (b->reqs[i].push_out)
+			eht_dev_stream_sync(b->bg_xstream);
 		b->pushed_used = false;
 		atomic_store_explicit(done, 1u, memory_order_release);
 	}
@@ -91,7 +111,7 @@ static void bg_task(void *arg, size_t t, unsigned worker)
 	if (atomic_fetch_add_explicit(&b->slot_pub[g], 1, memory_order_acq_rel) + 1 == j->tasks_per_group &&
 	    g + 1 < j->groups) {
 		if (j->r->push_dst)
-			push_rows(lk, j->r, g * j->group_rows, gend);
+			push_rows(lk, j->r, (uint32_t)g, g * j->group_rows, gend);
 		else
 			atomic_store_explicit(&eht_lk_ready(b)[g], LK_READY(j->idx, g), memory_order_release);
 		if (g == 0 && b->trace)
@@ -126,7 +146,7 @@ void eht_lk_bell_serve_bg(eht_lookup *lk, unsigned i, size_t n)
 	if (r->compact)
 		atomic_fetch_add_explicit(&b->bg_compact_reqs, 1, memory_order_relaxed);
 	if (r->push_dst) {
-		push_rows(lk, r, (size_t)(j.groups - 1) * j.group_rows, n);
+		push_rows(lk, r, j.groups - 1, (size_t)(j.groups - 1) * j.group_rows, n);
 		b->pushed_reqs++;
 		push_done(lk, i);
 	} else {
