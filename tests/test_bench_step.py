@@ -53,7 +53,14 @@ def main():
     except ValueError:
         pass
     v = bs.parse_variant("auto+bg+push-side")
-    check(v.get("push") and v["background"] and not bs.parse_variant("auto+bg-side").get("push"), "push: %r" % v)
+    check(v.get("push") is True and v["background"] and bs.parse_variant("auto+bg-side").get("push") is None,
+          "push: %r" % v)
+    v = bs.parse_variant("auto+bg+stream-side")
+    check(v.get("push") is False and v["background"], "stream: %r" % v)
+    v = bs.parse_variant("auto+bg+pushdq-side")
+    check(v.get("push") is True and v.get("push_dequant") is True, "pushdq: %r" % v)
+    check(bs.parse_variant("layer+stream-side")["push"] is False and bs.parse_variant("layer-side")["push"] is None,
+          "layer ways: %r" % bs.parse_variant("layer+stream-side"))
     # CPU by kind of thread: a thread named as eht names its pool's workers is counted as the pool's.
     import ctypes  # noqa: PLC0415
     import threading  # noqa: PLC0415
@@ -131,7 +138,8 @@ def main():
 
     v = bs.parse_variant("copy")
     check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)
-    for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle", "copy-side", "host+push-side"):
+    for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle", "copy-side", "host+push-side",
+                "host+stream-side"):
         try:
             bs.parse_variant(bad)
             check(False, "variant %r refused" % bad)

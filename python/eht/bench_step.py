@@ -23,7 +23,8 @@ the whole step is one CUDA graph. Variants:
                        False inline (what an engine's natural call gets, nothing hand-picked)
   layer+stream-side    the same made with push=False (captured lookups the stream's way)
   STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push / stream (with bg:
-  captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way), capN (SM cap N), dedup,
+  captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way; pushdq: a bf16 prefill
+  pushed too, the CPU dequantizing each group, EHT_TEST_BG_PUSH_DEQUANT), capN (SM cap N), dedup,
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
   eht_lookup_dequant, instead of a dequant kernel beside the model's)
@@ -130,6 +131,8 @@ def parse_variant(spec):
             v["dedup"] = True
         elif p in ("push", "stream"):
             v["push"] = p == "push"
+        elif p == "pushdq":  # captured bf16 prefill pushed too (EHT_TEST_BG_PUSH_DEQUANT), an A/B of that way
+            v["push"], v["push_dequant"] = True, True
         elif p == "ldq":
             v["late_dequant"] = True
         elif p.startswith("cap") and p[3:].isdigit() and int(p[3:]) > 0:
@@ -841,7 +844,9 @@ def make_engines(eht, tables, v, sms, hot, threads):
         kw["spin_us"] = v["pool_spin_us"] or 1
     if "bell_spin_us" in v:
         os.environ["EHT_BELL_SPIN_US"] = str(v["bell_spin_us"])  # read when the poller starts
-    if "bell_spin_us" in v:
+    if v.get("push_dequant"):
+        os.environ["EHT_TEST_BG_PUSH_DEQUANT"] = "1"  # read when the engine is made
+    if "bell_spin_us" in v or v.get("push_dequant"):
         eht._reload_settings()  # libeht reads its settings once; the variant's are new
     engines = []
     for t in range(2):
@@ -969,7 +974,9 @@ def run(a, rep, log):
                             os.environ.pop("EHT_BELL_SPIN_US", None)
                         else:
                             os.environ["EHT_BELL_SPIN_US"] = bell_env
-                    if "bell_spin_us" in v:
+                    if v.get("push_dequant"):
+                        os.environ.pop("EHT_TEST_BG_PUSH_DEQUANT", None)
+                    if "bell_spin_us" in v or v.get("push_dequant"):
                         eht._reload_settings()
                 rep["results"].append(res)
                 log(line(res))

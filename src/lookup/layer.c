@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* layer.c: the engine's own call (eht_engram_layer): one Engram layer's table as one rank looks it up,
  * a policy above the lookup engines. A call turns the engine's [T, H] ids (any strides) into the
- * rank's flat ids (a kernel on the GPU, a loop on the CPU), runs the way the call asks for (the
+ * rank's flat ids (a kernel on the GPU, a loop on the CPU; on the GPU none where they already are: a
+ * dense [T, 24] of every head over the table's rows, a tp-1 rank's call), runs the way the call asks for (the
  * inline engine or the background one, both made here) and, for an output of another token stride,
  * moves the dense rows there with one more kernel. */
 #include <errno.h>
@@ -36,6 +37,10 @@ struct eht_engram_layer {
 	uint32_t R; /* output bytes per row */
 	bool ids64; /* the flat ids are int64: a live row may be 2^31 or more */
 	uint64_t max_tokens;
+	/* The rank's ids are the engine's as they are: every head its own (head_start 0, part n_heads) and the
+	 * vocab range the table's rows, unshifted (ids outside are dead ids to the engine as to the layer).
+	 * A call whose ids are dense [T, part] then skips the ids kernel. */
+	bool ids_as_is;
 	int device; /* -1: CPU only */
 	struct eht_gpu_layer k;
 	struct layer_way way[LAYER_WAYS];
@@ -68,6 +73,7 @@ static int layer_ranges(eht_engram_layer *l, const struct eht_engram_layer_opts 
 		return eht_err(EINVAL, "engram layer: vocab range [%llu, %llu) lies past table %s's %llu rows",
 			       (unsigned long long)vs, (unsigned long long)ve, ti->name, (unsigned long long)ti->rows);
 	l->ids64 = (int64_t)ve + (l->shift > 0 ? l->shift : 0) > INT32_MAX;
+	l->ids_as_is = l->head_start == 0 && l->part == l->n_heads && l->shift == 0 && vs == lo && ve == hi;
 	return 0;
 }
 
@@ -209,20 +215,27 @@ static int gpu_chunk(eht_engram_layer *l, struct layer_way *w, const void *ids, 
 {
 	const uint64_t tw = (uint64_t)l->part * l->R;
 	const size_t isz = id64 ? 8 : 4;
+	const bool dense = stride == tw;
+	uint8_t *dst = out + t0 * stride;
+	void *to = dense ? (void *)dst : (void *)(uintptr_t)w->dense;
+	const unsigned run_flags = EHT_LOOKUP_RUN_IDS_DEVICE | EHT_LOOKUP_RUN_OUT_DEVICE;
+	int rc;
+	if (l->ids_as_is && s_head == 1 && s_tok == (int64_t)l->part) {
+		rc = eht_lookup_run(w->lk, (const uint8_t *)ids + t0 * l->part * isz, id64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
+				    n * l->part, to, s, run_flags, NULL);
+		goto restride;
+	}
 	struct eht_gpu_layer_view v = {.ids = (eht_dptr)(uintptr_t)ids + (eht_dptr)((int64_t)t0 * s_tok * (int64_t)isz),
 				       .id64 = id64, .tokens = n, .s_tok = s_tok, .s_head = s_head,
 				       .head_start = l->head_start, .part = l->part, .n_heads = l->n_heads,
 				       .vocab_start = l->vocab_start, .vocab_end = l->vocab_end, .shift = l->shift,
 				       .out64 = l->ids64};
-	int rc = eht_gpu_layer_ids(&l->k, s, &v, w->ids);
+	rc = eht_gpu_layer_ids(&l->k, s, &v, w->ids);
 	if (rc)
 		return rc;
-	const bool dense = stride == tw;
-	uint8_t *dst = out + t0 * stride;
-	void *to = dense ? (void *)dst : (void *)(uintptr_t)w->dense;
 	rc = eht_lookup_run(w->lk, (const void *)(uintptr_t)w->ids, l->ids64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
-			    n * l->part, to, s,
-			    EHT_LOOKUP_RUN_IDS_DEVICE | EHT_LOOKUP_RUN_OUT_DEVICE, NULL);
+			    n * l->part, to, s, run_flags, NULL);
+restride:
 	if (!rc && !dense)
 		rc = eht_gpu_layer_restride(&l->k, s, w->dense, n, tw, (eht_dptr)(uintptr_t)dst, stride);
 	return rc;

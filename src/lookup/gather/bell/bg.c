@@ -89,7 +89,7 @@ static bool bg_pushed(const eht_lookup *lk, bool group_dequant, bool capturing)
 	const struct lk_bell *b = lk->bell;
 	if (!capturing)
 		return b->bg_push || b->push_stream;
-	return b->bg_push && !group_dequant;
+	return b->bg_push && (!group_dequant || b->push_dequant);
 }
 
 int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
