@@ -94,49 +94,49 @@ static int split_close(eht_table *t)
 static const struct eht_table_ops split_ops = {.describe = split_describe, .read_rows = split_read_rows,
 					       .close = split_close};
 
-/* [p, p + n) as the current GPU reads it: memory the engine has GPU-mapped already (pinned, or a cuMem
- * mapping) at its device address, else registered here for the table's life (pin slot k). */
-static int gpu_range(struct split_impl *m, int k, const uint8_t *p, size_t n, int device, uint64_t *d)
+/* Registers [p, p + n) for GPU `device` for the table's life (pin slot k): *d its device address. */
+static int pin_range(struct split_impl *m, int k, const uint8_t *p, size_t n, int device, uint64_t *d)
 {
-	eht_dptr dp = 0;
-	if (eht_dev_host_mapped(p, n, &dp) == 0) {
-		*d = dp;
-		return 0;
-	}
-	int rc = eht_gpu_pin((void *)(uintptr_t)p, n, device, 0, d); /* the GPU only reads it */
+	int rc = eht_gpu_pin((void *)(uintptr_t)p, n, device, 0, d); /* registering writes nothing */
 	if (!rc)
 		m->pin[k] = (struct split_pin){(void *)(uintptr_t)p, n};
 	return rc;
 }
 
-/* Both arrays readable by GPU `device`. Arrays that share a page (one allocation: the scales right
- * after the weights) are one range: a page must not be registered twice. */
+/* Both arrays readable by GPU `device`. Each one the engine has GPU-mapped already (pinned, or a cuMem
+ * mapping) is read at its device address; the others are registered here. Two arrays that share or
+ * touch a page (one allocation: the scales right after the weights), neither mapped, are registered
+ * as one range: a page must not be registered twice. */
 static int split_gpu(struct split_impl *m, uint64_t rows, int device, const char *name)
 {
 	int rc = eht_dev_use(device);
 	if (rc)
 		return eht_err_prefix(rc, "table %s: GPU %d for in-place reads", name, device);
 	const size_t wn = rows * m->wb, sn = rows * m->sb, pg = 4096;
+	eht_dptr dw = 0, ds = 0;
+	const bool w_mapped = eht_dev_host_mapped(m->w, wn, &dw) == 0, s_mapped = eht_dev_host_mapped(m->s, sn, &ds) == 0;
 	const uint8_t *lo = m->w < m->s ? m->w : m->s, *hi = m->w + wn > m->s + sn ? m->w + wn : m->s + sn;
 	const uint8_t *first_end = lo == m->w ? m->w + wn : m->s + sn, *second = lo == m->w ? m->s : m->w;
-	const bool one = ((uintptr_t)first_end + pg - 1) / pg >= (uintptr_t)second / pg;
-	uint64_t d = 0;
+	const bool one = !w_mapped && !s_mapped && ((uintptr_t)first_end + pg - 1) / pg >= (uintptr_t)second / pg;
 	const char *what = "weights and scales";
 	const uint8_t *at = lo;
 	size_t len = (size_t)(hi - lo);
-	if (one && !(rc = gpu_range(m, 0, lo, len, device, &d))) {
-		m->dw = d + (uint64_t)(m->w - lo);
-		m->ds = d + (uint64_t)(m->s - lo);
-	} else if (!one) {
-		what = "weights";
-		at = m->w;
-		len = wn;
-		rc = gpu_range(m, 0, m->w, wn, device, &m->dw);
-		if (!rc) {
-			what = "scales";
-			at = m->s;
-			len = sn;
-			rc = gpu_range(m, 1, m->s, sn, device, &m->ds);
+	uint64_t d = 0;
+	m->dw = dw;
+	m->ds = ds;
+	if (one) {
+		if (!(rc = pin_range(m, 0, lo, len, device, &d))) {
+			m->dw = d + (uint64_t)(m->w - lo);
+			m->ds = d + (uint64_t)(m->s - lo);
+		}
+	} else {
+		if (!w_mapped) {
+			what = "weights", at = m->w, len = wn;
+			rc = pin_range(m, 0, m->w, wn, device, &m->dw);
+		}
+		if (!rc && !s_mapped) {
+			what = "scales", at = m->s, len = sn;
+			rc = pin_range(m, 1, m->s, sn, device, &m->ds);
 		}
 	}
 	if (rc) {
