@@ -115,27 +115,29 @@ static int split_gpu(struct split_impl *m, uint64_t rows, int device, const char
 	const size_t wn = rows * m->wb, sn = rows * m->sb, pg = 4096;
 	eht_dptr dw = 0, ds = 0;
 	const bool w_mapped = eht_dev_host_mapped(m->w, wn, &dw) == 0, s_mapped = eht_dev_host_mapped(m->s, sn, &ds) == 0;
-	const uint8_t *lo = m->w < m->s ? m->w : m->s, *hi = m->w + wn > m->s + sn ? m->w + wn : m->s + sn;
-	const uint8_t *first_end = lo == m->w ? m->w + wn : m->s + sn, *second = lo == m->w ? m->s : m->w;
-	const bool one = !w_mapped && !s_mapped && ((uintptr_t)first_end + pg - 1) / pg >= (uintptr_t)second / pg;
+	/* Addresses as integers: the two arrays may be two objects, which C pointers must not compare. */
+	const uintptr_t w = (uintptr_t)m->w, s = (uintptr_t)m->s, lo = w < s ? w : s;
+	const uintptr_t hi = w + wn > s + sn ? w + wn : s + sn, first_end = lo == w ? w + wn : s + sn;
+	const uintptr_t second = lo == w ? s : w;
+	const bool one = !w_mapped && !s_mapped && (first_end + pg - 1) / pg >= second / pg;
 	const char *what = "weights and scales";
-	const uint8_t *at = lo;
+	uintptr_t at = lo;
 	size_t len = (size_t)(hi - lo);
 	uint64_t d = 0;
 	m->dw = dw;
 	m->ds = ds;
 	if (one) {
-		if (!(rc = pin_range(m, 0, lo, len, device, &d))) {
-			m->dw = d + (uint64_t)(m->w - lo);
-			m->ds = d + (uint64_t)(m->s - lo);
+		if (!(rc = pin_range(m, 0, (const uint8_t *)lo, len, device, &d))) {
+			m->dw = d + (w - lo);
+			m->ds = d + (s - lo);
 		}
 	} else {
 		if (!w_mapped) {
-			what = "weights", at = m->w, len = wn;
+			what = "weights", at = w, len = wn;
 			rc = pin_range(m, 0, m->w, wn, device, &m->dw);
 		}
 		if (!rc && !s_mapped) {
-			what = "scales", at = m->s, len = sn;
+			what = "scales", at = s, len = sn;
 			rc = pin_range(m, 1, m->s, sn, device, &m->ds);
 		}
 	}
