@@ -136,8 +136,9 @@ static void check_engines(const char *name, eht_table *t, eht_stream s, uint64_t
 						same_run(what, sp, pk, strategy, fmt, ns[k], v & 1, 0, v >> 1, s, rs);
 						same_run(what, sp, pk, strategy, fmt, ns[k], v & 1, 1000, v >> 1, s, rs);
 					}
-				if (sp) /* eager GPU ids, then a CUDA graph captured once and replayed */
-					t_lookup_check_engine(&g_ref, what, sp, strategy, fmt, s, NMAX, mode == 1, rs);
+				if (sp) /* eager GPU ids, then a CUDA graph captured once and replayed (with GPU dedup:
+					 * of GPU ids only) */
+					t_lookup_check_engine(&g_ref, what, sp, strategy, fmt, s, NMAX, mode != 0, rs);
 				eht_lookup_destroy(sp);
 				eht_lookup_destroy(pk);
 			}
