@@ -330,8 +330,9 @@ struct eht_table_info {
 	uint64_t row_bytes;  /* bytes per row */
 	uint64_t first_row;  /* first row this process holds (disk tier with ranks; else 0) */
 	uint64_t local_rows; /* rows this process can read (ids outside are dead); rows when unsplit */
-	void *host;          /* CPU address of row 0 (NULL for the disk tier) */
-	uint64_t device_ptr; /* GPU address of row 0 for in-place GPU reads, 0 when not GPU-readable */
+	void *host;          /* CPU address of row 0 (NULL for the disk tier and split tables) */
+	uint64_t device_ptr; /* GPU address of row 0 for in-place GPU reads, 0 when not GPU-readable (and
+			      * for a split table, whose two arrays the GPU reads: eht_table_wrap_split2) */
 	int device;          /* CUDA device ordinal device_ptr belongs to, -1 when none */
 	int numa_node;       /* NUMA node the memory sits on, -1 when unknown */
 	uint64_t page_size;  /* page or granule size of the backing memory */
@@ -361,12 +362,43 @@ EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t ro
 /* Wraps an engine's own storage in the split layout (vLLM's: weights [rows, weight_bytes] then
  * scales [rows, scale_bytes], one allocation or two; its /dev/shm mapping, THP memory or host-NUMA
  * cuMem mapping) as a table of the memory tier with rows of weight_bytes + scale_bytes, without a copy
- * or a re-layout: row r reads as weights[r] followed by scales[r]. The CPU strategy (HOST; AUTO, which
- * runs as HOST on it) gathers its rows into packed staging, both ways of an engram layer included; the
- * GPU's in-place strategies (DIRECT, SORTED) need packed rows and refuse it. The memory must outlive the
- * table. Returns 0, -EINVAL (NULL pointers, zero sizes, overlapping arrays), -EOVERFLOW, -ENOMEM. */
+ * or a re-layout: row r reads as weights[r] followed by scales[r]. This call makes a CPU-only table:
+ * the CPU strategy (HOST; AUTO, which runs as HOST on it) gathers its rows into packed staging, both
+ * ways of an engram layer included. eht_table_wrap_split2 with a device makes one the GPU's in-place
+ * strategies serve too. The memory must outlive the table. Returns 0, -EINVAL (NULL pointers, zero
+ * sizes, overlapping arrays), -EOVERFLOW, -ENOMEM. */
 EHT_API EHT_MUST_CHECK int eht_table_wrap_split(const void *weights, uint64_t weight_bytes, const void *scales,
 						uint64_t scale_bytes, uint64_t rows, const char *name, eht_table **out);
+
+/* eht_wrap_split_opts.flags */
+#define EHT_WRAP_SPLIT_CPU_FALLBACK 0x1u /* arrays the GPU cannot read: one warning and a CPU-only table
+					  * (as eht_table_wrap does) instead of the error */
+#define EHT_WRAP_SPLIT_FLAGS EHT_WRAP_SPLIT_CPU_FALLBACK
+
+struct eht_wrap_split_opts {
+	uint32_t size;    /* sizeof(struct eht_wrap_split_opts), set by the caller */
+	uint32_t flags;   /* EHT_WRAP_SPLIT_* */
+	int device;       /* GPU ordinal that reads both arrays in place; -1: none (the CPU only) */
+	const char *name; /* table name (NULL: "memory-split") */
+};
+
+/* eht_table_wrap_split with options. With opts->device >= 0 both arrays become readable in place by
+ * that GPU, so every strategy serves the table (DIRECT, SORTED, AUTO's GPU share, the hot set's
+ * distinct rows; raw and bf16 rows bit for bit those of the packed table of the same rows): memory
+ * the engine has GPU-mapped already (cuMemHostAlloc, cudaHostRegister, a cuMem host-NUMA mapping
+ * that GPU may read, as vLLM's storages are) is read at its device address as it is; other memory is
+ * registered for DMA (pinned; one range where both arrays share a page) until the table is closed.
+ * eht_table_info then has device set and device_ptr 0 (there are no packed rows to point at). bf16
+ * in place needs weight_bytes 256, scale_bytes 8 and both arrays 8-byte aligned (else the engine
+ * reads such a table with HOST). opts NULL: defaults (CPU only). Returns 0; -EINVAL (NULL out,
+ * weights or scales, zero sizes, overlapping arrays, unknown flags, device below -1, opts->size
+ * below 4), -E2BIG (opts from a newer eht.h with fields this library does not know), -EOVERFLOW,
+ * -ENOMEM, -ENAMETOOLONG; without EHT_WRAP_SPLIT_CPU_FALLBACK, -ENODEV (no driver or no such GPU),
+ * -EEXIST (part of an array registered already, not all of it) or the driver's error, each with a
+ * message naming the table and the array. */
+EHT_API EHT_MUST_CHECK int eht_table_wrap_split2(const void *weights, uint64_t weight_bytes, const void *scales,
+						 uint64_t scale_bytes, uint64_t rows,
+						 const struct eht_wrap_split_opts *opts, eht_table **out);
 
 /* Releases this process's view of the table (unmaps, unpins, closes); NULL is a no-op. Returns 0
  * or the first error of the teardown steps, all of which are attempted. */

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """test_python_split.py: eht.wrap(..., layout="split") over an engine's own storage (weights [rows, 256]
 then scales [rows, 8]; one buffer, or a (weights, scales) pair) looks up the same bytes as the packed
-table of the same rows (CPU, HOST strategy); its argument errors. Runs without torch or a GPU."""
+table of the same rows (CPU, HOST strategy; with device=, where no GPU is, the same through the CPU
+fallback); its argument errors. Runs without torch or a GPU (test_gpu_lookup_split reads split tables
+on one)."""
 import array
 import random
 import sys
@@ -30,6 +32,14 @@ for what, buf in (("one buffer", one), ("two buffers", (weights, scales))):
     ts.lookup(ids, got, strategy="host")
     check(got == want, "%s: the split table's rows equal the packed table's" % what)
     ts.close()
+    # device=: the GPU reads it in place where there is one; here (EHT_NO_CUDA=1) one warning and the
+    # CPU serves it, as a packed wrap with a device
+    ts = eht.wrap(buf, ROWS, RB, layout="split", device=0, name="split-dev")
+    check(ts.device_ptr == 0, "%s, device=0: no packed rows to point at" % what)
+    got = bytearray(len(ids) * RB)
+    ts.lookup(ids, got)
+    check(got == want, "%s, device=0: the split table's rows equal the packed table's" % what)
+    ts.close()
 
 
 raises = check.raises
@@ -39,5 +49,6 @@ raises(ValueError, "layout", lambda: eht.wrap(packed, ROWS, RB, layout="columns"
 raises(ValueError, "row_bytes > 256", lambda: eht.wrap(one, ROWS, 200, layout="split"))
 raises(ValueError, "need more", lambda: eht.wrap(one[:100], ROWS, RB, layout="split"))
 raises(ValueError, "scales", lambda: eht.wrap((weights, scales[:10]), ROWS, RB, layout="split"))
+raises(ValueError, "device", lambda: eht.wrap(one, ROWS, RB, layout="split", device=-3))
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
 sys.exit(1 if check.failures else 0)

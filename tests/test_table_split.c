@@ -2,7 +2,8 @@
 /* test_table_split.c: eht_table_wrap_split, a table over an engine's own split storage (weights
  * [rows, 256] then scales [rows, 8], in one allocation or two) gives the same bytes as the packed
  * table of the same rows: through the HOST strategy (raw and bf16, request order and sorted) and
- * through an engram layer; its argument errors. Runs without a GPU. */
+ * through an engram layer; its argument errors, and eht_table_wrap_split2's (options, a GPU where
+ * there is none). Runs without a GPU (test_gpu_lookup_split reads split tables on one). */
 #include <string.h>
 
 #include "engram_layer_ref.h"
@@ -72,6 +73,66 @@ static void same_layer(eht_table *split, const uint8_t *packed_rows, uint64_t *r
 	eht_engram_layout_free(lay);
 }
 
+/* eht_table_wrap_split2: every argument error is -errno naming the table; a GPU where there is none
+ * is -ENODEV (or, with CPU_FALLBACK, a CPU-only table that reads as the packed one). */
+static void wrap2_errors(uint8_t *one, uint8_t *w, uint8_t *s, eht_table *packed, uint64_t *rs)
+{
+	eht_table *t = NULL;
+	struct eht_wrap_split_opts o = {.size = sizeof(o), .device = -1, .name = "w2"};
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, &o, NULL), -EINVAL);
+	CHECK_RC(eht_table_wrap_split2(NULL, 256, s, 8, ROWS, &o, &t), -EINVAL);
+	CHECK(strstr(eht_last_error(), "w2") && strstr(eht_last_error(), "NULL weights"));
+	CHECK_RC(eht_table_wrap_split2(w, 256, NULL, 8, ROWS, &o, &t), -EINVAL);
+	CHECK(strstr(eht_last_error(), "NULL scales") != NULL);
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 0, ROWS, &o, &t), -EINVAL);
+	CHECK_RC(eht_table_wrap_split2(one, 256, one + 4096, 8, ROWS, &o, &t), -EINVAL);
+	CHECK(strstr(eht_last_error(), "w2") && strstr(eht_last_error(), "overlap"));
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, UINT64_MAX / 100, &o, &t), -EOVERFLOW);
+	o.flags = 0x80;
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, &o, &t), -EINVAL);
+	CHECK(strstr(eht_last_error(), "w2") && strstr(eht_last_error(), "flags"));
+	o.flags = 0;
+	o.device = -2;
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, &o, &t), -EINVAL);
+	CHECK(strstr(eht_last_error(), "device -2") != NULL);
+	o.device = -1;
+	o.size = 0;
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, &o, &t), -EINVAL);
+	struct {
+		struct eht_wrap_split_opts o;
+		uint64_t newer; /* a field of a newer eht.h, set */
+	} big = {.o = {.size = sizeof(big), .device = -1}, .newer = 1};
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, &big.o, &t), -E2BIG);
+	big.newer = 0; /* zero: accepted */
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, &big.o, &t), 0);
+	eht_table_close(t);
+	t = NULL;
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, NULL, &t), 0); /* defaults: CPU only */
+	struct eht_table_info ti = {.size = sizeof(ti)};
+	CHECK_RC(eht_table_get_info(t, &ti), 0);
+	CHECK(ti.device == -1 && ti.device_ptr == 0 && ti.host == NULL && !strcmp(ti.name, "memory-split"));
+	eht_table_close(t);
+	t = NULL;
+	CHECK(t == NULL);
+	/* A GPU for in-place reads where there is none: an error naming the table, or with CPU_FALLBACK a
+	 * CPU-only table (one warning). */
+	if (t_have_gpu())
+		return; /* test_gpu_lookup_split checks that side */
+	o = (struct eht_wrap_split_opts){.size = sizeof(o), .device = 0, .name = "w2-gpu"};
+	CHECK(eht_table_wrap_split2(w, 256, s, 8, ROWS, &o, &t) < 0 && t == NULL);
+	CHECK(strstr(eht_last_error(), "w2-gpu") && strstr(eht_last_error(), "GPU 0"));
+	o.flags = EHT_WRAP_SPLIT_CPU_FALLBACK;
+	CHECK_RC(eht_table_wrap_split2(w, 256, s, 8, ROWS, &o, &t), 0);
+	CHECK_RC(eht_table_get_info(t, &ti), 0);
+	CHECK(ti.device == -1 && ti.device_ptr == 0);
+	if (t)
+		same_lookups(t, packed, rs);
+	struct eht_lookup_opts lo = {.size = sizeof(lo), .strategy = EHT_LOOKUP_DIRECT, .device = 0, .numa_node = -1};
+	eht_lookup *lk = NULL;
+	CHECK(eht_lookup_create(t, &lo, &lk) < 0 && lk == NULL);
+	eht_table_close(t);
+}
+
 int main(void)
 {
 	uint64_t rs = 99;
@@ -105,6 +166,7 @@ int main(void)
 	CHECK(strstr(eht_last_error(), "overlap") != NULL);
 	CHECK_RC(eht_table_wrap_split(w, 256, s, 8, UINT64_MAX / 100, "x", &bad), -EOVERFLOW);
 	CHECK(bad == NULL);
+	wrap2_errors(one, w, s, p, &rs);
 	eht_table_close(p);
 	eht_table_close(t1);
 	eht_table_close(t2);

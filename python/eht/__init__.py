@@ -150,6 +150,13 @@ class _LookupOpts(ctypes.Structure):
                 ("hotset_max_bytes", ctypes.c_uint64), ("sm_cap", ctypes.c_uint)]
 
 
+class _WrapSplitOpts(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("device", ctypes.c_int),
+                ("name", ctypes.c_char_p)]
+
+
+_WRAP_SPLIT_CPU_FALLBACK = 0x1
+
 _DISK_ROWS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64,
                                  ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64))
 
@@ -259,6 +266,7 @@ def _L():
         "eht_hotset_free": (None, [P(ctypes.c_int64)]),
         "eht_lookup_destroy": (None, [VP]),
         "eht_table_wrap_split": (I, [VP, U64, VP, U64, U64, ctypes.c_char_p, P(VP)]),
+        "eht_table_wrap_split2": (I, [VP, U64, VP, U64, U64, P(_WrapSplitOpts), P(VP)]),
         "eht_metrics_read": (I, [P(_Metrics)]),
     }
     optional = {
@@ -868,7 +876,10 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory", layout="packed"):
 
     layout="split": an engine's own storage in vLLM's layout, weights [rows, 256] then scales
     [rows, row_bytes - 256] (one buffer holding both, or a (weights, scales) pair), wrapped without a
-    copy; the CPU strategy gathers it (AUTO runs as HOST), the GPU's in-place strategies refuse it."""
+    copy (eht_table_wrap_split2). With device >= 0 both arrays become readable in place by that GPU
+    (memory the engine pinned or cuMem-mapped already is used as it is, other memory is pinned), so
+    every strategy serves it, raw and bf16, bit for bit as the packed table; memory the GPU cannot read
+    leaves, as for a packed wrap, one warning and a table the CPU strategy serves (AUTO as HOST)."""
     if not isinstance(name, str) or "\0" in name:
         raise ValueError("name=%r: a str without NUL characters" % (name,))
     rows = _as_int("rows", rows, ctypes.c_uint64, lo=1)
@@ -876,7 +887,7 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory", layout="packed"):
     if rows * row_bytes >= 1 << 63:
         raise ValueError("rows=%d x row_bytes=%d: over 2^63 bytes" % (rows, row_bytes))
     if layout == "split":
-        return _wrap_split(buffer, rows, row_bytes, name)
+        return _wrap_split(buffer, rows, row_bytes, _device_index(device), name)
     if layout != "packed":
         raise ValueError("layout must be 'packed' or 'split', not %r" % (layout,))
     addr, nbytes, is_dev, keep = _buffer_address(buffer, False)
@@ -890,7 +901,7 @@ def wrap(buffer, rows, row_bytes, device=-1, name="memory", layout="packed"):
     return Table(h, owner=(buffer, keep))
 
 
-def _wrap_split(buffer, rows, row_bytes, name):
+def _wrap_split(buffer, rows, row_bytes, device, name):
     wb = 256
     sb = row_bytes - wb
     if sb < 1:
@@ -913,8 +924,11 @@ def _wrap_split(buffer, rows, row_bytes, name):
     if dev:
         raise ValueError("wrap takes host memory")
     h = ctypes.c_void_p()
-    _check(_L().eht_table_wrap_split(waddr, wb, saddr, sb, rows, name.encode(), ctypes.byref(h)),
-           "eht_table_wrap_split")
+    # CPU_FALLBACK: as eht_table_wrap, memory the GPU cannot read is a warning and a CPU-only table.
+    opts = _WrapSplitOpts(size=ctypes.sizeof(_WrapSplitOpts), flags=_WRAP_SPLIT_CPU_FALLBACK, device=device,
+                          name=name.encode())
+    _check(_L().eht_table_wrap_split2(waddr, wb, saddr, sb, rows, ctypes.byref(opts), ctypes.byref(h)),
+           "eht_table_wrap_split2")
     return Table(h, owner=(buffer, keep))
 
 

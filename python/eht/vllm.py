@@ -9,7 +9,8 @@ for that layer and rank, with the per-call `background` passed through:
 - VLLM_EHT_KEY=K: the tables `eht serve --key K` hosts on the node (one copy for every worker), the
   layer's table found by its row count (V4.1's two Engram tables differ in rows);
 - else vLLM's own storage, wrapped without a copy (eht.wrap(..., layout="split") over its weights
-  [rows, 256] and scales [rows, 8]): vLLM keeps its loader and memory and swaps only the lookup.
+  [rows, 256] and scales [rows, 8], readable in place by the rank's GPU): vLLM keeps its loader and
+  memory and swaps only the lookup.
 The rank's columns and rows follow vLLM's rule (part = cdiv(24, shards), head_start = rank * part,
 the rows of those head ranges); the layer's own attributes are used where it has them. The eht layer
 is made at the end of the weights' loading (before vLLM profiles its memory), or at the first lookup.
@@ -171,8 +172,9 @@ def _own_table(module):
         w, s = getattr(module, wa, None), getattr(module, sa, None)
         if w is not None and s is not None:
             rows = int(w.shape[0])
+            dev = _device()  # readable in place by this rank's GPU: every strategy serves it
             return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
-                            name="vllm-engram-%d" % rows)
+                            device=-1 if dev is None else dev, name="vllm-engram-%d" % rows)
     raise LookupError("eht.vllm: the Engram layer has none of the storage attributes %s; serve the tables "
                       "with `eht serve` and set VLLM_EHT_KEY" % (", ".join("%s/%s" % p for p in STORAGE_ATTRS),))
 

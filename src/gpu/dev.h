@@ -84,6 +84,12 @@ int eht_dev_host_register(void *p, size_t bytes, unsigned flags);
 int eht_dev_host_unregister(void *p);
 /* The device address of mapped pinned host memory p. */
 int eht_dev_host_dptr(eht_dptr *d, void *p);
+/* Whether host memory [p, p + bytes) is already readable in place by the current device without a
+ * registration of ours: memory pinned and mapped by anyone (cuMemHostAlloc, cuMemHostRegister: its
+ * device address, contiguous over the range), or a virtual-memory mapping this device may read
+ * (cuMem host-NUMA: the same address; feature VMM). The first and last bytes are asked. A query
+ * (leaves no error text): 0 with *d set, or -ENOENT (register it to read it) or -ENODEV. */
+int eht_dev_host_mapped(const void *p, size_t bytes, eht_dptr *d);
 /* Whether p is GPU memory (device or managed): true/false, false on any error. */
 bool eht_dev_is_device_ptr(const void *p);
 

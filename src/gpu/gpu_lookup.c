@@ -30,8 +30,10 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		size_t off;
 	} fns[] = {
 		{"eht_lk_direct", offsetof(struct eht_gpu_lookup, direct)},
+		{"eht_lk_direct_split", offsetof(struct eht_gpu_lookup, direct_split)},
 		{"eht_lk_expand", offsetof(struct eht_gpu_lookup, expand)},
 		{"eht_lk_gather_uniq", offsetof(struct eht_gpu_lookup, gather_uniq)},
+		{"eht_lk_gather_uniq_split", offsetof(struct eht_gpu_lookup, gather_uniq_split)},
 		{"eht_lk_sort_small", offsetof(struct eht_gpu_lookup, sort_small)},
 		{"eht_lk_keys", offsetof(struct eht_gpu_lookup, keys)},
 		{"eht_lk_hist", offsetof(struct eht_gpu_lookup, hist)},
@@ -106,15 +108,43 @@ static int launch(eht_kernel f, unsigned grid, unsigned block, eht_stream s, voi
 	return launch_shmem(f, grid, block, 0, s, args, name);
 }
 
+/* The split layout's arguments: the arrays, the bytes of each part of a row, and the widest load
+ * that divides both parts and every address (bf16 reads 8-byte words: -EINVAL where it cannot). */
+struct split_args {
+	eht_dptr w, s;
+	uint32_t wb, sb;
+	int vec;
+};
+
+static int split_args(const struct eht_gpu_table *t, eht_dptr out, int fmt, struct split_args *a)
+{
+	*a = (struct split_args){.w = t->base, .s = t->scales, .wb = t->wb, .sb = t->rb - t->wb};
+	int v1 = eht_gpu_vec(a->wb, a->w, out), v2 = eht_gpu_vec(a->sb, a->s, out);
+	a->vec = v1 < v2 ? v1 : v2;
+	if (fmt == EHT_LK_FMT_BF16 && (a->wb != 256 || a->sb != 8 || a->w % 8 || a->s % 8))
+		return eht_err(EINVAL, "lookup: bf16 in place from split rows needs 256 weight and 8 scale bytes, "
+				       "8-byte aligned (rows of %u + %u bytes)", a->wb, a->sb);
+	return 0;
+}
+
 int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
-		   eht_dptr table, uint32_t rb, eht_dptr out, int fmt, eht_dptr counters)
+		   const struct eht_gpu_table *t, eht_dptr out, int fmt, eht_dptr counters)
 {
 	if (!n)
 		return 0;
-	int vec = eht_gpu_vec(rb, table, out);
 	unsigned long long nn = n;
 	long long off = ids->off, lo = ids->lo, hi = ids->hi;
 	int id64 = ids->id64;
+	if (t->scales) {
+		struct split_args a;
+		int rc = split_args(t, out, fmt, &a);
+		void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, &a.w, &a.s, &a.wb, &a.sb, &out, &fmt, &a.vec,
+				&counters};
+		return rc ? rc : launch(g->direct_split, row_blocks(g, n), THREADS, s, args, "eht_lk_direct_split");
+	}
+	eht_dptr table = t->base;
+	uint32_t rb = t->rb;
+	int vec = eht_gpu_vec(rb, table, out);
 	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, &table, &rb, &out, &fmt, &vec, &counters};
 	return launch(g->direct, row_blocks(g, n), THREADS, s, args, "eht_lk_direct");
 }
@@ -152,10 +182,18 @@ int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr 
 }
 
 int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr uniq, eht_dptr counters,
-			float share, uint64_t max_n, eht_dptr table, uint32_t rb, eht_dptr compact)
+			float share, uint64_t max_n, const struct eht_gpu_table *t, eht_dptr compact)
 {
 	if (!max_n)
 		return 0;
+	if (t->scales) {
+		struct split_args a;
+		int rc = split_args(t, compact, EHT_LK_FMT_RAW, &a);
+		void *args[] = {&uniq, &counters, &share, &a.w, &a.s, &a.wb, &a.sb, &compact, &a.vec};
+		return rc ? rc : launch(g->gather_uniq_split, row_blocks(g, max_n), THREADS, s, args, "eht_lk_gather_uniq_split");
+	}
+	eht_dptr table = t->base;
+	uint32_t rb = t->rb;
 	int vec = eht_gpu_vec(rb, table, compact);
 	void *args[] = {&uniq, &counters, &share, &table, &rb, &compact, &vec};
 	return launch(g->gather_uniq, row_blocks(g, max_n), THREADS, s, args, "eht_lk_gather_uniq");

@@ -19,7 +19,7 @@
 
 struct eht_gpu_lookup {
 	eht_module mod;
-	eht_kernel direct, expand, gather_uniq, sort_small, keys, hist, scan, scatter, dedup_count,
+	eht_kernel direct, direct_split, expand, gather_uniq, gather_uniq_split, sort_small, keys, hist, scan, scatter, dedup_count,
 		dedup_assign, stage_in, ring, dedup_mark, expand_codes, expand_wide;
 	int sms;
 	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
@@ -40,10 +40,18 @@ struct eht_gpu_ids {
 /* Widest load (16, 8, 4 or 1 bytes) that divides rb and the given addresses. */
 int eht_gpu_vec(uint32_t rb, uint64_t a, uint64_t b);
 
-/* DIRECT: out[i] = row(ids[i]) in place from table (device address of local row 0), zero for dead;
- * counters[0] += dead ids (u64). fmt: enum eht_lookup_format. */
+/* A table as the in-place kernels read it: packed rows of rb bytes (local row r at base + r * rb), or,
+ * with scales not 0, vLLM's split layout: row r's weights at base + r * wb, its scales at
+ * scales + r * (rb - wb); the rows they make are the packed ones, bit for bit. */
+struct eht_gpu_table {
+	eht_dptr base, scales;
+	uint32_t rb, wb;
+};
+
+/* DIRECT: out[i] = row(ids[i]) in place from t, zero for dead; counters[0] += dead ids (u64). fmt:
+ * enum eht_lookup_format (bf16 from a split table: wb 256, both arrays 8-byte aligned, else -EINVAL). */
 int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
-		   eht_dptr table, uint32_t rb, eht_dptr out, int fmt, eht_dptr counters);
+		   const struct eht_gpu_table *t, eht_dptr out, int fmt, eht_dptr counters);
 
 /* Expand: out[p] = compact[slot[p]] (slot 0: identity; slot UINT32_MAX: zero row) for p < n. */
 int eht_gpu_expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, uint64_t n,
@@ -69,10 +77,10 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, eht_stream s, const struc
 		       const struct eht_gpu_sort_bufs *b, eht_dptr uniq, eht_dptr slot,
 		       eht_dptr counters);
 
-/* compact[u] = table row uniq[u] for u < counters[1] (read on the GPU), or only for the GPU's share of
+/* compact[u] = raw row uniq[u] of t for u < counters[1] (read on the GPU), or only for the GPU's share of
  * a split (the first counters[1] x share; share >= 1: all); max_n bounds the grid. */
 int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr uniq, eht_dptr counters,
-			float share, uint64_t max_n, eht_dptr table, uint32_t rb, eht_dptr compact);
+			float share, uint64_t max_n, const struct eht_gpu_table *t, eht_dptr compact);
 
 /* The GPU half of a stream-triggered CPU gather (kernel eht_lk_stage_in): rings *bell (host-mapped),
  * then for each chunk c of n rows waits for ready[c % nslots] == c + 1, copies that staging slot into

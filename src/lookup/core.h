@@ -66,8 +66,11 @@ struct eht_lookup {
 	bool gpu;          /* a GPU context and GPU buffers exist */
 	bool background;   /* EHT_LOOKUP_BACKGROUND with the driver's stream memory operations */
 	bool kernels;      /* the lookup kernels are loaded */
-	bool table_gpu;    /* the table is readable in place by that GPU */
+	bool table_gpu;    /* the table is readable in place by that GPU (as tab says) */
+	struct eht_gpu_table tab; /* how the in-place kernels read it: packed rows, or vLLM's split layout */
 	bool sortable;     /* local rows fit 32-bit keys (SORTED, HOST_SORT) */
+	bool in_memory;    /* rows in memory (a host pointer, or a split table's two arrays): the CPU reads
+			    * them without storage reads (the disk tier's do) */
 	uint64_t max_batch;
 	size_t staging_rows, max_chunks; /* CPU-side geometry (gather/stage.c): staging rows, chunks of
 					  * the largest piece */

@@ -76,6 +76,21 @@ static int create_opts(const eht_table *table, const struct eht_lookup_opts *opt
 	return 0;
 }
 
+/* How the in-place kernels read the table (packed rows at device_ptr, or a split table's two arrays)
+ * and whether this engine's GPU can: bf16 from split rows reads 8-byte words of 256 weight and 8
+ * scale bytes (the kernels' dequantization), so other split geometries are read by HOST. */
+static void geometry_gpu_table(eht_lookup *lk, const eht_table *table)
+{
+	const struct eht_table_split *sp = &table->split;
+	if (sp->w)
+		lk->tab = (struct eht_gpu_table){.base = sp->dw, .scales = sp->ds, .rb = lk->rb, .wb = sp->wb};
+	else
+		lk->tab = (struct eht_gpu_table){.base = lk->ti.device_ptr, .rb = lk->rb};
+	bool fmt_ok = !lk->tab.scales || lk->fmt == EHT_LOOKUP_RAW ||
+		      (sp->wb == 256 && sp->sb == 8 && sp->dw % 8 == 0 && sp->ds % 8 == 0);
+	lk->table_gpu = lk->gpu && lk->tab.base && lk->ti.device == lk->device && fmt_ok;
+}
+
 /* Rows, formats, the device, and the CPU side's geometry (gather/stage.c: staging of at least 64 rows,
  * by default one max_batch of rows). */
 static void create_geometry(eht_lookup *lk, eht_table *table, const struct eht_lookup_opts *o)
@@ -96,14 +111,16 @@ static void create_geometry(eht_lookup *lk, eht_table *table, const struct eht_l
 	if (lk->hi < lk->lo)
 		lk->hi = lk->lo;
 	lk->sortable = (uint64_t)(lk->hi - lk->lo) < UINT32_MAX;
-	/* A miss on a tier without a host pointer (disk) can cost a storage read: there every batch
-	 * deduplicates and consults the hot set. */
-	const bool dmin_set = eht_setting_is_set(EHT_SET_LOOKUP_DEDUP_MIN);
+	/* A miss on a tier without rows in memory (disk) can cost a storage read: there every batch
+	 * deduplicates and consults the hot set. A split table's rows are in memory (two arrays). */
+	lk->in_memory = ti->host || table->split.w;
+	const bool in_memory = lk->in_memory, dmin_set = eht_setting_is_set(EHT_SET_LOOKUP_DEDUP_MIN);
 	const uint64_t dmin = eht_setting_u64(EHT_SET_LOOKUP_DEDUP_MIN);
-	lk->dedup_min = dmin_set ? dmin : ti->host ? LK_DEDUP_MIN : 1;
-	lk->dedup_min_host = dmin_set ? dmin : ti->host ? LK_DEDUP_MIN_HOST_IDS : 1;
+	lk->dedup_min = dmin_set ? dmin : in_memory ? LK_DEDUP_MIN : 1;
+	lk->dedup_min_host = dmin_set ? dmin : in_memory ? LK_DEDUP_MIN_HOST_IDS : 1;
 	lk->device = o->device >= 0 ? o->device : ti->device;
 	lk->gpu = !(o->flags & EHT_LOOKUP_CPU_ONLY) && lk->device >= 0;
+	geometry_gpu_table(lk, table);
 	eht_lk_stage_geom(lk->max_batch, lk->rb, o->staging_bytes, &lk->staging_rows, &lk->max_chunks);
 	lk->last.strategy = -1;
 }
@@ -168,7 +185,6 @@ int eht_lookup_create(eht_table *table, const struct eht_lookup_opts *opts, eht_
 	create_geometry(lk, table, &o);
 	if ((rc = create_checks(lk)) || (lk->gpu && (rc = eht_dev_use(lk->device))))
 		goto fail;
-	lk->table_gpu = lk->gpu && lk->ti.device_ptr && lk->ti.device == lk->device;
 	/* CPU pool: one per process, NUMA-local, shared by every engine (cpu_pool.c). */
 	int node = o.numa_node >= 0 ? o.numa_node : lk->ti.numa_node;
 	struct eht_table_copy cp = {.size = sizeof(cp)};

@@ -116,9 +116,13 @@ int eht_lk_check_create(const eht_lookup *lk, const struct lk_strategy *st)
 		if (!lk->gpu)
 			return eht_err(ENODEV, "lookup: strategy %s needs a GPU; table %s is not pinned for one", st->name,
 				       ti->name);
-		if (!ti->device_ptr || ti->device != lk->device)
-			return eht_err(EINVAL, "lookup: strategy %s reads the table in place; table %s is not readable by GPU %d",
-				       st->name, ti->name, lk->device);
+		if (!lk->table_gpu)
+			return eht_err(EINVAL, "lookup: strategy %s reads the table in place; table %s is not readable by GPU %d%s",
+				       st->name, ti->name, lk->device,
+				       !lk->t->split.w ? ""
+				       : lk->tab.base && ti->device == lk->device
+					       ? " in bf16 (split rows of 256 + 8 bytes, both arrays 8-byte aligned, only)"
+					       : " (a split table: eht_table_wrap_split2 with a device makes it so)");
 	}
 	if ((st->caps & LK_SORTABLE) && !lk->sortable)
 		return eht_err(EINVAL, "lookup: %s needs fewer than 2^32-1 local rows", st->name);

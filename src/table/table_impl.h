@@ -45,6 +45,16 @@ struct eht_table_ops {
 	int (*close)(eht_table *t);
 };
 
+/* A table over split storage (the memory tier's eht_table_wrap_split*): row r is its weights at
+ * w + r * wb followed by its scales at s + r * sb, no packed row anywhere (info.host NULL,
+ * info.device_ptr 0). dw, ds: the same two arrays as GPU info.device reads them in place (0: CPU
+ * reads only). All zero for a table of packed rows. */
+struct eht_table_split {
+	const uint8_t *w, *s;
+	uint64_t dw, ds;
+	uint32_t wb, sb;
+};
+
 struct eht_table {
 	struct eht_table_info info;
 	const struct eht_table_ops *ops; /* &ops_full: every op set, call without testing */
@@ -63,6 +73,7 @@ struct eht_table {
 	/* Which copy of the table this is (eht_table_copy): one per NUMA node with EHT_SHARE_PER_NUMA
 	 * or eht serve --per-numa; eht_table_new sets one copy, writer, on info's node. */
 	struct eht_table_copy copy;
+	struct eht_table_split split; /* set by the split tier after eht_table_new; else zero */
 };
 
 /* Records which copy t is (see struct eht_table_copy). */

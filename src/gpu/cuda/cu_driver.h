@@ -85,6 +85,7 @@
 		     CUmemGenericAllocationHandle handle, unsigned long long flags)) \
 	X(cuMemUnmap, VMM, (CUdeviceptr ptr, size_t size)) \
 	X(cuMemSetAccess, VMM, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)) \
+	X(cuMemGetAccess, VMM, (unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)) \
 	X(cuStreamWriteValue32, MEM_OPS, (CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags)) \
 	X(cuStreamWaitValue32, MEM_OPS, (CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
 

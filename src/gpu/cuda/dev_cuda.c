@@ -161,6 +161,37 @@ int eht_dev_host_unregister(void *p)
 
 int eht_dev_host_dptr(eht_dptr *d, void *p) { return CK(cuMemHostGetDevicePointer, d, p, 0); }
 
+int eht_dev_host_mapped(const void *p, size_t bytes, eht_dptr *d)
+{
+	if (!p || !bytes || eht_cu_load() != 0) {
+		eht_err_clear();
+		return !p || !bytes ? -ENOENT : -ENODEV;
+	}
+	void *first = (void *)(uintptr_t)p, *last = (char *)first + bytes - 1;
+	CUdeviceptr a = 0, b = 0;
+	/* Pinned memory: its device address from either end, one contiguous range (registered in chunks
+	 * by eht_gpu_pin, or by the engine). */
+	if (eht_cu.cuMemHostGetDevicePointer(&a, first, 0) == CUDA_SUCCESS &&
+	    eht_cu.cuMemHostGetDevicePointer(&b, last, 0) == CUDA_SUCCESS && b - a == bytes - 1) {
+		*d = a;
+		return 0;
+	}
+	/* A cuMem mapping (host-NUMA, as vLLM's and eht's own shared tables are): the GPU reads it at the
+	 * CPU's address once access was granted to this device. */
+	CUdevice dev = 0;
+	unsigned long long fa = 0, fb = 0;
+	if (eht_cu.cuMemGetAccess && eht_cu.cuCtxGetDevice(&dev) == CUDA_SUCCESS) {
+		CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+		if (eht_cu.cuMemGetAccess(&fa, &loc, (CUdeviceptr)(uintptr_t)first) == CUDA_SUCCESS &&
+		    eht_cu.cuMemGetAccess(&fb, &loc, (CUdeviceptr)(uintptr_t)last) == CUDA_SUCCESS &&
+		    (fa & CU_MEM_ACCESS_FLAGS_PROT_READ) && (fb & CU_MEM_ACCESS_FLAGS_PROT_READ)) {
+			*d = (eht_dptr)(uintptr_t)p;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 bool eht_dev_is_device_ptr(const void *p)
 {
 	unsigned int type = 0;

@@ -215,6 +215,22 @@ int eht_dev_host_dptr(eht_dptr *d, void *p)
 	return rc;
 }
 
+int eht_dev_host_mapped(const void *p, size_t bytes, eht_dptr *d)
+{
+	if (!p || !bytes || eht_hip_load() != 0) {
+		eht_err_clear();
+		return !p || !bytes ? -ENOENT : -ENODEV;
+	}
+	/* Pinned memory only: this backend has no virtual-memory mappings (vmm_hip.c). */
+	void *first = (void *)(uintptr_t)p, *last = (char *)first + bytes - 1, *a = NULL, *b = NULL;
+	if (eht_hip.hipHostGetDevicePointer(&a, first, 0) == hipSuccess &&
+	    eht_hip.hipHostGetDevicePointer(&b, last, 0) == hipSuccess && (char *)b - (char *)a == (ptrdiff_t)(bytes - 1)) {
+		*d = (eht_dptr)(uintptr_t)a;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 bool eht_dev_is_device_ptr(const void *p)
 {
 	int type = -1;

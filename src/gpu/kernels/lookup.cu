@@ -8,3 +8,5 @@
 #include "lookup/stage_in.cu"
 #include "lookup/ring.cu"
 #include "lookup/mark.cu"
+/* Last: kernels added after the others leave the others' PTX as it was, label numbers included. */
+#include "lookup/gather_split.cu"

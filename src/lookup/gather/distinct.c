@@ -15,8 +15,7 @@ int eht_lk_gather_distinct(eht_lookup *lk, struct lk_piece *p, const struct lk_d
 	if (split)
 		rc = eht_lk_fork(lk, s);
 	if (!rc && share > 0.0f)
-		rc = eht_gpu_gather_uniq(&lk->g, gs, d->uniq, lk->d_counters, share, p->n, lk->ti.device_ptr, lk->rb,
-					 d->compact);
+		rc = eht_gpu_gather_uniq(&lk->g, gs, d->uniq, lk->d_counters, share, p->n, &lk->tab, d->compact);
 	if (!rc && split)
 		rc = eht_dev_event_record(lk->fork.ev_join, lk->fork.side);
 	if (!rc && share < 1.0f) {

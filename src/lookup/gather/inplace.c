@@ -11,5 +11,5 @@ int eht_lk_inplace_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 	if (rc)
 		return rc;
 	struct eht_gpu_ids gi = {.ids = d, .id64 = id64, .off = off, .lo = lk->lo, .hi = lk->hi};
-	return eht_gpu_direct(&lk->g, s, &gi, n, lk->ti.device_ptr, lk->rb, out, lk->fmt, lk->d_counters);
+	return eht_gpu_direct(&lk->g, s, &gi, n, &lk->tab, out, lk->fmt, lk->d_counters);
 }

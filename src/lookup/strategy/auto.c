@@ -138,7 +138,7 @@ static int fork_direct(eht_lookup *lk, const void *ids, bool ids_dev, int id64, 
 static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 {
 	const struct lk_strategy *host = eht_lk_strategy(EHT_LOOKUP_HOST);
-	if (!p->out_dev || !lk->table_gpu || !lk->ti.host || (lk->flags & EHT_LOOKUP_HOST_SORT))
+	if (!p->out_dev || !lk->table_gpu || !lk->in_memory || (lk->flags & EHT_LOOKUP_HOST_SORT))
 		return host->cpu_piece(lk, p);
 	struct lk_auto *a = &A(lk)->a[0][LK_AUTO_CLASS(p->n)];
 	auto_learn(lk, a);
@@ -249,7 +249,7 @@ static double time_runs(eht_lookup *lk, int64_t *ids, eht_dptr d_ids, size_t n, 
  * honest way to choose. */
 static void auto_calibrate(eht_lookup *lk)
 {
-	if (!lk->table_gpu || !lk->kernels || !lk->ti.host || lk->background) /* background: always HOST */
+	if (!lk->table_gpu || !lk->kernels || !lk->in_memory || lk->background) /* background: always HOST */
 		return;
 	const size_t sizes[LK_AUTO_NCLASS] = {1024, 6144, 196608};
 	size_t nmax = lk->max_batch < sizes[LK_AUTO_NCLASS - 1] ? lk->max_batch : sizes[LK_AUTO_NCLASS - 1];

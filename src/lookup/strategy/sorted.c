@@ -56,8 +56,7 @@ static int sorted_gpu(eht_lookup *lk, struct lk_piece *p)
 	struct eht_gpu_ids gi = {.ids = d, .id64 = p->id64, .off = p->off, .lo = lk->lo, .hi = lk->hi};
 	rc = eht_gpu_sort_dedup(&lk->g, p->s, &gi, (uint32_t)p->n, &S->sb, S->d_uniq, lk->scr.d_slot, lk->d_counters);
 	if (!rc)
-		rc = eht_gpu_gather_uniq(&lk->g, p->s, S->d_uniq, lk->d_counters, 1.0f, p->n, lk->ti.device_ptr, lk->rb,
-					 lk->scr.d_compact);
+		rc = eht_gpu_gather_uniq(&lk->g, p->s, S->d_uniq, lk->d_counters, 1.0f, p->n, &lk->tab, lk->scr.d_compact);
 	if (!rc)
 		rc = eht_gpu_expand(&lk->g, p->s, lk->scr.d_slot, p->n, lk->scr.d_compact, lk->rb, out, lk->fmt);
 	return rc;
