@@ -28,7 +28,7 @@ if hasattr(_mm, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
 mem = torch.frombuffer(_mm, dtype=torch.uint8)[: rows * RB]
 mem.view(torch.int64).fill_(0x3c3c3c3c3c3c3c3c)  # touch every page
 packed = eht.wrap(mem, rows, RB, device=0, name="packed")
-split = eht.wrap(mem, rows, RB, layout="split", name="split")  # the same bytes read as weights then scales
+split = eht.wrap(mem, rows, RB, layout="split", device=0, name="split")  # the same bytes read as weights then scales
 print("table: %.1f GiB, %d rows" % (gib, rows))
 
 

@@ -183,9 +183,15 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 				r->d_h_ids = b->d_arena + b->arena_used;
 				b->arena_used += a;
 			} else {
+				/* Past the arena: pinned memory of its own, which a capture in the driver's global
+				 * mode (torch.cuda.graph's default) refuses; the message says what ran out. */
 				void *p = eht_lk_bell_alloc(lk, bytes, &r->d_h_ids, &rc);
 				if (rc)
-					return rc;
+					return eht_err_prefix(rc, "lookup: the ids of table %s's captured lookups outgrew their "
+								  "%zu-byte arena (2 x max_batch ids; %zu used) and more pinned memory "
+								  "cannot be had inside this capture: make the engine with a larger "
+								  "max_batch",
+							      lk->ti.name, b->arena_cap, b->arena_used);
 				r->h_ids = p;
 			}
 			r->h_cap = bytes;
