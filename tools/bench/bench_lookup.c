@@ -90,7 +90,7 @@ static void usage(FILE *f)
 		   "                        [--strategies S,S...]\n"
 		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
 		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
-		   "                        [--json] [--help]\n"
+		   "                        [--vllm|--no-vllm] [--json] [--help]\n"
 		   "  --strategies  which to time (default every one: %s; --list-strategies lists them), and\n"
 		   "             layer: the engine's own call (eht_engram_layer_lookup: ids [T, 24] int32, T = ids / 24\n"
 		   "             rounded up, the last token's extra columns dead; all 24 heads; the bench's --format),\n"
@@ -118,7 +118,13 @@ static void usage(FILE *f)
 		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNK_MAX), one line per\n"
 		   "             setting\n"
 		   "             (with --json: JSON lines on stderr)\n"
-		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n",
+		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n"
+		   "  --vllm, --no-vllm  the baseline: vLLM's own lookup kernel (eht.vllm_baseline, our Triton code of\n"
+		   "             it) on the same steps, a table of the same size and bf16 out, timed by python3 -m\n"
+		   "             eht.bench_vllm after this process's table is closed (EHT_PYTHON names another\n"
+		   "             interpreter): rows vllm (grid SMs) and vllm+bg (SMs / 2) with GPU ids and, with\n"
+		   "             --graph, as a graph. Default: where a GPU serves the run; --vllm runs the helper in\n"
+		   "             any case; where it cannot measure (no torch, Triton, GPU) one line says why\n",
 		strategies, tiers);
 }
 
@@ -262,6 +268,7 @@ const struct option cli_opts_bench_lookup[] = {
 	{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
 	{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
 	{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
+	{"vllm", no_argument, NULL, 'V'},            {"no-vllm", no_argument, NULL, 'N'},
 	{NULL, 0, NULL, 0}};
 
 /* The command line into o; -1 to run, else the exit status. */
@@ -310,6 +317,12 @@ struct lk_run {
 	struct lk_layer ly; /* the engine's own call */
 	struct result res[(CLI_MAX_STRATEGIES + 2) * MAX_SHAPES];
 	int nres;
+	/* the baseline: vLLM's kernel, timed by the Python helper after the rest (bench_lookup_vllm.c) */
+	double distinct[MAX_SHAPES]; /* per shape: its steps' mean distinct fraction */
+	int vllm, vwant[NMODES], ids_fd; /* asked; its modes; the steps' ids it reads (-1: none) */
+	struct result vres[2 * MAX_SHAPES];
+	json_t *vinfo;  /* the helper's facts (NULL: not measured) */
+	char vwhy[512]; /* why not */
 	const uint8_t *host;                  /* the rows as the CPU reads them (NULL: none) */
 	struct bench_cpu_limit lim[MAX_SHAPES]; /* per shape: the CPU's own limit (threads 0: not run) */
 };
@@ -445,6 +458,31 @@ static void lk_cpu_limit(struct lk_run *d, int k)
 		memset(&d->lim[k], 0, sizeof(d->lim[k]));
 }
 
+/* The shape's steps (n ids each) appended to the file the baseline's helper reads; a failure turns
+ * the baseline off, saying why. */
+static void lk_save_ids(struct lk_run *d, size_t n)
+{
+	for (int b = 0; d->ids_fd >= 0 && b < d->batches; b++) {
+		const char *p = (const char *)(d->ids + (size_t)b * d->maxn);
+		size_t left = n * sizeof(*d->ids);
+		while (left) {
+			ssize_t w = write(d->ids_fd, p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				snprintf(d->vwhy, sizeof(d->vwhy), "the steps' ids were not written for its helper (%s)",
+					 strerror(w < 0 ? errno : EIO));
+				close(d->ids_fd);
+				d->ids_fd = -1;
+				d->vllm = 0;
+				break;
+			}
+			p += w;
+			left -= (size_t)w;
+		}
+	}
+}
+
 /* Per shape the same steps for every strategy (shape-major, so a text workload is hashed into steps
  * once per shape); results stay strategy-major. 0 or 1. */
 static int lk_shapes(struct lk_run *d)
@@ -459,6 +497,7 @@ static int lk_shapes(struct lk_run *d)
 		if (bench_workload_fill(d->wl, o->shapes[k], (size_t)d->batches, d->maxn, d->ids, &distinct) ||
 		    (d->gpu && eht_dev_h2d(d->dids, d->ids, (size_t)d->batches * d->maxn * sizeof(*d->ids))))
 			return cli_fail("bench lookup", NULL);
+		d->distinct[k] = distinct;
 		for (int si = 0; si < o->nstrat; si++) {
 			int strat = o->strategies[si], crc = d->crcs[si];
 			struct result *r = &d->res[si * o->nshapes + k];
@@ -494,6 +533,7 @@ static int lk_shapes(struct lk_run *d)
 			}
 		}
 		lk_cpu_limit(d, k);
+		lk_save_ids(d, o->shapes[k]);
 	}
 	return 0;
 }
@@ -609,21 +649,23 @@ static double lk_best(const struct result *r, double *rps, double *gbs)
 	return best;
 }
 
-static json_t *lk_result_json(const struct lk_run *d, const struct result *r)
+/* A row in JSON, its modes those of want; base: a row of the baseline (no eht engine: no hot set, no
+ * GPU dedup). */
+static json_t *lk_result_json(const struct lk_run *d, const struct result *r, const int *want, int base)
 {
 	double link = d->link, rps, gbs, best = lk_best(r, &rps, &gbs);
 	double floor_ms = link > 0 ? (double)r->n * RB / (link * 1e9) * 1e3 : 0;
 	json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:o, s:o}", "strategy", lk_row_name(r),
 			      "ids", (json_int_t)r->n, "distinct_fraction", r->distinct, "hot_rows",
-			      (json_int_t)d->nhot, "hot_hit_fraction", bench_real_or_null(r->hit, r->hit >= 0),
+			      (json_int_t)(base ? 0 : d->nhot), "hot_hit_fraction", bench_real_or_null(r->hit, r->hit >= 0),
 			      "link_floor_ms", bench_real_or_null(floor_ms, link > 0));
 	if (!o)
 		return NULL;
-	json_object_set_new(o, "gpu_dedup", json_boolean(d->gpu && (d->o->dedup || d->nhot)));
+	json_object_set_new(o, "gpu_dedup", json_boolean(!base && d->gpu && (d->o->dedup || d->nhot)));
 	if (r->background >= 0)
 		json_object_set_new(o, "background", json_boolean(r->background));
 	for (int m = 0; m < NMODES; m++) {
-		if (!d->want[m])
+		if (!want[m])
 			continue;
 		json_object_set_new(o, lk_mode_names[m],
 				    r->na[m] ? json_null() : r->ok[m] ? json_pack("{s:f, s:f, s:f, s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms",
@@ -635,6 +677,21 @@ static json_t *lk_result_json(const struct lk_run *d, const struct result *r)
 	json_object_set_new(o, "best_rows_per_s", bench_real_or_null(rps, best > 0));
 	json_object_set_new(o, "best_link_fraction", bench_real_or_null(gbs / link, link > 0 && best > 0));
 	return o;
+}
+
+/* The baseline in JSON: the helper's facts and its rows in the strategies' shape, or why not. */
+static json_t *lk_baseline_json(const struct lk_run *d)
+{
+	if (!d->vinfo)
+		return json_pack("{s:s, s:s}", "label", "vllm (Triton)", "skipped", d->vwhy);
+	json_t *b = json_deep_copy(d->vinfo), *rows = json_array();
+	for (int i = 0; rows && i < 2 * d->o->nshapes; i++)
+		json_array_append_new(rows, lk_result_json(d, &d->vres[i], d->vwant, 1));
+	if (b && rows)
+		json_object_set_new(b, "results", rows);
+	else
+		json_decref(rows);
+	return b;
 }
 
 /* The JSON report: the common envelope, null where a figure does not apply (no link measured
@@ -654,7 +711,7 @@ static int lk_report_json(const struct lk_run *d)
 						      bench_real_or_null(d->idle, d->idle >= 0), "workload",
 						      bench_workload_name(d->wl)));
 	for (int i = 0; i < d->nres; i++)
-		json_array_append_new(jres, lk_result_json(d, &d->res[i]));
+		json_array_append_new(jres, lk_result_json(d, &d->res[i], d->want, 0));
 	json_t *jlim = json_array();
 	for (int k = 0; jlim && k < o->nshapes; k++)
 		if (d->lim[k].threads)
@@ -667,6 +724,8 @@ static int lk_report_json(const struct lk_run *d)
 		json_object_set_new(rep, "cpu_limit", jlim);
 	else
 		json_decref(jlim);
+	if (rep)
+		json_object_set_new(rep, "baseline", lk_baseline_json(d));
 	/* json_object_set_new takes jres even when it fails */
 	if (!rep || !jres || json_object_set_new(rep, "results", jres)) {
 		if (!rep)
@@ -677,7 +736,7 @@ static int lk_report_json(const struct lk_run *d)
 	return cli_print_json(rep);
 }
 
-static void lk_result_row(const struct lk_run *d, const struct result *r)
+static void lk_result_row(const struct lk_run *d, const struct result *r, const int *want)
 {
 	double link = d->link, rps, gbs, best = lk_best(r, &rps, &gbs);
 	double floor_ms = link > 0 ? (double)r->n * RB / (link * 1e9) * 1e3 : 0;
@@ -686,7 +745,7 @@ static void lk_result_row(const struct lk_run *d, const struct result *r)
 	printf("%-8s %8zu %8.1f%% %6s %10.3f", lk_row_name(r), r->n, 100 * r->distinct, hf,
 	       floor_ms);
 	for (int m = 0; m < NMODES; m++) {
-		if (!d->want[m])
+		if (!want[m])
 			continue;
 		if (r->ok[m])
 			printf(" %12.3f %8.3f %7.3f", r->med_ms[m], r->p90_ms[m], r->cpu[m].all_ms);
@@ -699,23 +758,53 @@ static void lk_result_row(const struct lk_run *d, const struct result *r)
 	printf(" %9.1f %7s\n", rps / 1e6, lf);
 }
 
+/* The table's header line: its modes those of want. */
+static void lk_table_header(const int *want)
+{
+	printf("%-8s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
+	for (int m = 0; m < NMODES; m++)
+		if (want[m])
+			printf(" %12s %8s %7s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90",
+			       "cpu ms");
+	printf(" %9s %7s\n", "Mrows/s", "link%");
+}
+
+/* n rows, then a line for each mode that failed. */
+static void lk_table_rows(const struct lk_run *d, const struct result *res, int n, const int *want)
+{
+	for (int i = 0; i < n; i++)
+		lk_result_row(d, &res[i], want);
+	for (int i = 0; i < n; i++)
+		for (int m = 0; m < NMODES; m++)
+			if (want[m] && !res[i].ok[m] && !res[i].na[m])
+				printf("%s %zu %s: %s\n", lk_row_name(&res[i]), res[i].n, lk_mode_names[m], res[i].err[m]);
+}
+
+/* The baseline's rows under the strategies', with their own columns (it takes GPU ids), or the one
+ * line saying why it was not measured. */
+static void lk_baseline_table(const struct lk_run *d)
+{
+	if (!d->vinfo) {
+		printf("vllm (Triton): not measured: %s\n", d->vwhy);
+		return;
+	}
+	const char *tv = json_string_value(json_object_get(d->vinfo, "triton")),
+		   *pv = json_string_value(json_object_get(d->vinfo, "torch"));
+	printf("vllm (Triton): vLLM's lookup algorithm (eht.vllm_baseline; Triton %s, torch %s), the same table size and "
+	       "steps in its own process,\nread in place in vLLM's split layout, bf16 out; vllm: grid SMs (inline), "
+	       "vllm+bg: SMs / 2 (its background grid)\n",
+	       tv ? tv : "?", pv ? pv : "?");
+	lk_table_header(d->vwant);
+	lk_table_rows(d, d->vres, 2 * d->o->nshapes, d->vwant);
+}
+
 static void lk_report_table(const struct lk_run *d)
 {
 	const struct lk_opts *o = d->o;
 	printf("workload: %s, table in %s, CPU pages %s\n", bench_workload_name(d->wl), o->tier, d->pages);
-	printf("%-8s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
-	for (int m = 0; m < NMODES; m++)
-		if (d->want[m])
-			printf(" %12s %8s %7s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90",
-			       "cpu ms");
-	printf(" %9s %7s\n", "Mrows/s", "link%");
-	for (int i = 0; i < d->nres; i++)
-		lk_result_row(d, &d->res[i]);
-	for (int i = 0; i < d->nres; i++)
-		for (int m = 0; m < NMODES; m++)
-			if (d->want[m] && !d->res[i].ok[m] && !d->res[i].na[m])
-				printf("%s %zu %s: %s\n", lk_row_name(&d->res[i]), d->res[i].n,
-				       lk_mode_names[m], d->res[i].err[m]);
+	lk_table_header(d->want);
+	lk_table_rows(d, d->res, d->nres, d->want);
+	lk_baseline_table(d);
 	printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
 	       "steps; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
 	       "rate; Mrows/s and link%% of the fastest mode)\n",
@@ -727,15 +816,48 @@ static void lk_report_table(const struct lk_run *d)
 			       o->shapes[k], d->lim[k].local_s * 1e3, d->lim[k].staging_s * 1e3, d->lim[k].threads,
 			       d->lim[k].piece, d->lim[k].prefetch);
 	if (d->idle >= 0)
-		printf("idle CPU with %d engines made and waiting: %.2f cores\n", o->nstrat, d->idle);
+		printf("idle CPU with %d engines made and waiting: %.2f cores\n", o->nstrat + 2 * d->layer, d->idle);
 }
 
 /* ------------------------------------------------------------------- main */
+/* The baseline, last: this process's engines and table go first (the helper makes a table as large),
+ * then the helper runs on the same steps. */
+static void lk_vllm(struct lk_run *d)
+{
+	if (!d->vllm) {
+		if (d->o->json) /* the table says it under the rows */
+			fprintf(stderr, "vllm (Triton): not measured: %s\n", d->vwhy);
+		return;
+	}
+	for (int i = 0; i < CLI_MAX_STRATEGIES; i++) {
+		eht_lookup_destroy(d->engines[i]);
+		d->engines[i] = NULL;
+	}
+	lk_layer_close(&d->ly);
+	bench_table_close(&d->bt);
+	d->t = NULL;
+	d->host = NULL;
+	fprintf(d->info, "vllm (Triton): timing vLLM's kernel in python3 -m eht.bench_vllm (this table closed first)\n");
+	struct lk_vllm_req q = {.gib = d->gib, .rows = d->rows, .shapes = d->o->shapes, .nshapes = d->o->nshapes,
+				.reps = d->o->reps, .dev = d->o->dev, .want_gpu = d->vwant[ON_GPU],
+				.want_graph = d->vwant[ON_GRAPH], .ids_fd = d->ids_fd};
+	if (lk_vllm_run(&q, d->vres, &d->vinfo, d->vwhy, sizeof(d->vwhy)) && d->o->json)
+		fprintf(stderr, "vllm (Triton): not measured: %s\n", d->vwhy);
+	for (int k = 0; d->vinfo && k < d->o->nshapes; k++)
+		for (int w = 0; w < 2; w++)
+			d->vres[2 * k + w].distinct = d->distinct[k]; /* the same steps as every row's */
+}
+
 static void lk_free(struct lk_run *d)
 {
-	for (int i = 0; i < CLI_MAX_STRATEGIES; i++)
+	for (int i = 0; i < CLI_MAX_STRATEGIES; i++) {
 		eht_lookup_destroy(d->engines[i]);
+		d->engines[i] = NULL;
+	}
 	lk_layer_close(&d->ly);
+	if (d->ids_fd >= 0)
+		close(d->ids_fd);
+	json_decref(d->vinfo);
 	free(d->times);
 	free(d->hot);
 	free(d->hot_sorted);
@@ -767,6 +889,13 @@ static int lk_plan(struct lk_run *d)
 		d->want[ON_GRAPH] = o->graph;
 	}
 	d->layer = o->layer < 0 ? d->gpu : o->layer;
+	d->ids_fd = -1;
+	d->vllm = o->vllm < 0 ? d->gpu : o->vllm;
+	if (!d->vllm)
+		snprintf(d->vwhy, sizeof(d->vwhy), "%s", o->vllm == 0 ? "--no-vllm" : "no GPU serves this run (--vllm runs its helper anyway)");
+	/* it reads ids in GPU memory: eager where the strategies get GPU ids (always, asked without a GPU) */
+	d->vwant[ON_GPU] = d->gpu ? d->want[ON_GPU] : 1;
+	d->vwant[ON_GRAPH] = o->graph;
 	d->info = bench_info(o->json);
 	if (!d->gpu)
 		fprintf(d->info, "no GPU%s: HOST only, host ids, rows gathered into host memory\n", o->cpu ? " (--cpu)" : "");
@@ -787,6 +916,8 @@ static int lk_plan(struct lk_run *d)
 	d->ob = o->fmt == EHT_LOOKUP_BF16 ? 512 : RB;
 	d->batches = o->reps + 2; /* distinct ids per rep: no cache helps a later rep */
 	d->idle = -1;
+	if (d->vllm && (d->ids_fd = lk_vllm_ids_file(d->vwhy, sizeof(d->vwhy))) < 0)
+		d->vllm = 0;
 	return -1;
 }
 
@@ -815,6 +946,7 @@ int bench_lookup(int argc, char **argv)
 		goto out;
 	if (d.gpu && !getenv("EHT_BENCH_NO_IDLE")) /* 3 s: a device run of several benches may skip it */
 		d.idle = lk_idle_cpu();
+	lk_vllm(&d);
 	if (o.json) {
 		if (lk_report_json(&d))
 			goto out;

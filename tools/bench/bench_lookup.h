@@ -107,7 +107,7 @@ struct lk_vllm_req {
 	double gib;
 	uint64_t rows;
 	const size_t *shapes;
-	int nshapes, reps, dev, want_gpu, want_graph, json;
+	int nshapes, reps, dev, want_gpu, want_graph;
 	int ids_fd; /* -1: the helper draws uniform ids itself */
 };
 /* Runs the helper and reads its one JSON object. On success *rows holds 2 x nshapes results (per
