@@ -404,7 +404,7 @@ static void check_documented(const char *tmp)
  * shape, the inline way ("layer") then the background one ("layer+bg"), in the strategies' shape
  * and naming their way; without a GPU on host ids (an id count not a multiple of 24 included: its
  * last token padded with dead ids, which the bench checks the layer counted). Not on by default
- * without a GPU. */
+ * without a GPU, nor is the baseline, whose "skipped" says why. */
 static void check_bench_layer(void)
 {
 	int st;
@@ -433,6 +433,13 @@ static void check_bench_layer(void)
 	CHECK(st == 0 && json_array_size(res) >= 1);
 	for (size_t i = 0; i < json_array_size(res); i++)
 		CHECK(strncmp(json_string_value(json_object_get(json_array_get(res, i), "strategy")) ?: "", "layer", 5));
+	/* nor vLLM's kernel (the baseline): the report says why not (test_bench_vllm.py: the helper) */
+	const char *why = json_string_value(json_object_get(json_object_get(j, "baseline"), "skipped"));
+	CHECK(why && strstr(why, "no GPU"));
+	json_decref(j);
+	j = run_json("bench lookup --table-gib 0.02 --ids 240 --reps 1 --cpu --strategies host --no-vllm --json", &st);
+	why = json_string_value(json_object_get(json_object_get(j, "baseline"), "skipped"));
+	CHECK(st == 0 && why && !strcmp(why, "--no-vllm"));
 	json_decref(j);
 }
 

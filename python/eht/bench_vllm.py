@@ -71,7 +71,7 @@ def _bounded(conv, lo, hi, noun):
 
 def parse_args(argv):
     ap = _Parser(prog="python3 -m eht.bench_vllm", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--table-gib", type=_bounded(float, 1e-6, 1 << 20, "a number"), required=True,
+    ap.add_argument("--table-gib", type=_bounded(float, 1e-9, 1 << 20, "a number"), required=True,
                     help="the table's size in GiB (the bench's)")
     ap.add_argument("--rows", type=_bounded(int, 1, (1 << 31) - 1, "an integer"),
                     help="its rows (default: GiB / 264 B, as the bench counts them)")
