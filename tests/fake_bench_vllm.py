@@ -54,7 +54,7 @@ def main():
     for k, n in enumerate(a.ids):
         for bg in (False, True):
             row = {"ids": n, "tokens": (n + 23) // 24, "background": bg, "grid": 66 if bg else 132}
-            for j, m in enumerate(a.modes):
+            for m in a.modes:
                 med = 1.0 + k + (0.5 if bg else 0) + (0.25 if m == "graph" else 0)  # which row, which mode
                 row[m] = {"median_ms": med, "p90_ms": med + 0.125, "cpu_ms_per_call": 0.0625,
                           "pool_cpu_ms_per_call": 0.0, "poller_cpu_ms_per_call": 0.0}
