@@ -2,7 +2,7 @@
 /* bench_lookup.h: what the files of `eht bench lookup` share: the modes a lookup is timed in, one
  * row of the report, the timing of one mode (bench_lookup_time.c), the engine's own call's rows
  * (bench_lookup_layer.c) and vLLM's kernel as the baseline, timed by a Python helper
- * (bench_lookup_vllm.c). */
+ * (bench_lookup_vllm.c); the run's state and its report (bench_lookup_report.c). */
 #ifndef EHT_BENCH_LOOKUP_H
 #define EHT_BENCH_LOOKUP_H
 
@@ -11,8 +11,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "bench_cpu_limit.h"
+#include "bench_tier.h"
+#include "cli.h"
 #include "eht.h"
 #include "gpu/dev.h"
+
+struct bench_workload;
 
 enum { ON_HOST, ON_GPU, ON_GRAPH, NMODES };
 extern const char *const lk_mode_names[NMODES]; /* "host_ids", "gpu_ids", "graph": the JSON's keys */
@@ -118,5 +123,62 @@ struct lk_vllm_req {
 int lk_vllm_run(const struct lk_vllm_req *q, struct result *rows, json_t **info, char *why, size_t wl);
 /* A file for the steps' ids the helper inherits (a memfd without close-on-exec); -1 with why. */
 int lk_vllm_ids_file(char *why, size_t wl);
+
+/* ---- the run (bench_lookup.c), reported by bench_lookup_report.c ---- */
+#define RB EHT_ENGRAM_ROW_BYTES
+#define MAX_SHAPES 8
+
+/* The command line (parse_args). */
+struct lk_opts {
+	double gib;
+	size_t shapes[MAX_SHAPES];
+	int nshapes, strategies[CLI_MAX_STRATEGIES], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup, knob_sweep;
+	int layer; /* the engine's own call's rows: 1, 0, -1 (where a GPU serves the run) */
+	int vllm;  /* vLLM's kernel as the baseline: 1 (always ask the helper), 0, -1 (where a GPU serves) */
+	unsigned threads;
+	const char *workload, *hotset, *tier;
+	long long rbeg, rend;
+};
+
+/* One run: the table, the steps, the engines and every row measured. */
+struct lk_run {
+	const struct lk_opts *o;
+	FILE *info;
+	int gpu, want[NMODES], batches;
+	double gib, link, idle, t_hot;
+	uint64_t rows;
+	size_t bytes, maxn, ob, nhot;
+	uint8_t *hout;
+	struct bench_table bt;
+	eht_table *t;
+	char pages[64];    /* the CPU page size of the rows' mapping, in words */
+	uint64_t cpu_page; /* and in bytes (0: unknown) */
+	int table_tier;
+	int32_t *ids;
+	double *times;
+	struct bench_workload *wl;
+	int64_t *hot, *hot_sorted;
+	eht_dptr dout, dids, dcap;
+	eht_stream s;
+	eht_lookup *engines[CLI_MAX_STRATEGIES];
+	int crcs[CLI_MAX_STRATEGIES];
+	char cerr[CLI_MAX_STRATEGIES][160];
+	int layer;          /* the layer's rows run (after the strategies' in res) */
+	struct lk_layer ly; /* the engine's own call */
+	struct result res[(CLI_MAX_STRATEGIES + 2) * MAX_SHAPES];
+	int nres;
+	/* the baseline: vLLM's kernel, timed by the Python helper after the rest (bench_lookup_vllm.c) */
+	double distinct[MAX_SHAPES]; /* per shape: its steps' mean distinct fraction */
+	int vllm, vwant[NMODES], ids_fd; /* asked; its modes; the steps' ids it reads (-1: none) */
+	struct result vres[2 * MAX_SHAPES];
+	json_t *vinfo;  /* the helper's facts (NULL: not measured) */
+	char vwhy[512]; /* why not */
+	const uint8_t *host;                  /* the rows as the CPU reads them (NULL: none) */
+	struct bench_cpu_limit lim[MAX_SHAPES]; /* per shape: the CPU's own limit (threads 0: not run) */
+};
+
+/* The report: one JSON object on stdout (0 or 1), or the tables people read. */
+int lk_report_json(const struct lk_run *d);
+void lk_report_table(const struct lk_run *d);
 
 #endif
