@@ -28,6 +28,17 @@ HEADS = 24
 DIM = 256
 ROW_BYTES = 264
 MODES = ("gpu_ids", "graph")
+_report_fd = None  # where the one JSON object goes (main: the real stdout; fd 1 is stderr meanwhile)
+
+
+def _emit(obj):
+    """The one JSON object the bench reads."""
+    line = json.dumps(obj) + "\n"
+    if _report_fd is None:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    else:
+        os.write(_report_fd, line.encode())
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         print("eht bench lookup: vLLM baseline helper: %s" % message, file=sys.stderr, flush=True)
-        print(json.dumps({"error": message, "exit": 2}), flush=True)
+        _emit({"error": message, "exit": 2})
         sys.exit(2)
 
 
@@ -259,6 +270,12 @@ def measure(torch, a, rep, log):
 
 
 def main(argv=None):
+    global _report_fd
+    # Whatever else writes to stdout (a library's banner, a warning printed there) goes to stderr:
+    # the bench's stdout holds the report alone.
+    sys.stdout.flush()
+    _report_fd = os.dup(1)
+    os.dup2(2, 1)
     a = parse_args(sys.argv[1:] if argv is None else argv)
     rep = envelope(a)
 
@@ -273,17 +290,16 @@ def main(argv=None):
             why = "eht's Python binding does not load (%s: %s)" % (type(e).__name__, e)
     if why is not None:
         rep["skipped"] = why
-        print(json.dumps(rep), flush=True)
+        _emit(rep)
         return 0
     try:
         measure(torch, a, rep, log)
     except Exception as e:  # noqa: BLE001 (stdout still gets its one object; the traceback goes to stderr)
         import traceback  # noqa: PLC0415
         traceback.print_exc()
-        msg = "%s: %s" % (type(e).__name__, e)
-        print(json.dumps({"error": msg, "exit": 1}), flush=True)
+        _emit({"error": "%s: %s" % (type(e).__name__, e), "exit": 1})
         return 1
-    print(json.dumps(rep), flush=True)
+    _emit(rep)
     return 0
 
 
