@@ -35,9 +35,10 @@ _eht()
 		COMPREPLY=($(compgen -W "v41" -- "$cur"))
 		return ;;
 	--strategies)
-		# the library's own list (one name a line); a comma-separated word completes its last name
+		# the library's own list (one name a line; a bench's adds what it times besides them: layer);
+		# a comma-separated word completes its last name
 		local names pre=""
-		names=$("${COMP_WORDS[0]}" --list strategies 2>/dev/null)
+		names=$("${COMP_WORDS[0]}" --list strategies "$cmd" 2>/dev/null)
 		[[ "$cur" == *,* ]] && pre=${cur%,*},
 		COMPREPLY=($(compgen -P "$pre" -W "$names" -- "${cur##*,}"))
 		return ;;

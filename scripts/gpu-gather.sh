@@ -15,7 +15,8 @@ GIB=${GIB:-48}
 NUMA_GIB=${NUMA_GIB:-$GIB}
 BUDGET=${BUDGET:-110}
 TEXT="--workload text:tests/workloads/text_500k.compressed.u32 --hotset 1048576"
-COMMON="lookup --strategies host,auto --ids-on gpu --graph --reps ${REPS:-10}"
+# (--no-vllm: the CPU gather's knobs are measured here; vLLM's baseline would take a step's budget)
+COMMON="lookup --strategies host,auto --ids-on gpu --graph --no-vllm --reps ${REPS:-10}"
 export EHT_TEST_BELL_TRACE=1 EHT_BENCH_SMAPS=1 EHT_BENCH_NO_IDLE=1
 start=$SECONDS
 {

@@ -57,14 +57,14 @@ for what in "$@"; do
     ;;
   stagein)
     EHT_TEST_BELL_TRACE=1 timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host \
-      --ids-on gpu --graph --format bf16 >"$OUT/stagein.txt" 2>&1 || rc=1
+      --ids-on gpu --graph --format bf16 --no-vllm >"$OUT/stagein.txt" 2>&1 || rc=1
     echo "-- stage-in"; grep -E "^host |GPU side|stream-triggered" "$OUT/stagein.txt"
     ;;
   lookup)
     for s in new "EHT_POOL_SPIN_US=2000 EHT_BELL_SPIN_US=20000" EHT_LOOKUP_BACKGROUND=1; do
       name=${s%%=*}; name=${name#EHT_}
       env ${s#new} timeout 90 build/eht bench lookup --table-gib "$gib" --ids 6144,196608 --strategies host,auto \
-        --ids-on gpu --graph --format bf16 --json >"$OUT/lookup-$name.json" 2>"$OUT/lookup-$name.txt" || rc=1
+        --ids-on gpu --graph --format bf16 --no-vllm --json >"$OUT/lookup-$name.json" 2>"$OUT/lookup-$name.txt" || rc=1
       echo "-- lookup $s"
       python3 -c 'import json,sys
 for x in json.load(open(sys.argv[1]))["results"]:

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_cli_lists.c: the lists the completion offers (`eht --list strategies|tiers [serve|bench]|commands`)
+/* test_cli_lists.c: the lists the completion offers (`eht --list strategies [bench]|tiers [serve|bench]|commands`)
  * are the library's own: every strategy of eht_lookup_strategy_count / _name and no other, in its
  * order, every tier of eht_tier_count / _name, serve's --tier values "auto" and the
  * tiers eht_tier_caps says are shared or opened in place, the benches' those shared or wrapped; and
@@ -52,6 +52,9 @@ int main(void)
 	for (int i = 0; i < ns; i++)
 		add(want, sizeof(want), eht_lookup_strategy_name(i));
 	expect("strategies", want);
+	/* a bench's: the same, and the engine's own call that `eht bench lookup --strategies` takes */
+	add(want, sizeof(want), "layer");
+	expect("strategies bench", want);
 
 	/* the tier registry */
 	int nt = eht_tier_count();

@@ -92,9 +92,10 @@ done
 # 7. completion offers the library's strategies and the tiers each command's --tier takes, asked of eht
 #    (test_cli_lists checks `eht --list` against the library itself)
 sorted() { tr ' ' '\n' | grep . | sort -u | tr '\n' ' '; }
-want=$("$eht" --list strategies | sorted)
+want=$("$eht" --list strategies bench | sorted)
 got=$(comp bench lookup --strategies "" | sorted)
 [ -n "$want" ] && [ "$got" = "$want" ] || fail "completion of --strategies: '$got', want '$want'"
+[[ " $want " == *" layer "* ]] || fail "eht --list strategies bench lacks layer (bench lookup's --strategies takes it)"
 got=$(comp bench lookup --strategies "host," | sorted)
 [[ "$got" == *"host,$("$eht" --list strategies | head -1)"* ]] || fail "completion of --strategies host,: '$got'"
 for c in serve "bench lookup"; do

@@ -446,23 +446,30 @@ class Workload:
 
 
 # --------------------------------------------------------------------------- the tables
-def make_tables(torch, eht, gib, dev):
+def make_table(torch, eht, rows, dev, i, name):
+    """One table of rows 264-byte rows in THP-advised anonymous memory, filled, wrapped and pinned for
+    GPU dev: (the eht table, what keeps its memory alive)."""
     import mmap  # noqa: PLC0415
-    rows = int(gib * (1 << 30)) // ROW_BYTES
     nbytes = (rows * ROW_BYTES + (2 << 20) - 1) // (2 << 20) * (2 << 20)
+    mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if hasattr(mm, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
+        mm.madvise(mmap.MADV_HUGEPAGE)  # fewer CPU translation misses (a hint)
+    t = torch.frombuffer(mm, dtype=torch.uint8)
+    w = t.view(torch.int64)
+    # Bytes that vary by row (weights and scales of modest size), written by every core at once.
+    w.fill_(0x3a3b3c3d3e3f4041 + i)
+    w[::977].fill_(0x7b7c7d7e7f7a7978)
+    return eht.wrap(t, rows, ROW_BYTES, device=dev, name=name), (mm, t)
+
+
+def make_tables(torch, eht, gib, dev):
+    rows = int(gib * (1 << 30)) // ROW_BYTES
     tables, keep = [], []
     t0 = time.time()
     for i in range(2):
-        mm = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        if hasattr(mm, "madvise") and hasattr(mmap, "MADV_HUGEPAGE"):
-            mm.madvise(mmap.MADV_HUGEPAGE)  # fewer CPU translation misses (a hint)
-        t = torch.frombuffer(mm, dtype=torch.uint8)
-        w = t.view(torch.int64)
-        # Bytes that vary by row (weights and scales of modest size), written by every core at once.
-        w.fill_(0x3a3b3c3d3e3f4041 + i)
-        w[::977].fill_(0x7b7c7d7e7f7a7978)
-        tables.append(eht.wrap(t, rows, ROW_BYTES, device=dev, name="step%d" % i))
-        keep.append((mm, t))
+        table, mem = make_table(torch, eht, rows, dev, i, "step%d" % i)
+        tables.append(table)
+        keep.append(mem)
     return tables, keep, rows, time.time() - t0
 
 

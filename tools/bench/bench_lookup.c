@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bench_cpu_limit.h"
+#include "bench_lookup.h"
 #include "bench_tier.h"
 #include "bench_workload.h"
 #include "lookup/core.h"
@@ -28,8 +28,6 @@
 #include "util/clock.h"
 #include "util/pool.h"
 
-#define RB EHT_ENGRAM_ROW_BYTES
-#define MAX_SHAPES 8
 
 /* Parallel fill: every 8-byte word a hash of its index (fast, and no two rows alike). */
 struct fill_job {
@@ -62,25 +60,6 @@ static void fill_table(void *host, size_t bytes, void *arg)
 	(void)arg;
 }
 
-enum { ON_HOST, ON_GPU, ON_GRAPH, NMODES };
-static const char *mode_names[NMODES] = {"host_ids", "gpu_ids", "graph"};
-
-/* The CPU a call took: the whole process's, and of it eht's pool workers' and doorbell poller's (ms). */
-struct call_cpu {
-	double all_ms, pool_ms, poller_ms;
-};
-
-struct result {
-	int strategy;
-	size_t n;
-	double med_ms[NMODES], p90_ms[NMODES];
-	struct call_cpu cpu[NMODES];
-	double distinct; /* mean fraction of distinct ids per step */
-	double hit;      /* fraction of ids in the hot set (-1: none) */
-	int ok[NMODES];
-	char err[NMODES][160];
-};
-
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -109,8 +88,13 @@ static void usage(FILE *f)
 		   "                        [--strategies S,S...]\n"
 		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
 		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
-		   "                        [--json] [--help]\n"
-		   "  --strategies  which to time (default every one: %s; --list-strategies lists them)\n"
+		   "                        [--vllm|--no-vllm] [--json] [--help]\n"
+		   "  --strategies  which to time (default every one: %s; --list-strategies lists them), and\n"
+		   "             layer: the engine's own call (eht_engram_layer_lookup: ids [T, 24] int32, T = ids / 24\n"
+		   "             rounded up, the last token's extra columns dead; all 24 heads; the bench's --format),\n"
+		   "             inline (layer) and in the background way (layer+bg); with a GPU its ids and out are\n"
+		   "             GPU memory (the gpu-ids and graph columns), without one host memory; on by default\n"
+		   "             where a GPU serves the run\n"
 		   "  --tier     where the rows live: %s. memory (default): this process's anonymous\n"
 		   "             memory, THP advised, wrapped; the others: eht_table_share, as eht serve makes the tables\n"
 		   "             it hands workers (a region-pinned table is pinned for the GPU; a region table is not);\n"
@@ -132,101 +116,42 @@ static void usage(FILE *f)
 		   "             the CPU gather's knobs (EHT_LOOKUP_PREFETCH x EHT_LOOKUP_CHUNK_MAX), one line per\n"
 		   "             setting\n"
 		   "             (with --json: JSON lines on stderr)\n"
-		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n",
+		   "  --dedup    engines deduplicate ids on the GPU (EHT_LOOKUP_GPU_DEDUP; always so with --hotset)\n"
+		   "  --vllm, --no-vllm  the baseline: vLLM's own lookup kernel (eht.vllm_baseline, our Triton code of\n"
+		   "             it) on the same steps, a table of the same size and bf16 out, timed by python3 -m\n"
+		   "             eht.bench_vllm after this process's table is closed (EHT_PYTHON names another\n"
+		   "             interpreter): rows vllm (grid SMs) and vllm+bg (SMs / 2) with GPU ids and, with\n"
+		   "             --graph, as a graph. Default: where a GPU serves the run; --vllm runs the helper in\n"
+		   "             any case; where it cannot measure (no torch, Triton, GPU) one line says why\n",
 		strategies, tiers);
 }
 
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-}
-
-struct bench_ctx {
-	eht_stream s;
-	int gpu, reps, batches;
-	size_t maxn;
-	const int32_t *ids;  /* host: batches x maxn */
-	eht_dptr dids;    /* GPU copy of ids */
-	eht_dptr dcap;    /* the captured graph's id buffer */
-	void *out;           /* GPU or host output */
-	double *times;
+/* One strategy's call: eht_lookup_run of the call's ids into out (GPU out with a GPU). */
+struct strategy_call {
+	eht_lookup *lk;
+	int strategy, gpu;
+	size_t n;
 };
 
-/* One mode of one shape: median time per step to the last byte, after a stream sync; and the
- * process's CPU time per call (every thread: the caller, its stream sync, the pool, the poller),
- * with the pool's and the poller's part. */
-static int time_mode(struct bench_ctx *c, eht_lookup *lk, int strat, int mode, size_t n, double *med, double *p90,
-		     struct call_cpu *cpu)
+static int strategy_run(void *arg, int mode, const void *ids, void *out, eht_stream s)
 {
-	int err = 0;
-	unsigned fl = EHT_LOOKUP_RUN_STRATEGY(strat);
-	if (c->gpu)
+	const struct strategy_call *sc = arg;
+	unsigned fl = EHT_LOOKUP_RUN_STRATEGY(sc->strategy);
+	if (sc->gpu)
 		fl |= EHT_LOOKUP_RUN_OUT_DEVICE | (mode == ON_HOST ? EHT_LOOKUP_RUN_IDS_HOST : EHT_LOOKUP_RUN_IDS_DEVICE);
-	eht_graph g = NULL;
-	eht_graph_exec ge = NULL;
-	if (mode == ON_GRAPH) {
-		err = eht_dev_capture_begin(c->s, EHT_CAPTURE_GLOBAL);
-		if (!err) {
-			err = eht_lookup_run(lk, (const void *)(uintptr_t)c->dcap, EHT_ID_INT32, 0, n, c->out, c->s, fl, NULL);
-			int erc = eht_dev_capture_end(c->s, &g);
-			if (!err)
-				err = erc;
-		}
-		if (!err)
-			err = eht_dev_graph_instantiate(&ge, g);
-	}
-	double cpu0 = 0;
-	struct bench_thread_cpu th0 = {0}, th1;
-	for (int rep = -2; rep < c->reps && !err; rep++) {
-		size_t off = (size_t)(rep + 2) * c->maxn;
-		if (rep == 0) {
-			bench_thread_cpu(&th0);
-			cpu0 = cpu_seconds();
-		}
-		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
-						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
-		if (mode == ON_GRAPH) { /* fresh ids into the captured buffer, not timed */
-			err = eht_dev_d2d_async(c->dcap, c->dids + off * sizeof(int32_t), n * sizeof(int32_t), c->s);
-			if (!err)
-				err = eht_dev_stream_sync(c->s);
-		}
-		double a = eht_now_s();
-		if (!err)
-			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
-					       : eht_lookup_run(lk, pid, EHT_ID_INT32, 0, n, c->out, c->gpu ? c->s : NULL, fl, NULL);
-		if (!err && c->gpu)
-			err = eht_dev_stream_sync(c->s);
-		if (rep >= 0)
-			c->times[rep] = eht_now_s() - a;
-	}
-	if (ge)
-		eht_dev_graph_exec_destroy(ge);
-	if (g)
-		eht_dev_graph_destroy(g);
-	if (!err) {
-		cpu->all_ms = (cpu_seconds() - cpu0) * 1e3 / c->reps;
-		bench_thread_cpu(&th1);
-		cpu->pool_ms = (th1.pool_s - th0.pool_s) * 1e3 / c->reps;
-		cpu->poller_ms = (th1.poller_s - th0.poller_s) * 1e3 / c->reps;
-		struct bench_stats st;
-		bench_stats(c->times, c->reps, 1e3, &st);
-		*med = st.median;
-		*p90 = st.p90;
-	}
-	return err;
+	return eht_lookup_run(sc->lk, ids, EHT_ID_INT32, 0, sc->n, out, s, fl, NULL);
+}
+
+/* One mode of one strategy on n ids of the steps of bc. */
+static int time_strategy(struct bench_ctx *bc, eht_lookup *lk, int strat, int mode, size_t n, double *med,
+			 double *p90, struct call_cpu *cpu)
+{
+	struct strategy_call sc = {.lk = lk, .strategy = strat, .gpu = bc->gpu, .n = n};
+	struct bench_call call = {.run = strategy_run, .arg = &sc, .ncopy = n};
+	return lk_time_mode(bc, &call, mode, med, p90, cpu);
 }
 
 /* ------------------------------------------------------------------- options */
-struct lk_opts {
-	double gib;
-	size_t shapes[MAX_SHAPES];
-	int nshapes, strategies[CLI_MAX_STRATEGIES], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup, knob_sweep;
-	unsigned threads;
-	const char *workload, *hotset, *tier;
-	long long rbeg, rend;
-};
 
 /* --ids N,N...; 0 or 2. */
 static int parse_ids(struct lk_opts *o, const char *arg)
@@ -242,13 +167,19 @@ static int parse_ids(struct lk_opts *o, const char *arg)
 	return 0;
 }
 
-/* --strategies a,b...; 0 or 2. */
+/* --strategies a,b...: the library's strategies, and "layer" (the engine's own call, not a strategy:
+ * eht_engram_layer_lookup, which runs AUTO's engines); 0 or 2. */
 static int parse_strategies(struct lk_opts *o, const char *arg)
 {
 	char buf[128];
 	o->nstrat = 0;
+	o->layer = 0;
 	snprintf(buf, sizeof(buf), "%s", arg);
 	for (char *tok = strtok(buf, ","); tok && o->nstrat < CLI_MAX_STRATEGIES; tok = strtok(NULL, ",")) {
+		if (!strcmp(tok, "layer")) {
+			o->layer = 1;
+			continue;
+		}
 		int st = eht_lookup_strategy_by_name(tok);
 		if (st < 0)
 			return cli_errorf("bench lookup", 2, "%s", eht_last_error());
@@ -291,6 +222,8 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg)
 			return cli_errorf("bench lookup", 2, "--ids-on is host, gpu or both, not '%s'", arg);
 		return 0;
 	case 'G': o->graph = 1; return 0;
+	case 'V': o->vllm = 1; return 0;
+	case 'N': o->vllm = 0; return 0;
 	case 'D': o->dedup = 1; return 0;
 	case 'K': o->knob_sweep = 1; return 0;
 	case 'r': o->reps = (int)strtol(arg, &end, 10); if (*end) o->reps = 0; return 0;
@@ -323,6 +256,7 @@ const struct option cli_opts_bench_lookup[] = {
 	{"hotset", required_argument, NULL, 'H'},    {"workload-range", required_argument, NULL, 'R'},
 	{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
 	{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
+	{"vllm", no_argument, NULL, 'V'},            {"no-vllm", no_argument, NULL, 'N'},
 	{NULL, 0, NULL, 0}};
 
 /* The command line into o; -1 to run, else the exit status. */
@@ -330,7 +264,7 @@ static int parse_args(int argc, char **argv, struct lk_opts *o)
 {
 	const struct option *longopts = cli_opts_bench_lookup;
 	*o = (struct lk_opts){.shapes = {196608, 6144}, .nshapes = 2, .reps = 20, .fmt = EHT_LOOKUP_RAW, .ids_on = -1, .workload = "uniform", .tier = "memory",
-			      .rbeg = -1, .rend = -1};
+			      .rbeg = -1, .rend = -1, .layer = -1, .vllm = -1};
 	o->nstrat = cli_strategy_order(o->strategies, CLI_MAX_STRATEGIES); /* every one the library has */
 	cli_opt_reset();
 	int opt, rc;
@@ -345,33 +279,6 @@ static int parse_args(int argc, char **argv, struct lk_opts *o)
 }
 
 /* ------------------------------------------------------------------- the run */
-struct lk_run {
-	const struct lk_opts *o;
-	FILE *info;
-	int gpu, want[NMODES], batches;
-	double gib, link, idle, t_hot;
-	uint64_t rows;
-	size_t bytes, maxn, ob, nhot;
-	uint8_t *hout;
-	struct bench_table bt;
-	eht_table *t;
-	char pages[64];    /* the CPU page size of the rows' mapping, in words */
-	uint64_t cpu_page; /* and in bytes (0: unknown) */
-	int table_tier;
-	int32_t *ids;
-	double *times;
-	struct bench_workload *wl;
-	int64_t *hot, *hot_sorted;
-	eht_dptr dout, dids, dcap;
-	eht_stream s;
-	eht_lookup *engines[4];
-	int crcs[4];
-	char cerr[4][160];
-	struct result res[4 * MAX_SHAPES];
-	int nres;
-	const uint8_t *host;                  /* the rows as the CPU reads them (NULL: none) */
-	struct bench_cpu_limit lim[MAX_SHAPES]; /* per shape: the CPU's own limit (threads 0: not run) */
-};
 
 /* The table in the tier asked (memory: an anonymous mapping filled by a pool, wrapped and pinned
  * with a GPU; region / host-NUMA: eht_table_share, then filled), and the CPU page size it got. 0 or 1. */
@@ -445,18 +352,19 @@ static int lk_buffers(struct lk_run *d)
 		return 1;
 	if (d->gpu) {
 		if (eht_dev_stream_create(&d->s, EHT_STREAM_NONBLOCKING) ||
-		    eht_dev_alloc(&d->dout, d->maxn * d->ob) ||
+		    eht_dev_alloc(&d->dout, (d->maxn + 23) * d->ob) || /* + the layer's last token's dead columns */
 		    eht_dev_alloc(&d->dcap, d->maxn * sizeof(*d->ids)) ||
 		    eht_dev_alloc(&d->dids, (size_t)d->batches * d->maxn * sizeof(*d->ids)))
 			return cli_fail("bench lookup", NULL);
-	} else if (!(d->hout = malloc(d->maxn * d->ob))) {
+	} else if (!(d->hout = malloc((d->maxn + 23) * d->ob))) {
 		return cli_errorf("bench lookup", 1, "out of memory for the output");
 	}
 	return 0;
 }
 
-/* Every strategy's engine (a failure is kept, reported per result), with the hot set. */
-static void lk_engines(struct lk_run *d)
+/* Every strategy's engine (a failure is kept, reported per result), with the hot set; and the
+ * engine's own call (its ids' buffers: 0 or 1). */
+static int lk_engines(struct lk_run *d)
 {
 	const struct lk_opts *o = d->o;
 	for (int si = 0; si < o->nstrat; si++) {
@@ -476,6 +384,12 @@ static void lk_engines(struct lk_run *d)
 	}
 	if (d->hot && d->gpu)
 		fprintf(d->info, "hot set loaded into %d engines in %.2f s\n", o->nstrat, d->t_hot);
+	if (!d->layer)
+		return 0;
+	struct lk_layer_opts lo = {.t = d->t, .gpu = d->gpu, .dev = o->dev, .format = o->fmt, .batches = d->batches,
+				   .dedup = o->dedup, .threads = o->threads, .maxn = d->maxn,
+				   .hot = d->hot, .nhot = d->nhot};
+	return lk_layer_open(&d->ly, &lo);
 }
 
 /* The CPU's own limit on shape k's steps (bench_cpu_limit.c), as wide as the engines' pool (its
@@ -497,25 +411,52 @@ static void lk_cpu_limit(struct lk_run *d, int k)
 		memset(&d->lim[k], 0, sizeof(d->lim[k]));
 }
 
+/* The shape's steps (n ids each) appended to the file the baseline's helper reads; a failure turns
+ * the baseline off, saying why. */
+static void lk_save_ids(struct lk_run *d, size_t n)
+{
+	for (int b = 0; d->ids_fd >= 0 && b < d->batches; b++) {
+		const char *p = (const char *)(d->ids + (size_t)b * d->maxn);
+		size_t left = n * sizeof(*d->ids);
+		while (left) {
+			ssize_t w = write(d->ids_fd, p, left);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				snprintf(d->vwhy, sizeof(d->vwhy), "the steps' ids were not written for its helper (%s)",
+					 strerror(w < 0 ? errno : EIO));
+				close(d->ids_fd);
+				d->ids_fd = -1;
+				d->vllm = 0;
+				break;
+			}
+			p += w;
+			left -= (size_t)w;
+		}
+	}
+}
+
 /* Per shape the same steps for every strategy (shape-major, so a text workload is hashed into steps
  * once per shape); results stay strategy-major. 0 or 1. */
 static int lk_shapes(struct lk_run *d)
 {
 	const struct lk_opts *o = d->o;
-	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .maxn = d->maxn,
+	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
 			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
-	d->nres = o->nstrat * o->nshapes;
+	d->nres = (o->nstrat + 2 * d->layer) * o->nshapes;
 	for (int k = 0; k < o->nshapes; k++) {
 		double distinct = 0;
 		if (bench_workload_fill(d->wl, o->shapes[k], (size_t)d->batches, d->maxn, d->ids, &distinct) ||
 		    (d->gpu && eht_dev_h2d(d->dids, d->ids, (size_t)d->batches * d->maxn * sizeof(*d->ids))))
 			return cli_fail("bench lookup", NULL);
+		d->distinct[k] = distinct;
 		for (int si = 0; si < o->nstrat; si++) {
 			int strat = o->strategies[si], crc = d->crcs[si];
 			struct result *r = &d->res[si * o->nshapes + k];
 			memset(r, 0, sizeof(*r));
 			r->strategy = strat;
+			r->background = -1;
 			r->n = o->shapes[k];
 			r->distinct = distinct;
 			r->hit = d->hot ? hit_fraction(d->hot_sorted, d->nhot, d->ids, o->shapes[k], (size_t)d->batches, d->maxn)
@@ -527,13 +468,25 @@ static int lk_shapes(struct lk_run *d)
 					snprintf(r->err[m], sizeof(r->err[m]), "%s", d->cerr[si]);
 					continue;
 				}
-				if (time_mode(&bc, d->engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m], &r->cpu[m]))
+				if (time_strategy(&bc, d->engines[si], strat, m, r->n, &r->med_ms[m], &r->p90_ms[m], &r->cpu[m]))
 					snprintf(r->err[m], sizeof(r->err[m]), "%s", eht_last_error());
 				else
 					r->ok[m] = 1;
 			}
 		}
+		if (d->layer) {
+			struct result lr[2];
+			lk_layer_rows(&d->ly, &bc, d->want, d->ids, d->maxn, o->shapes[k], lr);
+			for (int w = 0; w < 2; w++) {
+				lr[w].distinct = distinct;
+				lr[w].hit = d->hot && !w ? hit_fraction(d->hot_sorted, d->nhot, d->ids, o->shapes[k],
+									(size_t)d->batches, d->maxn)
+						       : -1;
+				d->res[(o->nstrat + w) * o->nshapes + k] = lr[w];
+			}
+		}
 		lk_cpu_limit(d, k);
+		lk_save_ids(d, o->shapes[k]);
 	}
 	return 0;
 }
@@ -552,7 +505,7 @@ static int lk_knob_sweep(struct lk_run *d)
 	enum { NKNOBS = 2 };
 	static const char *names[NKNOBS] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNK_MAX"};
 	const struct lk_opts *o = d->o;
-	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .maxn = d->maxn,
+	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
 			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
 	struct knob_set sets[64];
@@ -596,11 +549,11 @@ static int lk_knob_sweep(struct lk_run *d)
 						continue;
 					double med = 0, p90 = 0;
 					struct call_cpu cpu;
-					int e = time_mode(&bc, d->engines[si], st, m, o->shapes[k], &med, &p90, &cpu);
+					int e = time_strategy(&bc, d->engines[si], st, m, o->shapes[k], &med, &p90, &cpu);
 					len += snprintf(line + len, sizeof(line) - (size_t)len,
 							o->json ? (e ? ", \"%s\": null" : ", \"%s\": %.4f")
 								: (e ? "  %s fail" : "  %s %.4f"),
-							mode_names[m], med);
+							lk_mode_names[m], med);
 				}
 				/* JSON lines beside the report, on stderr: stdout stays one JSON document. */
 				fprintf(o->json ? stderr : stdout, "%s%s\n", line, o->json ? "}" : "");
@@ -625,146 +578,50 @@ static double lk_idle_cpu(void)
 {
 	struct timespec q = {1, 0}, w = {2, 0};
 	nanosleep(&q, NULL);
-	double c0 = cpu_seconds();
+	double c0 = lk_cpu_seconds();
 	nanosleep(&w, NULL);
-	return (cpu_seconds() - c0) / 2.0;
-}
-
-/* ------------------------------------------------------------------- the report */
-/* A result's fastest mode: its median (0: none ran), rows/s and GB/s. */
-static double lk_best(const struct result *r, double *rps, double *gbs)
-{
-	double best = 0;
-	for (int m = 0; m < NMODES; m++)
-		if (r->ok[m] && (best == 0 || r->med_ms[m] < best))
-			best = r->med_ms[m];
-	*rps = best > 0 ? (double)r->n / (best * 1e-3) : 0;
-	*gbs = *rps * RB / 1e9;
-	return best;
-}
-
-static json_t *lk_result_json(const struct lk_run *d, const struct result *r)
-{
-	double link = d->link, rps, gbs, best = lk_best(r, &rps, &gbs);
-	double floor_ms = link > 0 ? (double)r->n * RB / (link * 1e9) * 1e3 : 0;
-	json_t *o = json_pack("{s:s, s:I, s:f, s:I, s:o, s:o}", "strategy", eht_lookup_strategy_name(r->strategy),
-			      "ids", (json_int_t)r->n, "distinct_fraction", r->distinct, "hot_rows",
-			      (json_int_t)d->nhot, "hot_hit_fraction", bench_real_or_null(r->hit, r->hit >= 0),
-			      "link_floor_ms", bench_real_or_null(floor_ms, link > 0));
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "gpu_dedup", json_boolean(d->gpu && (d->o->dedup || d->nhot)));
-	for (int m = 0; m < NMODES; m++) {
-		if (!d->want[m])
-			continue;
-		json_object_set_new(o, mode_names[m],
-				    r->ok[m] ? json_pack("{s:f, s:f, s:f, s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms",
-							 r->p90_ms[m], "cpu_ms_per_call", r->cpu[m].all_ms,
-							 "pool_cpu_ms_per_call", r->cpu[m].pool_ms, "poller_cpu_ms_per_call",
-							 r->cpu[m].poller_ms)
-					     : json_pack("{s:s}", "error", r->err[m]));
-	}
-	json_object_set_new(o, "best_rows_per_s", bench_real_or_null(rps, best > 0));
-	json_object_set_new(o, "best_link_fraction", bench_real_or_null(gbs / link, link > 0 && best > 0));
-	return o;
-}
-
-/* The JSON report: the common envelope, null where a figure does not apply (no link measured
- * without a GPU, no idle figure, no hot set). 0 or 1. */
-static int lk_report_json(const struct lk_run *d)
-{
-	const struct lk_opts *o = d->o;
-	json_t *rep = bench_report_new("lookup"), *jres = json_array();
-	if (rep && jres)
-		json_object_update_new(rep, json_pack("{s:s, s:s, s:I, s:s, s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}",
-						      "tier", o->tier, "table_tier", eht_tier_name(d->table_tier),
-						      "cpu_page_size", (json_int_t)d->cpu_page, "cpu_pages", d->pages,
-						      "table_gib", d->gib,
-						      "rows", (json_int_t)d->rows, "row_bytes", RB, "format",
-						      o->fmt ? "bf16" : "raw", "gpu", d->gpu, "link_gbs",
-						      bench_real_or_null(d->link, d->link > 0), "reps", o->reps, "idle_cpu_cores",
-						      bench_real_or_null(d->idle, d->idle >= 0), "workload",
-						      bench_workload_name(d->wl)));
-	for (int i = 0; i < d->nres; i++)
-		json_array_append_new(jres, lk_result_json(d, &d->res[i]));
-	json_t *jlim = json_array();
-	for (int k = 0; jlim && k < o->nshapes; k++)
-		if (d->lim[k].threads)
-			json_array_append_new(jlim, json_pack("{s:I, s:I, s:I, s:I, s:f, s:f}", "ids", (json_int_t)o->shapes[k],
-							      "threads", (json_int_t)d->lim[k].threads, "piece_rows",
-							      (json_int_t)d->lim[k].piece, "prefetch",
-							      (json_int_t)d->lim[k].prefetch, "local_ms",
-							      d->lim[k].local_s * 1e3, "staging_ms", d->lim[k].staging_s * 1e3));
-	if (rep && jlim)
-		json_object_set_new(rep, "cpu_limit", jlim);
-	else
-		json_decref(jlim);
-	/* json_object_set_new takes jres even when it fails */
-	if (!rep || !jres || json_object_set_new(rep, "results", jres)) {
-		if (!rep)
-			json_decref(jres);
-		json_decref(rep);
-		return cli_errorf("bench lookup", 1, "out of memory for the report");
-	}
-	return cli_print_json(rep);
-}
-
-static void lk_result_row(const struct lk_run *d, const struct result *r)
-{
-	double link = d->link, rps, gbs, best = lk_best(r, &rps, &gbs);
-	double floor_ms = link > 0 ? (double)r->n * RB / (link * 1e9) * 1e3 : 0;
-	char hf[16], lf[16];
-	bench_cell(hf, sizeof(hf), "%.1f%%", 100 * r->hit, r->hit >= 0, "-");
-	printf("%-7s %8zu %8.1f%% %6s %10.3f", eht_lookup_strategy_name(r->strategy), r->n, 100 * r->distinct, hf,
-	       floor_ms);
-	for (int m = 0; m < NMODES; m++) {
-		if (!d->want[m])
-			continue;
-		if (r->ok[m])
-			printf(" %12.3f %8.3f %7.3f", r->med_ms[m], r->p90_ms[m], r->cpu[m].all_ms);
-		else
-			printf(" %12s %8s %7s", "fail", "-", "-");
-	}
-	bench_cell(lf, sizeof(lf), "%.0f%%", link > 0 ? 100 * gbs / link : 0, link > 0 && best > 0, "-");
-	printf(" %9.1f %7s\n", rps / 1e6, lf);
-}
-
-static void lk_report_table(const struct lk_run *d)
-{
-	const struct lk_opts *o = d->o;
-	printf("workload: %s, table in %s, CPU pages %s\n", bench_workload_name(d->wl), o->tier, d->pages);
-	printf("%-7s %8s %9s %6s %10s", "strategy", "ids", "distinct", "hot", "floor ms");
-	for (int m = 0; m < NMODES; m++)
-		if (d->want[m])
-			printf(" %12s %8s %7s", m == ON_HOST ? "host-ids ms" : m == ON_GPU ? "gpu-ids ms" : "graph ms", "p90",
-			       "cpu ms");
-	printf(" %9s %7s\n", "Mrows/s", "link%");
-	for (int i = 0; i < d->nres; i++)
-		lk_result_row(d, &d->res[i]);
-	for (int i = 0; i < d->nres; i++)
-		for (int m = 0; m < NMODES; m++)
-			if (d->want[m] && !d->res[i].ok[m])
-				printf("%s %zu %s: %s\n", eht_lookup_strategy_name(d->res[i].strategy), d->res[i].n,
-				       mode_names[m], d->res[i].err[m]);
-	printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
-	       "steps; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
-	       "rate; Mrows/s and link%% of the fastest mode)\n",
-	       d->gpu ? "GPU" : "host", o->reps, RB);
-	for (int k = 0; k < o->nshapes; k++)
-		if (d->lim[k].threads)
-			printf("CPU limit, %zu ids: %.3f ms into per-thread buffers, %.3f ms into staging (%u spinning threads, "
-			       "%d-row pieces, prefetch %u rows)\n",
-			       o->shapes[k], d->lim[k].local_s * 1e3, d->lim[k].staging_s * 1e3, d->lim[k].threads,
-			       d->lim[k].piece, d->lim[k].prefetch);
-	if (d->idle >= 0)
-		printf("idle CPU with %d engines made and waiting: %.2f cores\n", o->nstrat, d->idle);
+	return (lk_cpu_seconds() - c0) / 2.0;
 }
 
 /* ------------------------------------------------------------------- main */
+/* The baseline, last: this process's engines and table go first (the helper makes a table as large),
+ * then the helper runs on the same steps. */
+static void lk_vllm(struct lk_run *d)
+{
+	if (!d->vllm) {
+		if (d->o->json) /* the table says it under the rows */
+			fprintf(stderr, "vllm (Triton): not measured: %s\n", d->vwhy);
+		return;
+	}
+	for (int i = 0; i < CLI_MAX_STRATEGIES; i++) {
+		eht_lookup_destroy(d->engines[i]);
+		d->engines[i] = NULL;
+	}
+	lk_layer_close(&d->ly);
+	bench_table_close(&d->bt);
+	d->t = NULL;
+	d->host = NULL;
+	fprintf(d->info, "vllm (Triton): timing vLLM's kernel in python3 -m eht.bench_vllm (this table closed first)\n");
+	struct lk_vllm_req q = {.gib = d->gib, .rows = d->rows, .shapes = d->o->shapes, .nshapes = d->o->nshapes,
+				.reps = d->o->reps, .dev = d->o->dev, .want_gpu = d->vwant[ON_GPU],
+				.want_graph = d->vwant[ON_GRAPH], .ids_fd = d->ids_fd};
+	if (lk_vllm_run(&q, d->vres, &d->vinfo, d->vwhy, sizeof(d->vwhy)) && d->o->json)
+		fprintf(stderr, "vllm (Triton): not measured: %s\n", d->vwhy);
+	for (int k = 0; d->vinfo && k < d->o->nshapes; k++)
+		for (int w = 0; w < 2; w++)
+			d->vres[2 * k + w].distinct = d->distinct[k]; /* the same steps as every row's */
+}
+
 static void lk_free(struct lk_run *d)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < CLI_MAX_STRATEGIES; i++) {
 		eht_lookup_destroy(d->engines[i]);
+		d->engines[i] = NULL;
+	}
+	lk_layer_close(&d->ly);
+	if (d->ids_fd >= 0)
+		close(d->ids_fd);
+	json_decref(d->vinfo);
 	free(d->times);
 	free(d->hot);
 	free(d->hot_sorted);
@@ -795,6 +652,14 @@ static int lk_plan(struct lk_run *d)
 		d->want[ON_GPU] = o->ids_on == -1 || o->ids_on == ON_GPU || o->ids_on == NMODES;
 		d->want[ON_GRAPH] = o->graph;
 	}
+	d->layer = o->layer < 0 ? d->gpu : o->layer;
+	d->ids_fd = -1;
+	d->vllm = o->vllm < 0 ? d->gpu : o->vllm;
+	if (!d->vllm)
+		snprintf(d->vwhy, sizeof(d->vwhy), "%s", o->vllm == 0 ? "--no-vllm" : "no GPU serves this run (--vllm runs its helper anyway)");
+	/* it reads ids in GPU memory: eager where the strategies get GPU ids (always, asked without a GPU) */
+	d->vwant[ON_GPU] = d->gpu ? d->want[ON_GPU] : 1;
+	d->vwant[ON_GRAPH] = o->graph;
 	d->info = bench_info(o->json);
 	if (!d->gpu)
 		fprintf(d->info, "no GPU%s: HOST only, host ids, rows gathered into host memory\n", o->cpu ? " (--cpu)" : "");
@@ -815,6 +680,8 @@ static int lk_plan(struct lk_run *d)
 	d->ob = o->fmt == EHT_LOOKUP_BF16 ? 512 : RB;
 	d->batches = o->reps + 2; /* distinct ids per rep: no cache helps a later rep */
 	d->idle = -1;
+	if (d->vllm && (d->ids_fd = lk_vllm_ids_file(d->vwhy, sizeof(d->vwhy))) < 0)
+		d->vllm = 0;
 	return -1;
 }
 
@@ -835,13 +702,15 @@ int bench_lookup(int argc, char **argv)
 		fprintf(d.info, "link: pinned H2D %.1f GB/s (best of 6, 256 MiB)\n", d.link);
 	if (lk_buffers(&d))
 		goto out;
-	lk_engines(&d);
+	if (lk_engines(&d))
+		goto out;
 	if (lk_shapes(&d))
 		goto out;
 	if (o.knob_sweep && lk_knob_sweep(&d))
 		goto out;
 	if (d.gpu && !getenv("EHT_BENCH_NO_IDLE")) /* 3 s: a device run of several benches may skip it */
 		d.idle = lk_idle_cpu();
+	lk_vllm(&d);
 	if (o.json) {
 		if (lk_report_json(&d))
 			goto out;

@@ -49,9 +49,12 @@ int cli_list(FILE *f, int argc, char **argv)
 			fprintf(f, "%s\n", cli_commands[i].path);
 		return 0;
 	}
-	if (!strcmp(what, "strategies") && argc == 1) { /* in the library's order, ids 0 .. count - 1 */
+	if (!strcmp(what, "strategies") && argc <= 2) { /* in the library's order, ids 0 .. count - 1 */
 		for (int i = 0; i < eht_lookup_strategy_count(); i++)
 			fprintf(f, "%s\n", eht_lookup_strategy_name(i));
+		/* what `eht bench lookup --strategies` takes besides them: the engine's own call */
+		if (argc == 2 && !strcmp(argv[1], "bench"))
+			fprintf(f, "layer\n");
 		return 0;
 	}
 	if (!strcmp(what, "tiers")) {
@@ -70,5 +73,5 @@ int cli_list(FILE *f, int argc, char **argv)
 			put_lines(f, names);
 		return 0;
 	}
-	return cli_errorf("--list", 2, "lists commands, strategies or tiers [serve|bench], not '%s'", what);
+	return cli_errorf("--list", 2, "lists commands, strategies [bench] or tiers [serve|bench], not '%s'", what);
 }

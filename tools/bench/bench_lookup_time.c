@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* bench_lookup_time.c: `eht bench lookup`'s timing of one call in one mode (ids on the host, in GPU
+ * memory, or a CUDA graph replayed with fresh ids), the same for every row: strategies, the engine's
+ * own call. */
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "bench.h"
+#include "bench_lookup.h"
+#include "util/clock.h"
+
+const char *const lk_mode_names[NMODES] = {"host_ids", "gpu_ids", "graph"};
+
+double lk_cpu_seconds(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* The call captured once into a graph reading c->dcap; 0 or -errno. */
+static int capture(struct bench_ctx *c, const struct bench_call *call, eht_graph *g, eht_graph_exec *ge)
+{
+	int err = eht_dev_capture_begin(c->s, EHT_CAPTURE_GLOBAL);
+	if (err)
+		return err;
+	err = call->run(call->arg, ON_GRAPH, (const void *)(uintptr_t)c->dcap, c->out, c->s);
+	int erc = eht_dev_capture_end(c->s, g);
+	if (!err)
+		err = erc;
+	if (!err)
+		err = eht_dev_graph_instantiate(ge, *g);
+	return err;
+}
+
+int lk_time_mode(struct bench_ctx *c, const struct bench_call *call, int mode, double *med, double *p90,
+		 struct call_cpu *cpu)
+{
+	int err = 0;
+	eht_graph g = NULL;
+	eht_graph_exec ge = NULL;
+	if (mode == ON_GRAPH)
+		err = capture(c, call, &g, &ge);
+	double cpu0 = 0;
+	struct bench_thread_cpu th0 = {0}, th1;
+	for (int rep = -2; rep < c->reps && !err; rep++) {
+		size_t off = (size_t)(rep + 2) * c->stride;
+		if (rep == 0) {
+			bench_thread_cpu(&th0);
+			cpu0 = lk_cpu_seconds();
+		}
+		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
+						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
+		if (mode == ON_GRAPH) { /* fresh ids into the captured buffer, not timed */
+			err = eht_dev_d2d_async(c->dcap, c->dids + off * sizeof(int32_t), call->ncopy * sizeof(int32_t), c->s);
+			if (!err)
+				err = eht_dev_stream_sync(c->s);
+		}
+		double a = eht_now_s();
+		if (!err)
+			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
+					       : call->run(call->arg, mode, pid, c->out, c->gpu ? c->s : NULL);
+		if (!err && c->gpu)
+			err = eht_dev_stream_sync(c->s);
+		if (rep >= 0)
+			c->times[rep] = eht_now_s() - a;
+	}
+	if (ge)
+		eht_dev_graph_exec_destroy(ge);
+	if (g)
+		eht_dev_graph_destroy(g);
+	if (!err) {
+		cpu->all_ms = (lk_cpu_seconds() - cpu0) * 1e3 / c->reps;
+		bench_thread_cpu(&th1);
+		cpu->pool_ms = (th1.pool_s - th0.pool_s) * 1e3 / c->reps;
+		cpu->poller_ms = (th1.poller_s - th0.poller_s) * 1e3 / c->reps;
+		struct bench_stats st;
+		bench_stats(c->times, c->reps, 1e3, &st);
+		*med = st.median;
+		*p90 = st.p90;
+	}
+	return err;
+}
