@@ -61,6 +61,17 @@ def main():
     check(v.get("push") is True and v.get("push_dequant") is True, "pushdq: %r" % v)
     check(bs.parse_variant("layer+stream-side")["push"] is False and bs.parse_variant("layer-side")["push"] is None,
           "layer ways: %r" % bs.parse_variant("layer+stream-side"))
+    v = bs.parse_variant("layer+nohot-inline")
+    check(v.get("layer") and v["no_hot"] and not v["background"] and not bs.parse_variant("layer-inline")["no_hot"],
+          "layer+nohot: the inline way without the hot set: %r" % v)
+    check(bs.parse_variant("auto+bg+nohot-side").get("no_hot") and not bs.parse_variant("auto+bg-side").get("no_hot"),
+          "nohot: a strategy's hot set left out")
+    for bad in ("layer+push-inline", "layer+push+stream-side", "layer+hot-side", "layerx-side", "layer-middle"):
+        try:
+            bs.parse_variant(bad)
+            check(False, "%s is no variant" % bad)
+        except ValueError:
+            pass
     # CPU by kind of thread: a thread named as eht names its pool's workers is counted as the pool's.
     import ctypes  # noqa: PLC0415
     import threading  # noqa: PLC0415

@@ -101,13 +101,20 @@ def parse_variant(spec):
         place = "inline" if spec == "vllm-inline" else "side"
         return {"name": spec, "strategy": None, "place": place, "background": place == "side", "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "vllm": True}
-    if spec in ("layer-side", "layer-inline", "layer+push-side", "layer+stream-side"):
+    if spec.startswith("layer"):
         # the engine's own call: eht.torch.EngramLayer.lookup(ids, out, background) with vLLM's arguments,
-        # background=True on the side stream, False inline (what an engine's natural call gets)
-        place = spec.rpartition("-")[2]
+        # background=True on the side stream, False inline (what an engine's natural call gets). On a text
+        # workload its inline way loads the hot set as a served table's would; +nohot: without it
+        head, _, place = spec.rpartition("-")
+        opts = head.split("+")
+        if opts[0] != "layer" or place not in ("side", "inline") or \
+                any(o not in ("push", "stream", "nohot") for o in opts[1:]) or ("push" in opts and "stream" in opts):
+            raise ValueError("variant %r: layer[+push|+stream][+nohot]-side|inline" % spec)
+        if place == "inline" and ("push" in opts or "stream" in opts):
+            raise ValueError("variant %r: push and stream are ways of the background call (-side)" % spec)
         return {"name": spec, "strategy": "auto", "place": place, "background": place == "side", "sm_cap": 0,
-                "dedup": False, "late_dequant": False, "layer": True,
-                "push": True if "+push" in spec else False if "+stream" in spec else None}
+                "dedup": False, "late_dequant": False, "layer": True, "no_hot": "nohot" in opts,
+                "push": True if "push" in opts else False if "stream" in opts else None}
     if spec == "copy":
         return {"name": "copy", "strategy": None, "place": "side", "background": False, "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "copy_only": True}
@@ -135,6 +142,8 @@ def parse_variant(spec):
             v["push"], v["push_dequant"] = True, True
         elif p == "ldq":
             v["late_dequant"] = True
+        elif p == "nohot":  # a text workload's hot set left out: the A/B of the hot set in the step
+            v["no_hot"] = True
         elif p.startswith("cap") and p[3:].isdigit() and int(p[3:]) > 0:
             v["sm_cap"] = int(p[3:])
         elif p.startswith("pspin") and p[5:].isdigit():
@@ -142,7 +151,7 @@ def parse_variant(spec):
         elif p.startswith("bspin") and p[5:].isdigit():
             v["bell_spin_us"] = int(p[5:])
         else:
-            raise ValueError("variant %r: unknown option %r (bg, push, stream, capN, dedup, pspinN, bspinN, ldq)" % (spec, p))
+            raise ValueError("variant %r: unknown option %r (bg, push, stream, capN, dedup, pspinN, bspinN, ldq, nohot)" % (spec, p))
     if v.get("push") is not None and not v["background"]:
         raise ValueError("variant %r: push and stream are ways of the background mode (bg+push, bg+stream)" % spec)
     return v
@@ -833,9 +842,16 @@ def make_engines(eht, tables, v, sms, hot, threads):
     if v.get("layer"):
         import torch  # noqa: PLC0415
         import eht.torch as et  # noqa: PLC0415
-        return [LayerEngine(torch, et.EngramLayer(tables[t], format="bf16", device=tables[0].device, threads=threads,
-                                                  push=v.get("push")), v["background"])
-                for t in range(2)], 0
+        engines = []
+        for t in range(2):
+            layer = et.EngramLayer(tables[t], format="bf16", device=tables[0].device, threads=threads,
+                                   push=v.get("push"))
+            if hot[t] and not v.get("no_hot"):
+                # the inline way's hot set, as a served table with one gives it (the background way loads none)
+                arr, buf, n = eht._hot_rows(hot[t])
+                eht._check(eht._L().eht_lookup_set_hotset(layer.engine(False), buf, n), "eht_lookup_set_hotset")
+            engines.append(LayerEngine(torch, layer, v["background"]))
+        return engines, 0
     kw = {"strategy": v["strategy"], "format": "raw" if v.get("late_dequant") else "bf16", "device": tables[0].device,
           "threads": threads}
     cap = sms // 2 if v["sm_cap"] == -1 else v["sm_cap"]
@@ -858,7 +874,7 @@ def make_engines(eht, tables, v, sms, hot, threads):
     engines = []
     for t in range(2):
         lk = eht.Lookup(tables[t], **kw)
-        if hot[t]:
+        if hot[t] and not v.get("no_hot"):
             lk.set_hotset(hot[t])
         engines.append(lk)
     return engines, cap
