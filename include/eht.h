@@ -958,7 +958,8 @@ struct eht_lookup_opts {
 	 * the first rows that fit hotset_max_bytes of GPU memory (row_bytes + 48 a row, see
 	 * eht_lookup_set_hotset; 0: no cap) are taken. NULL: the table's own hot set (eht_table_hotset:
 	 * the one its server handed over; of it the rows this process holds, under the same cap) on an
-	 * engine with a GPU and the kernels, unless EHT_LOOKUP_NO_HOTSET; it is skipped with a warning
+	 * engine with a GPU and the kernels, unless EHT_LOOKUP_NO_HOTSET or EHT_LOOKUP_BACKGROUND (beside
+	 * the model a hot set's kernel cost the step more than it saved); it is skipped with a warning
 	 * where it cannot be loaded, and eht_lookup_set_hotset before the first run replaces it. */
 	const int64_t *hotset;
 	uint64_t hotset_rows;

@@ -63,6 +63,17 @@ static void compare_engines(eht_table *t, const int64_t *h, uint64_t nh, eht_str
 			goto next;
 		CHECK(eht_lookup_hotset_rows(cached) == nh);
 		CHECK(eht_lookup_hotset_rows(plain) == 0);
+		/* ... and a background engine takes none by default (explicitly set, it is served) */
+		eht_lookup *bg = NULL;
+		o.flags = (o.flags & ~EHT_LOOKUP_NO_HOTSET) | EHT_LOOKUP_BACKGROUND;
+		CHECK_RC(eht_lookup_create(t, &o, &bg), 0);
+		if (bg) {
+			CHECK(eht_lookup_hotset_rows(bg) == 0);
+			CHECK_RC(eht_lookup_set_hotset(bg, h, nh), 0);
+			CHECK(eht_lookup_hotset_rows(bg) == nh);
+			eht_lookup_destroy(bg);
+		}
+		o.flags &= ~EHT_LOOKUP_BACKGROUND;
 		double t0 = (double)eht_now_ns() / 1e6;
 		CHECK_RC(eht_lookup_set_hotset(cached, h, nh), 0); /* the caller's replaces the default */
 		CHECK(eht_lookup_hotset_rows(cached) == nh);
