@@ -57,8 +57,11 @@ def main():
           "push: %r" % v)
     v = bs.parse_variant("auto+bg+stream-side")
     check(v.get("push") is False and v["background"], "stream: %r" % v)
-    v = bs.parse_variant("auto+bg+pushdq-side")
-    check(v.get("push") is True and v.get("push_dequant") is True, "pushdq: %r" % v)
+    try:
+        bs.parse_variant("auto+bg+pushdq-side")
+        check(False, "pushdq is no option (the pushed dequant of captured prefills was removed)")
+    except ValueError:
+        pass
     check(bs.parse_variant("layer+stream-side")["push"] is False and bs.parse_variant("layer-side")["push"] is None,
           "layer ways: %r" % bs.parse_variant("layer+stream-side"))
     v = bs.parse_variant("layer+nohot-inline")

@@ -23,8 +23,8 @@ the whole step is one CUDA graph. Variants:
                        False inline (what an engine's natural call gets, nothing hand-picked)
   layer+stream-side    the same made with push=False (captured lookups the stream's way)
   STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push / stream (with bg:
-  captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way; pushdq: a bf16 prefill
-  pushed too, the CPU dequantizing each group, EHT_TEST_BG_PUSH_DEQUANT), capN (SM cap N), dedup,
+  captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way), capN (SM cap N), dedup,
+  nohot (a text workload's hot set left out),
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
   eht_lookup_dequant, instead of a dequant kernel beside the model's)
@@ -138,8 +138,6 @@ def parse_variant(spec):
             v["dedup"] = True
         elif p in ("push", "stream"):
             v["push"] = p == "push"
-        elif p == "pushdq":  # captured bf16 prefill pushed too (EHT_TEST_BG_PUSH_DEQUANT), an A/B of that way
-            v["push"], v["push_dequant"] = True, True
         elif p == "ldq":
             v["late_dequant"] = True
         elif p == "nohot":  # a text workload's hot set left out: the A/B of the hot set in the step
@@ -867,9 +865,6 @@ def make_engines(eht, tables, v, sms, hot, threads):
         kw["spin_us"] = v["pool_spin_us"] or 1
     if "bell_spin_us" in v:
         os.environ["EHT_BELL_SPIN_US"] = str(v["bell_spin_us"])  # read when the poller starts
-    if v.get("push_dequant"):
-        os.environ["EHT_TEST_BG_PUSH_DEQUANT"] = "1"  # read when the engine is made
-    if "bell_spin_us" in v or v.get("push_dequant"):
         eht._reload_settings()  # libeht reads its settings once; the variant's are new
     engines = []
     for t in range(2):
@@ -997,9 +992,6 @@ def run(a, rep, log):
                             os.environ.pop("EHT_BELL_SPIN_US", None)
                         else:
                             os.environ["EHT_BELL_SPIN_US"] = bell_env
-                    if v.get("push_dequant"):
-                        os.environ.pop("EHT_TEST_BG_PUSH_DEQUANT", None)
-                    if "bell_spin_us" in v or v.get("push_dequant"):
                         eht._reload_settings()
                 rep["results"].append(res)
                 log(line(res))

@@ -118,9 +118,6 @@ static const struct eht_setting_def table[EHT_SET_COUNT] = {
 	    "0: the CPU's bf16 dequant looks every weight up in a table instead of using AVX-512BW (same bits)"),
 	ROW(TEST_BELL_TRACE, EHT_SETTING_BOOL, X, "0",
 	    "1: print where stream-triggered lookups spend their time when an engine is destroyed"),
-	ROW(TEST_BG_PUSH_DEQUANT, EHT_SETTING_BOOL, X, "0",
-	    "1: a pushing engine's captured bf16 background lookups over 16,384 rows pushed too (the CPU dequantizes "
-	    "each group) instead of the stream's way (eht bench step's +pushdq variants)"),
 };
 
 #undef U

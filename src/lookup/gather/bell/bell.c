@@ -78,7 +78,6 @@ int eht_lk_bell_init(eht_lookup *lk)
 	 * whatever it says (bg.c), so every background engine has the push stream. */
 	b->bg_push = eht_setting_is_set(EHT_SET_LOOKUP_BG_PUSH) ? eht_setting_bool(EHT_SET_LOOKUP_BG_PUSH)
 								 : !(lk->flags & EHT_LOOKUP_BG_STREAM);
-	b->push_dequant = eht_setting_bool(EHT_SET_TEST_BG_PUSH_DEQUANT);
 	if (!rc && lk->gpu && lk->background) {
 		rc = eht_dev_stream_create(&b->push_stream, EHT_STREAM_NONBLOCKING);
 		if (!rc)

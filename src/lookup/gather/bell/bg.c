@@ -80,7 +80,9 @@ static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht
 
 /* Whether a background request is pushed. A captured one as the engine says (bg_push, the default;
  * eht.h), except one the stream's way dequantizes group by group (group_dequant): pushed, a prefill step
- * on the lent H200 paid +1.1 ms synced against +0.34. An eager one always: its calling thread then
+ * on the lent H200 paid +1.1 ms synced against +0.34 with the
+ * CPU's copies serialized, and +0.24 against +0.35 with them on a dequant stream (2026-12-04: within the
+ * rounds' noise, so the simpler way stays). An eager one always: its calling thread then
  * makes two calls (the ring kernel, one wait) where the stream's way makes a wait and a copy per group
  * and four more, and an eager engine's launching thread is its bottleneck (a tp-4 rank's bf16 call of
  * 8,192 tokens measured 31 against 134 us of the thread's CPU). */
@@ -89,7 +91,7 @@ static bool bg_pushed(const eht_lookup *lk, bool group_dequant, bool capturing)
 	const struct lk_bell *b = lk->bell;
 	if (!capturing)
 		return b->bg_push || b->push_stream;
-	return b->bg_push && (!group_dequant || b->push_dequant);
+	return b->bg_push && !group_dequant;
 }
 
 int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,

@@ -91,7 +91,6 @@ struct lk_bell {
 	/* Pushed requests (EHT_LOOKUP_BG_PUSH): the CPU's copies go on push_stream, whose
 	 * last one is ev_pushed (staging is busy until it is done; pushed_used: recorded once). */
 	bool bg_push;
-	bool push_dequant; /* EHT_TEST_BG_PUSH_DEQUANT: captured group-dequant requests pushed too */
 	eht_stream push_stream;
 	eht_event ev_pushed;
 	bool pushed_used;
