@@ -221,7 +221,7 @@ int eht_engram_layout_from_json(const char *json, size_t len, eht_engram_layout 
 	if (!root)
 		return eht_err(EINVAL, "engram config: line %d: %s", je.line, je.text);
 	struct layout_cfg c = {0};
-	uint64_t v, arr[EHT_ENGRAM_MAX_LAYERS];
+	uint64_t v = 0, arr[EHT_ENGRAM_MAX_LAYERS];
 	size_t n;
 	int rc;
 	json_t *cfg = json_object_get(root, "text_config");

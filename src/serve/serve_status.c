@@ -168,7 +168,7 @@ int serve_status_start(const char *key, const char *path, int device, long allow
 {
 	*out = NULL;
 	struct sockaddr_un a;
-	socklen_t alen;
+	socklen_t alen = 0;
 	int rc = status_addr(key, (unsigned)geteuid(), &a, &alen);
 	if (rc)
 		return rc;
@@ -413,7 +413,7 @@ static int list_keys(struct asks *q, unsigned uid)
 static void ask_connect(struct asked *x, int64_t deadline)
 {
 	struct sockaddr_un a;
-	socklen_t alen;
+	socklen_t alen = 0;
 	int rc = status_addr(x->key, x->uid, &a, &alen); /* sets its own message */
 	if (!rc && (rc = serve_connect(&a, alen, deadline, &x->fd)) != 0) {
 		if (rc == -ECONNREFUSED)

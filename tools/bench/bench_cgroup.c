@@ -164,7 +164,9 @@ static int make_child(struct bench_cg *c, const char *parent, const char *what, 
 	snprintf(c->dir, sizeof(c->dir), "%.1500s/eht-bench-disk-%d", parent, (int)getpid());
 	if (mkdir(c->dir, 0755) != 0) {
 		int e = errno;
-		snprintf(why, wl, "%s: mkdir %s: %s", what, c->dir, strerror(e));
+		/* (a long path cut short is still a message; only an encoding error leaves none) */
+		if (snprintf(why, wl, "%s: mkdir %s: %s", what, c->dir, strerror(e)) < 0 && wl)
+			why[0] = '\0';
 		c->dir[0] = '\0';
 		return -e;
 	}
