@@ -16,8 +16,8 @@ What it does, as the engine would:
 - CUDA graphs at several batch sizes (FULL decode graphs), replayed with new token ids.
 - The engines are made in the default mode: this step has no model layers beside the lookups, so
   their own latency is what counts. An engine whose prefetch stream runs beside its layers makes
-  them with background=True, and with push=True too if it waits for each step's tokens before it
-  launches the next (docs/BENCHMARKS.md, "Which mode where").
+  them with background=True (the CPU pushes the rows by default; push=False for an engine that launches
+  steps far ahead: docs/ENGINES.md).
 
     python3 examples/vllm_engram.py [--tp 4 --rank 1] [--key KEY] [--sizes 1,64,256,1024,8192]
 

@@ -24,8 +24,8 @@ It runs on torch's current stream of out's device. Semantics, as vLLM's lookup k
   for a raw one; rows of any stride (unit stride inside a row).
 Wrong types raise TypeError, wrong shapes, devices and ranges ValueError, naming the argument.
 The engine's own options apply: its strategy, format, and where the module has them the background
-mode (and its push way) and SM cap of the engine-step work (table.lookup_engine(background=True,
-push=True, sm_cap=N)).
+mode (pushed by default; push=False: the stream's way) and SM cap of the engine-step work
+(table.lookup_engine(background=True, push=False, sm_cap=N)).
 
 Deferred dequant (`dequant_into` / `dequant`, op `torch.ops.eht.dequant_into`): a raw engine's rows
 ([..., 264] uint8 on the GPU) into bf16 ([..., 256]) on torch's current stream, one kernel over the
