@@ -50,6 +50,14 @@ __device__ __forceinline__ uint4 dq8(uint2 w, uint32_t s)
 	return r;
 }
 
+/* Lane l's 8 bf16 of a 256-weight row: weights 8l..8l+7 (the row's word w) with their group's scale
+ * byte from the row's 8-byte scale word sc (32 weights per scale = 4 lanes). */
+__device__ __forceinline__ uint4 dq_lane(uint2 w, uint2 sc, int lane)
+{
+	int g = lane >> 2;
+	return dq8(w, ((g < 4 ? sc.x : sc.y) >> ((g & 3) * 8)) & 0xffu);
+}
+
 /* ------------------------------------------------------------------------ warp row movers */
 /* Copies RPW rows (src[r] NULL: zero row) of rb bytes with V-byte words: lane j of the warp takes
  * words j, j+32, ... of the concatenated rows; U loads are issued before their stores. */
@@ -115,11 +123,8 @@ __device__ __forceinline__ void warp_rows(const uint8_t *const *src, uint8_t *co
 			if (r >= nrows)
 				break;
 			uint4 o = make_uint4(0, 0, 0, 0);
-			if (src[r]) {
-				int g = lane >> 2; /* 32 weights per scale = 4 lanes */
-				uint32_t s = ((g < 4 ? sc[r].x : sc[r].y) >> ((g & 3) * 8)) & 0xffu;
-				o = dq8(w[r], s);
-			}
+			if (src[r])
+				o = dq_lane(w[r], sc[r], lane);
 			reinterpret_cast<uint4 *>(dst[r])[lane] = o;
 		}
 		return;

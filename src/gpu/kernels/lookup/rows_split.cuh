@@ -67,11 +67,8 @@ __device__ __forceinline__ void warp_rows_split(const uint8_t *W, const uint8_t 
 			if (r >= nrows)
 				break;
 			uint4 o = make_uint4(0, 0, 0, 0);
-			if (loc[r] != NO_ROW) {
-				int g = lane >> 2; /* 32 weights per scale = 4 lanes */
-				uint32_t s = ((g < 4 ? sc[r].x : sc[r].y) >> ((g & 3) * 8)) & 0xffu;
-				o = dq8(w[r], s);
-			}
+			if (loc[r] != NO_ROW)
+				o = dq_lane(w[r], sc[r], lane);
 			reinterpret_cast<uint4 *>(dst[r])[lane] = o;
 		}
 		return;
