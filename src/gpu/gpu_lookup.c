@@ -121,7 +121,7 @@ static int split_args(const struct eht_gpu_table *t, eht_dptr out, int fmt, stru
 	*a = (struct split_args){.w = t->base, .s = t->scales, .wb = t->wb, .sb = t->rb - t->wb};
 	int v1 = eht_gpu_vec(a->wb, a->w, out), v2 = eht_gpu_vec(a->sb, a->s, out);
 	a->vec = v1 < v2 ? v1 : v2;
-	if (fmt == EHT_LK_FMT_BF16 && (a->wb != 256 || a->sb != 8 || a->w % 8 || a->s % 8))
+	if (fmt == EHT_LK_FMT_BF16 && !eht_gpu_table_bf16_ok(t))
 		return eht_err(EINVAL, "lookup: bf16 in place from split rows needs 256 weight and 8 scale bytes, "
 				       "8-byte aligned (rows of %u + %u bytes)", a->wb, a->sb);
 	return 0;

@@ -48,6 +48,13 @@ struct eht_gpu_table {
 	uint32_t rb, wb;
 };
 
+/* Whether the kernels dequantize t's rows in place: packed rows, or split rows of 256 weight and 8
+ * scale bytes with both arrays 8-byte aligned (they read 8-byte words of each). */
+static inline bool eht_gpu_table_bf16_ok(const struct eht_gpu_table *t)
+{
+	return !t->scales || (t->wb == 256 && t->rb - t->wb == 8 && t->base % 8 == 0 && t->scales % 8 == 0);
+}
+
 /* DIRECT: out[i] = row(ids[i]) in place from t, zero for dead; counters[0] += dead ids (u64). fmt:
  * enum eht_lookup_format (bf16 from a split table: wb 256, both arrays 8-byte aligned, else -EINVAL). */
 int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,

@@ -86,8 +86,7 @@ static void geometry_gpu_table(eht_lookup *lk, const eht_table *table)
 		lk->tab = (struct eht_gpu_table){.base = sp->dw, .scales = sp->ds, .rb = lk->rb, .wb = sp->wb};
 	else
 		lk->tab = (struct eht_gpu_table){.base = lk->ti.device_ptr, .rb = lk->rb};
-	bool fmt_ok = !lk->tab.scales || lk->fmt == EHT_LOOKUP_RAW ||
-		      (sp->wb == 256 && sp->sb == 8 && sp->dw % 8 == 0 && sp->ds % 8 == 0);
+	const bool fmt_ok = lk->fmt == EHT_LOOKUP_RAW || eht_gpu_table_bf16_ok(&lk->tab);
 	lk->table_gpu = lk->gpu && lk->tab.base && lk->ti.device == lk->device && fmt_ok;
 }
 
