@@ -223,19 +223,17 @@ static int gpu_chunk(eht_engram_layer *l, struct layer_way *w, const void *ids, 
 	if (l->ids_as_is && s_head == 1 && s_tok == (int64_t)l->part) {
 		rc = eht_lookup_run(w->lk, (const uint8_t *)ids + t0 * l->part * isz, id64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
 				    n * l->part, to, s, run_flags, NULL);
-		goto restride;
+	} else {
+		struct eht_gpu_layer_view v = {
+			.ids = (eht_dptr)(uintptr_t)ids + (eht_dptr)((int64_t)t0 * s_tok * (int64_t)isz), .id64 = id64,
+			.tokens = n, .s_tok = s_tok, .s_head = s_head, .head_start = l->head_start, .part = l->part,
+			.n_heads = l->n_heads, .vocab_start = l->vocab_start, .vocab_end = l->vocab_end, .shift = l->shift,
+			.out64 = l->ids64};
+		rc = eht_gpu_layer_ids(&l->k, s, &v, w->ids);
+		if (!rc)
+			rc = eht_lookup_run(w->lk, (const void *)(uintptr_t)w->ids, l->ids64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
+					    n * l->part, to, s, run_flags, NULL);
 	}
-	struct eht_gpu_layer_view v = {.ids = (eht_dptr)(uintptr_t)ids + (eht_dptr)((int64_t)t0 * s_tok * (int64_t)isz),
-				       .id64 = id64, .tokens = n, .s_tok = s_tok, .s_head = s_head,
-				       .head_start = l->head_start, .part = l->part, .n_heads = l->n_heads,
-				       .vocab_start = l->vocab_start, .vocab_end = l->vocab_end, .shift = l->shift,
-				       .out64 = l->ids64};
-	rc = eht_gpu_layer_ids(&l->k, s, &v, w->ids);
-	if (rc)
-		return rc;
-	rc = eht_lookup_run(w->lk, (const void *)(uintptr_t)w->ids, l->ids64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
-			    n * l->part, to, s, run_flags, NULL);
-restride:
 	if (!rc && !dense)
 		rc = eht_gpu_layer_restride(&l->k, s, w->dense, n, tw, (eht_dptr)(uintptr_t)dst, stride);
 	return rc;

@@ -98,10 +98,11 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 			 eht_dptr out, eht_stream es, bool capturing)
 {
 	struct lk_bell *b = lk->bell;
-	const bool raw = lk->fmt == EHT_LOOKUP_RAW, push = bg_pushed(lk, !raw && n > LK_BG_DEQUANT_ROWS, capturing);
+	const bool raw = lk->fmt == EHT_LOOKUP_RAW, group_dequant = !raw && n > LK_BG_DEQUANT_ROWS;
+	const bool push = bg_pushed(lk, group_dequant, capturing);
 	/* Pushed bf16 above LK_BG_DEQUANT_ROWS: the CPU dequantizes each group after its copy (as
 	 * bg_groups' dequant stream does, for the same reason), so the stream still has two nodes. */
-	const bool cpu_dequant = push && !raw && n > LK_BG_DEQUANT_ROWS;
+	const bool cpu_dequant = push && group_dequant;
 	const eht_dptr dst = raw ? out : lk->scr.d_compact;
 	unsigned idx;
 	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, push ? dst : 0, cpu_dequant ? out : 0,

@@ -53,7 +53,8 @@ struct lk_req {
 	 * thing the stream waits for. 0: the stream waits for each group and copies it. */
 	eht_dptr push_dst;
 	/* A pushed bf16 request of more than LK_BG_DEQUANT_ROWS rows: the CPU also dequantizes each group
-	 * into push_out (an expand kernel it enqueues on push_stream after the group's copy). 0: the stream
+	 * into push_out (an expand kernel it enqueues on the dequant stream, bg_xstream, once the group's
+	 * copy on push_stream is done). 0: the stream
 	 * dequantizes the rows once they are all there. */
 	eht_dptr push_out;
 	atomic_bool armed; /* fields above published (release) for the poller */
