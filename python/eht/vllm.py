@@ -172,9 +172,9 @@ def _own_table(module):
         w, s = getattr(module, wa, None), getattr(module, sa, None)
         if w is not None and s is not None:
             rows = int(w.shape[0])
-            dev = _device()  # readable in place by this rank's GPU: every strategy serves it
+            # device: readable in place by this rank's GPU (every strategy serves it); None: no GPU
             return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
-                            device=-1 if dev is None else dev, name="vllm-engram-%d" % rows)
+                            device=_device(), name="vllm-engram-%d" % rows)
     raise LookupError("eht.vllm: the Engram layer has none of the storage attributes %s; serve the tables "
                       "with `eht serve` and set VLLM_EHT_KEY" % (", ".join("%s/%s" % p for p in STORAGE_ATTRS),))
 
