@@ -83,6 +83,15 @@ static int split_unpin(struct split_impl *m)
 	return rc;
 }
 
+/* On a failure (rc): unregisters what was registered, keeping the failure's message. */
+static void split_unpin_failed(struct split_impl *m, int rc)
+{
+	struct eht_err_saved cause; /* unregistering must not overwrite why it failed */
+	eht_err_save(&cause);
+	split_unpin(m);
+	eht_err_restore(&cause, rc);
+}
+
 static int split_close(eht_table *t)
 {
 	int rc = split_unpin(t->impl);
@@ -142,10 +151,7 @@ static int split_gpu(struct split_impl *m, uint64_t rows, int device, const char
 		}
 	}
 	if (rc) {
-		struct eht_err_saved cause; /* unregistering must not overwrite why it failed */
-		eht_err_save(&cause);
-		split_unpin(m);
-		eht_err_restore(&cause, rc);
+		split_unpin_failed(m, rc);
 		m->dw = m->ds = 0;
 		return eht_err_prefix(rc, "table %s: GPU %d cannot read the %s [%p, +%zu) in place", name, device, what,
 				      (const void *)at, len);
@@ -201,10 +207,7 @@ int eht_table_wrap_split2(const void *weights, uint64_t weight_bytes, const void
 				      .local_rows = rows, .name = name};
 	rc = eht_table_new(&info, &split_ops, m, out);
 	if (rc) {
-		struct eht_err_saved cause;
-		eht_err_save(&cause);
-		split_unpin(m);
-		eht_err_restore(&cause, rc);
+		split_unpin_failed(m, rc);
 		free(m);
 		return rc;
 	}
