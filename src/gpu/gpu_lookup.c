@@ -277,6 +277,9 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 {
 	if (!n)
 		return 0;
+	if (a->fmt == EHT_LK_FMT_BF16 && (rb != EHT_ENGRAM_ROW_BYTES || !a->xout))
+		return eht_err(EINVAL, "eht_lk_stage_in: bf16 output needs %d-byte rows (%u) and a bf16 buffer",
+			       EHT_ENGRAM_ROW_BYTES, rb);
 	uint64_t nchunks = (n + a->chunk - 1) / a->chunk;
 	/* At most one block per SM: every block waits on the CPU, so all must be resident at once with
 	 * room left for other kernels (the in-place gather of an AUTO split runs beside it). */
@@ -289,8 +292,9 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
 	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
+	int fmt = a->fmt;
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
-			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &vec, &counters,
+			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &vec, (void *)&a->xout, &fmt, &counters,
 			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->ucount,
 			(void *)&a->share, (void *)&a->h_count, (void *)&mirror};
 	unsigned blocks = grid + (mirror ? 1 : 0), shmem = mirror ? a->nslots * 4 : 0;

@@ -109,6 +109,10 @@ struct eht_gpu_stage_in {
 	 * there and the others poll it instead of host memory (0, or more than EHT_LK_RELAY_SLOTS slots:
 	 * every block polls host memory). */
 	eht_dptr mirror;
+	/* EHT_LOOKUP_BF16: each chunk's raw rows, once copied into out, are dequantized into xout
+	 * (512-byte rows) by the block that copied them; out is then scratch. 0 (raw): out only. */
+	int fmt;
+	eht_dptr xout;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, eht_dptr out, eht_dptr counters);

@@ -14,9 +14,9 @@ __device__ __forceinline__ unsigned long long gtime(void) { return eht_gtime(); 
  * ready[slot] = tag | (c + 1) (tag: the request, so that runs on two streams never take each other's
  * chunks; and its dead ids in chunk_dead[c]). Each block takes chunks blockIdx.x,
  * blockIdx.x + gridDim.x, ...: waits for its chunk, copies it from the pinned staging in place
- * (cache-volatile loads: the CPU rewrites staging between launches) into out (raw rows: a bf16
- * lookup dequantizes them after, from GPU memory),
- * then frees the slot (ready[slot] = 0) for the CPU's next chunk. The last block to finish writes
+ * (cache-volatile loads: the CPU rewrites staging between launches) into out (raw rows), frees the
+ * slot (ready[slot] = 0) for the CPU's next chunk and, for a bf16 lookup (fmt), dequantizes the
+ * chunk's raw rows from out (GPU memory, in L2) into xout. The last block to finish writes
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
  * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
  * between launches (the last block resets them). The grid must fit on the GPU at once beside other
@@ -66,10 +66,50 @@ __device__ __forceinline__ void relay_ready(const unsigned *ready, unsigned *mir
 	}
 }
 
-extern "C" __global__ void __launch_bounds__(EHT_LK_THREADS)
+/* A staged chunk is contiguous in staging and in out: the whole block copies its bytes with U loads
+ * in flight per thread before their stores. Every load of pinned host memory costs a PCIe round
+ * trip of microseconds, so a chunk must take as few of them as possible: the warp row mover (4 rows
+ * a warp in flight) took 5-11 us for a 48-row decode chunk and 36-80 us for a 256-row prefill chunk
+ * on the lent H200, all of it after the CPU's last row for the last chunk. */
+template <typename V, int U>
+__device__ __forceinline__ void block_copy_cv(const uint8_t *src, uint8_t *dst, unsigned long long bytes)
+{
+	const V *s = reinterpret_cast<const V *>(src);
+	V *d = reinterpret_cast<V *>(dst);
+	const unsigned W = (unsigned)(bytes / sizeof(V)), step = blockDim.x; /* a chunk is < 4 GiB */
+	for (unsigned base = threadIdx.x; base < W; base += step * U) {
+		V v[U];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			if (base + u * step < W)
+				v[u] = eht_ldcv(s + base + u * step);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			if (base + u * step < W)
+				d[base + u * step] = v[u];
+	}
+}
+
+/* vec: the widest word that divides the row size and aligns both (eht_gpu_vec), so every chunk's
+ * bytes too. 16-byte words (264-byte rows) keep 8 in flight a thread: 32 KiB a round trip for the
+ * block, a decode chunk in one; narrower words (other row sizes) 2, within the register cap below. */
+__device__ __forceinline__ void block_copy_chunk(const uint8_t *src, uint8_t *dst, unsigned long long bytes, int vec)
+{
+	switch (vec) {
+	case 16: block_copy_cv<uint4, 8>(src, dst, bytes); break;
+	case 8: block_copy_cv<uint2, 2>(src, dst, bytes); break;
+	case 4: block_copy_cv<uint32_t, 2>(src, dst, bytes); break;
+	default: block_copy_cv<uint8_t, 2>(src, dst, bytes); break;
+	}
+}
+
+/* 64 registers a thread at most (4 blocks' worth per SM), as before the block copy: one block on
+ * every SM waits for the CPU beside the model's kernels and must leave them the SM's registers. */
+extern "C" __global__ void __launch_bounds__(EHT_LK_THREADS, 4)
 eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const uint8_t *staging,
 		unsigned *ready, unsigned tag, const unsigned long long *chunk_dead, unsigned chunk, unsigned nslots,
-		unsigned long long n, uint32_t rb, uint8_t *out, int vec, unsigned long long *counters,
+		unsigned long long n, uint32_t rb, uint8_t *out, int vec, uint8_t *xout, int fmt,
+		unsigned long long *counters,
 		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
 		const unsigned long long *ucount, float share, unsigned long long *h_count, unsigned *mirror)
 {
@@ -120,6 +160,7 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		relay_ready(ready, mirror, tag, nslots, nchunks);
 	for (unsigned long long c = blockIdx.x; blockIdx.x < nblocks && c < nchunks; c += nblocks) {
 		const unsigned slot = (unsigned)(c % nslots);
+		unsigned long long dead = 0;
 		if (threadIdx.x == 0) {
 			volatile unsigned *r = (relay ? mirror : ready) + slot;
 			unsigned ns = relay ? 32 : 64, ns_max = relay ? 256 : 1024; /* GPU memory polls cost little */
@@ -129,9 +170,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 					ns *= 2;
 			}
 			__threadfence_system();
-			unsigned long long d = ((volatile const unsigned long long *)chunk_dead)[c];
-			if (d)
-				atomicAdd(&counters[0], d);
+			/* its dead count is read now and added after the copy: the two round trips overlap */
+			dead = ((volatile const unsigned long long *)chunk_dead)[c];
 			if (trace && c == 0)
 				trace[2] = gtime();
 			if (trace && c == nchunks - 1)
@@ -139,22 +179,7 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		}
 		__syncthreads();
 		const unsigned long long b = c * chunk, e = min(n, b + chunk);
-		const uint8_t *base = staging + (unsigned long long)slot * chunk * rb;
-		for (unsigned long long f = b + (unsigned long long)warp * RPW; f < e; f += (unsigned long long)nwarps * RPW) {
-			const uint8_t *src[RPW];
-			uint8_t *dst[RPW];
-			int nrows = (int)min((unsigned long long)RPW, e - f);
-#pragma unroll
-			for (int r = 0; r < RPW; r++) {
-				src[r] = NULL;
-				dst[r] = out;
-				if (r < nrows) {
-					src[r] = base + (f + r - b) * rb;
-					dst[r] = out + (f + r) * rb;
-				}
-			}
-			warp_rows<true>(src, dst, rb, nrows, FMT_RAW, vec, lane);
-		}
+		block_copy_chunk(staging + (unsigned long long)slot * chunk * rb, out + b * rb, (e - b) * rb, vec);
 		__syncthreads(); /* every load of the slot has completed (its values were stored) */
 		if (trace && threadIdx.x == 0 && (c == 0 || c == nchunks - 1)) /* chunk 0's / the last one's copy done */
 			trace[c == 0 ? 9 : 10] = gtime();
@@ -163,7 +188,28 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 				*(volatile unsigned *)(mirror + slot) = 0u;
 			__threadfence_system();
 			*(volatile unsigned *)(ready + slot) = 0u;
+			if (dead)
+				atomicAdd(&counters[0], dead);
 		}
+		/* bf16: the chunk's raw rows dequantized from out, which this block has just written (the
+		 * barrier above makes them visible to it), while the CPU gathers later chunks: no expand
+		 * kernel after this one */
+		if (fmt == FMT_BF16)
+			for (unsigned long long f = b + (unsigned long long)warp * RPW; f < e; f += (unsigned long long)nwarps * RPW) {
+				const uint8_t *src[RPW];
+				uint8_t *dst[RPW];
+				int nrows = (int)min((unsigned long long)RPW, e - f);
+#pragma unroll
+				for (int r = 0; r < RPW; r++) {
+					src[r] = NULL;
+					dst[r] = xout;
+					if (r < nrows) {
+						src[r] = out + (f + r) * rb;
+						dst[r] = xout + (f + r) * 512ull;
+					}
+				}
+				warp_rows<false>(src, dst, rb, nrows, FMT_BF16, vec, lane);
+			}
 	}
 	if (threadIdx.x == 0) {
 		__threadfence();

@@ -51,7 +51,7 @@ int eht_lk_bell_init(eht_lookup *lk)
 		b->reqs[i].h_cap = lk->max_batch * 8;
 		b->reqs[i].h_ids = eht_lk_bell_alloc(lk, b->reqs[i].h_cap, &b->reqs[i].d_h_ids, &rc);
 		if (!rc && lk->gpu)
-			rc = eht_dev_event_create(&b->reqs[i].done, EHT_EVENT_TIMING);
+			rc = eht_dev_event_create(&b->reqs[i].done, 0);
 	}
 	if (!rc && !(b->slot_pub = calloc(lk->max_chunks, sizeof(*b->slot_pub))))
 		rc = eht_err(ENOMEM, "lookup: out of memory");
@@ -168,15 +168,18 @@ int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, i
 	 * microseconds of extra latency per step). */
 	struct eht_gpu_stage_in a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
 				     .id_bytes = n * (id64 ? 8 : 4)};
-	/* bf16: the kernel moves the raw rows into the scratch (HOST's init made it; n <= max_batch <=
-	 * compact_rows) and one expand dequantizes them there from GPU memory. Measured on the H200
+	/* bf16: each block moves its chunk's raw rows into the scratch (HOST's init made it; n <= max_batch
+	 * <= compact_rows) and dequantizes them from there (GPU memory) into out. Measured on the H200
 	 * (graph, GPU ids, 24 GiB): a block's raw copy of a chunk out of staging takes half the time of
-	 * dequantizing it on the way, and the lookup with the expand after it took 92 against 113 us for
-	 * decode, 1.34 against 2.06 ms for prefill. */
-	if (lk->fmt == EHT_LOOKUP_RAW)
-		return bell_launch(lk, &a, n, out, s, capturing, publish_dead, idx);
-	rc = bell_launch(lk, &a, n, lk->scr.d_compact, s, capturing, publish_dead, idx);
-	return rc ? rc : eht_gpu_expand(&lk->g, s, 0, n, lk->scr.d_compact, lk->rb, out, lk->fmt);
+	 * dequantizing it on the way (92 against 113 us for decode, 1.34 against 2.06 ms for prefill, with
+	 * an expand kernel after); dequantized chunk by chunk beside the gather, no expand is left after
+	 * the last row. */
+	if (lk->fmt != EHT_LOOKUP_RAW) {
+		a.fmt = lk->fmt;
+		a.xout = out;
+		out = lk->scr.d_compact;
+	}
+	return bell_launch(lk, &a, n, out, s, capturing, publish_dead, idx);
 }
 
 int eht_lk_bell_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_dptr compact, float share,
