@@ -59,7 +59,7 @@ int eht_lk_gpu_parts_init(eht_lookup *lk)
 	lk->ids.d_ids = eht_lk_dev_alloc(lk->max_batch * 8, &rc);
 	lk->d_counters = eht_lk_dev_alloc(2 * sizeof(uint64_t), &rc);
 	if (!rc)
-		rc = eht_dev_event_create(&lk->ids.ev, EHT_EVENT_TIMING);
+		rc = eht_dev_event_create(&lk->ids.ev, 0);
 	/* The dead word: mapped, so a stage-in kernel can publish a run's count itself. */
 	if (!rc)
 		rc = eht_dev_host_alloc((void **)&lk->h_dead, 8, EHT_DEV_HOST_PORTABLE | EHT_DEV_HOST_MAPPED);
@@ -105,9 +105,9 @@ int eht_lk_fork_init(eht_lookup *lk)
 	struct lk_fork *f = &lk->fork;
 	if (f->side)
 		return 0;
-	int rc = eht_dev_event_create(&f->ev_fork, EHT_EVENT_TIMING);
+	int rc = eht_dev_event_create(&f->ev_fork, 0);
 	if (!rc)
-		rc = eht_dev_event_create(&f->ev_join, EHT_EVENT_TIMING);
+		rc = eht_dev_event_create(&f->ev_join, 0);
 	return rc ? rc : eht_dev_stream_create(&f->side, EHT_STREAM_NONBLOCKING);
 }
 

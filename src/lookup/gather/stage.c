@@ -68,7 +68,7 @@ int eht_lk_stage_init(eht_lookup *lk)
 		return rc;
 	eht_event *evs[] = {&S->ev_half[0], &S->ev_half[1], &S->ev_stage};
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]) && !rc; i++)
-		rc = eht_dev_event_create(evs[i], EHT_EVENT_TIMING);
+		rc = eht_dev_event_create(evs[i], 0);
 	return rc;
 }
 

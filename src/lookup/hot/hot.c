@@ -208,7 +208,7 @@ static int refresh_apply(void *ctx, const struct eht_hot_plan *p)
 static int refresh_init(eht_lookup *lk, struct lk_hot *h, const int64_t *rows)
 {
 	uint64_t lrows = h->n < LOAD_CHUNK ? h->n : LOAD_CHUNK;
-	int rc = eht_dev_event_create(&h->ev_applied, EHT_EVENT_TIMING);
+	int rc = eht_dev_event_create(&h->ev_applied, 0);
 	rc = dalloc(&h->d_lslot, lrows * 4, rc);
 	rc = dalloc(&h->d_lrows, lrows * lk->rb, rc);
 	struct eht_hot_mem mem = {.alloc = pinned_alloc, .free = pinned_free, .wait = applied_wait, .ctx = h};
