@@ -287,7 +287,15 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 	eht_dptr mirror = a->mirror && a->nslots <= EHT_LK_RELAY_SLOTS && cap >= 2 ? a->mirror : 0;
 	if (mirror) /* the relay block is one of them */
 		cap--;
-	unsigned grid = (unsigned)(nchunks < cap ? nchunks : cap);
+	/* A chunk in parts of at most EHT_LK_STAGE_PART_BYTES (one round trip of a block's loads), each
+	 * copied by its own block: a 256-row prefill chunk in 3. On the lent H200 (24 GiB, graph
+	 * replays, alternated runs) the last chunk's copy took 11-12 us against 24-25 in one piece, and
+	 * the kernel ended 31 us after it was ready against 51-60. */
+	uint64_t np = ((uint64_t)a->chunk * rb + EHT_LK_STAGE_PART_BYTES - 1) / EHT_LK_STAGE_PART_BYTES;
+	unsigned parts = (unsigned)(np < 1 ? 1 : np > EHT_LK_STAGE_PARTS_MAX ? EHT_LK_STAGE_PARTS_MAX : np);
+	if (!a->parts_done)
+		parts = 1;
+	unsigned grid = (unsigned)(nchunks * parts < cap ? nchunks * parts : cap);
 	grid = grid ? grid : 1;
 	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
 	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
@@ -296,7 +304,7 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
 			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &vec, (void *)&a->xout, &fmt, &counters,
 			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->ucount,
-			(void *)&a->share, (void *)&a->h_count, (void *)&mirror};
+			(void *)&a->share, (void *)&a->h_count, (void *)&mirror, &parts, (void *)&a->parts_done};
 	unsigned blocks = grid + (mirror ? 1 : 0), shmem = mirror ? a->nslots * 4 : 0;
 	return launch_shmem(g->stage_in, blocks, THREADS, shmem, s, args, "eht_lk_stage_in");
 }

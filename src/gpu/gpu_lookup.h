@@ -113,6 +113,10 @@ struct eht_gpu_stage_in {
 	 * (512-byte rows) by the block that copied them; out is then scratch. 0 (raw): out only. */
 	int fmt;
 	eht_dptr xout;
+	/* GPU memory of nslots words, zero between launches: a chunk larger than one block's round trip
+	 * of loads is cut into parts copied by several blocks, and the last to finish frees its slot
+	 * (0: every chunk one block's). */
+	eht_dptr parts_done;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, eht_dptr out, eht_dptr counters);

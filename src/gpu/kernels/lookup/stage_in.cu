@@ -12,11 +12,13 @@ __device__ __forceinline__ unsigned long long gtime(void) { return eht_gtime(); 
  * that rings the doorbell (a host-mapped word) that the CPU side polls. The CPU pool then gathers
  * chunk c (rows [c*chunk, ...)) into staging slot c % nslots and publishes it with
  * ready[slot] = tag | (c + 1) (tag: the request, so that runs on two streams never take each other's
- * chunks; and its dead ids in chunk_dead[c]). Each block takes chunks blockIdx.x,
- * blockIdx.x + gridDim.x, ...: waits for its chunk, copies it from the pinned staging in place
- * (cache-volatile loads: the CPU rewrites staging between launches) into out (raw rows), frees the
- * slot (ready[slot] = 0) for the CPU's next chunk and, for a bf16 lookup (fmt), dequantizes the
- * chunk's raw rows from out (GPU memory, in L2) into xout. The last block to finish writes
+ * chunks; and its dead ids in chunk_dead[c]). A chunk's rows are cut into `parts` (with parts_done:
+ * GPU memory, nslots words, zero between launches); each block takes the items (chunk, part)
+ * blockIdx.x, blockIdx.x + gridDim.x, ...: waits for the chunk, copies its part from the pinned
+ * staging in place (cache-volatile loads: the CPU rewrites staging between launches) into out (raw
+ * rows), and the chunk's last part to finish frees the slot (ready[slot] = 0) for the CPU's next
+ * chunk; for a bf16 lookup (fmt) each block then dequantizes its part's raw rows from out (GPU
+ * memory, in L2) into xout. The last block to finish writes
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
  * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
  * between launches (the last block resets them). The grid must fit on the GPU at once beside other
@@ -111,7 +113,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		unsigned long long n, uint32_t rb, uint8_t *out, int vec, uint8_t *xout, int fmt,
 		unsigned long long *counters,
 		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
-		const unsigned long long *ucount, float share, unsigned long long *h_count, unsigned *mirror)
+		const unsigned long long *ucount, float share, unsigned long long *h_count, unsigned *mirror,
+		unsigned parts, unsigned *parts_done)
 {
 	const int lane = threadIdx.x & (WARP - 1);
 	const bool relay = mirror != NULL && gridDim.x > 1;
@@ -158,7 +161,13 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 	const unsigned long long nchunks = (n + chunk - 1) / chunk;
 	if (relay && blockIdx.x == nblocks)
 		relay_ready(ready, mirror, tag, nslots, nchunks);
-	for (unsigned long long c = blockIdx.x; blockIdx.x < nblocks && c < nchunks; c += nblocks) {
+	/* Work items are (chunk, part): a chunk's rows are cut into parts copied by as many blocks, so the
+	 * last chunks' copies take one round trip each instead of several after the CPU's last row. */
+	if (!parts_done)
+		parts = 1;
+	for (unsigned long long w = blockIdx.x; blockIdx.x < nblocks && w < nchunks * parts; w += nblocks) {
+		const unsigned long long c = w / parts;
+		const unsigned part = (unsigned)(w - c * parts);
 		const unsigned slot = (unsigned)(c % nslots);
 		unsigned long long dead = 0;
 		if (threadIdx.x == 0) {
@@ -171,34 +180,47 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 			}
 			__threadfence_system();
 			/* its dead count is read now and added after the copy: the two round trips overlap */
-			dead = ((volatile const unsigned long long *)chunk_dead)[c];
-			if (trace && c == 0)
+			if (part == 0)
+				dead = ((volatile const unsigned long long *)chunk_dead)[c];
+			if (trace && part == 0 && c == 0)
 				trace[2] = gtime();
-			if (trace && c == nchunks - 1)
+			if (trace && part == 0 && c == nchunks - 1)
 				trace[3] = gtime();
 		}
 		__syncthreads();
-		const unsigned long long b = c * chunk, e = min(n, b + chunk);
-		block_copy_chunk(staging + (unsigned long long)slot * chunk * rb, out + b * rb, (e - b) * rb, vec);
+		const unsigned long long b = c * chunk, e = min(n, b + chunk), rp = (e - b + parts - 1) / parts;
+		const unsigned long long pb = min(e, b + part * rp), pe = min(e, pb + rp);
+		block_copy_chunk(staging + (unsigned long long)slot * chunk * rb + (pb - b) * rb, out + pb * rb,
+				 (pe - pb) * rb, vec);
 		__syncthreads(); /* every load of the slot has completed (its values were stored) */
-		if (trace && threadIdx.x == 0 && (c == 0 || c == nchunks - 1)) /* chunk 0's / the last one's copy done */
+		if (trace && threadIdx.x == 0 && part == 0 && (c == 0 || c == nchunks - 1)) /* chunk 0's / the last one's copy done */
 			trace[c == 0 ? 9 : 10] = gtime();
 		if (threadIdx.x == 0) {
-			if (relay) /* before the CPU can see the slot free and publish its next chunk */
-				*(volatile unsigned *)(mirror + slot) = 0u;
-			__threadfence_system();
-			*(volatile unsigned *)(ready + slot) = 0u;
+			/* the chunk's last part to finish frees the slot (and zeroes the count for its next use) */
+			bool last = parts == 1;
+			if (!last) {
+				__threadfence();
+				last = atomicAdd(&parts_done[slot], 1u) == parts - 1;
+				if (last)
+					atomicExch(&parts_done[slot], 0u);
+			}
+			if (last) {
+				if (relay) /* before the CPU can see the slot free and publish its next chunk */
+					*(volatile unsigned *)(mirror + slot) = 0u;
+				__threadfence_system();
+				*(volatile unsigned *)(ready + slot) = 0u;
+			}
 			if (dead)
 				atomicAdd(&counters[0], dead);
 		}
-		/* bf16: the chunk's raw rows dequantized from out, which this block has just written (the
+		/* bf16: the part's raw rows dequantized from out, which this block has just written (the
 		 * barrier above makes them visible to it), while the CPU gathers later chunks: no expand
 		 * kernel after this one */
 		if (fmt == FMT_BF16)
-			for (unsigned long long f = b + (unsigned long long)warp * RPW; f < e; f += (unsigned long long)nwarps * RPW) {
+			for (unsigned long long f = pb + (unsigned long long)warp * RPW; f < pe; f += (unsigned long long)nwarps * RPW) {
 				const uint8_t *src[RPW];
 				uint8_t *dst[RPW];
-				int nrows = (int)min((unsigned long long)RPW, e - f);
+				int nrows = (int)min((unsigned long long)RPW, pe - f);
 #pragma unroll
 				for (int r = 0; r < RPW; r++) {
 					src[r] = NULL;

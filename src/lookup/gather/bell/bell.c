@@ -66,6 +66,12 @@ int eht_lk_bell_init(eht_lookup *lk)
 		if (!rc)
 			rc = eht_dev_memset8(b->d_mirror, 0, lk->max_chunks * sizeof(uint32_t));
 	}
+	/* Parts of a chunk copied by several stage-in blocks count themselves here, per slot. */
+	if (!rc && lk->gpu) {
+		rc = eht_dev_alloc(&b->d_parts, lk->max_chunks * sizeof(uint32_t));
+		if (!rc)
+			rc = eht_dev_memset8(b->d_parts, 0, lk->max_chunks * sizeof(uint32_t));
+	}
 	if (!rc && lk->gpu && lk->background && lk->fmt != EHT_LOOKUP_RAW) {
 		rc = eht_dev_stream_create(&b->bg_xstream, EHT_STREAM_NONBLOCKING);
 		for (unsigned g = 0; g < LK_BG_GROUPS && !rc; g++)
@@ -107,6 +113,8 @@ void eht_lk_bell_fini(eht_lookup *lk)
 		eht_dev_free(b->d_sync);
 	if (b->d_mirror)
 		eht_dev_free(b->d_mirror);
+	if (b->d_parts)
+		eht_dev_free(b->d_parts);
 	for (unsigned g = 0; g < LK_BG_GROUPS; g++)
 		eht_dev_event_destroy(b->bg_copied[g]);
 	eht_dev_event_destroy(b->bg_xdone);
@@ -146,6 +154,7 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 	a->h_dead = publish_dead ? lk->d_h_dead : 0;
 	a->trace = b->d_gtrace;
 	a->mirror = b->d_mirror;
+	a->parts_done = b->d_parts;
 	eht_lk_bell_geom(lk, n, &a->chunk, &a->nslots);
 	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
 	eht_lk_bell_start(lk, idx, capturing);

@@ -81,6 +81,7 @@ struct lk_bell {
 	eht_dptr d_cdead;
 	eht_dptr d_sync; /* 2 x LK_REQS u32, zero between launches */
 	eht_dptr d_mirror; /* GPU memory, max_chunks u32: the stage-in kernel's relay of ready (0: none) */
+	eht_dptr d_parts;  /* GPU memory, max_chunks u32: parts of a chunk copied, per slot (stage_in.cu) */
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
