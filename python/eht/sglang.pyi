@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Type hints of eht.sglang (the SGLang Engram adapter)."""
+from types import ModuleType
+from typing import Any, Mapping, Optional
+
+ENGRAM_MODULE: str
+ENGRAM_CLASS: str
+ENV: str
+KEY_ENV: str
+N_COLS: int
+FULL: str
+SHARD: str
+
+def enabled(env: Optional[Mapping[str, str]] = None) -> bool: ...
+def register(lazy: bool = True) -> bool: ...
+def patch_module(mod: ModuleType) -> bool: ...
+def patch_class(cls: type) -> bool: ...
+def storage_mode(module: Any) -> Optional[str]: ...
+def make_layer(module: Any) -> Any: ...
