@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """pyutil: what the Python test scripts share (they run as scripts, so tests/ is on sys.path): a
 failure-counting check, eht imported for a CPU-only run or a skip, and `eht serve` of a synthetic
-checkpoint until it says it serves."""
+checkpoint until it says it serves, and a recording stand-in of eht.torch.EngramLayer for the engine
+adapters' tests."""
 import contextlib
 import os
 import subprocess
 import sys
 import tempfile
+import types
 
 
 class Checks:
@@ -41,6 +43,26 @@ def import_eht_cpu():
         print("skip: %s" % exc)
         return None
     return eht
+
+
+class RecordingLayer:
+    """eht.torch.EngramLayer's stand-in: records each layer made (made) and each lookup (calls)."""
+    made = []
+
+    def __init__(self, table, **kw):
+        self.table, self.kw, self.calls = table, kw, []
+        RecordingLayer.made.append(self)
+
+    def lookup(self, indices, out, background=False):
+        self.calls.append((indices, out, background))
+        return out
+
+
+def stand_in_engram_layer():
+    """Installs a stand-in eht.torch module whose EngramLayer is RecordingLayer (no torch needed), for
+    the engine adapters' tests to import eht.vllm / eht.sglang after; returns RecordingLayer."""
+    sys.modules["eht.torch"] = types.SimpleNamespace(EngramLayer=RecordingLayer)
+    return RecordingLayer
 
 
 @contextlib.contextmanager

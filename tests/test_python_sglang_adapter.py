@@ -27,19 +27,7 @@ check = pyutil.Checks()
 
 
 # ---- a stand-in EngramLayer that records its calls ----
-class FakeLayer:
-    made = []
-
-    def __init__(self, table, **kw):
-        self.table, self.kw, self.calls = table, kw, []
-        FakeLayer.made.append(self)
-
-    def lookup(self, indices, out, background=False):
-        self.calls.append((indices, out, background))
-        return out
-
-
-sys.modules["eht.torch"] = types.SimpleNamespace(EngramLayer=FakeLayer)
+FakeLayer = pyutil.stand_in_engram_layer()
 import eht.sglang as es  # noqa: E402
 
 # ---- the stub declares the module's public names, with the same parameters ----

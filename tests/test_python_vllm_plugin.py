@@ -11,7 +11,6 @@ import array
 import importlib
 import os
 import sys
-import types
 
 import pyutil
 
@@ -32,19 +31,7 @@ check(eps.get("vllm.general_plugins", {}).get("eht") == "eht.vllm:register", "en
 
 
 # ---- a stand-in EngramLayer that records its calls ----
-class FakeLayer:
-    made = []
-
-    def __init__(self, table, **kw):
-        self.table, self.kw, self.calls = table, kw, []
-        FakeLayer.made.append(self)
-
-    def lookup(self, indices, out, background=False):
-        self.calls.append((indices, out, background))
-        return out
-
-
-sys.modules["eht.torch"] = types.SimpleNamespace(EngramLayer=FakeLayer)
+FakeLayer = pyutil.stand_in_engram_layer()
 import eht.vllm as ev  # noqa: E402
 from vllm.distributed import parallel_state as ps  # noqa: E402
 
