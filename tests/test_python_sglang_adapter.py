@@ -99,6 +99,7 @@ check(layer.kw == dict(head_start=0, part=24, n_heads=24, vocab_start=0, vocab_e
       "shared: all 24 columns of every row: %r" % layer.kw)
 t = layer.table
 check(t.rows == 3000 and t.row_bytes == 264, "SGLang's storage as a split table: %d rows of %d" % (t.rows, t.row_bytes))
+check(t.name == "sglang-engram-3000", "the table is named after SGLang, not vLLM: %r" % t.name)
 got = bytearray(264)
 t.lookup(array.array("q", [5]), got, strategy="host")
 check(got[0] == 0x42 and got[256 + 3] == 0x7f, "no copy: SGLang's bytes read through eht (weights, then scales)")
@@ -170,7 +171,7 @@ if cli:
               "served: all rows, eht's lookup: %r" % layer.kw)
         check(s.sglang == {"gather": 0, "all_reduce": 0, "dp_gather": 0}, "no collective: %r" % s.sglang)
         s2 = Emb(2999, 256, 1)
-        check.raises(LookupError, "rows", lambda: s2(ids(1)))
+        check.raises(LookupError, "eht.sglang: no table of 2999 rows", lambda: s2(ids(1)))
         es._vllm._clients.clear()
         del s, layer
         os.environ.pop("SGLANG_EHT_KEY")

@@ -276,7 +276,7 @@ def make_layer(module: Any) -> Any:
     else:
         vs = int(module.row_start)
         ve = vs + int(module.rows)
-    table = _vllm._served_table(module, key) if key else _vllm._own_table(module)
+    table = _vllm._served_table(module, key, "eht.sglang") if key else _vllm._own_table(module, "eht.sglang")
     if not key and table.rows != ve - vs:
         raise LookupError("eht.sglang: SGLang's storage holds %d rows, the rank's rows are [%d, %d)"
                           % (table.rows, vs, ve))

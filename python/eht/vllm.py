@@ -147,7 +147,8 @@ def _device():
     return torch.cuda.current_device() if torch.cuda.is_available() else None
 
 
-def _served_table(module, key):
+def _served_table(module, key, who="eht.vllm"):
+    """The table of the module's rows among those served under key (who: the adapter, for messages)."""
     import eht  # noqa: PLC0415
     client = _clients.get(key)
     if client is None:
@@ -157,16 +158,17 @@ def _served_table(module, key):
     for t in client.tables.values():
         if t.rows == rows:
             return t
-    raise LookupError("eht.vllm: no table of %d rows among those served under key %r (%s)"
-                      % (rows, key, ", ".join("%s: %d" % (n, t.rows) for n, t in client.tables.items())))
+    raise LookupError("%s: no table of %d rows among those served under key %r (%s)"
+                      % (who, rows, key, ", ".join("%s: %d" % (n, t.rows) for n, t in client.tables.items())))
 
 
 _clients = {}
 STORAGE_ATTRS = (("weight", "scale"), ("weights", "scales"), ("embed_weight", "embed_scale"))
 
 
-def _own_table(module):
-    """vLLM's own storage (weights [rows, 256] then scales [rows, 8]) wrapped without a copy."""
+def _own_table(module, who="eht.vllm"):
+    """The engine's own storage (weights [rows, 256] then scales [rows, 8]) wrapped without a copy; named
+    after the adapter (who) so that `eht status` and errors say whose storage it is."""
     import eht  # noqa: PLC0415
     for wa, sa in STORAGE_ATTRS:
         w, s = getattr(module, wa, None), getattr(module, sa, None)
@@ -174,9 +176,10 @@ def _own_table(module):
             rows = int(w.shape[0])
             # device: readable in place by this rank's GPU (every strategy serves it); None: no GPU
             return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
-                            device=_device(), name="vllm-engram-%d" % rows)
-    raise LookupError("eht.vllm: the Engram layer has none of the storage attributes %s; serve the tables "
-                      "with `eht serve` and set VLLM_EHT_KEY" % (", ".join("%s/%s" % p for p in STORAGE_ATTRS),))
+                            device=_device(), name="%s-engram-%d" % (who.rsplit(".", 1)[-1], rows))
+    raise LookupError("%s: the Engram layer has none of the storage attributes %s; serve the tables "
+                      "with `eht serve` and set %s_EHT_KEY" % (who, ", ".join("%s/%s" % p for p in STORAGE_ATTRS),
+                                                             who.rsplit(".", 1)[-1].upper()))
 
 
 def make_layer(module):
