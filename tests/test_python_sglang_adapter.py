@@ -95,7 +95,8 @@ m.scale[5, 3] = 0x7f
 check(not FakeLayer.made, "no eht layer before the weights are loaded")
 m.finish_load("layer 1")
 layer = one_layer()
-check(layer.kw == dict(head_start=0, part=24, n_heads=24, vocab_start=0, vocab_end=3000, format="bf16", device=None),
+check(layer.kw == dict(head_start=0, part=24, n_heads=24, vocab_start=0, vocab_end=3000, format="bf16",
+                      device=es._vllm._device()),
       "shared: all 24 columns of every row: %r" % layer.kw)
 t = layer.table
 check(t.rows == 3000 and t.row_bytes == 264, "SGLang's storage as a split table: %d rows of %d" % (t.rows, t.row_bytes))
