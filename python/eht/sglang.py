@@ -57,8 +57,7 @@ _warned = set()
 
 def enabled(env: Optional[Mapping[str, str]] = None) -> bool:
     """Whether SGLANG_EHT turns the adapter on ("1", "true", "yes", "on")."""
-    env = os.environ if env is None else env
-    return env.get(ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return _vllm._switch_on(ENV, env)
 
 
 def register(lazy: bool = True) -> bool:

@@ -34,10 +34,16 @@ N_COLS = 24  # 8 heads x 3 n-gram orders per Engram layer
 _PATCHED = "_eht_patched"
 
 
+def _switch_on(name, env=None):
+    """Whether the environment (env, else os.environ) sets name to "1", "true", "yes" or "on": how an
+    adapter's switch (VLLM_EHT, SGLANG_EHT) is read."""
+    env = os.environ if env is None else env
+    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def enabled(env=None):
     """Whether VLLM_EHT turns the plug-in on ("1", "true", "yes", "on")."""
-    env = os.environ if env is None else env
-    return env.get("VLLM_EHT", "").strip().lower() in ("1", "true", "yes", "on")
+    return _switch_on("VLLM_EHT", env)
 
 
 def register():
