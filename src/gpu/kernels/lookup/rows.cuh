@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rows.cuh: what the lookup kernels share: exact bf16 dequantization, the warp row movers, id ->
- * local row, the grid-stride row loop (for_rows) and the GPU/CPU split point of a compact request. */
+ * local row, the row movers' loops (warp_groups, for_rows_in, for_rows) and the GPU/CPU split point
+ * of a compact request. */
 #ifndef EHT_GPU_KERNELS_LOOKUP_ROWS_CUH
 #define EHT_GPU_KERNELS_LOOKUP_ROWS_CUH
 
@@ -154,19 +155,36 @@ __device__ __forceinline__ bool to_local(long long id, long long off, long long 
 	return true;
 }
 
-/* The row movers' grid-stride loop: each warp takes RPW positions of [0, n) at a time; row(p, &src,
- * &dst) names position p's source (NULL: a zero row) and destination, warp_rows moves them, then
- * after(first, nrows) runs (per-group bookkeeping; may do nothing). */
+/* The row movers' loop shape: warp wid of `warps` takes the positions [first, first + RPW) of [b, e)
+ * for first = b + wid * RPW, then every warps * RPW further; body(first, nrows) moves them. The whole
+ * grid (grid_warp, grid_warps: for_rows) or one block (its warps: the stage-in kernel's dequant). */
+template <typename Body>
+__device__ __forceinline__ void warp_groups(unsigned long long b, unsigned long long e, unsigned long long wid,
+					    unsigned long long warps, Body body)
+{
+	for (unsigned long long first = b + wid * RPW; first < e; first += warps * RPW)
+		body(first, (int)min((unsigned long long)RPW, e - first));
+}
+__device__ __forceinline__ unsigned long long grid_warp(void)
+{
+	return ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+}
+__device__ __forceinline__ unsigned long long grid_warps(void)
+{
+	return (unsigned long long)gridDim.x * (blockDim.x / WARP);
+}
+
+/* warp_groups over rows: row(p, &src, &dst) names position p's source (NULL: a zero row) and
+ * destination, warp_rows moves them, then after(first, nrows) runs (per-group bookkeeping; may do
+ * nothing). */
 template <bool CV = false, typename Row, typename After>
-__device__ __forceinline__ void for_rows(unsigned long long n, uint32_t rb, int fmt, int vec, Row row, After after)
+__device__ __forceinline__ void for_rows_in(unsigned long long b, unsigned long long e, unsigned long long wid,
+					    unsigned long long warps, uint32_t rb, int fmt, int vec, Row row, After after)
 {
 	const int lane = threadIdx.x & (WARP - 1);
-	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
-	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
-	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
+	warp_groups(b, e, wid, warps, [&](unsigned long long first, int nrows) {
 		const uint8_t *src[RPW];
 		uint8_t *dst[RPW];
-		int nrows = (int)min((unsigned long long)RPW, n - first);
 #pragma unroll
 		for (int r = 0; r < RPW; r++) {
 			src[r] = NULL;
@@ -176,7 +194,14 @@ __device__ __forceinline__ void for_rows(unsigned long long n, uint32_t rb, int 
 		}
 		warp_rows<CV>(src, dst, rb, nrows, fmt, vec, lane);
 		after(first, nrows);
-	}
+	});
+}
+
+/* for_rows_in over [0, n) with the whole grid's warps. */
+template <bool CV = false, typename Row, typename After>
+__device__ __forceinline__ void for_rows(unsigned long long n, uint32_t rb, int fmt, int vec, Row row, After after)
+{
+	for_rows_in<CV>(0, n, grid_warp(), grid_warps(), rb, fmt, vec, row, after);
 }
 
 __device__ __forceinline__ void no_after(unsigned long long, int) {}

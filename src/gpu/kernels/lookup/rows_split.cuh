@@ -88,12 +88,9 @@ __device__ __forceinline__ void for_rows_split(unsigned long long n, const uint8
 					       uint32_t sb, int fmt, int vec, Row row)
 {
 	const int lane = threadIdx.x & (WARP - 1);
-	const unsigned long long warps = (unsigned long long)gridDim.x * (blockDim.x / WARP);
-	unsigned long long wid = ((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
-	for (unsigned long long first = wid * RPW; first < n; first += warps * RPW) {
+	warp_groups(0, n, grid_warp(), grid_warps(), [&](unsigned long long first, int nrows) {
 		unsigned long long loc[RPW];
 		uint8_t *dst[RPW];
-		int nrows = (int)min((unsigned long long)RPW, n - first);
 #pragma unroll
 		for (int r = 0; r < RPW; r++) {
 			loc[r] = NO_ROW;
@@ -102,7 +99,7 @@ __device__ __forceinline__ void for_rows_split(unsigned long long n, const uint8
 				row(first + r, &loc[r], &dst[r]);
 		}
 		warp_rows_split(W, S, wb, sb, loc, dst, nrows, fmt, vec, lane);
-	}
+	});
 }
 
 #endif

@@ -116,10 +116,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		const unsigned long long *ucount, float share, unsigned long long *h_count, unsigned *mirror,
 		unsigned parts, unsigned *parts_done)
 {
-	const int lane = threadIdx.x & (WARP - 1);
 	const bool relay = mirror != NULL && gridDim.x > 1;
 	const unsigned nblocks = relay ? gridDim.x - 1 : gridDim.x; /* blocks that copy chunks */
-	const unsigned warp = threadIdx.x / WARP, nwarps = blockDim.x / WARP;
 	if (trace && blockIdx.x == 0 && threadIdx.x == 0)
 		trace[0] = gtime();
 	if (ucount) {
@@ -162,9 +160,8 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 	if (relay && blockIdx.x == nblocks)
 		relay_ready(ready, mirror, tag, nslots, nchunks);
 	/* Work items are (chunk, part): a chunk's rows are cut into parts copied by as many blocks, so the
-	 * last chunks' copies take one round trip each instead of several after the CPU's last row. */
-	if (!parts_done)
-		parts = 1;
+	 * last chunks' copies take one round trip each instead of several after the CPU's last row
+	 * (parts > 1 only with parts_done: the launcher sees to it). */
 	for (unsigned long long w = blockIdx.x; blockIdx.x < nblocks && w < nchunks * parts; w += nblocks) {
 		const unsigned long long c = w / parts;
 		const unsigned part = (unsigned)(w - c * parts);
@@ -217,21 +214,12 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		 * barrier above makes them visible to it), while the CPU gathers later chunks: no expand
 		 * kernel after this one */
 		if (fmt == FMT_BF16)
-			for (unsigned long long f = pb + (unsigned long long)warp * RPW; f < pe; f += (unsigned long long)nwarps * RPW) {
-				const uint8_t *src[RPW];
-				uint8_t *dst[RPW];
-				int nrows = (int)min((unsigned long long)RPW, pe - f);
-#pragma unroll
-				for (int r = 0; r < RPW; r++) {
-					src[r] = NULL;
-					dst[r] = xout;
-					if (r < nrows) {
-						src[r] = out + (f + r) * rb;
-						dst[r] = xout + (f + r) * 512ull;
-					}
-				}
-				warp_rows<false>(src, dst, rb, nrows, FMT_BF16, vec, lane);
-			}
+			for_rows_in(pb, pe, threadIdx.x / WARP, blockDim.x / WARP, rb, FMT_BF16, vec,
+				    [&](unsigned long long p, const uint8_t **src, uint8_t **dst) {
+					    *src = out + p * rb;
+					    *dst = xout + p * 512ull;
+				    },
+				    no_after);
 	}
 	if (threadIdx.x == 0) {
 		__threadfence();
