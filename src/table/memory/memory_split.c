@@ -25,12 +25,11 @@ struct split_pin {
 	size_t n;
 };
 
+/* The arrays themselves (and their device addresses) are the table's t->split: what the tier keeps
+ * beside them. */
 struct split_impl {
-	const uint8_t *w, *s;
-	uint32_t wb, sb;
 	uint64_t page_size;
-	int device;           /* the GPU that reads both arrays in place; -1: none */
-	uint64_t dw, ds;      /* their device addresses there */
+	int device;              /* the GPU that reads both arrays in place (t->split.dw, ds); -1: none */
 	struct split_pin pin[2]; /* what this table registered for it (unregistered at close) */
 };
 
@@ -45,7 +44,7 @@ static void split_describe(const eht_table *t, struct eht_table_info *info)
 	info->page_size = m->page_size;
 }
 
-static inline void split_prefetch(const struct split_impl *m, uint64_t r)
+static inline void split_prefetch(const struct eht_table_split *m, uint64_t r)
 {
 	for (uint32_t o = 0; o < m->wb; o += 64)
 		__builtin_prefetch(m->w + r * m->wb + o, 0, 3);
@@ -54,7 +53,7 @@ static inline void split_prefetch(const struct split_impl *m, uint64_t r)
 
 static int split_read_rows(eht_table *t, const uint64_t *rows, size_t n, void *dst, unsigned flags)
 {
-	const struct split_impl *m = t->impl;
+	const struct eht_table_split *m = &t->split;
 	if (flags & EHT_ROWS_TO_DEVICE)
 		return eht_err(EOPNOTSUPP, "table %s: split rows are read into host memory only", t->info.name);
 	uint8_t *d = dst;
@@ -112,20 +111,20 @@ static int pin_range(struct split_impl *m, int k, const uint8_t *p, size_t n, in
 	return rc;
 }
 
-/* Both arrays readable by GPU `device`. Each one the engine has GPU-mapped already (pinned, or a cuMem
- * mapping) is read at its device address; the others are registered here. Two arrays that share or
- * touch a page (one allocation: the scales right after the weights), neither mapped, are registered
- * as one range: a page must not be registered twice. */
-static int split_gpu(struct split_impl *m, uint64_t rows, int device, const char *name)
+/* Both arrays of sp readable by GPU `device` (sp->dw, sp->ds set). Each one the engine has GPU-mapped
+ * already (pinned, or a cuMem mapping) is read at its device address; the others are registered here.
+ * Two arrays that share or touch a page (one allocation: the scales right after the weights), neither
+ * mapped, are registered as one range: a page must not be registered twice. */
+static int split_gpu(struct split_impl *m, struct eht_table_split *sp, uint64_t rows, int device, const char *name)
 {
 	int rc = eht_dev_use(device);
 	if (rc)
 		return eht_err_prefix(rc, "table %s: GPU %d for in-place reads", name, device);
-	const size_t wn = rows * m->wb, sn = rows * m->sb, pg = 4096;
+	const size_t wn = rows * sp->wb, sn = rows * sp->sb, pg = 4096;
 	eht_dptr dw = 0, ds = 0;
-	const bool w_mapped = eht_dev_host_mapped(m->w, wn, &dw) == 0, s_mapped = eht_dev_host_mapped(m->s, sn, &ds) == 0;
+	const bool w_mapped = eht_dev_host_mapped(sp->w, wn, &dw) == 0, s_mapped = eht_dev_host_mapped(sp->s, sn, &ds) == 0;
 	/* Addresses as integers: the two arrays may be two objects, which C pointers must not compare. */
-	const uintptr_t w = (uintptr_t)m->w, s = (uintptr_t)m->s, lo = w < s ? w : s;
+	const uintptr_t w = (uintptr_t)sp->w, s = (uintptr_t)sp->s, lo = w < s ? w : s;
 	const uintptr_t hi = w + wn > s + sn ? w + wn : s + sn, first_end = lo == w ? w + wn : s + sn;
 	const uintptr_t second = lo == w ? s : w;
 	const bool one = !w_mapped && !s_mapped && (first_end + pg - 1) / pg >= second / pg;
@@ -133,26 +132,26 @@ static int split_gpu(struct split_impl *m, uint64_t rows, int device, const char
 	uintptr_t at = lo;
 	size_t len = (size_t)(hi - lo);
 	uint64_t d = 0;
-	m->dw = dw;
-	m->ds = ds;
+	sp->dw = dw;
+	sp->ds = ds;
 	if (one) {
 		if (!(rc = pin_range(m, 0, (const uint8_t *)lo, len, device, &d))) {
-			m->dw = d + (w - lo);
-			m->ds = d + (s - lo);
+			sp->dw = d + (w - lo);
+			sp->ds = d + (s - lo);
 		}
 	} else {
 		if (!w_mapped) {
 			what = "weights", at = w, len = wn;
-			rc = pin_range(m, 0, m->w, wn, device, &m->dw);
+			rc = pin_range(m, 0, sp->w, wn, device, &sp->dw);
 		}
 		if (!rc && !s_mapped) {
 			what = "scales", at = s, len = sn;
-			rc = pin_range(m, 1, m->s, sn, device, &m->ds);
+			rc = pin_range(m, 1, sp->s, sn, device, &sp->ds);
 		}
 	}
 	if (rc) {
 		split_unpin_failed(m, rc);
-		m->dw = m->ds = 0;
+		sp->dw = sp->ds = 0;
 		return eht_err_prefix(rc, "table %s: GPU %d cannot read the %s [%p, +%zu) in place", name, device, what,
 				      (const void *)at, len);
 	}
@@ -191,12 +190,13 @@ int eht_table_wrap_split2(const void *weights, uint64_t weight_bytes, const void
 	struct split_impl *m = calloc(1, sizeof(*m));
 	if (!m)
 		return eht_err(ENOMEM, "table %s: out of memory", name);
-	*m = (struct split_impl){.w = w, .s = s, .wb = (uint32_t)weight_bytes, .sb = (uint32_t)scale_bytes, .device = -1};
+	m->device = -1;
+	struct eht_table_split sp = {.w = w, .s = s, .wb = (uint32_t)weight_bytes, .sb = (uint32_t)scale_bytes};
 	struct eht_page_stat ps;
 	m->page_size = rows && eht_page_stat(weights, rows * weight_bytes, &ps) == 0 ? eht_page_stat_size(&ps) : 0;
 	if (!m->page_size)
 		m->page_size = 4096;
-	if (o.device >= 0 && rows > 0 && (rc = split_gpu(m, rows, o.device, name))) {
+	if (o.device >= 0 && rows > 0 && (rc = split_gpu(m, &sp, rows, o.device, name))) {
 		if (!(o.flags & EHT_WRAP_SPLIT_CPU_FALLBACK)) {
 			free(m);
 			return rc;
@@ -211,8 +211,7 @@ int eht_table_wrap_split2(const void *weights, uint64_t weight_bytes, const void
 		free(m);
 		return rc;
 	}
-	(*out)->split = (struct eht_table_split){.w = m->w, .s = m->s, .dw = m->dw, .ds = m->ds, .wb = m->wb,
-						 .sb = m->sb};
+	(*out)->split = sp;
 	return 0;
 }
 
