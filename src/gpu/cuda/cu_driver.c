@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/backend_load.h"
 #include "util/err.h"
-#include "util/log.h"
 #include "util/settings.h"
 
 struct eht_cu_api eht_cu;
@@ -21,17 +21,11 @@ struct eht_cu_api eht_cu;
 #define EHT_CU_API_VERSION 12000
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int load_rc = -ENODEV;
+static struct eht_backend_load loader = EHT_BACKEND_LOAD_INIT("CUDA driver");
 static int device_count;
-static char load_msg[512];
 
 typedef CUresult (*get_proc_v2_fn)(const char *, void **, int, cuuint64_t, int *);
 typedef CUresult (*get_proc_v1_fn)(const char *, void **, int, cuuint64_t);
-
-/* The first missing entry point of each feature (NULL: the feature is complete). */
-static const char *missing[EHT_DEV_FEAT_COUNT];
-static bool noticed[EHT_DEV_FEAT_COUNT];
-static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Whether `name` is listed in EHT_TEST_CU_HIDE (comma-separated): tests turn features off with it. */
 static bool hidden(const char *name)
@@ -59,91 +53,68 @@ static void load_driver(void)
 {
 	/* EHT_NO_CUDA=1 lets tests and operators run the CPU paths on a machine with a GPU. */
 	if (eht_setting_bool(EHT_SET_NO_CUDA)) {
-		snprintf(load_msg, sizeof(load_msg), "CUDA disabled by EHT_NO_CUDA");
+		snprintf(loader.msg, sizeof(loader.msg), "CUDA disabled by EHT_NO_CUDA");
 		return;
 	}
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
 		const char *e = dlerror();
-		snprintf(load_msg, sizeof(load_msg), "no CUDA driver (%s)", e ? e : "libcuda.so.1 not found");
+		snprintf(loader.msg, sizeof(loader.msg), "no CUDA driver (%s)", e ? e : "libcuda.so.1 not found");
 		return;
 	}
 	get_proc_v2_fn gp2 = (get_proc_v2_fn)dlsym(lib, "cuGetProcAddress_v2");
 	get_proc_v1_fn gp1 = gp2 ? NULL : (get_proc_v1_fn)dlsym(lib, "cuGetProcAddress");
 	if (!gp2 && !gp1) {
-		snprintf(load_msg, sizeof(load_msg), "CUDA driver lacks cuGetProcAddress (driver older than 11.3)");
-		load_rc = -ENOSYS;
+		snprintf(loader.msg, sizeof(loader.msg), "CUDA driver lacks cuGetProcAddress (driver older than 11.3)");
+		loader.rc = -ENOSYS;
 		return;
 	}
 #define EHT_CU_RESOLVE(name, feature, params)                                                        \
 	{                                                                                            \
 		void *fn = resolve(gp1, gp2, #name);                                                 \
-		if (!fn && EHT_DEV_FEAT_##feature == EHT_DEV_FEAT_CORE) {                            \
-			snprintf(load_msg, sizeof(load_msg), "CUDA driver lacks %s", #name);         \
-			load_rc = -ENOSYS;                                                           \
+		if (!eht_backend_found(&loader, fn, EHT_DEV_FEAT_##feature, #name)) {                \
 			memset(&eht_cu, 0, sizeof(eht_cu)); /* no call may reach a half-loaded runtime */ \
 			return;                                                                      \
 		}                                                                                    \
-		if (!fn && !missing[EHT_DEV_FEAT_##feature])                                         \
-			missing[EHT_DEV_FEAT_##feature] = #name;                                     \
 		memcpy(&eht_cu.name, &fn, sizeof(fn));                                               \
 	}
 	EHT_CU_FUNCS(EHT_CU_RESOLVE)
 #undef EHT_CU_RESOLVE
 	CUresult r = eht_cu.cuInit(0);
 	if (r != CUDA_SUCCESS) {
-		snprintf(load_msg, sizeof(load_msg), "cuInit failed: %s", eht_cu_error_name(r));
+		snprintf(loader.msg, sizeof(loader.msg), "cuInit failed: %s", eht_cu_error_name(r));
 		return;
 	}
 	if (eht_cu.cuDeviceGetCount(&device_count) != CUDA_SUCCESS || device_count <= 0) {
 		device_count = 0;
-		snprintf(load_msg, sizeof(load_msg), "CUDA driver found but no device");
+		snprintf(loader.msg, sizeof(loader.msg), "CUDA driver found but no device");
 		return;
 	}
-	load_rc = 0;
+	loader.rc = 0;
 }
 
-/* Says once, in one line, what could not be used: CPU-only machines are normal, so info level. */
 static void load(void)
 {
 	load_driver();
-	if (load_rc) {
-		eht_info("GPU paths off: %s", load_msg);
-		return;
-	}
-	for (int f = 1; f < EHT_DEV_FEAT_COUNT; f++)
-		if (missing[f])
-			eht_debug("CUDA driver lacks %s: feature %s off", missing[f], eht_dev_feature_name(f));
+	eht_backend_report(&loader);
 }
 
 bool eht_cu_has(enum eht_dev_feature f)
 {
 	pthread_once(&load_once, load);
-	return load_rc == 0 && f >= 0 && f < EHT_DEV_FEAT_COUNT && !missing[f];
+	return eht_backend_has(&loader, f);
 }
 
 int eht_cu_need(enum eht_dev_feature f, const char *what)
 {
-	int rc = eht_cu_load();
-	if (rc)
-		return rc;
-	if (eht_cu_has(f))
-		return 0;
-	/* Said once per feature, when it is first asked for (a feature nobody uses stays quiet). */
-	pthread_mutex_lock(&notice_lock);
-	bool first = !noticed[f];
-	noticed[f] = true;
-	pthread_mutex_unlock(&notice_lock);
-	if (first)
-		eht_info("GPU feature %s off: the CUDA driver lacks %s", eht_dev_feature_name(f), missing[f]);
-	return eht_err(ENOTSUP, "%s: the CUDA driver lacks %s (GPU feature %s off)", what, missing[f],
-		       eht_dev_feature_name(f));
+	pthread_once(&load_once, load);
+	return eht_backend_need(&loader, f, what);
 }
 
 int eht_cu_load(void)
 {
 	pthread_once(&load_once, load);
-	return load_rc ? eht_err(load_rc, "%s", load_msg) : 0;
+	return eht_backend_rc(&loader);
 }
 
 /* A query, not a failure: no driver means 0 devices, and leaves no error text behind for a later
@@ -151,7 +122,7 @@ int eht_cu_load(void)
 int eht_cu_device_count(void)
 {
 	pthread_once(&load_once, load);
-	return load_rc ? 0 : device_count;
+	return loader.rc ? 0 : device_count;
 }
 
 const char *eht_cu_error_name(CUresult r)

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu/backend_load.h"
 #include "util/settings.h"
 #include "util/err.h"
-#include "util/log.h"
 
 #ifndef EHT_HIP_RUNTIME
 #define EHT_HIP_RUNTIME "libamdhip64.so"
@@ -21,14 +21,8 @@
 struct eht_hip_api eht_hip;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int load_rc = -ENODEV;
+static struct eht_backend_load loader = EHT_BACKEND_LOAD_INIT("HIP runtime");
 static int device_count, runtime_version;
-static char load_msg[512];
-
-/* The first missing entry point of each feature (NULL: complete). */
-static const char *missing[EHT_DEV_FEAT_COUNT];
-static bool noticed[EHT_DEV_FEAT_COUNT];
-static pthread_mutex_t notice_lock = PTHREAD_MUTEX_INITIALIZER;
 /* VMM rests on no entry point here: ROCm's hipMemCreate places memory on devices, never on a host
  * NUMA node, which is what the host-NUMA tier needs. */
 #define VMM_WHY "host-NUMA allocations (hipMemCreate has no host-NUMA location; tables go to regions pinned with hipHostRegister)"
@@ -53,100 +47,77 @@ static void *open_runtime(char *why, size_t len)
 
 static void load_runtime(void)
 {
-	missing[EHT_DEV_FEAT_VMM] = VMM_WHY;
+	loader.missing[EHT_DEV_FEAT_VMM] = VMM_WHY;
 	/* EHT_NO_CUDA=1: the GPU switch of every backend (tests, operators running the CPU paths). */
 	if (eht_setting_bool(EHT_SET_NO_CUDA)) {
-		snprintf(load_msg, sizeof(load_msg), "GPU disabled by EHT_NO_CUDA");
+		snprintf(loader.msg, sizeof(loader.msg), "GPU disabled by EHT_NO_CUDA");
 		return;
 	}
 	char why[256] = "";
 	void *lib = open_runtime(why, sizeof(why));
 	if (!lib) {
-		snprintf(load_msg, sizeof(load_msg), "no HIP runtime (%s)", why);
+		snprintf(loader.msg, sizeof(loader.msg), "no HIP runtime (%s)", why);
 		return;
 	}
 #define EHT_HIP_RESOLVE(name, feature, params)                                                       \
 	{                                                                                            \
 		void *fn = dlsym(lib, #name);                                                        \
-		if (!fn && EHT_DEV_FEAT_##feature == EHT_DEV_FEAT_CORE) {                            \
-			snprintf(load_msg, sizeof(load_msg), "HIP runtime lacks %s", #name);         \
-			load_rc = -ENOSYS;                                                           \
+		if (!eht_backend_found(&loader, fn, EHT_DEV_FEAT_##feature, #name)) {                \
 			memset(&eht_hip, 0, sizeof(eht_hip)); /* no call may reach a half-loaded runtime */ \
 			return;                                                                      \
 		}                                                                                    \
-		if (!fn && !missing[EHT_DEV_FEAT_##feature])                                         \
-			missing[EHT_DEV_FEAT_##feature] = #name;                                     \
 		memcpy(&eht_hip.name, &fn, sizeof(fn));                                              \
 	}
 	EHT_HIP_FUNCS(EHT_HIP_RESOLVE)
 #undef EHT_HIP_RESOLVE
 	void *fn = dlsym(lib, "hipGetErrorName");
 	memcpy(&eht_hip.hipGetErrorName, &fn, sizeof(fn));
+	eht_backend_found(&loader, fn, EHT_DEV_FEAT_INFO, "hipGetErrorName"); /* (not CORE: never false) */
 	fn = dlsym(lib, "hipGetErrorString");
 	memcpy(&eht_hip.hipGetErrorString, &fn, sizeof(fn));
-	if (!eht_hip.hipGetErrorName && !missing[EHT_DEV_FEAT_INFO])
-		missing[EHT_DEV_FEAT_INFO] = "hipGetErrorName";
 	hipError_t r = eht_hip.hipInit(0);
 	if (r != hipSuccess) {
-		snprintf(load_msg, sizeof(load_msg), "hipInit failed: %s", eht_hip_error_name(r));
+		snprintf(loader.msg, sizeof(loader.msg), "hipInit failed: %s", eht_hip_error_name(r));
 		return;
 	}
 	if (eht_hip.hipRuntimeGetVersion(&runtime_version) != hipSuccess)
 		runtime_version = 0;
 	if (eht_hip.hipGetDeviceCount(&device_count) != hipSuccess || device_count <= 0) {
 		device_count = 0;
-		snprintf(load_msg, sizeof(load_msg), "HIP runtime found but no device");
+		snprintf(loader.msg, sizeof(loader.msg), "HIP runtime found but no device");
 		return;
 	}
-	load_rc = 0;
+	loader.rc = 0;
 }
 
-/* Says once, in one line, what could not be used: CPU-only machines are normal, so info level. */
 static void load(void)
 {
 	load_runtime();
-	if (load_rc) {
-		eht_info("GPU paths off: %s", load_msg);
-		return;
-	}
-	for (int f = 1; f < EHT_DEV_FEAT_COUNT; f++)
-		if (missing[f])
-			eht_debug("HIP runtime lacks %s: feature %s off", missing[f], eht_dev_feature_name(f));
+	eht_backend_report(&loader);
 }
 
 int eht_hip_load(void)
 {
 	pthread_once(&load_once, load);
-	return load_rc ? eht_err(load_rc, "%s", load_msg) : 0;
+	return eht_backend_rc(&loader);
 }
 
 bool eht_hip_has(enum eht_dev_feature f)
 {
 	pthread_once(&load_once, load);
-	return load_rc == 0 && f >= 0 && f < EHT_DEV_FEAT_COUNT && !missing[f];
+	return eht_backend_has(&loader, f);
 }
 
 int eht_hip_need(enum eht_dev_feature f, const char *what)
 {
-	int rc = eht_hip_load();
-	if (rc)
-		return rc;
-	if (eht_hip_has(f))
-		return 0;
-	pthread_mutex_lock(&notice_lock);
-	bool first = !noticed[f];
-	noticed[f] = true;
-	pthread_mutex_unlock(&notice_lock);
-	if (first)
-		eht_info("GPU feature %s off: the HIP runtime lacks %s", eht_dev_feature_name(f), missing[f]);
-	return eht_err(ENOTSUP, "%s: the HIP runtime lacks %s (GPU feature %s off)", what, missing[f],
-		       eht_dev_feature_name(f));
+	pthread_once(&load_once, load);
+	return eht_backend_need(&loader, f, what);
 }
 
 int eht_hip_device_count(void)
 {
 	pthread_once(&load_once, load);
-	return load_rc ? 0 : device_count;
+	return loader.rc ? 0 : device_count;
 }
 
 int eht_hip_runtime_version(void)
