@@ -124,10 +124,8 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
 	if (!rc)
 		rc = eht_dev_stream_write32(es, b->d_words + idx * sizeof(uint32_t), 1);
-	if (!rc) {
-		bool raw = lk->fmt == EHT_LOOKUP_RAW;
-		rc = bg_groups(lk, es, idx, n, raw ? out : lk->scr.d_compact, out, !raw);
-	}
+	if (!rc)
+		rc = bg_groups(lk, es, idx, n, dst, out, !raw);
 	return eht_lk_bell_finish(lk, es, idx, capturing, rc);
 }
 
