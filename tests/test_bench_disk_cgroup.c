@@ -35,8 +35,7 @@ int main(void)
 		snprintf(cg, sizeof(cg), "%.*s", (int)strcspn(p, ","), p);
 	}
 	if (!in || !cg[0] || access(cg, F_OK) != 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		t_kill_child(pid);
 		t_rmtree(tmp);
 		t_skip("no cgroup can be made here (not root, or no memory controller delegated)");
 	}

@@ -49,22 +49,7 @@ static pid_t lock_holder(const char *path)
 			pause();
 	}
 	close(p[1]);
-	char b = 0;
-	int got = pid > 0 && read(p[0], &b, 1) == 1 && b == 'R';
-	close(p[0]);
-	if (!got && pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-	return got ? pid : -1;
-}
-
-static void stop(pid_t pid)
-{
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
+	return t_child_ready(pid, p[0]);
 }
 
 /* Makes a ready kept region NAME of 8192 bytes filled with byte v, then sets its mode. 0 or 1. */
@@ -170,7 +155,7 @@ static void own_files(void)
 	CHECK(strstr(eht_last_error(), path) && strstr(eht_last_error(), uid) && strstr(eht_last_error(), "0600") &&
 	      strstr(eht_last_error(), "not an eht region"));
 	CHECK(r == NULL);
-	stop(h);
+	t_kill_child(h);
 	CHECK(unlink(path) == 0);
 
 	/* A ready region write-locked by a process that is not its creator: a bounded wait (5 s, not
@@ -181,7 +166,7 @@ static void own_files(void)
 	CHECK(h > 0);
 	CHECK_RC(eht_region_open("held", 8192, &o, &r), -ETIMEDOUT);
 	CHECK(strstr(eht_last_error(), "is ready but another process held its write lock") != NULL);
-	stop(h);
+	t_kill_child(h);
 	CHECK_RC(eht_region_open("held", 8192, &o, &r), 0);
 	CHECK(r && ((unsigned char *)eht_region_data(r))[100] == 1);
 	CHECK_RC(eht_region_close(&r), 0);
@@ -239,7 +224,7 @@ static void other_uid(void)
 	CHECK(h > 0);
 	CHECK_RC(eht_region_open("locked", 8192, &o, &r), -EPERM);
 	CHECK(strstr(eht_last_error(), "uid " OTHER) && strstr(eht_last_error(), "0644"));
-	stop(h);
+	t_kill_child(h);
 
 	/* A group region (0660, group 4242) made by a member: trusted when asked with that group only. */
 	CHECK(other_user("--groups=4242", "region-group") > 0);

@@ -113,22 +113,7 @@ static pid_t other_user(const char *groups, const char *mode, const char **names
 		_exit(127);
 	}
 	close(p[1]);
-	char b = 0;
-	int ok = pid > 0 && read(p[0], &b, 1) == 1 && b == 'R';
-	close(p[0]);
-	if (!ok && pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-	return ok ? pid : -1;
-}
-
-static void stop(pid_t pid)
-{
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
+	return t_child_ready(pid, p[0]);
 }
 
 /* Runs sh -c cmd; its exit status, 128 when killed. */
@@ -187,7 +172,7 @@ static void status_impostor(const char *tmp, const char *ckpt)
 	snprintf(cmd, sizeof(cmd), "worker %s --check %s --device -1", key, ckpt);
 	CHECK_RC(t_cli_run(cmd, 60, NULL, 0, err, sizeof(err)), 1);
 	CHECK(strstr(err, "no server holds key") != NULL && strstr(err, "uid " OTHER) != NULL);
-	stop(f);
+	t_kill_child(f);
 	/* Bound but not listening: still taken (it cannot even say who holds it). */
 	f = other_user("--clear-groups", "bind", names, 1);
 	CHECK(f > 0);
@@ -195,7 +180,7 @@ static void status_impostor(const char *tmp, const char *ckpt)
 	CHECK(strstr(eht_last_error(), "status name") != NULL);
 	if (s)
 		CHECK_RC(eht_serve_stop(s), 0);
-	stop(f);
+	t_kill_child(f);
 }
 
 /* Item 3: a server still loading (bound, listening, not accepting) whose backlog another uid fills:
@@ -250,7 +235,7 @@ static void backlog_full(const char *ckpt)
 	} else {
 		fprintf(stderr, "test_serve_net: no Python binding here: eht.attach(timeout=) not tried\n");
 	}
-	stop(f);
+	t_kill_child(f);
 	close(lfd);
 }
 
@@ -307,7 +292,7 @@ static void status_stalls(void)
 	CHECK(strstr(eht_last_error(), k2) != NULL && strstr(eht_last_error(), k1) == NULL);
 	for (int i = 0; i < NOWN; i++)
 		close(own[i]);
-	stop(f);
+	t_kill_child(f);
 }
 
 /* Item 11: root serves with EHT_SERVE_ALLOW_GID=4242; a worker of uid 65534 in group 4242 (with the

@@ -70,15 +70,6 @@ static pid_t fake_server(const char *key, uid_t uid, gid_t gid, uint64_t file_by
 	}
 }
 
-static void stop(pid_t pid)
-{
-	if (pid > 0) {
-		int st;
-		kill(pid, SIGKILL);
-		waitpid(pid, &st, 0);
-	}
-}
-
 /* Attaches to a real server (region tier) and tries to write its rows: a forked child's store must
  * die with SIGSEGV, an mprotect to writable must fail. */
 static void read_only_rows(const char *tmp)
@@ -141,13 +132,13 @@ int main(void)
 	CHECK(f > 0);
 	CHECK_RC(eht_attach(key, &ao, &c), -EPROTO);
 	CHECK(strstr(eht_last_error(), "fake") != NULL);
-	stop(f);
+	t_kill_child(f);
 	/* The same fake telling the truth attaches (the test's fake server is sound). */
 	f = fake_server(key, 0, 0, 8192);
 	CHECK_RC(eht_attach(key, &ao, &c), 0);
 	CHECK_RC(eht_detach(c), 0);
 	c = NULL;
-	stop(f);
+	t_kill_child(f);
 
 	read_only_rows(tmp);
 
@@ -164,7 +155,7 @@ int main(void)
 		eht_server *s = NULL;
 		CHECK_RC(eht_serve_start(ckpt, &o, &s), -EADDRINUSE);
 		CHECK(strstr(eht_last_error(), "uid 65534") != NULL);
-		stop(f);
+		t_kill_child(f);
 		/* ... even of the group EHT_SERVE_ALLOW_GID names: that lets the group's workers reach a
 		 * server (test_serve_net), never makes a worker trust whoever of the group binds first. */
 		f = fake_server(key, 65534, 4242, 8192);
@@ -172,7 +163,7 @@ int main(void)
 		CHECK_RC(eht_attach(key, &ao, &c), -EPERM);
 		CHECK(strstr(eht_last_error(), "uid 65534") != NULL);
 		t_setenv("EHT_SERVE_ALLOW_GID", NULL);
-		stop(f);
+		t_kill_child(f);
 	} else {
 		fprintf(stderr, "test_serve_trust: not root; the impostor-of-another-uid part is skipped\n");
 	}

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -108,6 +109,26 @@ void t_rmtree(const char *path)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not remove %s\n", path);
+}
+
+int t_child_ready(int pid, int ready_fd)
+{
+	char b = 0;
+	int ok = pid > 0 && read(ready_fd, &b, 1) == 1 && b == 'R';
+	close(ready_fd);
+	if (!ok) {
+		t_kill_child(pid);
+		return -1;
+	}
+	return pid;
+}
+
+void t_kill_child(int pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 }
 
 int t_stderr_to(const char *path)

@@ -48,6 +48,11 @@ void t_rmtree(const char *path);
 int t_dir_entries(const char *path);
 /* Sends this process's stderr to a new file at path (a forked rank's log). Returns 0 or -errno. */
 int t_stderr_to(const char *path);
+/* A child that says it is ready with one byte 'R' on ready_fd (the read end of its pipe, closed here):
+ * returns pid once it did, else kills and reaps it and returns -1 (pid <= 0: -1). */
+int t_child_ready(int pid, int ready_fd);
+/* SIGKILL and reap a child (pid <= 0: nothing). */
+void t_kill_child(int pid);
 /* Runs the built CLI ($EHT_CLI) with args (shell words), under `timeout timeout_s`; its stdout goes
  * into out and its stderr into err (out_len / err_len bytes at most, NUL-terminated; NULL: dropped;
  * err == out: both streams into out). Returns its exit status, 128 when it did not exit normally. */
