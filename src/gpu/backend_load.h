@@ -5,6 +5,7 @@
 #ifndef EHT_GPU_BACKEND_LOAD_H
 #define EHT_GPU_BACKEND_LOAD_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 
