@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_util.c: error messages, size parsing, the version, and the driver loader without a GPU. */
+/* test_util.c: error messages, size parsing, the version, growable arrays, and the driver loader
+ * without a GPU. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/dev.h"
 #include "testutil.h"
 #include "util/env.h"
 #include "util/err.h"
+#include "util/grow.h"
 
 int main(void)
 {
@@ -22,6 +27,30 @@ int main(void)
 	CHECK_RC(eht_err_prefix(-ETIMEDOUT, "status of key 'a'"), -ETIMEDOUT);
 	CHECK(strcmp(eht_last_error(), "status of key 'a': Connection timed out") == 0);
 	eht_err_clear();
+
+	/* eht_grow: 16 at first, then doubling, the elements kept; no room past SIZE_MAX. */
+	size_t cap = 0;
+	int *arr = eht_grow(NULL, &cap, 0, sizeof(int));
+	CHECK(arr != NULL && cap == EHT_GROW_FIRST);
+	for (size_t i = 0; arr && i < cap; i++)
+		arr[i] = (int)i;
+	int *same = arr ? eht_grow(arr, &cap, 5, sizeof(int)) : NULL;
+	CHECK(same == arr && cap == EHT_GROW_FIRST); /* room left: nothing moves */
+	int *more = arr ? eht_grow(arr, &cap, EHT_GROW_FIRST, sizeof(int)) : NULL;
+	CHECK(more != NULL && cap == 2 * EHT_GROW_FIRST);
+	if (more) {
+		arr = more;
+		bool kept = true;
+		for (int i = 0; i < EHT_GROW_FIRST; i++)
+			kept = kept && arr[i] == i;
+		CHECK(kept);
+		size_t huge = SIZE_MAX / 2;
+		CHECK(eht_grow(arr, &huge, huge, sizeof(int)) == NULL); /* would overflow: refused */
+		CHECK(huge == SIZE_MAX / 2);
+		size_t c2 = cap;
+		CHECK(eht_grow(arr, &c2, c2, 0) == NULL && c2 == cap);
+	}
+	free(arr);
 
 	uint64_t v = 0;
 	CHECK_RC(eht_parse_size("123", &v), 0);

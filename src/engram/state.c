@@ -5,6 +5,7 @@
 
 #include "engram/engram_impl.h"
 #include "util/err.h"
+#include "util/grow.h"
 
 struct req {
 	uint64_t id;
@@ -57,14 +58,10 @@ static struct req *find(const eht_engram_state *st, uint64_t id)
 
 static int add(eht_engram_state *st, uint64_t id, struct req **out)
 {
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? 2 * st->cap : 16;
-		struct req *v = realloc(st->v, cap * sizeof(*v));
-		if (!v)
-			return eht_err(ENOMEM, "engram state: out of memory");
-		st->v = v;
-		st->cap = cap;
-	}
+	struct req *v = eht_grow(st->v, &st->cap, st->n, sizeof(*v));
+	if (!v)
+		return eht_err(ENOMEM, "engram state: out of memory");
+	st->v = v;
 	int32_t *ring = malloc(st->keep * sizeof(*ring));
 	if (!ring)
 		return eht_err(ENOMEM, "engram state: out of memory");

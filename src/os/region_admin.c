@@ -16,6 +16,7 @@
 #include "os/fsinfo.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/grow.h"
 #include "util/log.h"
 #include "util/settings.h"
 
@@ -151,17 +152,13 @@ int eht_region_list(const char *dir_in, struct eht_region_entry **entries)
 			close(fd);
 			continue;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct eht_region_entry *nv = realloc(v, nc * sizeof(*v));
-			if (!nv) {
-				close(fd);
-				rc = eht_err(ENOMEM, "listing regions: out of memory");
-				break;
-			}
-			v = nv;
-			cap = nc;
+		struct eht_region_entry *nv = eht_grow(v, &cap, n, sizeof(*v));
+		if (!nv) {
+			close(fd);
+			rc = eht_err(ENOMEM, "listing regions: out of memory");
+			break;
 		}
+		v = nv;
 		struct eht_region_entry *e = &v[n++];
 		memset(e, 0, sizeof(*e));
 		snprintf(e->name, sizeof(e->name), "%s", partial ? de->d_name : de->d_name + strlen(REGION_PREFIX));

@@ -24,6 +24,7 @@
 #include "serve/serve_proto.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/grow.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/thread.h"
@@ -279,16 +280,12 @@ void serve_status_attached(struct serve_status *st, int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0)
 		cred.pid = 0;
 	pthread_mutex_lock(&st->mu);
-	if (st->nw == st->cap) {
-		size_t cap = st->cap ? 2 * st->cap : 16;
-		struct worker *w = realloc(st->w, cap * sizeof(*w));
-		if (!w) {
-			pthread_mutex_unlock(&st->mu);
-			return; /* status is informational: a worker left out of it is not an error */
-		}
-		st->w = w;
-		st->cap = cap;
+	struct worker *w = eht_grow(st->w, &st->cap, st->nw, sizeof(*w));
+	if (!w) {
+		pthread_mutex_unlock(&st->mu);
+		return; /* status is informational: a worker left out of it is not an error */
 	}
+	st->w = w;
 	st->w[st->nw++] = (struct worker){.fd = fd, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid,
 					  .since_ms = eht_now_ms(), .device = -1, .numa_node = -1, .copy = -1};
 	pthread_mutex_unlock(&st->mu);
@@ -364,14 +361,10 @@ static int ask_add(struct asks *q, const char *key, unsigned uid)
 	for (size_t i = 0; i < q->n; i++)
 		if (!strcmp(q->a[i].key, key))
 			return 0; /* ours first: root's server of the same key is not asked */
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? 2 * q->cap : 16;
-		struct asked *a = realloc(q->a, cap * sizeof(*a));
-		if (!a)
-			return eht_err(ENOMEM, "eht_serve_status: out of memory");
-		q->a = a;
-		q->cap = cap;
-	}
+	struct asked *a = eht_grow(q->a, &q->cap, q->n, sizeof(*a));
+	if (!a)
+		return eht_err(ENOMEM, "eht_serve_status: out of memory");
+	q->a = a;
 	struct asked *x = &q->a[q->n++];
 	memset(x, 0, sizeof(*x));
 	snprintf(x->key, sizeof(x->key), "%s", key);

@@ -23,6 +23,7 @@
 #include "serve/serve_status.h"
 #include "table/table_impl.h"
 #include "util/err.h"
+#include "util/grow.h"
 #include "util/opts.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -197,13 +198,10 @@ static void *sender_thread(void *arg)
 			s->pending[i] = -1;
 			break;
 		}
-	if (!rc && !s->stopping && s->nclients == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 16;
-		int *c = realloc(s->clients, cap * sizeof(*c));
-		if (c) {
+	if (!rc && !s->stopping) {
+		int *c = eht_grow(s->clients, &s->cap, s->nclients, sizeof(*c));
+		if (c)
 			s->clients = c;
-			s->cap = cap;
-		}
 	}
 	bool keep = !rc && !s->stopping && s->nclients < s->cap, stopping = s->stopping;
 	if (keep) {

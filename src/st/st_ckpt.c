@@ -12,6 +12,7 @@
 
 #include "st/st_impl.h"
 #include "util/err.h"
+#include "util/grow.h"
 #include "util/file.h"
 #include "util/log.h"
 
@@ -271,16 +272,12 @@ static int open_dir(struct eht_ckpt *c)
 		size_t l = strlen(e->d_name);
 		if (e->d_name[0] == '.' || l <= 12 || strcmp(e->d_name + l - 12, ".safetensors"))
 			continue;
-		if (nn == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			char **p = realloc(names, ncap * sizeof(char *));
-			if (!p) {
-				rc = eht_err(ENOMEM, "%s: out of memory", c->path);
-				goto out;
-			}
-			names = p;
-			cap = ncap;
+		char **p = eht_grow(names, &cap, nn, sizeof(*names));
+		if (!p) {
+			rc = eht_err(ENOMEM, "%s: out of memory", c->path);
+			goto out;
 		}
+		names = p;
 		if (!(names[nn] = strdup(e->d_name))) {
 			rc = eht_err(ENOMEM, "%s: out of memory", c->path);
 			goto out;
