@@ -149,6 +149,9 @@ def main():
          "none_paired": {"median_ms": 2.97, "p90_ms": 3.0, "launch_us": 12.0}, "added_vs_none_alone_us": 20.0}
     ln = bs.line(r)
     check("cpu    3.60 ms/step (pool 2.90, poller 0.60)" in ln and "launch 40 us (+28)" in ln, "report line: %s" % ln)
+    r["step"]["runs_per_step_by_thread"] = {"pool": 28.0, "poller": 812.4, "eht": 0.0, "rest": 8.6}
+    ln = bs.line(r)
+    check("(pool 2.90, poller 0.60 in 812 runs)" in ln, "report line with the poller's runs: %s" % ln)
 
     v = bs.parse_variant("copy")
     check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)

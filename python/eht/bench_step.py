@@ -48,7 +48,8 @@ Reports per variant the step's median and p90, the time it adds (us and % of the
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
 measured), the process's CPU time per step (user + sys, less the step's own without lookups; in the
 JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest; and how often each
-kind was put on a CPU per step, runs_per_step_by_thread: the poller's naps, the pool's wake-ups),
+kind was put on a CPU per step, runs_per_step_by_thread: the poller's naps, the pool's wake-ups; the
+text line shows the pool's and the poller's CPU and the poller's runs),
 the graph's launch call (launch_us, against the step without lookups: part of each synced step),
 and both tables' lookups alone as a graph. Each replay is timed alone (a host sync before the next): the
 graph's launch is then part of the step, as in an engine that waits for each step's tokens before it
@@ -1065,7 +1066,11 @@ def line(r):
     out += "  cpu %7.2f ms/step" % s["cpu_ms_per_step"]
     byt = s.get("cpu_ms_by_thread")
     if byt and (byt["pool"] or byt["poller"]):
-        out += " (pool %.2f, poller %.2f)" % (byt["pool"], byt["poller"])
+        out += " (pool %.2f, poller %.2f" % (byt["pool"], byt["poller"])
+        runs = s.get("runs_per_step_by_thread") or {}
+        if runs.get("poller") is not None:  # its naps: how often it was put on a CPU
+            out += " in %.0f runs" % runs["poller"]
+        out += ")"
     if "launch_us" in s and (r.get("none_paired") or {}).get("launch_us") is not None:
         out += "  launch %.0f us (%+.0f)" % (s["launch_us"], s["launch_us"] - r["none_paired"]["launch_us"])
     if "lookups_alone" in r:
