@@ -45,6 +45,17 @@ def import_eht_cpu():
     return eht
 
 
+def engine_fakes_eht():
+    """For the engine adapters' tests: tests/fakes (small fakes of vLLM's and SGLang's modules) first
+    on sys.path, then eht as import_eht_cpu gives it, and a Checks. Exits 77 (skip) when libeht does
+    not load. Returns (eht, check)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fakes"))
+    eht = import_eht_cpu()
+    if eht is None:
+        sys.exit(77)
+    return eht, Checks()
+
+
 class RecordingLayer:
     """eht.torch.EngramLayer's stand-in: records each layer made (made) and each lookup (calls)."""
     made = []

@@ -18,12 +18,7 @@ import types
 
 import pyutil
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "fakes"))
-eht = pyutil.import_eht_cpu()
-if eht is None:
-    sys.exit(77)
-check = pyutil.Checks()
+eht, check = pyutil.engine_fakes_eht()
 
 
 # ---- a stand-in EngramLayer that records its calls ----

@@ -15,11 +15,7 @@ import sys
 import pyutil
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "fakes"))
-eht = pyutil.import_eht_cpu()
-if eht is None:
-    sys.exit(77)
-check = pyutil.Checks()
+eht, check = pyutil.engine_fakes_eht()
 src = os.environ.get("EHT_SOURCE_DIR", os.path.join(HERE, ".."))
 
 # ---- the entry point: pyproject.toml, and the wheel's entry_points.txt as eht_build writes it ----
