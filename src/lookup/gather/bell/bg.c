@@ -78,20 +78,20 @@ static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht
 	return rc ? rc : eht_dev_stream_wait32(s, a->done, 1u, EHT_WAIT_EQ);
 }
 
-/* Whether a background request is pushed. A captured one as the engine says (bg_push, the default;
- * eht.h), except one the stream's way dequantizes group by group (group_dequant): pushed, a prefill step
- * on the lent H200 paid +1.1 ms synced against +0.34 with the
- * CPU's copies serialized, and +0.24 against +0.35 with them on a dequant stream (2026-12-04: within the
- * rounds' noise, so the simpler way stays). An eager one always: its calling thread then
- * makes two calls (the ring kernel, one wait) where the stream's way makes a wait and a copy per group
- * and four more, and an eager engine's launching thread is its bottleneck (a tp-4 rank's bf16 call of
- * 8,192 tokens measured 31 against 134 us of the thread's CPU). */
-static bool bg_pushed(const eht_lookup *lk, bool group_dequant, bool capturing)
+/* Whether a background request is pushed: a captured one as the engine says (bg_push, the default;
+ * eht.h), a bf16 prefill too (the CPU then dequantizes each group once its copy is done, push_rows).
+ * Pushed, its graph has two nodes where the stream's way has a wait, a copy, an event and a dequant
+ * per group: on the lent H200 (eht bench step, prefill, 2 x 24 GiB, two alternated pairs of processes,
+ * 3 rounds each) the synced step paid -0.06 / +0.22 ms pushed against +0.32 / +0.37 ms the stream's
+ * way, whose graph's launch took +143 / +152 us over the step without lookups against +17 / +32 us.
+ * An eager request always: its calling thread then makes two calls (the ring kernel, one wait) where
+ * the stream's way makes a wait and a copy per group and four more, and an eager engine's launching
+ * thread is its bottleneck (a tp-4 rank's bf16 call of 8,192 tokens measured 31 against 134 us of the
+ * thread's CPU). */
+static bool bg_pushed(const eht_lookup *lk, bool capturing)
 {
 	const struct lk_bell *b = lk->bell;
-	if (!capturing)
-		return b->bg_push || b->push_stream;
-	return b->bg_push && !group_dequant;
+	return b->bg_push || (!capturing && b->push_stream);
 }
 
 int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
@@ -99,7 +99,7 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 {
 	struct lk_bell *b = lk->bell;
 	const bool raw = lk->fmt == EHT_LOOKUP_RAW, group_dequant = !raw && n > LK_BG_DEQUANT_ROWS;
-	const bool push = bg_pushed(lk, group_dequant, capturing);
+	const bool push = bg_pushed(lk, capturing);
 	/* Pushed bf16 above LK_BG_DEQUANT_ROWS: the CPU dequantizes each group after its copy (as
 	 * bg_groups' dequant stream does, for the same reason), so the stream still has two nodes. */
 	const bool cpu_dequant = push && group_dequant;
@@ -139,7 +139,7 @@ int eht_lk_bell_bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_d
 			   eht_stream s, bool capturing, bool publish_dead)
 {
 	struct lk_bell *b = lk->bell;
-	const bool push = bg_pushed(lk, false, capturing);
+	const bool push = bg_pushed(lk, capturing);
 	unsigned idx;
 	int rc = eht_lk_bell_prepare(lk, (const void *)(uintptr_t)uniq, true, 0, lk->lo, n, true, true, push ? compact : 0, 0,
 				     capturing, &idx);
