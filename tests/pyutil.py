@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """pyutil: what the Python test scripts share (they run as scripts, so tests/ is on sys.path): a
-failure-counting check, eht imported for a CPU-only run or a skip, and `eht serve` of a synthetic
+failure-counting check, eht imported for a CPU-only run or a skip, torch with CUDA or a skip, and `eht serve` of a synthetic
 checkpoint until it says it serves, and a recording stand-in of eht.torch.EngramLayer for the engine
 adapters' tests."""
 import contextlib
@@ -43,6 +43,25 @@ def import_eht_cpu():
         print("skip: %s" % exc)
         return None
     return eht
+
+
+def torch_cuda_or_skip(custom_op=False):
+    """torch for a test that needs CUDA, with the repository's python/ first on sys.path (for eht);
+    exits 77 (skip) without PyTorch, without torch.library.custom_op where custom_op (torch >= 2.4),
+    or without a CUDA device."""
+    sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        print("SKIP: PyTorch is not installed", file=sys.stderr)
+        sys.exit(77)
+    if custom_op and not hasattr(torch.library, "custom_op"):
+        print("SKIP: torch %s has no torch.library.custom_op (2.4 or later)" % torch.__version__, file=sys.stderr)
+        sys.exit(77)
+    if not torch.cuda.is_available():
+        print("SKIP: no CUDA device", file=sys.stderr)
+        sys.exit(77)
+    return torch
 
 
 def engine_fakes_eht():

@@ -8,24 +8,12 @@ T in {1, 7, 256, 2048}, int32 / int64 ids as the strided [T, 24] view of a [T, 2
 inside torch.cuda.graph at 130 sizes (all replayed with new ids), under torch.compile(fullgraph=True);
 errors; a missing stream dependency shows as wrong rows (negative control). Prints the eager call's CPU
 time per call. Exits 77 without torch >= 2.4 or CUDA."""
-import os
 import sys
 import time
 
 import pyutil
 
-sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
-try:
-    import torch
-except ImportError:
-    print("SKIP: PyTorch is not installed", file=sys.stderr)
-    sys.exit(77)
-if not hasattr(torch.library, "custom_op"):
-    print("SKIP: torch %s has no torch.library.custom_op (2.4 or later)" % torch.__version__, file=sys.stderr)
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("SKIP: no CUDA device", file=sys.stderr)
-    sys.exit(77)
+torch = pyutil.torch_cuda_or_skip(custom_op=True)
 import eht  # noqa: E402
 import eht.torch as et  # noqa: E402
 

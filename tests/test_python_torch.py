@@ -13,15 +13,7 @@ import tempfile
 
 import pyutil
 
-sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
-try:
-    import torch
-except ImportError:
-    print("SKIP: PyTorch is not installed", file=sys.stderr)
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("SKIP: no CUDA device", file=sys.stderr)
-    sys.exit(77)
+torch = pyutil.torch_cuda_or_skip()
 import eht  # noqa: E402
 
 CLI = os.environ["EHT_CLI"]

@@ -11,24 +11,12 @@ the rank's own shard (the offset maps); both output layouts (bf16 [T, part, 256]
 argument; a missing stream dependency shows as wrong rows (negative control); a raw lookup dequantized
 by eht.torch.dequant equals the bf16 lookup (eager, strided out, a captured graph replayed). Prints the op's graph
 replay time beside the C path's. Exits 77 without torch.library.custom_op (torch >= 2.4) or CUDA."""
-import os
 import sys
 import time
 
 import pyutil
 
-sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
-try:
-    import torch
-except ImportError:
-    print("SKIP: PyTorch is not installed", file=sys.stderr)
-    sys.exit(77)
-if not hasattr(torch.library, "custom_op"):
-    print("SKIP: torch %s has no torch.library.custom_op (2.4 or later)" % torch.__version__, file=sys.stderr)
-    sys.exit(77)
-if not torch.cuda.is_available():
-    print("SKIP: no CUDA device", file=sys.stderr)
-    sys.exit(77)
+torch = pyutil.torch_cuda_or_skip(custom_op=True)
 import eht  # noqa: E402
 import eht.torch as et  # noqa: E402
 
