@@ -203,3 +203,29 @@ eht_table *t_lookup_ref_table(struct t_lookup_ref *ref, uint64_t nrows, uint64_t
 	CHECK_RC(eht_table_wrap(rows, nrows, EHT_ENGRAM_ROW_BYTES, 0, name, &t), 0);
 	return t;
 }
+
+void t_lookup_shared_tiers(const struct t_lookup_ref *ref, const char *name, eht_stream s, uint64_t *rs,
+			   void (*check)(const char *tier, eht_table *t, eht_stream s, uint64_t *rs))
+{
+	static const int tiers[] = {EHT_TIER_HOST_NUMA, EHT_TIER_REGION_PINNED};
+	static const char *names[] = {"host-numa", "region-pinned"};
+	eht_group *grp = NULL;
+	CHECK_RC(eht_group_create_single(&grp), 0);
+	for (int k = 0; grp && k < 2; k++) {
+		struct eht_share_opts so = {.size = sizeof(so), .tier = tiers[k], .device = 0, .row_bytes = RB,
+					    .name = name, .flags = EHT_SHARE_NO_RESERVE};
+		eht_table *t = NULL;
+		int rc = eht_table_share(ref->nrows * RB, grp, &so, &t);
+		if (rc) {
+			fprintf(stderr, "tier %s not available here (%s): skipped\n", names[k], eht_last_error());
+			continue;
+		}
+		struct eht_table_info ti = {.size = sizeof(ti)};
+		CHECK_RC(eht_table_get_info(t, &ti), 0);
+		if (ti.host)
+			memcpy(ti.host, ref->rows, ref->nrows * RB);
+		check(names[k], t, s, rs);
+		eht_table_close(t);
+	}
+	eht_group_destroy(grp);
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpu_lookup_ref.h: what the GPU lookup tests share: ids with misses, repeats and dead ids, the CPU
- * reference compare of a GPU output, and the eager ids-in-GPU-memory check of one engine. */
+ * reference compare of a GPU output, the eager ids-in-GPU-memory check of one engine, and the
+ * reference's rows in every shared tier. */
 #ifndef EHT_TESTS_GPU_LOOKUP_REF_H
 #define EHT_TESTS_GPU_LOOKUP_REF_H
 
@@ -42,5 +43,11 @@ void t_lookup_eager_gpu_ids(const struct t_lookup_ref *ref, const char *tier, eh
  * outputs and dead counts compared each replay; and a dead-count pointer refused under capture. */
 void t_lookup_check_engine(const struct t_lookup_ref *ref, const char *tier, eht_lookup *lk, int strategy, int fmt,
 			   eht_stream s, size_t nmax, bool host_capture_refused, uint64_t *rs);
+
+/* The reference's rows copied into a table of each shared tier (host-NUMA, pinned region; shared as
+ * eht serve shares one, under name), each given to check and closed; a tier this machine lacks is
+ * said on stderr and skipped. */
+void t_lookup_shared_tiers(const struct t_lookup_ref *ref, const char *name, eht_stream s, uint64_t *rs,
+			   void (*check)(const char *tier, eht_table *t, eht_stream s, uint64_t *rs));
 
 #endif

@@ -52,26 +52,7 @@ int main(void)
 		check_table("memory", t, s, &rs);
 	eht_table_close(t);
 
-	eht_group *grp = NULL;
-	CHECK_RC(eht_group_create_single(&grp), 0);
-	static const int tiers[] = {EHT_TIER_HOST_NUMA, EHT_TIER_REGION_PINNED};
-	static const char *names[] = {"host-numa", "region-pinned"};
-	for (int k = 0; grp && k < 2; k++) {
-		struct eht_share_opts so = {.size = sizeof(so), .tier = tiers[k], .device = 0, .row_bytes = RB,
-					    .name = "eht-test-graph", .flags = EHT_SHARE_NO_RESERVE};
-		t = NULL;
-		int rc = eht_table_share(g_lref.nrows * RB, grp, &so, &t);
-		if (rc) {
-			fprintf(stderr, "tier %s not available here (%s): skipped\n", names[k], eht_last_error());
-			continue;
-		}
-		struct eht_table_info ti = {.size = sizeof(ti)};
-		CHECK_RC(eht_table_get_info(t, &ti), 0);
-		memcpy(ti.host, ref, g_lref.nrows * RB);
-		check_table(names[k], t, s, &rs);
-		eht_table_close(t);
-	}
-	eht_group_destroy(grp);
+	t_lookup_shared_tiers(&g_lref, "eht-test-graph", s, &rs, check_table);
 	free(ref);
 
 	/* Disk tier (the fixture checkpoint). */
