@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """pyutil: what the Python test scripts share (they run as scripts, so tests/ is on sys.path): a
-failure-counting check, eht imported for a CPU-only run or a skip, torch with CUDA or a skip, and `eht serve` of a synthetic
-checkpoint until it says it serves, and a recording stand-in of eht.torch.EngramLayer for the engine
-adapters' tests."""
+failure-counting check, eht imported for a CPU-only run or a skip, torch with CUDA or a skip, `eht
+serve` of a synthetic checkpoint until it says it serves, and a recording stand-in of
+eht.torch.EngramLayer for the engine adapters' tests."""
 import contextlib
 import os
 import subprocess
