@@ -2,7 +2,6 @@
 /* test_serve_shrink.c: a checkpoint that shrinks while `eht serve` loads it, or while `eht worker
  * --check` compares rows with it, gives an error naming the file, never a SIGBUS; nothing is left
  * in the shm directory. */
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,17 +21,6 @@ static void shrink_on_first_progress(void *arg, uint64_t done, uint64_t total, c
 {
 	if (!truncated && truncate(file, 1 << 20) == 0)
 		truncated = 1;
-}
-
-static int dir_entries(const char *path)
-{
-	DIR *d = opendir(path);
-	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	if (d)
-		closedir(d);
-	return n;
 }
 
 static void sleep_s(double s)
@@ -70,7 +58,7 @@ int main(void)
 	CHECK_RC(eht_serve_start(ckpt, &o, &s), -EIO);
 	CHECK(truncated);
 	CHECK(strstr(eht_last_error(), "model.safetensors") != NULL && strstr(eht_last_error(), "shrank") != NULL);
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 
 	/* `eht worker --check`: it opens its checkpoint (B) first and waits for the server; B shrinks
 	 * before the server (loading its own copy, A) comes up. */
@@ -101,7 +89,7 @@ int main(void)
 		waitpid(srv, &st, 0);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 	t_rmtree(tmp);
 	return t_done();
 }

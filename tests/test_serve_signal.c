@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_serve_signal.c: SIGTERM (and SIGINT) during `eht serve`'s load stop it within a second,
  * before it serves, leaving nothing in its shm directory. */
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,17 +29,6 @@ static int zeros(void *ctx, uint64_t offset, void *buf, size_t len)
 {
 	memset(buf, 0, len);
 	return 0;
-}
-
-static int dir_entries(const char *path)
-{
-	DIR *d = opendir(path);
-	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	if (d)
-		closedir(d);
-	return n;
 }
 
 /* Starts the server, signals it after delay_s, and checks how it ended. */
@@ -85,7 +73,7 @@ static void stop_during_load(const char *tmp, const char *ckpt, const char *shm,
 		fclose(f);
 	CHECK(!served);
 	CHECK(WIFEXITED(st));
-	CHECK(dir_entries(shm) == 0);
+	CHECK(t_dir_entries(shm) == 0);
 }
 
 int main(void)

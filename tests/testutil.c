@@ -97,7 +97,7 @@ int t_dir_entries(const char *path)
 	DIR *d = opendir(path);
 	int n = 0;
 	for (struct dirent *e; d && (e = readdir(d));)
-		n += e->d_name[0] != '.';
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
 	if (d)
 		closedir(d);
 	return n;

@@ -43,8 +43,8 @@ const char *t_fixtures(void);
 char *t_tmpdir(const char *tag);
 /* Removes a directory tree (rm -rf). */
 void t_rmtree(const char *path);
-/* Entries of a folder not starting with '.' (0 when it cannot be read): what a test left behind in
- * /dev/shm, or the descriptors in /proc/self/fd. */
+/* Entries of a folder but . and .. (0 when it cannot be read; a hidden file counts): what a test left
+ * behind in /dev/shm, or the descriptors in /proc/self/fd. */
 int t_dir_entries(const char *path);
 /* Sends this process's stderr to a new file at path (a forked rank's log). Returns 0 or -errno. */
 int t_stderr_to(const char *path);
