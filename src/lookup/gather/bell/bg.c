@@ -79,7 +79,7 @@ static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht
 }
 
 /* Whether a background request is pushed: a captured one as the engine says (bg_push, the default;
- * eht.h), a bf16 prefill too (the CPU then dequantizes each group once its copy is done, push_rows).
+ * eht.h), a bf16 prefill too (the CPU then also enqueues each group's dequant after its copy, push_rows).
  * Pushed, its graph has two nodes where the stream's way has a wait, a copy, an event and a dequant
  * per group: on the lent H200 (eht bench step, prefill, 2 x 24 GiB, two alternated pairs of processes,
  * 3 rounds each) the synced step paid -0.06 / +0.22 ms pushed against +0.32 / +0.37 ms the stream's
@@ -100,8 +100,8 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 	struct lk_bell *b = lk->bell;
 	const bool raw = lk->fmt == EHT_LOOKUP_RAW, group_dequant = !raw && n > LK_BG_DEQUANT_ROWS;
 	const bool push = bg_pushed(lk, capturing);
-	/* Pushed bf16 above LK_BG_DEQUANT_ROWS: the CPU dequantizes each group after its copy (as
-	 * bg_groups' dequant stream does, for the same reason), so the stream still has two nodes. */
+	/* Pushed bf16 above LK_BG_DEQUANT_ROWS: the CPU enqueues each group's dequant after its copy (on
+	 * the dequant stream, as bg_groups does, for the same reason), so the stream still has two nodes. */
 	const bool cpu_dequant = push && group_dequant;
 	const eht_dptr dst = raw ? out : lk->scr.d_compact;
 	unsigned idx;
