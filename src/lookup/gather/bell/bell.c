@@ -88,6 +88,11 @@ int eht_lk_bell_init(eht_lookup *lk)
 		rc = eht_dev_stream_create(&b->push_stream, EHT_STREAM_NONBLOCKING);
 		if (!rc)
 			rc = eht_dev_event_create(&b->ev_pushed, 0);
+		/* the pushed requests' done words (requests.c says why in GPU memory) */
+		if (!rc)
+			rc = eht_dev_alloc(&b->d_done, LK_REQS * sizeof(uint32_t));
+		if (!rc)
+			rc = eht_dev_memset8(b->d_done, 0, LK_REQS * sizeof(uint32_t));
 	}
 	atomic_store(&b->scan, LK_EAGER_REQS);
 	return rc ? rc : eht_lk_poller_join(lk);
@@ -121,6 +126,8 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	eht_dev_stream_destroy(b->bg_xstream);
 	if (b->push_stream)
 		eht_dev_stream_sync(b->push_stream);
+	if (b->d_done) /* (after the push stream's last write to it) */
+		eht_dev_free(b->d_done);
 	eht_dev_event_destroy(b->ev_pushed);
 	eht_dev_stream_destroy(b->push_stream);
 	eht_lk_bell_free(lk, b->arena);

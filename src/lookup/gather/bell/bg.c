@@ -62,11 +62,11 @@ static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_d
 
 /* A pushed request on the stream (eht_lk_bell_bg_piece, _bg_compact): the ring kernel (the ids or
  * distinct rows into pinned memory, the done word cleared, the doorbell), then one wait for the done
- * word, which the CPU sets once its own copies have moved every group into GPU memory. Two nodes
- * where the stream-driven way has a copy and a wait per group, a copy of the ids, a write and a
- * memset: on the lent H200 a graph's launch call pays about 1.7 us per copy node touching host
- * memory and 1.3 us per memory op, next to nothing per kernel node, and a synced decode step pays
- * that launch. */
+ * word (GPU memory), which the CPU's push stream sets once its copies have moved every group
+ * there. Two nodes where the stream-driven way has a copy and a wait per group, a copy of the ids, a
+ * write and a memset: on the lent H200 a graph's launch call pays about 1.7 us per copy node
+ * touching host memory and 1.3 us per memory op, next to nothing per kernel node, and a synced
+ * decode step pays that launch. */
 static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a)
 {
 	struct lk_bell *b = lk->bell;
@@ -114,13 +114,12 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 	if (push) {
 		struct eht_gpu_ring a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
 					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
-		if (!rc)
-			rc = push_ring_wait(lk, es, idx, &a);
+		rc = push_ring_wait(lk, es, idx, &a);
 		if (!rc && !raw && !cpu_dequant)
 			rc = eht_gpu_expand(&lk->g, es, 0, n, dst, lk->rb, out, lk->fmt);
 		return eht_lk_bell_finish(lk, es, idx, capturing, rc);
 	}
-	if (!rc && ids_dev)
+	if (ids_dev)
 		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
 	if (!rc)
 		rc = eht_dev_stream_write32(es, b->d_words + idx * sizeof(uint32_t), 1);
@@ -151,12 +150,10 @@ int eht_lk_bell_bg_compact(eht_lookup *lk, eht_dptr uniq, eht_dptr ucount, eht_d
 		struct eht_gpu_ring a = {.ids = uniq, .ucount = ucount, .n = n,
 					 .h_count = b->d_h_count + idx * sizeof(uint64_t),
 					 .dead = publish_dead ? lk->d_counters : 0, .h_dead = publish_dead ? lk->d_h_dead : 0};
-		if (!rc)
-			rc = push_ring_wait(lk, s, idx, &a);
+		rc = push_ring_wait(lk, s, idx, &a);
 		return eht_lk_bell_finish(lk, s, idx, capturing, rc);
 	}
-	if (!rc)
-		rc = eht_dev_d2h_async(&b->h_count[idx], ucount, sizeof(uint64_t), s);
+	rc = eht_dev_d2h_async(&b->h_count[idx], ucount, sizeof(uint64_t), s);
 	if (!rc)
 		rc = eht_dev_d2h_async(r->h_ids, uniq, n * sizeof(uint32_t), s);
 	if (!rc)

@@ -68,7 +68,7 @@ struct lk_bell {
 	uint8_t *staging;   /* pinned, mapped: slots of chunk rows */
 	size_t staging_rows;
 	eht_dptr d_staging;
-	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], ready[max_chunks], done[LK_REQS] */
+	_Atomic uint32_t *words; /* pinned, mapped: bells[LK_REQS], ready[max_chunks], done[LK_REQS] (no GPU) */
 	atomic_uint *slot_pub;   /* CPU only: chunk + 1 last gathered into each slot */
 	uint8_t *arena;          /* pinned: ids copies of captured requests, bump-allocated */
 	eht_dptr d_arena;
@@ -82,6 +82,7 @@ struct lk_bell {
 	eht_dptr d_sync; /* 2 x LK_REQS u32, zero between launches */
 	eht_dptr d_mirror; /* GPU memory, max_chunks u32: the stage-in kernel's relay of ready (0: none) */
 	eht_dptr d_parts;  /* GPU memory, max_chunks u32: parts of a chunk copied, per slot (stage_in.cu) */
+	eht_dptr d_done;   /* GPU memory, LK_REQS u32: pushed requests' done words (0: in words, no GPU) */
 	struct lk_req reqs[LK_REQS];
 	unsigned eager_next;
 	unsigned prev_slots; /* slots the previous request used: all free before the next starts */
@@ -126,8 +127,9 @@ struct lk_bell {
  * once the stream took it), then done[LK_REQS] (a pushed request's end). */
 static inline _Atomic uint32_t *eht_lk_bells(struct lk_bell *b) { return b->words; }
 static inline _Atomic uint32_t *eht_lk_ready(struct lk_bell *b) { return b->words + LK_REQS; }
-/* Request idx's done word (pushed requests): the CPU sets it to 1 once the rows are in GPU memory;
- * the stream's ring clears it. Its device address. */
+/* Request idx's done word (pushed requests): the CPU's push stream sets it to 1 once the rows are in
+ * GPU memory; the stream's ring clears it. The host word (the CPU emulation's) and the stream's
+ * address (d_done's on a GPU). */
 _Atomic uint32_t *eht_lk_bell_done(struct lk_bell *b, const eht_lookup *lk, unsigned idx);
 eht_dptr eht_lk_bell_d_done(const struct lk_bell *b, const eht_lookup *lk, unsigned idx);
 

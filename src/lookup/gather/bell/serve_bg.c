@@ -58,13 +58,13 @@ static void push_rows(eht_lookup *lk, const struct lk_req *r, uint32_t g, size_t
 
 /* The end of pushed request i: its done word set after its copies (the stream waits for that), and
  * the copies' end recorded for the next request's use of staging. Should the driver refuse, the CPU
- * sets the word itself once the copies are done: the stream goes on, the error is the next call's. */
+ * sets the word once the copies are done (a fill of GPU memory; a context that refuses that too has
+ * failed for good): the stream goes on, the error is the next call's. */
 static void push_done(eht_lookup *lk, unsigned i)
 {
 	struct lk_bell *b = lk->bell;
-	_Atomic uint32_t *done = eht_lk_bell_done(b, lk, i);
 	if (!lk->gpu) {
-		atomic_store_explicit(done, 1u, memory_order_release);
+		atomic_store_explicit(eht_lk_bell_done(b, lk, i), 1u, memory_order_release);
 		return;
 	}
 	int rc = eht_lk_bell_on_device(lk);
@@ -80,7 +80,8 @@ static void push_done(eht_lookup *lk, unsigned i)
 		if (b->reqs[i].push_out)
 			eht_dev_stream_sync(b->bg_xstream);
 		b->pushed_used = false;
-		atomic_store_explicit(done, 1u, memory_order_release);
+		if (!eht_dev_memset32_async(eht_lk_bell_d_done(b, lk, i), 1u, 1, b->push_stream))
+			eht_dev_stream_sync(b->push_stream);
 	}
 }
 
