@@ -74,11 +74,7 @@ int main(void)
 	if (!t_have_gpu_forked())
 		t_skip("no CUDA GPU");
 	struct eht_hugetlb_pool pool;
-	if (eht_hugetlb_pool(HP, &pool) != 0)
-		t_skip("no 2 MiB huge pages in this kernel");
-	long nr0 = t_nr_hugepages();
-	if (geteuid() != 0 || nr0 < 0 || t_set_nr_hugepages(nr0) != 0)
-		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
+	long nr0 = t_hugepages_resizable_or_skip(&pool);
 	const long need = 1 + (long)(((uint64_t)ROWS * RB + HP - 1) / HP);
 	long used = (long)(pool.total - pool.available);
 

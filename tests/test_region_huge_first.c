@@ -66,11 +66,7 @@ int main(void)
 	t_setenv("EHT_NO_CUDA", "1");
 	t_setenv("EHT_LOG", "info"); /* the fallback's line says which path the share took */
 	struct eht_hugetlb_pool pool;
-	if (eht_hugetlb_pool(HP, &pool) != 0)
-		t_skip("no 2 MiB huge pages in this kernel");
-	long nr0 = t_nr_hugepages();
-	if (geteuid() != 0 || nr0 < 0 || t_set_nr_hugepages(nr0) != 0)
-		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
+	long nr0 = t_hugepages_resizable_or_skip(&pool);
 	const uint64_t bytes = (uint64_t)ROWS * RB, need = 1 + (bytes + HP - 1) / HP; /* 4 pages */
 	long used = (long)(pool.total - pool.available);
 

@@ -104,11 +104,7 @@ int main(void)
 {
 	t_setenv("EHT_NO_CUDA", "1");
 	struct eht_hugetlb_pool pool;
-	if (eht_hugetlb_pool(HP, &pool) != 0)
-		t_skip("no 2 MiB huge pages in this kernel");
-	long nr0 = t_nr_hugepages();
-	if (geteuid() != 0 || nr0 < 0 || t_set_nr_hugepages(nr0) != 0)
-		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
+	long nr0 = t_hugepages_resizable_or_skip(&pool);
 	snprintf(logdir, sizeof(logdir), "%s", t_tmpdir("hugepages"));
 	uint8_t *out4k = malloc((size_t)NIDS * RB), *out2m = malloc((size_t)NIDS * RB);
 	char path[512];

@@ -268,6 +268,16 @@ int t_set_nr_hugepages(long n)
 	return (fclose(f) == 0 && ok) ? 0 : -1;
 }
 
+long t_hugepages_resizable_or_skip(struct eht_hugetlb_pool *pool)
+{
+	if (eht_hugetlb_pool(2ull << 20, pool) != 0)
+		t_skip("no 2 MiB huge pages in this kernel");
+	long nr0 = t_nr_hugepages();
+	if (geteuid() != 0 || nr0 < 0 || t_set_nr_hugepages(nr0) != 0)
+		t_skip("needs root to resize the huge page pool (/proc/sys/vm/nr_hugepages)");
+	return nr0;
+}
+
 uint64_t t_hugepages_available(void)
 {
 	struct eht_hugetlb_pool pool;

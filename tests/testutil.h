@@ -80,6 +80,10 @@ int t_count_lines(const char *path, const char *needle);
 /* /proc/sys/vm/nr_hugepages, -1 when unreadable; setting it (root only) returns 0 or -1. */
 long t_nr_hugepages(void);
 int t_set_nr_hugepages(long n);
+/* A test that resizes the 2 MiB huge page pool: *pool filled and nr_hugepages returned (to put it
+ * back at the end); skips (77) without such pages in the kernel, or unless root may resize it. */
+struct eht_hugetlb_pool;
+long t_hugepages_resizable_or_skip(struct eht_hugetlb_pool *pool);
 /* 2 MiB huge pages a new mapping can still get (free less reserved), 0 without a pool. */
 uint64_t t_hugepages_available(void);
 /* True when libeht was built with liburing and this kernel lets the process use io_uring. */
