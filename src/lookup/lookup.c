@@ -323,8 +323,8 @@ static int run_pieces(eht_lookup *lk, const struct lk_run *r, const void *ids, i
 							: r->c.ids_dev ? cpu_piece_dev_ids : cpu_piece;
 	const size_t isz = id64 ? 8 : 4;
 	int rc = 0;
-	if (r->path != PATH_CPU && (rc = eht_dev_memset32_async(lk->d_counters, 0, 4, s)))
-		return rc;
+	/* (a CPU run counts on the CPU: an AUTO split's in-place part there leaves junk nobody reads) */
+	lk->counters_zeroed = r->path == PATH_CPU;
 	for (uint64_t b = 0; b < count && !rc; b += lk->max_batch) {
 		size_t m = count - b < lk->max_batch ? (size_t)(count - b) : (size_t)lk->max_batch;
 		struct lk_piece p = {.st = r->st, .ids = (const uint8_t *)ids + b * isz, .ids_dev = r->c.ids_dev,
@@ -348,7 +348,9 @@ static int run_finish(eht_lookup *lk, const struct lk_run *r, bool published, vo
 		return 0;
 	}
 	lk->last.dead_gpu = true;
-	int rc = published ? 0 : eht_dev_d2h_async(lk->h_dead, lk->d_counters, sizeof(uint64_t), s);
+	int rc = 0;
+	if (!published && !(rc = eht_lk_counters_zero(lk, s))) /* (zeroed already unless no kernel counted) */
+		rc = eht_dev_d2h_async(lk->h_dead, lk->d_counters, sizeof(uint64_t), s);
 	if (!rc && r->dead_sync && !(rc = eht_dev_stream_sync(s)))
 		*dead = eht_lookup_last_dead_count(lk);
 	return rc;

@@ -11,8 +11,8 @@ int eht_lk_gather_distinct(eht_lookup *lk, struct lk_piece *p, const struct lk_d
 	eht_stream s = p->s;
 	bool split = share > 0.0f && share < 1.0f;
 	eht_stream gs = split ? lk->fork.side : s;
-	int rc = 0;
-	if (split)
+	int rc = eht_lk_counters_zero(lk, s); /* (the dedup pass zeroed them: a no-op) */
+	if (!rc && split)
 		rc = eht_lk_fork(lk, s);
 	if (!rc && share > 0.0f)
 		rc = eht_gpu_gather_uniq(&lk->g, gs, d->uniq, lk->d_counters, share, p->n, &lk->tab, d->compact);

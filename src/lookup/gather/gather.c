@@ -111,9 +111,20 @@ int eht_lk_fork_init(eht_lookup *lk)
 	return rc ? rc : eht_dev_stream_create(&f->side, EHT_STREAM_NONBLOCKING);
 }
 
+int eht_lk_counters_zero(eht_lookup *lk, eht_stream s)
+{
+	if (lk->counters_zeroed)
+		return 0;
+	int rc = eht_dev_memset32_async(lk->d_counters, 0, 4, s);
+	lk->counters_zeroed = rc == 0;
+	return rc;
+}
+
 int eht_lk_fork(eht_lookup *lk, eht_stream s)
 {
-	int rc = eht_dev_event_record(lk->fork.ev_fork, s);
+	int rc = eht_lk_counters_zero(lk, s);
+	if (!rc)
+		rc = eht_dev_event_record(lk->fork.ev_fork, s);
 	return rc ? rc : eht_dev_stream_wait_event(lk->fork.side, lk->fork.ev_fork);
 }
 

@@ -19,7 +19,14 @@ void eht_lk_gpu_parts_fini(eht_lookup *lk);
 /* Makes the scratch (d_compact of compact_rows rows, d_slot of max_batch) / the fork if missing. */
 int eht_lk_scratch(eht_lookup *lk);
 int eht_lk_fork_init(eht_lookup *lk);
-/* Forks the side stream off s (events, so a capture follows it) / joins it back into s. */
+/* The run's counters (d_counters) zeroed on s before the first kernel of the run that counts into
+ * them, once a run (eht_lookup_run starts each GPU run with counters_zeroed false). A background
+ * request, whose dead ids the CPU counts, then has no memset node: on the lent H200 (eht bench step,
+ * decode, 2 x 24 GiB, three alternated pairs of processes) its graph launched 2-4 us faster and its
+ * step added +12.8 .. +23.3 us back to back against +23.8 .. +45.3 with the memset. */
+int eht_lk_counters_zero(eht_lookup *lk, eht_stream s);
+/* Forks the side stream off s (events, so a capture follows it; the counters zeroed first: the side's
+ * kernels count into them) / joins it back into s. */
 int eht_lk_fork(eht_lookup *lk, eht_stream s), eht_lk_join(eht_lookup *lk, eht_stream s);
 /* Ids of one piece as a device pointer: in place when on the GPU, else copied through pinned h_ids
  * into d_ids on s (not capturable). */

@@ -8,6 +8,8 @@ int eht_lk_inplace_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 {
 	eht_dptr d;
 	int rc = eht_lk_piece_ids_dev(lk, ids, ids_dev, id64 ? 8 : 4, n, s, &d);
+	if (!rc)
+		rc = eht_lk_counters_zero(lk, s);
 	if (rc)
 		return rc;
 	struct eht_gpu_ids gi = {.ids = d, .id64 = id64, .off = off, .lo = lk->lo, .hi = lk->hi};

@@ -480,9 +480,12 @@ int eht_lk_hot_piece(eht_lookup *lk, struct lk_piece *p)
 	/* A run that failed between mark and expand left entries in the dedup table. */
 	if (!rc && h->dirty && !(rc = eht_dev_memset8_async(h->d_dkeys, 0xff, 8ull << h->dbits, s)))
 		h->dirty = false;
-	/* The distinct count starts at zero: eht_lookup_run zeroed it for the run's first piece (a run of
-	 * one piece, the common case, needs no second memset node in its graph). */
-	if (!rc && !p->publish_dead)
+	/* The distinct count starts at zero: the run's first piece zeroes the counters (a run of one
+	 * piece, the common case, needs no second memset node in its graph). */
+	const bool first = !lk->counters_zeroed;
+	if (!rc)
+		rc = eht_lk_counters_zero(lk, s);
+	if (!rc && !first)
 		rc = eht_dev_memset32_async(ucount, 0, 2, s);
 	if (rc)
 		return rc;

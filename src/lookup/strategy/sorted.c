@@ -51,6 +51,8 @@ static int sorted_gpu(eht_lookup *lk, struct lk_piece *p)
 	struct lk_sorted *S = lk->state[EHT_LOOKUP_SORTED];
 	eht_dptr d, out = (eht_dptr)(uintptr_t)p->out;
 	int rc = eht_lk_piece_ids_dev(lk, p->ids, p->ids_dev, p->id64 ? 8 : 4, p->n, p->s, &d);
+	if (!rc)
+		rc = eht_lk_counters_zero(lk, p->s);
 	if (rc)
 		return rc;
 	struct eht_gpu_ids gi = {.ids = d, .id64 = p->id64, .off = p->off, .lo = lk->lo, .hi = lk->hi};

@@ -22,6 +22,7 @@
 #include "lookup/gather/bell/poller.h"
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/bell/trace.h"
+#include "lookup/gather/gather.h"
 #include "util/err.h"
 #include "util/settings.h"
 
@@ -165,7 +166,9 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 	eht_lk_bell_geom(lk, n, &a->chunk, &a->nslots);
 	a->tag = (uint32_t)idx << LK_TAG_SHIFT;
 	eht_lk_bell_start(lk, idx, capturing);
-	int rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, lk->d_counters);
+	int rc = eht_lk_counters_zero(lk, s);
+	if (!rc)
+		rc = eht_gpu_stage_in(&lk->g, s, a, n, lk->rb, out, lk->d_counters);
 	return eht_lk_bell_finish(lk, s, idx, capturing, rc);
 }
 
