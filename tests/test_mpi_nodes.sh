@@ -60,15 +60,17 @@ grep_log fault-node1 "rank 2: node 1 (sim.n1) rank 0: tier none.*injected fault"
 run die-rank nonzero 60 "$sim" "$ex" --bytes 8M --die-rank 3 --timeout-ms 5000
 grep_log die-rank "rank 3 .*exited on signal 9"
 # The same where mpirun lets the others run on (--enable-recovery): eht's deadline ends them, with
-# its message, after 3 s (mpirun itself may then exit 0).
-run die-rank-recovery any 30 --enable-recovery "$sim" "$ex" --bytes 8M --die-rank 3 --timeout-ms 3000
+# its message, after 3 s (mpirun itself may then exit 0); a hang meets the 120 s timeout.
+run die-rank-recovery any 60 --enable-recovery "$sim" "$ex" --bytes 8M --die-rank 3 --timeout-ms 3000
 grep_log die-rank-recovery "world rank 2: broadcast over 2 ranks did not complete within 3000 ms"
 # A rank that stalls: its node's peer fails at the 3 s deadline with eht's message, then aborts.
 run stall-rank nonzero 60 "$sim" "$ex" --bytes 8M --stall-rank 3 --timeout-ms 3000
 grep_log stall-rank "did not complete within 3000 ms: a rank died or stalled"
-# A rank that joins 15 s late against a 2 s deadline: the others give up at theirs (not when it
-# comes: MPI_Comm_split_type would block until then), say so, and abort the job.
-run late-rank nonzero 12 "$sim" "$ex" --bytes 8M --late-rank 3 --late-ms 15000 --timeout-ms 2000
+# A rank that joins 60 s late against a 2 s deadline: the others give up at theirs (not when it
+# comes: MPI_Comm_split_type would block until then), say so, and abort the job. The bound counts
+# mpirun's start-up (up to ~25 s under ASan on a slow box), so the delay is far beyond it: waiting
+# for the late rank would take over 60 s, failing the 45 s bound.
+run late-rank nonzero 45 "$sim" "$ex" --bytes 8M --late-rank 3 --late-ms 60000 --timeout-ms 2000
 grep_log late-rank "the arrival of every rank (a rank came late) over 4 ranks did not complete within 2000 ms"
 rm -rf "$log"
 [ $fails = 0 ] && echo "test_mpi_nodes: all passed" && exit 0
