@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "table/host_numa/host_numa.h"
 #include "util/err.h"
@@ -50,6 +51,28 @@ int eht_host_numa_export_desc(const eht_table *t, json_t *desc, int **fds, size_
 	return rc;
 }
 
+static int hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* One FABRIC handle as the exporter writes it: exactly two hex digits a byte, nothing else (a short
+ * or garbled handle would import some other memory, or fail deep in the driver). */
+static int fabric_from_hex(const char *h, struct eht_vmm_fabric *f, const char *name, size_t i)
+{
+	const size_t n = sizeof(f->data);
+	if (!h || strlen(h) != 2 * n)
+		return eht_err(EPROTO, "table %s: FABRIC handle %zu is not %zu hex digits", name, i, 2 * n);
+	for (size_t b = 0; b < n; b++) {
+		int hi = hex_digit(h[2 * b]), lo = hex_digit(h[2 * b + 1]);
+		if (hi < 0 || lo < 0)
+			return eht_err(EPROTO, "table %s: FABRIC handle %zu has a non-hex digit at %zu", name, i,
+				       hi < 0 ? 2 * b : 2 * b + 1);
+		f->data[b] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
 int eht_host_numa_import_desc(json_t *desc, int *fds, size_t nfds, const struct eht_import_args *a,
 			      eht_table **out)
 {
@@ -76,14 +99,8 @@ int eht_host_numa_import_desc(json_t *desc, int *fds, size_t nfds, const struct 
 				     (unsigned long long)lay.nchunks, json_array_size(hex));
 		else if (!(fab = calloc(lay.nchunks ? lay.nchunks : 1, sizeof(*fab))))
 			rc = eht_err(ENOMEM, "attach: out of memory");
-		for (size_t i = 0; !rc && i < lay.nchunks; i++) {
-			const char *h = json_string_value(json_array_get(hex, i));
-			for (size_t b = 0; h && b < sizeof(fab[i].data) && h[2 * b] && h[2 * b + 1]; b++) {
-				unsigned v;
-				sscanf(h + 2 * b, "%2x", &v);
-				fab[i].data[b] = (unsigned char)v;
-			}
-		}
+		for (size_t i = 0; !rc && i < lay.nchunks; i++)
+			rc = fabric_from_hex(json_string_value(json_array_get(hex, i)), &fab[i], name, i);
 	} else if (lay.handle_type != EHT_VMM_FD || nfds != lay.nchunks) {
 		rc = eht_err(EPROTO, "table %s: handle type %u with %llu chunks, %zu descriptors given", name,
 			     lay.handle_type, (unsigned long long)lay.nchunks, nfds);
