@@ -193,7 +193,7 @@ void lk_report_table(const struct lk_run *d)
 	for (int k = 0; k < o->nshapes; k++)
 		if (d->lim[k].threads)
 			printf("CPU limit, %zu ids: %.3f ms into per-thread buffers, %.3f ms into staging (%u spinning threads, "
-			       "%d-row pieces, prefetch %u rows)\n",
+			       "%u-row pieces, prefetch %u rows)\n",
 			       o->shapes[k], d->lim[k].local_s * 1e3, d->lim[k].staging_s * 1e3, d->lim[k].threads,
 			       d->lim[k].piece, d->lim[k].prefetch);
 	if (d->idle >= 0)
