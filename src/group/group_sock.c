@@ -218,7 +218,6 @@ int eht_group_sock_join(eht_group *g, const char *key)
 			break;
 		int e = errno;
 		close(fd);
-		fd = -1;
 		/* Not listening yet (ECONNREFUSED) or backlog full (EAGAIN): rank 0 may still come. */
 		if (e != ECONNREFUSED && e != EAGAIN && e != ENOENT && e != EINTR)
 			return eht_err_sys(e, "group '%s' rank %d: connect", key, g->rank);

@@ -148,7 +148,7 @@ static int read_safetensors(const char *path, uint64_t max_rows, int64_t **rows,
 	if (rc) /* the cause (it names the file) after ours, whole: never formatted from itself */
 		return eht_err_prefix(-EINVAL, "hot set %s: not a hot-set file", path);
 	struct eht_st_tensor_info ti = {.size = sizeof(ti)};
-	if (eht_st_count(f) != 1 || (rc = eht_st_tensor(f, 0, &ti)) || ti.dtype != EHT_DTYPE_I64 || ti.ndim != 1 ||
+	if (eht_st_count(f) != 1 || eht_st_tensor(f, 0, &ti) || ti.dtype != EHT_DTYPE_I64 || ti.ndim != 1 ||
 	    ti.elements == 0) {
 		rc = eht_err(EINVAL, "hot set %s: not a hot-set file (want one non-empty I64 tensor of row ids, found %zu "
 				     "tensor(s))", path, eht_st_count(f));

@@ -354,7 +354,7 @@ int disk_split_init(struct disk *d)
 		s->part[k].base = a - a % s->page;
 		uint64_t pages = (a - s->part[k].base + d->local_rows * p->row_bytes + s->page - 1) / s->page;
 		s->part[k].nwords = (pages + 63) / 64;
-		s->part[k].bits = calloc(s->part[k].nwords ? s->part[k].nwords : 1, sizeof(uint64_t));
+		s->part[k].bits = calloc(s->part[k].nwords ? s->part[k].nwords : 1, sizeof(*s->part[k].bits));
 		if (!s->part[k].bits) {
 			d->split = s;
 			disk_split_free(d);
