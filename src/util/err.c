@@ -8,6 +8,9 @@
 
 #include "eht.h"
 
+#undef eht_err /* the analyzer's wrappers (err.h) are not for the definitions */
+#undef eht_err_sys
+
 static _Thread_local char err_msg[EHT_ERR_MAX];
 
 static int normalize(int err) { return err > 0 ? -err : (err == 0 ? -EIO : err); }

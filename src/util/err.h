@@ -21,6 +21,19 @@ int eht_err_sys(int err, const char *fmt, ...) EHT_PRINTF(2, 3);
 int eht_err_prefix(int rc, const char *fmt, ...) EHT_PRINTF(2, 3);
 #define EHT_ERR_MAX 1024
 
+#ifdef __clang_analyzer__
+/* For `make analyze`: eht_err and eht_err_sys never return 0 (err.c turns 0 into -EIO), which the
+ * analyzer cannot see across files; without this it follows every error return as a success. */
+static inline int eht_err_negative_(int rc)
+{
+	if (rc >= 0)
+		__builtin_unreachable();
+	return rc;
+}
+#define eht_err(...) eht_err_negative_(eht_err(__VA_ARGS__))
+#define eht_err_sys(...) eht_err_negative_(eht_err_sys(__VA_ARGS__))
+#endif
+
 /* This thread's message, saved so that the teardown after a failure (whose own errors are logged)
  * cannot replace the cause the caller is told. */
 struct eht_err_saved {
