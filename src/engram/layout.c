@@ -208,7 +208,7 @@ static int get_array(json_t *cfg, const char *key, uint64_t max, uint64_t *v, si
 				       (unsigned long long)max);
 		v[i] = (uint64_t)json_integer_value(e);
 	}
-	*n = json_array_size(j);
+	*n = i; /* the entries written */
 	return 0;
 }
 

@@ -199,7 +199,7 @@ int eht_engram_state_advance(eht_engram_state *st, const uint64_t *reqs, const s
 int eht_engram_state_step(eht_engram_state *st, const uint64_t *reqs, const struct eht_engram_batch *b,
 			  int32_t *rows)
 {
-	if (!st || (!reqs && b && b->n_requests))
+	if (!st || !b || (!reqs && b->n_requests))
 		return eht_err(EINVAL, "eht_engram_state_step: NULL argument");
 	int rc = engram_check_batch(st->l, b, 0);
 	if (rc)

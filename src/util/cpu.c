@@ -32,6 +32,7 @@ unsigned eht_cpu_restrict(cpu_set_t *set)
 
 static int read_text(const char *path, char *buf, size_t cap)
 {
+	buf[0] = '\0'; /* empty on every path */
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return -errno;

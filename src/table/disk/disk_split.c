@@ -244,6 +244,7 @@ static int read_uncached(struct disk *d, const struct rd *r, size_t nr, uint8_t 
 int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, size_t m, uint8_t *dst)
 {
 	struct disk_split *s = d->split;
+	const unsigned nparts = d->nparts; /* fixed while the table is open */
 	uint64_t rrow[SPLIT_ROWS];
 	uint32_t ridx[SPLIT_ROWS];
 	struct rd rd[2 * SPLIT_ROWS];
@@ -255,7 +256,7 @@ int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, s
 		size_t nfull = 0;
 		for (size_t i = b; i < e; i++) {
 			bool all = true;
-			for (unsigned k = 0; k < d->nparts; k++) {
+			for (unsigned k = 0; k < nparts; k++) {
 				uint64_t f, c;
 				page_range(s, d, k, miss[i], &f, &c);
 				cached[i - b][k] = hinted(s, k, f, c) || probe(d, k, f, c);
@@ -299,7 +300,7 @@ int disk_read_split(struct disk *d, const uint64_t *miss, const uint32_t *idx, s
 			i = j;
 		}
 		/* Rows with one part resident and the other read: the resident part alone. */
-		for (unsigned k = 0; k < d->nparts && !rc && nfull < e - b; k++) {
+		for (unsigned k = 0; k < nparts && !rc && nfull < e - b; k++) {
 			const struct disk_part *p = &d->part[k];
 			size_t n = 0;
 			for (size_t i = b; i < e; i++)
