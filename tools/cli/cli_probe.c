@@ -56,9 +56,15 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	 * order while the pool has room for the whole table (as region.c's choice does); and the tier
 	 * --tier auto would try first (table/share_huge.h): region-pinned for those, with a GPU. */
 	const char **got = calloc(n ? n : 1, sizeof(*got)), **autot = calloc(n ? n : 1, sizeof(*autot));
+	if (!got || !autot) {
+		free(tabs);
+		free(got);
+		free(autot);
+		return cli_error("probe", json, "out of memory");
+	}
 	const bool gpu = eht_dev_count() > 0;
 	uint64_t left = pool.available;
-	for (size_t i = 0; got && autot && i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint64_t pages = eht_hugetlb_region_pages(tabs[i].rows * tabs[i].row_bytes, hp);
 		bool fits = have && left >= pages;
 		left -= fits ? pages : 0;
@@ -72,7 +78,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 				      (json_int_t)pool.available, "hugepages_needed", (json_int_t)need, "nr_hugepages",
 				      (json_int_t)set, "shmem_thp", mode, "fits", pool.available >= need);
 		json_t *arr = json_array();
-		for (size_t i = 0; o && arr && got && autot && i < n; i++)
+		for (size_t i = 0; o && arr && i < n; i++)
 			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:s, s:s}", "name", tabs[i].name, "bytes",
 							     (json_int_t)(tabs[i].rows * tabs[i].row_bytes), "hugepages",
 							     (json_int_t)eht_hugetlb_region_pages(tabs[i].rows * tabs[i].row_bytes, hp),
@@ -91,8 +97,8 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 		printf("  %-44s %.2f GiB, %llu huge pages; on the region tier now: %s CPU pages; --tier auto: %s%s\n",
 		       tabs[i].name, (double)(tabs[i].rows * tabs[i].row_bytes) / (double)(1ull << 30),
 		       (unsigned long long)eht_hugetlb_region_pages(tabs[i].rows * tabs[i].row_bytes, hp),
-		       got ? got[i] : "?", autot ? autot[i] : "?",
-		       autot && !strcmp(autot[i], eht_tier_name(EHT_TIER_HOST_NUMA)) ? " first (4 KiB CPU pages)" : "");
+		       got[i], autot[i],
+		       !strcmp(autot[i], eht_tier_name(EHT_TIER_HOST_NUMA)) ? " first (4 KiB CPU pages)" : "");
 	free(tabs);
 	free(got);
 	free(autot);
