@@ -317,6 +317,7 @@ static void read_into(struct snapshot *s)
 			free(copy);
 		} else {
 			v.set = true;
+			v.s = copy; /* the snapshot keeps it (v.s points into it for every type) */
 			s->v[i] = v;
 		}
 	}
@@ -403,7 +404,7 @@ static bool differs(const struct eht_setting_def *r, const struct value *v)
 	default_of(r, &d);
 	switch (r->type) {
 	case EHT_SETTING_STR:
-		return strcmp(v->s, d.s) != 0;
+		return !d.s || strcmp(v->s, d.s) != 0;
 	case EHT_SETTING_DOUBLE:
 		return v->d != d.d;
 	default:

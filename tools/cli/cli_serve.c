@@ -82,6 +82,8 @@ void cli_serve_tier_names(char *buf, size_t len)
 
 static int parse_tier(const char *s)
 {
+	if (!s) /* never from getopt (--tier requires its value); the analyzer cannot tell */
+		return -1;
 	if (!strcmp(s, "auto"))
 		return 0;
 	int t = eht_tier_by_name(s);
