@@ -45,7 +45,7 @@ static inline double rn(json_t *r, const char *k) { return json_number_value(jso
  * errpath. Returns its pid, or -1. */
 static inline pid_t bench_spawn(const char *args, const char *errpath)
 {
-	const char *cli = getenv("EHT_CLI");
+	const char *cli = t_cli();
 	char buf[4096], *argv[64];
 	int n = 0;
 	snprintf(buf, sizeof(buf), "%s", args);

@@ -173,7 +173,7 @@ static void check_serve_status(const char *tmp)
 		int fd = open(so, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd < 0 || dup2(fd, 1) < 0)
 			_exit(127);
-		execl(getenv("EHT_CLI"), "eht", "serve", cmd, "--key", key, "--tier", "region", "--ready-file", ready,
+		execl(t_cli(), "eht", "serve", cmd, "--key", key, "--tier", "region", "--ready-file", ready,
 		      "--json", (char *)NULL);
 		_exit(127);
 	}

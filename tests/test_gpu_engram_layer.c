@@ -130,8 +130,10 @@ int main(void)
 	CHECK_RC(eht_dev_alloc(&g.ids, g.ids_bytes), 0);
 	CHECK_RC(eht_dev_alloc(&g.out, g.out_bytes), 0);
 	g.h = malloc(g.out_bytes);
-	if (!whole || !g.ids || !g.out || !g.h)
+	if (!whole || !g.ids || !g.out || !g.h) {
+		free(g.h);
 		return t_done();
+	}
 	strided_first_in_capture(whole, s, &g);
 	struct run_arg ra = {.rows = rows, .s = s, .g = &g, .rs = &rs};
 	unsigned n = lr_for_each_case(lay, whole, table, rows, 0, 4, 300, each_case, &ra);

@@ -297,8 +297,12 @@ int main(void)
 		rows[r * RB + 258] = 0;
 	}
 	uint8_t *one = malloc((size_t)ROWS * RB), *w = malloc((size_t)ROWS * 256), *sc = malloc((size_t)ROWS * 8);
-	if (!g_packed || !s || !one || !w || !sc)
+	if (!g_packed || !rows || !s || !one || !w || !sc) {
+		free(one);
+		free(w);
+		free(sc);
 		return t_done();
+	}
 	split_rows(one, one + (size_t)ROWS * 256);
 	split_rows(w, sc);
 	eht_table *t1 = wrap(one, one + (size_t)ROWS * 256, "split-one", 0), *t2 = wrap(w, sc, "split-two", 0);

@@ -114,7 +114,8 @@ int main(void)
 	CHECK_RC(eht_region_unlink("chunked", dir), 0);
 
 	/* Optional: a real region over the default 64 GiB chunk (needs about 66 GiB of /dev/shm). */
-	if (getenv("EHT_TEST_PIN_BIG") && atoi(getenv("EHT_TEST_PIN_BIG"))) {
+	const char *pin_big = getenv("EHT_TEST_PIN_BIG");
+	if (pin_big && atoi(pin_big)) {
 		const uint64_t huge = 65 * gib;
 		r = make_region("over64", huge);
 		uint64_t hoffs[] = {0, 64 * gib - (512u << 10), huge - (1u << 20)};

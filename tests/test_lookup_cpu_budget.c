@@ -89,8 +89,13 @@ int main(void)
 	uint8_t *table = malloc(rows * RB);
 	int64_t *ids = malloc(BATCH * sizeof(*ids));
 	uint8_t *out = malloc((size_t)BATCH * RB), *out2 = malloc((size_t)BATCH * RB);
-	if (!table || !ids || !out || !out2)
+	if (!table || !ids || !out || !out2) {
+		free(table);
+		free(ids);
+		free(out);
+		free(out2);
 		return 1;
+	}
 	for (size_t i = 0; i < rows * RB; i++)
 		table[i] = (uint8_t)(i * 131 + 7);
 	eht_table *t = NULL;

@@ -24,7 +24,7 @@ static pid_t start_server(const char *k, const char *tier, int *status_fd)
 	if (pid == 0) {
 		dup2(p[1], 1);
 		close(p[0]);
-		execl(getenv("EHT_CLI"), "eht", "serve", ckpt, "--key", k, "--tier", tier, (char *)NULL);
+		execl(t_cli(), "eht", "serve", ckpt, "--key", k, "--tier", tier, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);

@@ -46,8 +46,11 @@ int main(void)
 	struct eht_st_write_tensor *t = calloc(2 * TABLES, sizeof(*t));
 	char (*names)[64] = calloc(2 * TABLES, 64);
 	CHECK(t && names);
-	if (!t || !names)
+	if (!t || !names) {
+		free(t);
+		free(names);
 		return t_done();
+	}
 	for (int i = 0; i < TABLES; i++) {
 		snprintf(names[2 * i], 64, "model.layers.%d.engram.embedding.weight", i);
 		snprintf(names[2 * i + 1], 64, "model.layers.%d.engram.embedding.scale", i);

@@ -126,7 +126,7 @@ static void cli_refuses(const char *key, const char *spec, const char *want, con
 			_exit(126);
 		int null = open("/dev/null", O_WRONLY);
 		dup2(null, 1);
-		execl(getenv("EHT_CLI"), "eht", "serve", ckpt, "--key", key, "--hotset", spec, (char *)NULL);
+		execl(t_cli(), "eht", "serve", ckpt, "--key", key, "--hotset", spec, (char *)NULL);
 		_exit(127);
 	}
 	int st = 0;

@@ -54,7 +54,7 @@ static struct eht_table_copy copy_of(eht_client *c, eht_table **t, struct eht_ta
 {
 	struct eht_table_copy cp = {.size = sizeof(cp), .index = -1};
 	*t = NULL;
-	info->size = sizeof(*info);
+	*info = (struct eht_table_info){.size = sizeof(*info)};
 	if (c && eht_client_table(c, 0, t) == 0) {
 		CHECK_RC(eht_table_copy(*t, &cp), 0);
 		CHECK_RC(eht_table_get_info(*t, info), 0);
@@ -250,6 +250,8 @@ static int rank_main(const char *gkey, int rank, int short_mem)
 	struct eht_table_copy cp = {.size = sizeof(cp)};
 	struct eht_table_info info = {.size = sizeof(info)};
 	bad |= eht_table_copy(t, &cp) != 0 || eht_table_get_info(t, &info) != 0;
+	if (!info.host)
+		return 5;
 	if (short_mem)
 		bad |= (cp.count != 1 || cp.index != 0 || cp.writer != (rank == 0)) << 1;
 	else

@@ -42,7 +42,7 @@ static void stop_during_load(const char *tmp, const char *ckpt, const char *shm,
 		(void)f;
 		char key[64];
 		snprintf(key, sizeof(key), "sig-%d", (int)getpid());
-		execl(getenv("EHT_CLI"), "eht", "serve", ckpt, "--key", key, "--tier", "region", "--threads", "1",
+		execl(t_cli(), "eht", "serve", ckpt, "--key", key, "--tier", "region", "--threads", "1",
 		      (char *)NULL);
 		_exit(127);
 	}

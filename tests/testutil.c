@@ -71,6 +71,16 @@ static void slurp(const char *path, char *buf, size_t len)
 		fclose(f);
 }
 
+const char *t_cli(void)
+{
+	const char *cli = getenv("EHT_CLI");
+	if (!cli || !*cli) {
+		fprintf(stderr, "skip: EHT_CLI is not set (run under ctest)\n");
+		exit(77);
+	}
+	return cli;
+}
+
 int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *err, size_t err_len)
 {
 	static unsigned seq;

@@ -53,6 +53,8 @@ int t_stderr_to(const char *path);
 int t_child_ready(int pid, int ready_fd);
 /* SIGKILL and reap a child (pid <= 0: nothing). */
 void t_kill_child(int pid);
+/* The built CLI's path ($EHT_CLI, which ctest sets); exits 77 (skip) where it is not set. */
+const char *t_cli(void) __attribute__((returns_nonnull));
 /* Runs the built CLI ($EHT_CLI) with args (shell words), under `timeout timeout_s`; its stdout goes
  * into out and its stderr into err (out_len / err_len bytes at most, NUL-terminated; NULL: dropped;
  * err == out: both streams into out). Returns its exit status, 128 when it did not exit normally. */
