@@ -11,8 +11,8 @@ PREFIX  ?= /usr/local
 , := ,
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
-.PHONY: all deps build test check asan tsan fuzz demo clean install uninstall wheel check-aarch64 check-hip \
-	check-aarch64-if-possible check-hip-if-possible
+.PHONY: all deps build test check asan tsan fuzz analyze analyze-if-possible demo clean install uninstall wheel \
+	check-aarch64 check-hip check-aarch64-if-possible check-hip-if-possible
 
 # configure DIR ARGS: runs cmake's configure step only when DIR has never been configured with exactly
 # these ARGS (kept in DIR/.eht-configure). Otherwise `cmake --build` re-runs it by itself when a
@@ -83,6 +83,21 @@ else
 	@echo "eht: clang not found; skipping the fuzzer (apt-get install clang libclang-rt-14-dev)"
 endif
 
+# The clang static analyzer (scan-build, its default checkers) over the CPU build: the library, the
+# CLI, the examples and the tests, every file analyzed afresh; fails on any finding (its HTML report
+# under BUILD/analyze-report). About 3 minutes on 2 cores.
+analyze: deps
+	@command -v scan-build >/dev/null || { echo "eht: make analyze needs scan-build (apt-get install clang-tools)"; exit 1; }
+	@rm -rf $(BUILD)/analyze $(BUILD)/analyze-report
+	@scan-build -o $(BUILD)/analyze-report cmake -S . -B $(BUILD)/analyze -DCMAKE_BUILD_TYPE=Debug -DEHT_CUDA=OFF >/dev/null
+	@scan-build -o $(BUILD)/analyze-report --status-bugs cmake --build $(BUILD)/analyze -j$(JOBS) > $(BUILD)/analyze.log 2>&1 \
+		|| { grep -E "warning:|error:" $(BUILD)/analyze.log | sort -u; tail -n 3 $(BUILD)/analyze.log; exit 1; }
+	@tail -n 1 $(BUILD)/analyze.log
+# In make test where scan-build is installable (it comes with clang's tools), as the fuzzer.
+analyze-if-possible:
+	@if command -v scan-build >/dev/null; then $(MAKE) analyze; \
+	else echo "eht: scan-build not found; skipping make analyze (apt-get install clang-tools)"; fi
+
 # libeht, the CLI and the CPU tests cross-built for aarch64 (cmake/aarch64-linux-gnu.cmake: Debian's
 # cross gcc, jansson and liburing from Debian's arm64 packages unpacked under BUILD) and run under
 # qemu-user, the CLI the tests start included (cmake/cross_tests.cmake; label cross-skip: the few that
@@ -112,11 +127,11 @@ check-hip-if-possible:
 	@if scripts/deps.sh hip; then $(MAKE) check-hip; \
 	else echo "eht: Debian's ROCm packages could not be installed; skipping make check-hip"; fi
 
-# Everything: unit tests, sanitizers, threads, a bounded fuzz run, and the aarch64 cross build's and the
+# Everything: unit tests, sanitizers, threads, a bounded fuzz run, the static analyzer, and the aarch64 cross build's and the
 # HIP build's tests where their toolchains can be installed.
 test: DEPS_SET = test
-test: check asan tsan fuzz check-aarch64-if-possible check-hip-if-possible
-	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, aarch64 under qemu and the HIP build where installable)"
+test: check asan tsan fuzz analyze-if-possible check-aarch64-if-possible check-hip-if-possible
+	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, the clang analyzer, aarch64 under qemu and the HIP build where installable)"
 
 # libeht.so, eht.h, eht.pc, the CMake package, the eht tool and man pages under PREFIX (DESTDIR
 # stages them, as packagers do).
