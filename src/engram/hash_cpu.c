@@ -15,7 +15,7 @@
 void engram_hash_window(const struct eht_engram_layout *l, const int32_t *win, int32_t *out)
 {
 	const uint32_t nh = l->n_heads, cols = l->cols;
-	uint64_t v[EHT_ENGRAM_MAX_NGRAM] = {0}; /* max_ngram >= 2 (layout.c); zeroed so the analyzer sees it, 64 bytes */
+	uint64_t v[EHT_ENGRAM_MAX_NGRAM] = {0}; /* max_ngram >= 2 (layout.c); zeroed for the analyzer */
 	int blocked = 0;
 	for (uint32_t s = 0; s < l->max_ngram; s++) {
 		int32_t e = win[s];

@@ -53,7 +53,13 @@ int eht_host_numa_export_desc(const eht_table *t, json_t *desc, int **fds, size_
 
 static int hex_digit(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 /* One FABRIC handle as the exporter writes it: exactly two hex digits a byte, nothing else (a short
