@@ -127,8 +127,8 @@ check-hip-if-possible:
 	@if scripts/deps.sh hip; then $(MAKE) check-hip; \
 	else echo "eht: Debian's ROCm packages could not be installed; skipping make check-hip"; fi
 
-# Everything: unit tests, sanitizers, threads, a bounded fuzz run, the static analyzer, and the aarch64 cross build's and the
-# HIP build's tests where their toolchains can be installed.
+# Everything: unit tests, sanitizers, threads, a bounded fuzz run, the static analyzer, and the aarch64
+# cross build's and the HIP build's tests where their toolchains can be installed.
 test: DEPS_SET = test
 test: check asan tsan fuzz analyze-if-possible check-aarch64-if-possible check-hip-if-possible
 	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, the clang analyzer, aarch64 under qemu and the HIP build where installable)"
