@@ -4,12 +4,14 @@
  * object, eager and captured in a CUDA graph replayed with new ids written into the captured id
  * buffer, for every (head_start, part) of tp 1/2/3/4/5/6/8, both vocab windows, T in {1, 7, 256,
  * 2048}, int32 / int64 ids of other strides, raw and bf16, dense and strided outputs; a strided output
- * first met inside a capture is refused. Exit 77 without a GPU. */
+ * first met inside a capture is refused; none of these calls runs an ids kernel before the lookup (the
+ * doorbell kernels take the rank's view). Exit 77 without a GPU. */
 #include <string.h>
 
 #include "engram_layer_ref.h"
 #include "gpu/dev.h"
 #include "gpu_lookup_ref.h"
+#include "lookup/view.h"
 #include "testutil.h"
 
 struct gbufs {
@@ -79,6 +81,7 @@ struct run_arg {
 	eht_stream s;
 	struct gbufs *g;
 	uint64_t *rs;
+	uint64_t calls, flattens; /* GPU calls made (eager or captured), and those that made flat ids first */
 };
 
 /* Both ways on one object, each eager then as a graph (graphs on layers of the default max_tokens: an
@@ -86,10 +89,48 @@ struct run_arg {
 static void each_case(const struct lr_at *at, void *arg)
 {
 	struct run_arg *ra = arg;
+	const uint64_t f0 = eht_engram_layer_flattens(at->l);
 	for (unsigned way = 0; way < 2; way++)
-		for (int graph = 0; graph < (at->small_max ? 1 : 2); graph++)
+		for (int graph = 0; graph < (at->small_max ? 1 : 2); graph++) {
 			run_case(at->l, at->c, way ? EHT_ENGRAM_LAYER_BACKGROUND : 0, graph, at->base, at->local, at->shift,
 				 ra->rows, ra->s, ra->g, ra->rs);
+			ra->calls++;
+		}
+	ra->flattens += eht_engram_layer_flattens(at->l) - f0;
+}
+
+/* On a table only the CPU reads, every call goes to the CPU pool through the doorbell kernels (the
+ * stage-in kernel inline, the ring kernel in the background), and those take a tp-4 rank's view of
+ * the ids themselves: no call makes flat ids in GPU memory first, and the rows are bit-exact. */
+static void view_fused(const eht_engram_layout *lay, uint8_t *table, struct run_arg *ra)
+{
+	eht_table *t = NULL;
+	CHECK_RC(eht_table_wrap(table, (uint64_t)ra->rows, LR_RB, -1, "cpu-only", &t), 0);
+	struct lr_case c = {.tp = 4, .rank = 1, .fmt = EHT_LOOKUP_BF16};
+	CHECK_RC(lr_rank(lay, &c), 0);
+	struct eht_engram_layer_opts o = {.size = sizeof(o), .head_start = c.head_start, .part = c.part,
+					  .format = c.fmt, .device = 0, .vocab_start = (uint64_t)c.vs,
+					  .vocab_end = (uint64_t)c.ve};
+	eht_engram_layer *l = NULL;
+	if (t)
+		CHECK_RC(eht_engram_layer_create(t, &o, &l), 0);
+	static const uint64_t Ts[] = {7, 256};
+	for (size_t k = 0; l && k < 2; k++)
+		for (unsigned way = 0; way < 2; way++)
+			for (int graph = 0; graph < 2; graph++) {
+				c.T = Ts[k];
+				c.id64 = (int)k;
+				c.layout = graph;
+				run_case(l, &c, way ? EHT_ENGRAM_LAYER_BACKGROUND : 0, graph, table, ra->rows, 0, ra->rows,
+					 ra->s, ra->g, ra->rs);
+			}
+	if (l && eht_engram_layer_flattens(l) != 0) {
+		fprintf(stderr, "a CPU-only table's layer made flat ids first %llu times\n",
+			(unsigned long long)eht_engram_layer_flattens(l));
+		t_failures++;
+	}
+	eht_engram_layer_destroy(l);
+	eht_table_close(t);
 }
 
 /* A strided output first met inside a capture: refused (its buffer cannot be made there); the same
@@ -137,7 +178,11 @@ int main(void)
 	strided_first_in_capture(whole, s, &g);
 	struct run_arg ra = {.rows = rows, .s = s, .g = &g, .rs = &rs};
 	unsigned n = lr_for_each_case(lay, whole, table, rows, 0, 4, 300, each_case, &ra);
-	printf("%u cases, each both ways, eager and as a graph\n", n);
+	printf("%u cases, each both ways, eager and as a graph; %llu of %llu GPU calls made flat ids before the "
+	       "lookup\n", n, (unsigned long long)ra.flattens, (unsigned long long)ra.calls);
+	/* (AUTO may send a class of batches to the GPU's in-place gather here: those need flat ids) */
+	CHECK(ra.calls > 0 && ra.flattens < ra.calls);
+	view_fused(lay, table, &ra);
 	eht_dev_free(g.ids);
 	eht_dev_free(g.out);
 	free(g.h);

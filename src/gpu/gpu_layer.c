@@ -42,14 +42,10 @@ static unsigned grid_for(const struct eht_gpu_layer *g, uint64_t n)
 	return (unsigned)(b == 0 ? 1 : b < cap ? b : cap);
 }
 
-int eht_gpu_layer_ids(const struct eht_gpu_layer *g, eht_stream s, const struct eht_gpu_layer_view *v, eht_dptr out)
+int eht_gpu_layer_ids(const struct eht_gpu_layer *g, eht_stream s, const struct eht_lk_idview *v, eht_dptr out)
 {
-	unsigned long long tokens = v->tokens;
-	long long s_tok = v->s_tok, s_head = v->s_head, vs = v->vocab_start, ve = v->vocab_end, shift = v->shift;
-	unsigned hs = v->head_start, part = v->part, nh = v->n_heads;
-	int id64 = v->id64, out64 = v->out64;
-	void *args[] = {(void *)&v->ids, &id64, &tokens, &s_tok, &s_head, &hs, &part, &nh, &vs, &ve, &shift, &out, &out64};
-	return eht_dev_launch(g->ids, grid_for(g, tokens * part), LAYER_THREADS, 0, s, args);
+	void *args[] = {(void *)v, &out};
+	return eht_dev_launch(g->ids, grid_for(g, v->tokens * v->part), LAYER_THREADS, 0, s, args);
 }
 
 int eht_gpu_layer_restride(const struct eht_gpu_layer *g, eht_stream s, eht_dptr src, uint64_t tokens, uint64_t w,

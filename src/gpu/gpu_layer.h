@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "gpu/dev.h"
+#include "gpu/kernels/idview.h"
 
 struct eht_gpu_layer {
 	eht_module mod;
@@ -15,22 +16,11 @@ struct eht_gpu_layer {
 	int sms;
 };
 
-/* The rank's view of a [tokens, n_heads] id array (strides in elements). */
-struct eht_gpu_layer_view {
-	eht_dptr ids;
-	int id64;
-	uint64_t tokens;
-	int64_t s_tok, s_head;
-	uint32_t head_start, part, n_heads;
-	int64_t vocab_start, vocab_end, shift;
-	int out64; /* the flat ids are int64 (else int32) */
-};
-
 /* Loads the image on the current context of `device`: 0, -ENOTSUP (no kernels built), driver errors. */
 int eht_gpu_layer_load(int device, struct eht_gpu_layer *g);
 void eht_gpu_layer_unload(struct eht_gpu_layer *g);
 /* out[t * part + j] (int64 or int32, v->out64) = the live row of ids[t, head_start + j] or -1. */
-int eht_gpu_layer_ids(const struct eht_gpu_layer *g, eht_stream s, const struct eht_gpu_layer_view *v, eht_dptr out);
+int eht_gpu_layer_ids(const struct eht_gpu_layer *g, eht_stream s, const struct eht_lk_idview *v, eht_dptr out);
 /* dst + t * dst_stride <- src + t * w for t < tokens. */
 int eht_gpu_layer_restride(const struct eht_gpu_layer *g, eht_stream s, eht_dptr src, uint64_t tokens, uint64_t w,
 			   eht_dptr dst, uint64_t dst_stride);

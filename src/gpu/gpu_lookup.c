@@ -298,13 +298,14 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 	unsigned grid = (unsigned)(nchunks * parts < cap ? nchunks * parts : cap);
 	grid = grid ? grid : 1;
 	int vec = eht_gpu_vec(rb, a->staging + (uint64_t)a->chunk * rb, out);
-	unsigned long long nn = n, words = a->ids ? a->id_bytes / 4 : 0;
+	unsigned long long nn = n, words = a->ids || a->view.ids ? a->id_bytes / 4 : 0;
 	unsigned chunk = a->chunk, nslots = a->nslots, tag = a->tag;
 	int fmt = a->fmt;
 	void *args[] = {(void *)&a->ids, &words, (void *)&a->h_ids, (void *)&a->staging, (void *)&a->ready, &tag,
 			(void *)&a->chunk_dead, &chunk, &nslots, &nn, &rb, &out, &vec, (void *)&a->xout, &fmt, &counters,
 			(void *)&a->h_dead, (void *)&a->bell, (void *)&a->sync, (void *)&a->trace, (void *)&a->ucount,
-			(void *)&a->share, (void *)&a->h_count, (void *)&mirror, &parts, (void *)&a->parts_done};
+			(void *)&a->share, (void *)&a->h_count, (void *)&mirror, &parts, (void *)&a->parts_done,
+			(void *)&a->view};
 	unsigned blocks = grid + (mirror ? 1 : 0), shmem = mirror ? a->nslots * 4 : 0;
 	return launch_shmem(g->stage_in, blocks, THREADS, shmem, s, args, "eht_lk_stage_in");
 }
@@ -319,7 +320,8 @@ int eht_gpu_ring(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_
 	grid = grid ? grid : 1;
 	unsigned long long w = a->id_words, n = a->n;
 	void *args[] = {(void *)&a->ids, &w, (void *)&a->h_ids, (void *)&a->ucount, &n, (void *)&a->h_count,
-			(void *)&a->dead, (void *)&a->h_dead, (void *)&a->done, (void *)&a->bell, (void *)&a->sync};
+			(void *)&a->dead, (void *)&a->h_dead, (void *)&a->done, (void *)&a->bell, (void *)&a->sync,
+			(void *)&a->view};
 	return launch(g->ring, grid, THREADS, s, args, "eht_lk_ring");
 }
 

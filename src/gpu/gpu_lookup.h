@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "gpu/dev.h"
+#include "gpu/kernels/idview.h"
 #include "gpu/kernels/lookup_const.h"
 
 /* Largest batch eht_gpu_sort_dedup sorts inside one block (one launch). */
@@ -117,6 +118,9 @@ struct eht_gpu_stage_in {
 	 * of loads is cut into parts copied by several blocks, and the last to finish frees its slot
 	 * (0: every chunk one block's). */
 	eht_dptr parts_done;
+	/* An engine's [T, H] ids (view.ids not 0): the kernel writes their flat ids into h_ids instead of
+	 * copying ids (id_bytes: the flat ids' bytes). */
+	struct eht_lk_idview view;
 };
 int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_stage_in *a, uint64_t n,
 		     uint32_t rb, eht_dptr out, eht_dptr counters);
@@ -132,6 +136,7 @@ struct eht_gpu_ring {
 	eht_dptr ucount, h_count;
 	uint64_t n;
 	eht_dptr dead, h_dead, done, bell, sync;
+	struct eht_lk_idview view; /* view.ids not 0: its flat ids (id_words words) instead of ids' */
 };
 int eht_gpu_ring(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ring *a);
 

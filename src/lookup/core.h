@@ -149,6 +149,9 @@ struct lk_piece {
 	uint64_t *dead; /* the CPU piece adds the dead ids it saw (the GPU piece counts on the GPU) */
 	bool publish_dead;   /* GPU piece, the run's only one: may have its kernel publish the count */
 	bool dead_published; /* ... and did (lk->h_dead holds it once the stream passed) */
+	/* The run's ids as an engine's [T, H] view (view.h; ids: where its flat ids go): the doorbell
+	 * kernels read it; any other path calls eht_lk_piece_flatten first. NULL: ids are flat. */
+	const struct eht_lk_view *view;
 };
 
 /* The distinct misses of a dedup pass (hot/hot.c), all on the GPU: uniq (u32 local rows, as many as
@@ -167,6 +170,7 @@ struct lk_call {
 #define LK_SORTABLE 0x2u   /* needs local rows < 2^32 - 1 */
 #define LK_CAPTURABLE 0x4u /* a CUDA graph can hold its GPU piece */
 #define LK_GPU_HOST_IDS 0x8u /* no CPU piece: the GPU piece reads host ids too (set at registration) */
+#define LK_VIEW_IDS 0x10u /* its GPU piece takes a view (lk_piece.view) or flattens it itself */
 
 /* A strategy's ops: a policy over the gather mechanisms (gather/). Every op a strategy leaves NULL
  * is filled once, at registration, with the default below, so callers never test one. */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* layer.c: the engine's own call (eht_engram_layer): one Engram layer's table as one rank looks it up,
  * a policy above the lookup engines. A call turns the engine's [T, H] ids (any strides) into the
- * rank's flat ids (a kernel on the GPU, a loop on the CPU; on the GPU none where they already are: a
- * dense [T, 24] of every head over the table's rows, a tp-1 rank's call), runs the way the call asks for (the
+ * rank's flat ids (on the GPU by the lookup's own kernel that hands ids to the CPU pool, else by a
+ * kernel of its own; a loop on the CPU; none where they already are: a dense [T, 24] of every head
+ * over the table's rows, a tp-1 rank's call), runs the way the call asks for (the
  * inline engine or the background one, both made here) and, for an output of another token stride,
  * moves the dense rows there with one more kernel. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "eht.h"
 #include "gpu/dev.h"
 #include "gpu/gpu_layer.h"
+#include "lookup/view.h"
 #include "util/err.h"
 
 #define LAYER_MAX_TOKENS_DEFAULT 8192u
@@ -44,6 +47,7 @@ struct eht_engram_layer {
 	int device; /* -1: CPU only */
 	struct eht_gpu_layer k;
 	struct layer_way way[LAYER_WAYS];
+	atomic_uint_fast64_t flattens; /* GPU calls whose flat ids were made in GPU memory (tests) */
 };
 
 static int layer_ranges(eht_engram_layer *l, const struct eht_engram_layer_opts *o, const struct eht_table_info *ti)
@@ -210,6 +214,15 @@ static int way_dense(eht_engram_layer *l, struct layer_way *w, eht_stream s)
 	return eht_dev_alloc(&w->dense, (size_t)l->max_tokens * l->part * l->R);
 }
 
+static int layer_flatten(const struct eht_lk_view *v, eht_stream s)
+{
+	eht_engram_layer *l = (eht_engram_layer *)v->ctx;
+	atomic_fetch_add_explicit(&l->flattens, 1, memory_order_relaxed);
+	return eht_gpu_layer_ids(&l->k, s, &v->k, v->flat);
+}
+
+uint64_t eht_engram_layer_flattens(const eht_engram_layer *l) { return l ? atomic_load(&l->flattens) : 0; }
+
 static int gpu_chunk(eht_engram_layer *l, struct layer_way *w, const void *ids, int id64, uint64_t t0, uint64_t n,
 		     int64_t s_tok, int64_t s_head, uint8_t *out, uint64_t stride, eht_stream s)
 {
@@ -224,15 +237,15 @@ static int gpu_chunk(eht_engram_layer *l, struct layer_way *w, const void *ids, 
 		rc = eht_lookup_run(w->lk, (const uint8_t *)ids + t0 * l->part * isz, id64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
 				    n * l->part, to, s, run_flags, NULL);
 	} else {
-		struct eht_gpu_layer_view v = {
-			.ids = (eht_dptr)(uintptr_t)ids + (eht_dptr)((int64_t)t0 * s_tok * (int64_t)isz), .id64 = id64,
-			.tokens = n, .s_tok = s_tok, .s_head = s_head, .head_start = l->head_start, .part = l->part,
-			.n_heads = l->n_heads, .vocab_start = l->vocab_start, .vocab_end = l->vocab_end, .shift = l->shift,
-			.out64 = l->ids64};
-		rc = eht_gpu_layer_ids(&l->k, s, &v, w->ids);
-		if (!rc)
-			rc = eht_lookup_run(w->lk, (const void *)(uintptr_t)w->ids, l->ids64 ? EHT_ID_INT64 : EHT_ID_INT32, 0,
-					    n * l->part, to, s, run_flags, NULL);
+		/* The lookup's doorbell kernel reads the view itself where the call goes to the CPU pool;
+		 * other paths have layer_flatten make the flat ids first. */
+		struct eht_lk_view v = {
+			.k = {.ids = (eht_dptr)(uintptr_t)ids + (eht_dptr)((int64_t)t0 * s_tok * (int64_t)isz), .id64 = id64,
+			      .tokens = n, .s_tok = s_tok, .s_head = s_head, .head_start = l->head_start, .part = l->part,
+			      .n_heads = l->n_heads, .vocab_start = l->vocab_start, .vocab_end = l->vocab_end,
+			      .shift = l->shift, .out64 = l->ids64},
+			.flat = w->ids, .flatten = layer_flatten, .ctx = l};
+		rc = eht_lk_run_view(w->lk, &v, n * l->part, to, s, run_flags);
 	}
 	if (!rc && !dense)
 		rc = eht_gpu_layer_restride(&l->k, s, w->dense, n, tw, (eht_dptr)(uintptr_t)dst, stride);

@@ -13,6 +13,7 @@
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/stage.h"
 #include "lookup/hot/hot.h"
+#include "lookup/view.h"
 #include "lookup/gather/metrics.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -225,6 +226,7 @@ struct lk_run {
 	const struct lk_strategy *st; /* resolved */
 	enum lk_path path;
 	bool dead_sync; /* the caller wants a GPU-counted dead count now: the stream is synchronized */
+	const struct eht_lk_view *view; /* the ids as an engine's view (eht_lk_run_view), else NULL */
 };
 
 /* The call's arguments alone: flags, id type, where ids and out live, the stream. */
@@ -318,6 +320,15 @@ static int gpu_piece(eht_lookup *lk, struct lk_piece *p) { return p->st->gpu_pie
 static int run_pieces(eht_lookup *lk, const struct lk_run *r, const void *ids, int id64, int64_t off,
 		      uint64_t count, void *out, void *s, uint64_t *dead, bool *published)
 {
+	/* A view goes to the GPU pieces that can take it, in one piece; everywhere else the flat ids are
+	 * made in GPU memory first. */
+	const struct eht_lk_view *view = r->view;
+	if (view && (r->path != PATH_GPU || !(r->st->caps & LK_VIEW_IDS) || count > lk->max_batch)) {
+		int rc = view->flatten(view, s);
+		if (rc)
+			return rc;
+		view = NULL;
+	}
 	int (*piece)(eht_lookup *, struct lk_piece *) = r->path == PATH_HOT ? eht_lk_hot_piece
 							: r->path == PATH_GPU ? gpu_piece
 							: r->c.ids_dev ? cpu_piece_dev_ids : cpu_piece;
@@ -330,7 +341,7 @@ static int run_pieces(eht_lookup *lk, const struct lk_run *r, const void *ids, i
 		struct lk_piece p = {.st = r->st, .ids = (const uint8_t *)ids + b * isz, .ids_dev = r->c.ids_dev,
 				     .id64 = id64, .off = off, .n = m, .out = (uint8_t *)out + b * lk->out_rb,
 				     .out_dev = r->c.out_dev, .capture = r->c.capture, .s = s, .dead = dead,
-				     .publish_dead = count <= lk->max_batch};
+				     .publish_dead = count <= lk->max_batch, .view = view};
 		rc = piece(lk, &p);
 		*published = p.dead_published;
 	}
@@ -357,9 +368,9 @@ static int run_finish(eht_lookup *lk, const struct lk_run *r, bool published, vo
 }
 
 static int lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
-		      void *stream, unsigned flags, uint64_t *dead_count, int *path)
+		      void *stream, unsigned flags, uint64_t *dead_count, int *path, const struct eht_lk_view *view)
 {
-	struct lk_run r = {0};
+	struct lk_run r = {.view = view};
 	int rc = run_args(lk, ids, id_type, count, out, stream, flags, &r);
 	if (rc)
 		return rc > 0 ? 0 : rc; /* 1: nothing to look up */
@@ -396,10 +407,33 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 	const uint64_t t0 = eht_now_ns();
 	pthread_mutex_lock(&lk->run_mu);
 	int path = -1;
-	int rc = lookup_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count, &path);
+	int rc = lookup_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count, &path, NULL);
 	pthread_mutex_unlock(&lk->run_mu);
 	eht_metrics_call(count, path, rc, eht_now_ns() - t0);
 	return rc;
+}
+
+int eht_lk_run_view(eht_lookup *lk, const struct eht_lk_view *v, uint64_t count, void *out, void *stream,
+		    unsigned flags)
+{
+	if (!lk || !v || !v->flatten || !v->k.ids || !v->flat || v->k.tokens * v->k.part != count)
+		return eht_err(EINVAL, "eht_lk_run_view: no engine, or a view that is not %llu ids",
+			       (unsigned long long)count);
+	const uint64_t t0 = eht_now_ns();
+	pthread_mutex_lock(&lk->run_mu);
+	int path = -1;
+	int rc = lookup_run(lk, (const void *)(uintptr_t)v->flat, v->k.out64 ? EHT_ID_INT64 : EHT_ID_INT32, 0, count, out,
+			    stream, flags | EHT_LOOKUP_RUN_IDS_DEVICE, NULL, &path, v);
+	pthread_mutex_unlock(&lk->run_mu);
+	eht_metrics_call(count, path, rc, eht_now_ns() - t0);
+	return rc;
+}
+
+int eht_lk_piece_flatten(struct lk_piece *p)
+{
+	const struct eht_lk_view *v = p->view;
+	p->view = NULL;
+	return v ? v->flatten(v, p->s) : 0;
 }
 
 uint64_t eht_lookup_last_dead_count(const eht_lookup *lk)

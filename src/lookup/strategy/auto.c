@@ -13,6 +13,7 @@
 #include "lookup/gather/distinct.h"
 #include "lookup/gather/gather.h"
 #include "lookup/gather/inplace.h"
+#include "lookup/view.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -181,14 +182,16 @@ static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 	if (p->ids_dev && lk->table_gpu)
 		k = split_k(&A(lk)->a[1][LK_AUTO_CLASS(n)], n);
 	eht_dptr out = (eht_dptr)(uintptr_t)p->out;
-	int rc = 0;
+	int rc = k ? eht_lk_piece_flatten(p) : 0; /* (the in-place gather reads flat ids) */
+	if (rc)
+		return rc;
 	if (k == n)
 		return eht_lk_inplace_piece(lk, p->ids, true, p->id64, p->off, n, out, p->s);
 	if (k && (rc = fork_direct(lk, p->ids, true, p->id64, p->off, k, out, p->s, false)))
 		return rc;
 	p->dead_published = p->publish_dead && k == 0;
 	rc = eht_lk_bell_piece(lk, (const uint8_t *)p->ids + k * isz, p->ids_dev, p->id64, p->off, n - k,
-			       out + k * lk->out_rb, p->s, p->capture, p->dead_published);
+			       out + k * lk->out_rb, p->s, p->capture, p->dead_published, p->view);
 	if (k) {
 		int jrc = eht_lk_join(lk, p->s);
 		if (!rc)
@@ -342,7 +345,7 @@ static int auto_distinct(eht_lookup *lk, struct lk_piece *p, const struct lk_dis
 const struct lk_strategy eht_lk_auto = {
 	.id = EHT_LOOKUP_AUTO,
 	.name = "auto",
-	.caps = LK_CAPTURABLE,
+	.caps = LK_CAPTURABLE | LK_VIEW_IDS,
 	.init = auto_init,
 	.fini = auto_fini,
 	.calibrate = auto_calibrate,

@@ -31,7 +31,7 @@ static int host_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	p->dead_published = p->publish_dead;
 	return eht_lk_bell_piece(lk, p->ids, p->ids_dev, p->id64, p->off, p->n, (eht_dptr)(uintptr_t)p->out, p->s,
-				 p->capture, p->publish_dead);
+				 p->capture, p->publish_dead, p->view);
 }
 
 /* The staging (and the GPU scratch with a GPU), and the stream-triggered path where the kernels are
@@ -53,7 +53,7 @@ static void host_fini(eht_lookup *lk)
 const struct lk_strategy eht_lk_host_strategy = {
 	.id = EHT_LOOKUP_HOST,
 	.name = "host",
-	.caps = LK_CAPTURABLE,
+	.caps = LK_CAPTURABLE | LK_VIEW_IDS,
 	.init = host_init,
 	.fini = host_fini,
 	.gpu_piece = host_gpu,

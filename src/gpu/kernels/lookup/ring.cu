@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ring.cu: the doorbell of a pushed background request (src/lookup/strategy/host_bell.c), one small
+/* ring.cu: the doorbell of a pushed background request (src/lookup/gather/bell/bg.c), one small
  * kernel instead of the stream's copy of the ids and its memory-op write: on the lent H200 a graph's
  * launch call pays about 1.7 us for each copy node that touches host memory and 1.3 us for each
  * memory op, and next to nothing for a kernel node. */
 
-/* Copies the request's ids into pinned host memory h_ids (id_words words; or, for a compact request
- * (ucount not NULL), the first min(*ucount, n) u32 distinct rows, their number going to *h_count),
+/* Copies the request's ids into pinned host memory h_ids (id_words words; with a view (view.ids not
+ * 0: an engine's [T, H] ids, idview.h) its flat ids instead; or, for a compact request (ucount not
+ * NULL), the first min(*ucount, n) u32 distinct rows, their number going to *h_count),
  * writes *dead to *h_dead (both not NULL: a compact request's dead count is its dedup pass's), clears
  * the request's done word (which the CPU's copies set once the rows are in GPU memory, and which the
  * stream waits for after this kernel), then rings *bell. The last block to finish its share rings:
@@ -14,16 +15,19 @@
 extern "C" __global__ void __launch_bounds__(EHT_LK_THREADS)
 eht_lk_ring(const uint32_t *ids, unsigned long long id_words, uint32_t *h_ids, const unsigned long long *ucount,
 	    unsigned long long n, unsigned long long *h_count, const unsigned long long *dead,
-	    unsigned long long *h_dead, unsigned *done, unsigned *bell, unsigned *sync)
+	    unsigned long long *h_dead, unsigned *done, unsigned *bell, unsigned *sync, struct eht_lk_idview view)
 {
 	unsigned long long words = id_words, u = 0;
 	if (ucount) {
 		u = min(*ucount, n);
 		words = u;
 	}
-	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
-	     i += (unsigned long long)gridDim.x * blockDim.x)
-		h_ids[i] = ids[i];
+	if (view.ids)
+		eht_idview_flatten(view, h_ids);
+	else
+		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+		     i += (unsigned long long)gridDim.x * blockDim.x)
+			h_ids[i] = ids[i];
 	__threadfence_system();
 	__syncthreads();
 	if (threadIdx.x == 0 && atomicAdd(sync, 1u) == gridDim.x - 1) {

@@ -12,6 +12,7 @@
 #include "gpu/kernels/compat.h"
 
 #include "gpu/kernels/lookup_const.h"
+#include "gpu/kernels/idview.h"
 
 #define WARP EHT_LK_WARP
 #define RPW EHT_LK_RPW

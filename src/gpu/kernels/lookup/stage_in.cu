@@ -7,8 +7,9 @@
 __device__ __forceinline__ unsigned long long gtime(void) { return eht_gtime(); }
 
 /* The GPU half of HOST with ids the CPU cannot see when the call is made (ids in GPU memory, or a
- * CUDA-graph replay; src/lookup/strategy/host_bell.c). Every block first copies its share of the ids into pinned
- * host memory h_ids (when ids is not NULL: no separate copy on the stream); the last block to finish
+ * CUDA-graph replay; src/lookup/gather/bell/bell.c). Every block first copies its share of the ids into pinned
+ * host memory h_ids (when ids is not NULL: no separate copy on the stream; with a view, view.ids not
+ * 0, the flat ids of an engine's [T, H] ids, idview.h: no layer kernel before); the last block to finish
  * that rings the doorbell (a host-mapped word) that the CPU side polls. The CPU pool then gathers
  * chunk c (rows [c*chunk, ...)) into staging slot c % nslots and publishes it with
  * ready[slot] = tag | (c + 1) (tag: the request, so that runs on two streams never take each other's
@@ -114,7 +115,7 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		unsigned long long *counters,
 		unsigned long long *h_dead, unsigned *bell, unsigned *sync, unsigned long long *trace,
 		const unsigned long long *ucount, float share, unsigned long long *h_count, unsigned *mirror,
-		unsigned parts, unsigned *parts_done)
+		unsigned parts, unsigned *parts_done, struct eht_lk_idview view)
 {
 	const bool relay = mirror != NULL && gridDim.x > 1;
 	const unsigned nblocks = relay ? gridDim.x - 1 : gridDim.x; /* blocks that copy chunks */
@@ -127,7 +128,10 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		ids += first;
 		out += first * rb;
 	}
-	if (ids) {
+	if (view.ids) {
+		eht_idview_flatten(view, h_ids);
+		__threadfence_system();
+	} else if (ids) {
 		for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < id_words;
 		     i += (unsigned long long)gridDim.x * blockDim.x)
 			h_ids[i] = ids[i];
@@ -142,7 +146,7 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 		__threadfence_system();
 		*(volatile unsigned *)bell = 1u;
 		__threadfence_system();
-		if (trace) { /* the CPU's marks (host_bell.c trace_mark) on this clock; 1 ms at most each */
+		if (trace) { /* the CPU's marks (gather/bell/trace.c) on this clock; 1 ms at most each */
 			volatile unsigned long long *m = trace;
 			const int marks[2] = {EHT_LK_TRACE_SERVED, EHT_LK_TRACE_POOL};
 			for (int k = 0; k < 2; k++) {

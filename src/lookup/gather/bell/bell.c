@@ -23,6 +23,7 @@
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/bell/trace.h"
 #include "lookup/gather/gather.h"
+#include "lookup/view.h"
 #include "util/err.h"
 #include "util/settings.h"
 
@@ -173,20 +174,22 @@ static int bell_launch(eht_lookup *lk, struct eht_gpu_stage_in *a, size_t n, eht
 }
 
 int eht_lk_bell_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-		      eht_dptr out, eht_stream s, bool capturing, bool publish_dead)
+		      eht_dptr out, eht_stream s, bool capturing, bool publish_dead, const struct eht_lk_view *view)
 {
 	/* Background: the run's only piece (its dead count is the CPU's) and a request that fits the
 	 * staging whole (groups never wrap). */
 	if (lk->background && publish_dead && n <= lk->bell->staging_rows)
-		return eht_lk_bell_bg_piece(lk, ids, ids_dev, id64, off, n, out, s, capturing);
+		return eht_lk_bell_bg_piece(lk, ids, ids_dev, id64, off, n, out, s, capturing, view);
 	unsigned idx;
 	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, false, 0, 0, capturing, &idx);
 	if (rc)
 		return rc;
 	/* The kernel copies GPU ids into the pinned copy itself (a copy on the stream before it measured
 	 * microseconds of extra latency per step). */
-	struct eht_gpu_stage_in a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
+	struct eht_gpu_stage_in a = {.ids = ids_dev && !view ? (eht_dptr)(uintptr_t)ids : 0,
 				     .id_bytes = n * (id64 ? 8 : 4)};
+	if (view)
+		a.view = view->k;
 	/* bf16: each block moves its chunk's raw rows into the scratch (HOST's init made it; n <= max_batch
 	 * <= compact_rows) and dequantizes them from there (GPU memory) into out. Measured on the H200
 	 * (graph, GPU ids, 24 GiB): a block's raw copy of a chunk out of staging takes half the time of

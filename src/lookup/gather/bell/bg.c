@@ -9,6 +9,7 @@
 #include "lookup/gather/bell/bg.h"
 #include "lookup/gather/bell/poller.h"
 #include "lookup/gather/bell/requests.h"
+#include "lookup/view.h"
 
 /* Per group of request idx: wait for its ready value (cuStreamWaitValue32), copy it from staging to
  * dst (copy engine) and, when expand, dequantize it into out (a small kernel, the SM cap): on the
@@ -95,7 +96,7 @@ static bool bg_pushed(const eht_lookup *lk, bool capturing)
 }
 
 int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			 eht_dptr out, eht_stream es, bool capturing)
+			 eht_dptr out, eht_stream es, bool capturing, const struct eht_lk_view *view)
 {
 	struct lk_bell *b = lk->bell;
 	const bool raw = lk->fmt == EHT_LOOKUP_RAW, group_dequant = !raw && n > LK_BG_DEQUANT_ROWS;
@@ -112,14 +113,18 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 	struct lk_req *r = &b->reqs[idx];
 	eht_lk_bell_start(lk, idx, capturing);
 	if (push) {
-		struct eht_gpu_ring a = {.ids = ids_dev ? (eht_dptr)(uintptr_t)ids : 0,
+		struct eht_gpu_ring a = {.ids = ids_dev && !view ? (eht_dptr)(uintptr_t)ids : 0,
 					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
+		if (view)
+			a.view = view->k;
 		rc = push_ring_wait(lk, es, idx, &a);
 		if (!rc && !raw && !cpu_dequant)
 			rc = eht_gpu_expand(&lk->g, es, 0, n, dst, lk->rb, out, lk->fmt);
 		return eht_lk_bell_finish(lk, es, idx, capturing, rc);
 	}
-	if (ids_dev)
+	if (view) /* the stream's own copy below needs the flat ids */
+		rc = view->flatten(view, es);
+	if (ids_dev && !rc)
 		rc = eht_dev_d2h_async(r->h_ids, (eht_dptr)(uintptr_t)ids, n * (id64 ? 8 : 4), es);
 	if (!rc)
 		rc = eht_dev_stream_write32(es, b->d_words + idx * sizeof(uint32_t), 1);

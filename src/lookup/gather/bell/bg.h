@@ -11,7 +11,7 @@
  * engine's dequant stream above LK_BG_DEQUANT_ROWS, else once at the end), or, pushed, waits for the
  * request's done word while the CPU moves the rows. */
 int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
-			 eht_dptr out, eht_stream es, bool capturing);
+			 eht_dptr out, eht_stream es, bool capturing, const struct eht_lk_view *view);
 /* The distinct misses of a dedup pass, all of them the CPU's, the same way: uniq (u32 local rows on
  * the GPU) of which *ucount there are (n bounds them) into compact (raw). publish_dead: the pass's
  * dead count (lk->d_counters[0]) goes to lk->h_dead at the end. */
