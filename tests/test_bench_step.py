@@ -153,6 +153,19 @@ def main():
     ln = bs.line(r)
     check("(pool 2.90, poller 0.60 in 812 runs)" in ln, "report line with the poller's runs: %s" % ln)
 
+    # --tp: a rank's heads and, per table, the rows of its head ranges (V4.1's, scaled to the table)
+    offs = bs.head_offsets(1000003)
+    check(all(len(o) == 25 and o[0] == 0 and o[24] == 1000003 and all(o[c] < o[c + 1] for c in range(24))
+              for o in offs), "24 ordered head ranges per table covering every row: %r" % offs)
+    check(offs[0] != offs[1], "the two tables' head ranges differ (their moduli do)")
+    r = bs.Rank(4, 1, 1000003)
+    check((r.head_start, r.part) == (6, 6) and r.vocab == [(o[6], o[12]) for o in offs],
+          "tp 4 rank 1: heads [6, 12) and their rows: %r %r" % ((r.head_start, r.part), r.vocab))
+    r = bs.Rank(5, 4, 1000003)
+    check((r.head_start, r.part) == (20, 5) and r.vocab == [(o[20], o[24]) for o in offs],
+          "tp 5 rank 4: heads [20, 25), the padded one past 24: %r %r" % ((r.head_start, r.part), r.vocab))
+    check(bs.Rank(1, 0, 77).vocab == [(0, 77), (0, 77)], "tp 1: every row")
+
     v = bs.parse_variant("copy")
     check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)
     for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle", "copy-side", "host+push-side",
@@ -253,9 +266,21 @@ def main():
     dv = json.loads(r.stdout).get("variants", []) if r.returncode == 0 else []
     check({"none", "vllm", "vllm-inline", "copy", "layer-side", "layer-inline", "auto+bg-side"} <= set(dv),
           "the default variants hold the baseline, the floor and the mode the docs recommend: %r" % dv)
+    r = run(["--tp", "4", "--rank", "1", "--dry-run", "--json"])
+    rep = json.loads(r.stdout) if r.returncode == 0 else {}
+    check((rep.get("tp"), rep.get("rank"), rep.get("head_start"), rep.get("part")) == (4, 1, 6, 6),
+          "--tp 4 --rank 1 in the envelope: %s %s" % ({k: rep.get(k) for k in ("tp", "rank", "head_start", "part")},
+                                                    r.stderr))
+    plan = rep.get("plan") or [{}]
+    check(plan[0].get("ids_per_table") == 6144 and plan[0].get("rows_per_table") == 1536,
+          "a tp-4 rank's decode: 6,144 ids hashed, 1,536 rows looked up: %r" % plan[0])
+    dv = rep.get("variants", [])
+    check("layer-side" in dv and "vllm" in dv and not any("+bg" in x for x in dv),
+          "--tp's default variants leave out the flat-id strategy variants: %r" % dv)
     for bad in (["--mode", "train"], ["--variants", "auto"], ["--engram-layers", "1"],
                 ["--engram-layers", "1,20"], ["--workload", "text:/nonexistent"], ["--table-gib", "0"],
-                ["--rounds", "0"], ["--burst", "0"]):
+                ["--rounds", "0"], ["--burst", "0"], ["--tp", "7"], ["--tp", "13"], ["--tp", "4", "--rank", "4"],
+                ["--tp", "2", "--rank", "-1"], ["--tp", "4", "--variants", "none,host+bg-side"]):
         r = run(bad + ["--dry-run"])
         check(r.returncode == 2 and r.stderr.strip(), "%s exits 2 with a message (%d)" % (bad, r.returncode))
 
@@ -282,6 +307,16 @@ def main():
         check(byt.get("pool", 0) > 0 and byt.get("poller", 0) > 0, "host+bg: its pool's and poller's CPU: %r" % byt)
         check(res.get("host+bg-side", {}).get("step", {}).get("launch_us", 0) > 0 and
               res.get("host+bg-side", {}).get("none_paired", {}).get("launch_us", 0) > 0, "launch times")
+        # a tp-5 rank with a padded head: the engine's call both ways, vLLM's kernel and the copy run
+        r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
+                 "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json", "--tp", "5",
+                 "--rank", "4", "--variants", "none,copy,layer-side,layer-inline,vllm"])
+        check(r.returncode == 0, "small tp-5 GPU run exits 0: %s" % r.stderr[-2000:])
+        res = {x["variant"]: x for x in json.loads(r.stdout)["results"]} if r.returncode == 0 else {}
+        for name in ("copy", "layer-side", "layer-inline", "vllm"):
+            x = res.get(name, {})
+            check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0,
+                  "tp 5 rank 4, %s measured: %r" % (name, x))
     return 1 if fails else 0
 
 

@@ -38,6 +38,13 @@ from run to run by more than some of the effects measured (on the lent H200 abou
 and +-0.5 ms in prefill), so one run's figure can mislead. The report then gets a summary per
 variant: the median and range over the rounds of both figures of time added and of the CPU.
 
+--tp N [--rank R] looks up as tensor-parallel rank R of N does (ENGRAM.md): the columns [R * part,
+(R + 1) * part) of the [T, 24] hash output, part = cdiv(24, N), padded heads zero, and only the rows of
+the rank's head ranges (each table's 24 head ranges are V4.1's, scaled to its rows; uniform ids are then
+drawn per head range); the layers consume [T, part, 256], the copy moves the rank's rows. The model
+stays one GPU's. The engine's call (layer-*), vLLM's kernel (vllm*), copy and none take it; the
+STRATEGY variants look up flat ids and run at --tp 1 only (left out of the default variants there).
+
 --timeline DIR profiles a few graph replays of each variant (torch.profiler, that is CUPTI) and writes
 DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel
 and copy of the replayed step on its stream; the report gets a summary per variant: the model's
@@ -231,6 +238,8 @@ def parse_args(argv):
     ap.add_argument("--rounds", type=_pos_int, default=1,
                     help="measure every variant this many times in turn and summarize (see above)")
     ap.add_argument("--threads", type=int, default=0, help="eht's CPU pool (0: its default)")
+    ap.add_argument("--tp", type=_pos_int, default=1, help="tensor-parallel ranks sharing the heads (1; see above)")
+    ap.add_argument("--rank", type=int, default=0, help="the rank looked up as, with --tp (0)")
     ap.add_argument("--sync", choices=("block", "spin"), default="block",
                     help="how the host waits for each step: a blocking event (the thread sleeps) or a spin")
     ap.add_argument("--device", type=int, default=0, help="the GPU (0)")
@@ -267,6 +276,19 @@ def parse_args(argv):
             ap.error("--workload %r: no such file" % w)
     if a.hotset_rows < 0 or a.threads < 0 or a.device < 0:
         ap.error("--hotset-rows, --threads and --device are >= 0")
+    a.part = -(-HEADS // a.tp)
+    if a.tp > 12 or (a.tp - 1) * a.part >= HEADS:
+        ap.error("--tp %d: a rank would own no head (vLLM refuses 7, 9-11 and above 12)" % a.tp)
+    if not 0 <= a.rank < a.tp:
+        ap.error("--rank %d: 0 .. %d with --tp %d" % (a.rank, a.tp - 1, a.tp))
+    flat = [v["name"] for v in a.variant_list if v["strategy"] and not v.get("layer")]
+    if a.tp > 1 and flat and a.variants == DEFAULT_VARIANTS:  # the defaults a rank can run
+        a.variant_list = [v for v in a.variant_list if v["name"] not in flat]
+        a.variants = ",".join(v["name"] for v in a.variant_list)
+    elif a.tp > 1 and flat:
+        ap.error("--tp %d: %s look up flat ids of every head (--tp 1 only); the engine's call is layer-side / "
+                 "layer-inline" % (a.tp, ", ".join(flat)))
+    a.head_start = a.rank * a.part
     return a
 
 
@@ -277,7 +299,8 @@ def plan(a):
         d = MODES[m]
         out.append({"mode": m, "tokens": a.tokens or d["tokens"], "hidden": a.hidden, "ffn": a.ffn or d["ffn"],
                     "layers": a.layers, "reps": a.reps or d["reps"],
-                    "ids_per_table": (a.tokens or d["tokens"]) * HEADS})
+                    "ids_per_table": (a.tokens or d["tokens"]) * HEADS,
+                    "rows_per_table": (a.tokens or d["tokens"]) * a.part})
     return out
 
 
@@ -291,6 +314,7 @@ def envelope(a):
             "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": platform.python_version(),
             "table_gib": a.table_gib, "tables": 2, "row_bytes": ROW_BYTES, "format": "bf16",
             "engram_layers": a.engram_layers, "sync": a.sync, "burst": a.burst, "threads": a.threads, "rounds": a.rounds,
+            "tp": a.tp, "rank": a.rank, "head_start": a.head_start, "part": a.part,
             "variants": [v["name"] for v in a.variant_list], "workloads": a.workloads, "plan": plan(a),
             "gpu": None, "results": []}
 
@@ -410,11 +434,38 @@ def text_rows(torch, path, table_rows, dev):
     return out
 
 
+def head_offsets(table_rows):
+    """Per table, the 25 bounds of its 24 head ranges in the bench's rows: V4.1's (PRIMES) scaled to
+    table_rows as text_rows scales its ids."""
+    out = []
+    for layer in range(2):
+        total, acc, off = sum(PRIMES[layer]), 0, []
+        for p in PRIMES[layer]:
+            off.append(acc * table_rows // total)
+            acc += p
+        out.append(off + [table_rows])
+    return out
+
+
+class Rank:
+    """What one tensor-parallel rank looks up (--tp, --rank): columns [head_start, head_start + part) of
+    the [T, 24] ids (>= 24: padded heads) and, per table, the rows of those heads [vocab_start, vocab_end)."""
+
+    def __init__(self, tp, rank, table_rows):
+        self.tp, self.part = tp, -(-HEADS // tp)
+        self.head_start = rank * self.part
+        self.offsets = head_offsets(table_rows)
+        end = min(HEADS, self.head_start + self.part)
+        self.vocab = [(0, table_rows) if tp == 1 else (off[self.head_start], off[end]) for off in self.offsets]
+
+
 class Workload:
     """Id batches of one mode: `steps` distinct batches per table, cycled through the replays."""
 
-    def __init__(self, torch, spec, table_rows, dev, hot_rows, seed):
+    def __init__(self, torch, spec, table_rows, dev, hot_rows, seed, rank=None):
         self.spec, self.torch, self.dev, self.table_rows = spec, torch, dev, table_rows
+        # uniform ids per head range where a rank reads only some (tp > 1), else over every row
+        self.offsets = rank.offsets if rank is not None and rank.tp > 1 else None
         self.g = torch.Generator(device=dev)
         self.g.manual_seed(seed)
         self.rows = None
@@ -436,7 +487,12 @@ class Workload:
         """[steps, 2 tables, tokens * 24] int32 on the GPU, and the mean distinct fraction."""
         torch = self.torch
         n = tokens * HEADS
-        if self.rows is None:
+        if self.rows is None and self.offsets is not None:
+            off = torch.tensor(self.offsets, dtype=torch.int64, device=self.dev)  # [2, 25]
+            lo, width = off[:, :HEADS], off[:, 1:] - off[:, :HEADS]
+            u = torch.rand((steps, tokens, 2, HEADS), generator=self.g, device=self.dev, dtype=torch.float64)
+            b = (lo + (u * width).long().clamp(max=width - 1)).permute(0, 2, 1, 3).reshape(steps, 2, n)
+        elif self.rows is None:
             b = torch.randint(0, self.table_rows, (steps, 2, n), generator=self.g, device=self.dev,
                               dtype=torch.int64)
         else:
@@ -483,7 +539,7 @@ def make_tables(torch, eht, gib, dev):
 
 # --------------------------------------------------------------------------- the step
 class Step:
-    def __init__(self, torch, cfg, engram_layers, dev, seed):
+    def __init__(self, torch, cfg, engram_layers, dev, seed, part=HEADS):
         self.torch = torch
         T, H, F, L = cfg["tokens"], cfg["hidden"], cfg["ffn"], cfg["layers"]
         g = torch.Generator(device=dev)
@@ -492,15 +548,15 @@ class Step:
         self.W1 = [torch.randn(H, F, device=dev, dtype=torch.bfloat16, generator=g) * s for _ in range(L)]
         self.W2 = [torch.randn(F, H, device=dev, dtype=torch.bfloat16, generator=g) * (1.0 / F ** 0.5)
                    for _ in range(L)]
-        self.E = [torch.randn(HEADS * DIM, H, device=dev, dtype=torch.bfloat16, generator=g) * 0.01
+        self.E = [torch.randn(part * DIM, H, device=dev, dtype=torch.bfloat16, generator=g) * 0.01
                   for _ in range(2)]
         self.x0 = torch.randn(T, H, device=dev, dtype=torch.bfloat16, generator=g)
         self.x = torch.empty_like(self.x0)
-        self.T, self.L, self.elayers = T, L, engram_layers
+        self.T, self.L, self.elayers, self.part = T, L, engram_layers, part
         self.ids = [torch.zeros(T * HEADS, dtype=torch.int32, device=dev) for _ in range(2)]
-        self.rows = [torch.zeros(T * HEADS, DIM, dtype=torch.bfloat16, device=dev) for _ in range(2)]
+        self.rows = [torch.zeros(T * part, DIM, dtype=torch.bfloat16, device=dev) for _ in range(2)]
         # late dequant (the ldq option): the lookups' raw rows, dequantized into rows on the main stream
-        self.raw = [torch.zeros(T * HEADS, ROW_BYTES, dtype=torch.uint8, device=dev) for _ in range(2)]
+        self.raw = [torch.zeros(T * part, ROW_BYTES, dtype=torch.uint8, device=dev) for _ in range(2)]
         self.late = False
 
     def body(self, engines, place, side, marks=None):
@@ -542,7 +598,7 @@ class Step:
                     if self.late:  # between the model's kernels, on its stream
                         engines[t].dequant(self.raw[t], self.rows[t], stream=main)
                 mark("after_wait%d" % t, main)
-                x.add_(self.rows[t].view(self.T, HEADS * DIM) @ self.E[t])
+                x.add_(self.rows[t].view(self.T, self.part * DIM) @ self.E[t])
             x.copy_(torch.relu(x @ self.W1[layer]) @ self.W2[layer])
         mark("end", main)
         return x
@@ -797,27 +853,29 @@ class VllmEngine:
 
     last_strategy = "vllm"
 
-    def __init__(self, torch, table, background):
+    def __init__(self, torch, table, background, head_start=0, part=HEADS, vocab=None):
         from . import vllm_baseline  # noqa: PLC0415
         self.torch, self.vb, self.background = torch, vllm_baseline, background
         rows = table.rows * table.row_bytes // (vllm_baseline.DIM + vllm_baseline.SCALES)
         self.w = vllm_baseline._HostPtr(table.device_ptr, torch.uint8)
         self.s = vllm_baseline._HostPtr(table.device_ptr + rows * vllm_baseline.DIM, torch.uint8)
         self.rows = rows
+        self.head_start, self.part = head_start, part
+        self.vocab = vocab or (0, rows)
 
     def run(self, ids, out, stream=None):
         with self.torch.cuda.stream(stream or self.torch.cuda.current_stream()):
             # the step's ids are rows of the packed table: every one below rows, as the split view holds
-            self.vb.lookup(self.w, self.s, ids.view(-1, HEADS), out.view(-1, HEADS, DIM), 0, HEADS, 0, self.rows,
-                           background=self.background)
+            self.vb.lookup(self.w, self.s, ids.view(-1, HEADS), out.view(-1, self.part, DIM), self.head_start,
+                           self.part, self.vocab[0], self.vocab[1], background=self.background)
 
     def close(self):
         self.w = self.s = None
 
 
 class LayerEngine:
-    """A table's eht.torch.EngramLayer (all 24 heads of a tp-1 rank) called as an engine calls it:
-    lookup(ids [T, 24], out [T, 24, 256], background) on the current stream."""
+    """A table's eht.torch.EngramLayer (one rank's heads: all 24 at tp 1) called as an engine calls it:
+    lookup(ids [T, 24], out [T, part, 256], background) on the current stream."""
 
     last_strategy = "auto"
 
@@ -826,25 +884,28 @@ class LayerEngine:
 
     def run(self, ids, out, stream=None):
         with self.torch.cuda.stream(stream or self.torch.cuda.current_stream()):
-            self.layer.lookup(ids.view(-1, HEADS), out.view(-1, HEADS, DIM), background=self.background)
+            self.layer.lookup(ids.view(-1, HEADS), out.view(-1, self.layer.part, DIM), background=self.background)
 
     def close(self):
         self.layer.close()
 
 
-def make_engines(eht, tables, v, sms, hot, threads):
+def make_engines(eht, tables, v, sms, hot, threads, rank):
     if v.get("vllm"):
         import torch  # noqa: PLC0415
         if not tables[0].device_ptr:
             raise RuntimeError("vLLM's kernel reads the table in place: the table is not pinned for the GPU")
-        return [VllmEngine(torch, tables[t], v["background"]) for t in range(2)], (sms // 2 if v["background"] else sms)
+        return ([VllmEngine(torch, tables[t], v["background"], rank.head_start, rank.part, rank.vocab[t])
+                 for t in range(2)], (sms // 2 if v["background"] else sms))
     if v.get("layer"):
         import torch  # noqa: PLC0415
         import eht.torch as et  # noqa: PLC0415
         engines = []
         for t in range(2):
-            layer = et.EngramLayer(tables[t], format="bf16", device=tables[0].device, threads=threads,
-                                   push=v.get("push"))
+            vs, ve = rank.vocab[t]
+            layer = et.EngramLayer(tables[t], head_start=rank.head_start, part=rank.part, format="bf16",
+                                   device=tables[0].device, threads=threads, push=v.get("push"),
+                                   vocab_start=None if rank.tp == 1 else vs, vocab_end=None if rank.tp == 1 else ve)
             if hot[t] and not v.get("no_hot"):
                 # the inline way's hot set, as a served table with one gives it (the background way loads none)
                 arr, buf, n = eht._hot_rows(hot[t])
@@ -896,12 +957,16 @@ def run(a, rep, log):
     side = torch.cuda.Stream()
     blocking = a.sync == "block"
     bell_env = os.environ.get("EHT_BELL_SPIN_US")
+    rank = Rank(a.tp, a.rank, rows)
+    if a.tp > 1:
+        log("rank %d of tp %d: heads [%d, %d), rows %s" % (a.rank, a.tp, rank.head_start, rank.head_start + rank.part,
+                                                           " and ".join("[%d, %d)" % r for r in rank.vocab)))
     for wspec in a.workloads:
-        wl = Workload(torch, wspec, rows, dev, a.hotset_rows, a.seed)
+        wl = Workload(torch, wspec, rows, dev, a.hotset_rows, a.seed, rank)
         for cfg in plan(a):
             steps = max(8, min(64, cfg["reps"] + a.warmup))
             batches, distinct = wl.batches(cfg["tokens"], steps, cfg["mode"] == "decode")
-            step = Step(torch, cfg, a.engram_layers, dev, a.seed)
+            step = Step(torch, cfg, a.engram_layers, dev, a.seed, rank.part)
 
             def feed(i, step=step, batches=batches):
                 for t in range(2):
@@ -918,9 +983,9 @@ def run(a, rep, log):
                 step.late = bool(v.get("late_dequant"))
                 try:
                     if v.get("copy_only"):
-                        engines = [LinkCopy(torch, cfg["ids_per_table"], dev) for _ in range(2)]
+                        engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
                     if v["strategy"] or v.get("vllm"):
-                        engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads)
+                        engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads, rank)
                         # What the engine runs, not what was asked: a flag that did not take once
                         # made every background variant measure the default mode.
                         res["background_active"] = engines[0].background
@@ -1111,7 +1176,9 @@ def main(argv=None):
         else:
             for p in rep["plan"]:
                 log("%(mode)s: %(layers)d layers, T %(tokens)d, hidden %(hidden)d, F %(ffn)d, %(reps)d replays, "
-                    "%(ids_per_table)d ids per table" % p)
+                    "%(ids_per_table)d ids per table, %(rows_per_table)d rows looked up" % p)
+            if a.tp > 1:
+                log("rank %d of tp %d: heads [%d, %d)" % (a.rank, a.tp, a.head_start, a.head_start + a.part))
             log("variants: %s; workloads: %s" % (", ".join(rep["variants"]), ", ".join(rep["workloads"])))
         return 0
     if not a.json:
