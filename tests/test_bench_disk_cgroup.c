@@ -13,8 +13,7 @@
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	unsetenv("EHT_BENCH_CGROUP_ROOT");
 	char tmp[1024], b[1100], f[1200], errp[1200], args[4096], err[16384];
 	snprintf(tmp, sizeof(tmp), "%s", t_tmpdir("bench-disk-cgroup"));

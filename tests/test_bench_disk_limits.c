@@ -77,8 +77,7 @@ static void term_during(const char *tmp, const char *cg, const char *args, const
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	char tmp[1024], cg[1100], b[1100], args[4096], err[16384];
 	snprintf(tmp, sizeof(tmp), "%s", t_tmpdir("bench-disk-limits"));
 	snprintf(cg, sizeof(cg), "%s/cg", tmp);

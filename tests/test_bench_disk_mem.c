@@ -30,8 +30,7 @@ static void slurp(const char *path, char *buf, size_t len)
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	char tmp[1024], cg[1100], args[4096], err[16384], wl[1200], buf[256], pat[1200];
 	snprintf(tmp, sizeof(tmp), "%s", t_tmpdir("bench-disk-mem"));
 	snprintf(cg, sizeof(cg), "%s/cg", tmp);

@@ -20,8 +20,7 @@ int main(void)
 	eht_err_clear();
 	CHECK(eht_dev_count() == 0);
 	CHECK(eht_last_error()[0] == '\0');
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	char err[4096];
 	char *tmp = t_tmpdir("cli-args");
 	char args[1024];

@@ -445,8 +445,7 @@ static void check_bench_layer(void)
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	t_setenv("EHT_NO_CUDA", "1");
 	char *tmp = t_tmpdir("cli-json");
 	check_synth(tmp);

@@ -41,8 +41,7 @@ static void expect(const char *args, const char *want)
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	setenv("EHT_NO_CUDA", "1", 1);
 	char want[4096] = "";
 

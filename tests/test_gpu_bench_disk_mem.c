@@ -11,8 +11,7 @@
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	if (!t_have_gpu())
 		t_skip("no GPU");
 	char tmp[1024], cg[1100], args[4096], err[16384], wl[1200], p[1200];

@@ -155,8 +155,7 @@ int main(void)
 {
 	if (!t_have_gpu())
 		t_skip("no GPU");
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	if (eht_dev_use(0))
 		t_skip("cannot use GPU 0");
 	eht_stream s = NULL;

@@ -21,8 +21,7 @@ static int cmp64(const void *a, const void *b)
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	t_setenv("EHT_NO_CUDA", "1");
 	char wl[1200], args[4096], out[8192], f1[700], f2[700];
 	snprintf(wl, sizeof(wl), "%s/../workloads/text_500k.compressed.u32", t_fixtures());

@@ -90,8 +90,7 @@ static int lookup_and_check(eht_client *c, eht_ckpt *ck)
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	t_setenv("EHT_NO_CUDA", "1"); /* the CPU path; test_gpu_* cover the GPU */
 	char *tmp = t_tmpdir("serve");
 	snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);

@@ -354,8 +354,7 @@ static void tampered(const char *key, const char *goodp)
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	t_setenv("EHT_NO_CUDA", "1"); /* the CPU path; test_gpu_serve_hotset covers the GPU */
 	signal(SIGPIPE, SIG_IGN);
 	char *tmp = t_tmpdir("servehot");

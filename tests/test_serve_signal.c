@@ -78,8 +78,7 @@ static void stop_during_load(const char *tmp, const char *ckpt, const char *shm,
 
 int main(void)
 {
-	if (!getenv("EHT_CLI"))
-		t_skip("EHT_CLI not set");
+	t_cli(); /* skips where EHT_CLI is not set */
 	t_setenv("EHT_NO_CUDA", "1");
 	char *tmp = t_tmpdir("serve-signal");
 	char ckpt[600], shm[600];
