@@ -81,6 +81,12 @@ const char *t_cli(void)
 
 int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *err, size_t err_len)
 {
+	/* A failure, not a skip: a test may call this after checks that already failed. */
+	const char *cli = getenv("EHT_CLI");
+	if (!cli || !*cli) {
+		fprintf(stderr, "t_cli_run: EHT_CLI not set (run under ctest)\n");
+		return 127;
+	}
 	static unsigned seq;
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	char op[600], ep[600], redir[620], cmd[8192];
@@ -89,7 +95,7 @@ int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *
 	snprintf(ep, sizeof(ep), "%s/eht-cli-%d-%u.err", tmp, (int)getpid(), k);
 	const bool merged = out && err == out;
 	snprintf(redir, sizeof(redir), merged ? "&1" : "'%s'", ep);
-	snprintf(cmd, sizeof(cmd), "timeout %d '%s' %s >'%s' 2>%s", timeout_s, getenv("EHT_CLI"), args, op, redir);
+	snprintf(cmd, sizeof(cmd), "timeout %d '%s' %s >'%s' 2>%s", timeout_s, cli, args, op, redir);
 	int st = system(cmd);
 	if (out)
 		slurp(op, out, out_len);

@@ -57,7 +57,8 @@ void t_kill_child(int pid);
 const char *t_cli(void) __attribute__((returns_nonnull));
 /* Runs the built CLI ($EHT_CLI) with args (shell words), under `timeout timeout_s`; its stdout goes
  * into out and its stderr into err (out_len / err_len bytes at most, NUL-terminated; NULL: dropped;
- * err == out: both streams into out). Returns its exit status, 128 when it did not exit normally. */
+ * err == out: both streams into out). Returns its exit status, 128 when it did not exit normally, 127
+ * without $EHT_CLI (a failure, not a skip: the caller may have failed checks already). */
 int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *err, size_t err_len);
 /* setenv(name, value, 1) (value NULL: unsetenv) and eht_settings_reload(): libeht reads its EHT_*
  * settings (src/util/settings.c) once per process. Exits 1 when out of memory. */
