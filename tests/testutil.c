@@ -71,10 +71,17 @@ static void slurp(const char *path, char *buf, size_t len)
 		fclose(f);
 }
 
-const char *t_cli(void)
+/* $EHT_CLI, or NULL where it is unset or empty. */
+static const char *cli_path(void)
 {
 	const char *cli = getenv("EHT_CLI");
-	if (!cli || !*cli)
+	return cli && *cli ? cli : NULL;
+}
+
+const char *t_cli(void)
+{
+	const char *cli = cli_path();
+	if (!cli)
 		t_skip("EHT_CLI not set (run under ctest)");
 	return cli;
 }
@@ -82,8 +89,8 @@ const char *t_cli(void)
 int t_cli_run(const char *args, int timeout_s, char *out, size_t out_len, char *err, size_t err_len)
 {
 	/* A failure, not a skip: a test may call this after checks that already failed. */
-	const char *cli = getenv("EHT_CLI");
-	if (!cli || !*cli) {
+	const char *cli = cli_path();
+	if (!cli) {
 		fprintf(stderr, "t_cli_run: EHT_CLI not set (run under ctest)\n");
 		return 127;
 	}

@@ -396,6 +396,20 @@ static int lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_o
 	return 0;
 }
 
+/* One run under the engine's run lock, counted in the metrics. Threads sharing an engine take turns
+ * (see run_mu): each call's dead count is its own. */
+static int locked_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
+		      void *stream, unsigned flags, uint64_t *dead_count, const struct eht_lk_view *view)
+{
+	const uint64_t t0 = eht_now_ns();
+	pthread_mutex_lock(&lk->run_mu);
+	int path = -1;
+	int rc = lookup_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count, &path, view);
+	pthread_mutex_unlock(&lk->run_mu);
+	eht_metrics_call(count, path, rc, eht_now_ns() - t0);
+	return rc;
+}
+
 int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offset, uint64_t count, void *out,
 		   void *stream, unsigned flags, uint64_t *dead_count)
 {
@@ -403,14 +417,7 @@ int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type, int64_t id_offs
 		*dead_count = 0;
 	if (!lk)
 		return eht_err(EINVAL, "eht_lookup_run: NULL engine");
-	/* Threads sharing an engine take turns (see run_mu): each call's dead count is its own. */
-	const uint64_t t0 = eht_now_ns();
-	pthread_mutex_lock(&lk->run_mu);
-	int path = -1;
-	int rc = lookup_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count, &path, NULL);
-	pthread_mutex_unlock(&lk->run_mu);
-	eht_metrics_call(count, path, rc, eht_now_ns() - t0);
-	return rc;
+	return locked_run(lk, ids, id_type, id_offset, count, out, stream, flags, dead_count, NULL);
 }
 
 int eht_lk_run_view(eht_lookup *lk, const struct eht_lk_view *v, uint64_t count, void *out, void *stream,
@@ -419,14 +426,8 @@ int eht_lk_run_view(eht_lookup *lk, const struct eht_lk_view *v, uint64_t count,
 	if (!lk || !v || !v->flatten || !v->k.ids || !v->flat || v->k.tokens * v->k.part != count)
 		return eht_err(EINVAL, "eht_lk_run_view: no engine, or a view that is not %llu ids",
 			       (unsigned long long)count);
-	const uint64_t t0 = eht_now_ns();
-	pthread_mutex_lock(&lk->run_mu);
-	int path = -1;
-	int rc = lookup_run(lk, (const void *)(uintptr_t)v->flat, v->k.out64 ? EHT_ID_INT64 : EHT_ID_INT32, 0, count, out,
-			    stream, flags | EHT_LOOKUP_RUN_IDS_DEVICE, NULL, &path, v);
-	pthread_mutex_unlock(&lk->run_mu);
-	eht_metrics_call(count, path, rc, eht_now_ns() - t0);
-	return rc;
+	return locked_run(lk, (const void *)(uintptr_t)v->flat, v->k.out64 ? EHT_ID_INT64 : EHT_ID_INT32, 0, count,
+			  out, stream, flags | EHT_LOOKUP_RUN_IDS_DEVICE, NULL, v);
 }
 
 int eht_lk_piece_flatten(struct lk_piece *p)
