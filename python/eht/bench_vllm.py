@@ -11,8 +11,11 @@ the count dead (-1, zero rows). Both of vLLM's placements: inline (grid SMs) and
 Modes as the bench's: gpu_ids (eager; each call on a fresh step) and graph (captured once, each
 replay after the step's ids are copied into the captured tensor, not timed). Each step is timed from
 the call to the end of a stream synchronize; two untimed steps first, then --reps; median and p90 as
-the bench takes them; the process's CPU per call. The steps' ids come from --ids-file (int32, for
-each count in order, reps + 2 steps of that many ids: the bench's own steps) or are drawn uniform.
+the bench takes them; the process's CPU per call. Before each mode of each placement 512 MiB of GPU
+memory are written, so no run finds the rows the run before read (every run times the same steps)
+in the GPU's L2 cache, as the bench does before each of its runs. The steps' ids come from --ids-file
+(int32, for each count in order, reps + 2 steps of that many ids: the bench's own steps) or are drawn
+uniform.
 
 Where torch, Triton, a CUDA GPU or eht's binding is missing it prints {"skipped": "why"} and exits 0;
 a usage error prints {"error": "why", "exit": 2} and exits 2."""
@@ -28,6 +31,7 @@ HEADS = 24
 DIM = 256
 ROW_BYTES = 264
 MODES = ("gpu_ids", "graph")
+FLUSH_BYTES = 512 << 20  # the bench's LK_FLUSH_BYTES
 _report_fd = None  # where the one JSON object goes (main: the real stdout; fd 1 is stderr meanwhile)
 
 
@@ -184,9 +188,12 @@ def check_rows(out, n):
     return None
 
 
-def time_mode(torch, eng, ids, out, n, mode, reps):
-    """One mode of one placement; a mode's figures or {"error": why}."""
+def time_mode(torch, eng, ids, out, n, mode, reps, flush=None):
+    """One mode of one placement; a mode's figures or {"error": why}. flush: GPU memory written first
+    (the last run's rows out of the L2 cache)."""
     stream = torch.cuda.current_stream()
+    if flush is not None:
+        flush.zero_()
     T = ids.shape[1]
     call, before = None, None
     if mode == "gpu_ids":
@@ -242,6 +249,7 @@ def measure(torch, a, rep, log):
     log("vllm baseline: table %.2f GiB (%d rows), pinned in %.1f s" % (a.table_gib, a.rows, rep["setup_s"]))
     tmax = max((n + HEADS - 1) // HEADS for n in a.ids)
     out = torch.empty((tmax, HEADS, DIM), dtype=torch.bfloat16, device=dev)
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=dev)
     side = torch.cuda.Stream(dev)
     results = []
     try:
@@ -255,7 +263,7 @@ def measure(torch, a, rep, log):
                            "grid": vllm_baseline.grid_size(T * HEADS, bg, dev)}
                     for m in a.modes:
                         try:
-                            row[m] = time_mode(torch, eng, ids, out[:T], n, m, a.reps)
+                            row[m] = time_mode(torch, eng, ids, out[:T], n, m, a.reps, flush)
                         except Exception as e:  # noqa: BLE001 (one mode failing must not lose the others)
                             row[m] = {"error": "%s: %s" % (type(e).__name__, e)}
                     eng.close()
@@ -263,7 +271,7 @@ def measure(torch, a, rep, log):
                 del ids
         torch.cuda.synchronize()
     finally:
-        del out
+        del out, flush
         table.close()
         del keep
     rep["results"] = results

@@ -356,6 +356,11 @@ static int lk_buffers(struct lk_run *d)
 		    eht_dev_alloc(&d->dcap, d->maxn * sizeof(*d->ids)) ||
 		    eht_dev_alloc(&d->dids, (size_t)d->batches * d->maxn * sizeof(*d->ids)))
 			return cli_fail("bench lookup", NULL);
+		if (eht_dev_alloc(&d->flush, LK_FLUSH_BYTES)) { /* (without it the in-place figures are best cases) */
+			fprintf(stderr, "eht bench lookup: warning: no %llu MiB to clear the GPU's cache between runs (%s)\n",
+				LK_FLUSH_BYTES >> 20, eht_last_error());
+			d->flush = 0;
+		}
 	} else if (!(d->hout = malloc((d->maxn + 23) * d->ob))) {
 		return cli_errorf("bench lookup", 1, "out of memory for the output");
 	}
@@ -442,7 +447,7 @@ static int lk_shapes(struct lk_run *d)
 {
 	const struct lk_opts *o = d->o;
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
-			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
+			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
 			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
 	d->nres = (o->nstrat + 2 * d->layer) * o->nshapes;
 	for (int k = 0; k < o->nshapes; k++) {
@@ -506,7 +511,7 @@ static int lk_knob_sweep(struct lk_run *d)
 	static const char *names[NKNOBS] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNK_MAX"};
 	const struct lk_opts *o = d->o;
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
-			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
+			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
 			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
 	struct knob_set sets[64];
 	int ns = 0;
@@ -632,6 +637,8 @@ static void lk_free(struct lk_run *d)
 		eht_dev_free(d->dids);
 	if (d->dcap)
 		eht_dev_free(d->dcap);
+	if (d->flush)
+		eht_dev_free(d->flush);
 	if (d->s)
 		eht_dev_stream_destroy(d->s);
 	free(d->hout);

@@ -45,6 +45,7 @@ struct result {
 
 /* The steps one mode is timed over: batches of ids (batch b at ids + b * stride, stride >= the ids
  * a call takes) on the host and in GPU memory, and the captured graph's id buffer. */
+#define LK_FLUSH_BYTES (512ull << 20)
 struct bench_ctx {
 	eht_stream s;
 	int gpu, reps, batches;
@@ -52,6 +53,10 @@ struct bench_ctx {
 	const int32_t *ids; /* host: batches x stride */
 	eht_dptr dids;      /* GPU copy of ids */
 	eht_dptr dcap;      /* the captured graph's id buffer */
+	/* GPU memory written before each mode's run (0: none): every mode of every strategy times the
+	 * same steps, and a GPU that read rows in place would otherwise find the last run's rows in its
+	 * L2 cache (LK_FLUSH_BYTES, several times the largest L2 of the GPUs eht builds for). */
+	eht_dptr flush;
 	void *out;          /* GPU or host output */
 	double *times;      /* reps */
 };
@@ -158,7 +163,7 @@ struct lk_run {
 	double *times;
 	struct bench_workload *wl;
 	int64_t *hot, *hot_sorted;
-	eht_dptr dout, dids, dcap;
+	eht_dptr dout, dids, dcap, flush;
 	eht_stream s;
 	eht_lookup *engines[CLI_MAX_STRATEGIES];
 	int crcs[CLI_MAX_STRATEGIES];

@@ -187,9 +187,10 @@ void lk_report_table(const struct lk_run *d)
 	lk_table_rows(d, d->res, d->nres, d->want);
 	lk_baseline_table(d);
 	printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
-	       "steps; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
+	       "steps%s; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
 	       "rate; Mrows/s and link%% of the fastest mode)\n",
-	       d->gpu ? "GPU" : "host", o->reps, RB);
+	       d->gpu ? "GPU" : "host", o->reps, d->flush ? ", the same for every mode, the GPU's cache cleared before each" : "",
+	       RB);
 	for (int k = 0; k < o->nshapes; k++)
 		if (d->lim[k].threads)
 			printf("CPU limit, %zu ids: %.3f ms into per-thread buffers, %.3f ms into staging (%u spinning threads, "
