@@ -37,7 +37,7 @@ static void check_direct(void)
 	CHECK_RC(eht_dev_memset8(dc, 0, 16), 0);
 	struct eht_gpu_ids gi = {.ids = di, .id64 = 1, .off = 0, .lo = 0, .hi = ROWS};
 	struct eht_gpu_table tab = {.base = dt, .rb = RB};
-	CHECK_RC(eht_gpu_direct(&g, NULL, &gi, N, &tab, dout, EHT_LK_FMT_RAW, dc), 0);
+	CHECK_RC(eht_gpu_direct(&g, NULL, &gi, N, &tab, dout, EHT_LK_FMT_RAW, dc, NULL, 0), 0);
 	CHECK_RC(eht_dev_sync(), 0);
 	CHECK_RC(eht_dev_d2h(out, dout, sizeof(out)), 0);
 	for (int i = 0; i < N; i++)

@@ -5,7 +5,8 @@
  * buffer, for every (head_start, part) of tp 1/2/3/4/5/6/8, both vocab windows, T in {1, 7, 256,
  * 2048}, int32 / int64 ids of other strides, raw and bf16, dense and strided outputs; a strided output
  * first met inside a capture is refused; none of these calls runs an ids kernel before the lookup (the
- * doorbell kernels take the rank's view). Exit 77 without a GPU. */
+ * doorbell kernels and a whole DIRECT piece take the rank's view). Exit 77 without a GPU. */
+#include <errno.h>
 #include <string.h>
 
 #include "engram_layer_ref.h"
@@ -133,6 +134,97 @@ static void view_fused(const eht_engram_layout *lay, uint8_t *table, struct run_
 	eht_table_close(t);
 }
 
+/* A DIRECT engine given a rank's view as the run's only piece: its in-place kernel reads the view
+ * itself (the flatten below must never run) and publishes the dead count itself, eager and over
+ * three graph replays (a count the kernel left behind would add up), bit-exact. */
+static int view_direct_flatten(const struct eht_lk_view *v, eht_stream s)
+{
+	(void)s;
+	(*(unsigned *)v->ctx)++;
+	return -EPROTO;
+}
+
+static uint64_t lr_dead(const struct lr_case *c, const int64_t *m, int64_t rows)
+{
+	uint64_t dead = 0;
+	for (uint64_t t = 0; t < c->T; t++)
+		for (uint32_t j = 0; j < c->part; j++) {
+			const uint32_t col = c->head_start + j;
+			const int64_t v = col < LR_H ? m[t * LR_H + col] : -1;
+			dead += col >= LR_H || v < c->vs || v >= c->ve || v >= rows;
+		}
+	return dead;
+}
+
+static void view_direct(const eht_engram_layout *lay, eht_table *whole, const uint8_t *table, struct run_arg *ra)
+{
+	static const uint32_t tps[][2] = {{4, 3}, {5, 4}}; /* (tp, rank): the last rank of tp 5 has a padded head */
+	unsigned flattens = 0;
+	for (size_t k = 0; k < 4; k++)
+		for (int fmt = 0; fmt < 2; fmt++) {
+			struct lr_case c = {.tp = tps[k % 2][0], .rank = tps[k % 2][1], .fmt = fmt, .T = k < 2 ? 7 : 256,
+					    .id64 = (int)(k & 1), .layout = fmt};
+			CHECK_RC(lr_rank(lay, &c), 0);
+			struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_DIRECT, .format = fmt,
+						    .device = 0, .numa_node = -1, .max_batch = 4096};
+			eht_lookup *lk = NULL;
+			CHECK_RC(eht_lookup_create(whole, &o, &lk), 0);
+			if (!lk)
+				return;
+			const size_t R = fmt == EHT_LOOKUP_BF16 ? 512 : LR_RB, n = c.T * c.part;
+			int64_t *m = malloc(c.T * LR_H * sizeof(int64_t)), s_tok, s_head;
+			eht_dptr flat = 0;
+			CHECK_RC(eht_dev_alloc(&flat, n * 8), 0);
+			eht_graph gr = NULL;
+			eht_graph_exec gx = NULL;
+			for (int rep = 0; rep < 4 && m; rep++) {
+				lr_matrix(&c, ra->rows, m, ra->rs);
+				size_t ib = 0;
+				void *ids = lr_ids(&c, m, &s_tok, &s_head, &ib);
+				CHECK_RC(eht_dev_h2d_async(ra->g->ids, ids, ib, ra->s), 0);
+				CHECK_RC(eht_dev_memset8_async(ra->g->out, 0xee, n * R, ra->s), 0);
+				free(ids);
+				struct eht_lk_view v = {
+					.k = {.ids = ra->g->ids, .id64 = c.id64, .tokens = c.T, .s_tok = s_tok, .s_head = s_head,
+					      .head_start = c.head_start, .part = c.part, .n_heads = LR_H,
+					      .vocab_start = c.vs, .vocab_end = c.ve, .out64 = c.id64},
+					.flat = flat, .flatten = view_direct_flatten, .ctx = &flattens};
+				const unsigned fl = EHT_LOOKUP_RUN_OUT_DEVICE;
+				if (rep == 0) {
+					CHECK_RC(eht_lk_run_view(lk, &v, n, (void *)(uintptr_t)ra->g->out, ra->s, fl), 0);
+				} else {
+					if (rep == 1) {
+						CHECK_RC(eht_dev_capture_begin(ra->s, EHT_CAPTURE_THREAD_LOCAL), 0);
+						CHECK_RC(eht_lk_run_view(lk, &v, n, (void *)(uintptr_t)ra->g->out, ra->s, fl), 0);
+						CHECK_RC(eht_dev_capture_end(ra->s, &gr), 0);
+						CHECK_RC(eht_dev_graph_instantiate(&gx, gr), 0);
+					}
+					if (gx)
+						CHECK_RC(eht_dev_graph_launch(gx, ra->s), 0);
+				}
+				CHECK_RC(eht_dev_stream_sync(ra->s), 0);
+				CHECK_RC(eht_dev_d2h(ra->g->h, ra->g->out, n * R), 0);
+				const uint64_t want = lr_dead(&c, m, ra->rows), got = eht_lookup_last_dead_count(lk);
+				if (lr_compare(&c, m, table, 0, ra->rows, 0, ra->g->h, c.part * R) || got != want) {
+					fprintf(stderr, "  (DIRECT over a view, %s %d: dead %llu, want %llu)\n",
+						rep ? "replay" : "eager", rep, (unsigned long long)got, (unsigned long long)want);
+					t_failures++;
+				}
+			}
+			if (gx)
+				eht_dev_graph_exec_destroy(gx);
+			if (gr)
+				eht_dev_graph_destroy(gr);
+			eht_dev_free(flat);
+			free(m);
+			eht_lookup_destroy(lk);
+		}
+	if (flattens) {
+		fprintf(stderr, "DIRECT over a view made flat ids first %u times\n", flattens);
+		t_failures++;
+	}
+}
+
 /* A strided output first met inside a capture: refused (its buffer cannot be made there); the same
  * call made eagerly first, then captured, works. */
 static void strided_first_in_capture(eht_table *t, eht_stream s, struct gbufs *g)
@@ -183,6 +275,7 @@ int main(void)
 	/* (AUTO may send a class of batches to the GPU's in-place gather here: those need flat ids) */
 	CHECK(ra.calls > 0 && ra.flattens < ra.calls);
 	view_fused(lay, table, &ra);
+	view_direct(lay, whole, table, &ra);
 	eht_dev_free(g.ids);
 	eht_dev_free(g.out);
 	free(g.h);

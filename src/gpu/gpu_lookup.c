@@ -128,24 +128,28 @@ static int split_args(const struct eht_gpu_table *t, eht_dptr out, int fmt, stru
 }
 
 int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
-		   const struct eht_gpu_table *t, eht_dptr out, int fmt, eht_dptr counters)
+		   const struct eht_gpu_table *t, eht_dptr out, int fmt, eht_dptr counters,
+		   const struct eht_lk_idview *view, eht_dptr h_dead)
 {
 	if (!n)
 		return 0;
 	unsigned long long nn = n;
 	long long off = ids->off, lo = ids->lo, hi = ids->hi;
 	int id64 = ids->id64;
+	struct eht_lk_idview v = {0};
+	if (view)
+		v = *view;
 	if (t->scales) {
 		struct split_args a;
 		int rc = split_args(t, out, fmt, &a);
 		void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, &a.w, &a.s, &a.wb, &a.sb, &out, &fmt, &a.vec,
-				&counters};
+				&counters, &v, &h_dead};
 		return rc ? rc : launch(g->direct_split, row_blocks(g, n), THREADS, s, args, "eht_lk_direct_split");
 	}
 	eht_dptr table = t->base;
 	uint32_t rb = t->rb;
 	int vec = eht_gpu_vec(rb, table, out);
-	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, &table, &rb, &out, &fmt, &vec, &counters};
+	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, &table, &rb, &out, &fmt, &vec, &counters, &v, &h_dead};
 	return launch(g->direct, row_blocks(g, n), THREADS, s, args, "eht_lk_direct");
 }
 

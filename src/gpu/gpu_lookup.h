@@ -57,9 +57,13 @@ static inline bool eht_gpu_table_bf16_ok(const struct eht_gpu_table *t)
 }
 
 /* DIRECT: out[i] = row(ids[i]) in place from t, zero for dead; counters[0] += dead ids (u64). fmt:
- * enum eht_lookup_format (bf16 from a split table: wb 256, both arrays 8-byte aligned, else -EINVAL). */
+ * enum eht_lookup_format (bf16 from a split table: wb 256, both arrays 8-byte aligned, else -EINVAL).
+ * view (not NULL): ids are its flat ids, read from the engine's [T, H] ids on the way. h_dead (not 0,
+ * host-mapped): the launch publishes its dead count there itself, through counters[2..3] (4 u64,
+ * zero between launches: the kernel leaves them so), and leaves counters[0] alone. */
 int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
-		   const struct eht_gpu_table *t, eht_dptr out, int fmt, eht_dptr counters);
+		   const struct eht_gpu_table *t, eht_dptr out, int fmt, eht_dptr counters,
+		   const struct eht_lk_idview *view, eht_dptr h_dead);
 
 /* Expand: out[p] = compact[slot[p]] (slot 0: identity; slot UINT32_MAX: zero row) for p < n. */
 int eht_gpu_expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, uint64_t n,

@@ -93,7 +93,9 @@ struct eht_lookup {
 	/* GPU core: the kernels and the counters every GPU piece writes. */
 	struct eht_gpu_lookup g;
 	uint64_t *h_dead; /* pinned, mapped: a GPU-counted run's dead ids (copied, or written by a kernel) */
-	eht_dptr d_counters, d_h_dead; /* 2 u64 (dead ids, distinct rows of the piece); h_dead's address */
+	/* 4 u64 (dead ids, distinct rows of the piece; a publishing in-place gather's two words,
+	 * gpu_lookup.h); h_dead's address */
+	eht_dptr d_counters, d_h_dead;
 	bool counters_zeroed; /* d_counters zeroed on the stream for this run (eht_lk_counters_zero) */
 	/* GPU parts (gather/gather.c), each made at its first request and kept. */
 	struct lk_ids {    /* host ids of a GPU piece pass through pinned h_ids into d_ids (ev: the copy) */

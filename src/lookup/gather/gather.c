@@ -57,7 +57,10 @@ int eht_lk_gpu_parts_init(eht_lookup *lk)
 	int rc = 0;
 	lk->ids.h_ids = eht_lk_host_alloc(lk, lk->max_batch * 8, &rc);
 	lk->ids.d_ids = eht_lk_dev_alloc(lk->max_batch * 8, &rc);
-	lk->d_counters = eht_lk_dev_alloc(2 * sizeof(uint64_t), &rc);
+	/* [0..1] zeroed per run; [2..3] a publishing in-place gather's, zero between its launches */
+	lk->d_counters = eht_lk_dev_alloc(4 * sizeof(uint64_t), &rc);
+	if (!rc)
+		rc = eht_dev_memset8(lk->d_counters, 0, 4 * sizeof(uint64_t));
 	if (!rc)
 		rc = eht_dev_event_create(&lk->ids.ev, 0);
 	/* The dead word: mapped, so a stage-in kernel can publish a run's count itself. */

@@ -11,4 +11,9 @@
 int eht_lk_inplace_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64, int64_t off, size_t n,
 			 eht_dptr out, eht_stream s);
 
+/* A piece in place in one kernel: where it is the run's only one (publish_dead), the kernel reads
+ * p->view itself (when set) and publishes the dead count (p->dead_published); else as
+ * eht_lk_inplace_piece, from flat ids. */
+int eht_lk_inplace_whole(eht_lookup *lk, struct lk_piece *p);
+
 #endif

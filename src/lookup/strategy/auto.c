@@ -182,11 +182,11 @@ static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 	if (p->ids_dev && lk->table_gpu)
 		k = split_k(&A(lk)->a[1][LK_AUTO_CLASS(n)], n);
 	eht_dptr out = (eht_dptr)(uintptr_t)p->out;
-	int rc = k ? eht_lk_piece_flatten(p) : 0; /* (the in-place gather reads flat ids) */
+	if (k == n) /* (from the view itself where it is the run's only piece) */
+		return eht_lk_inplace_whole(lk, p);
+	int rc = k ? eht_lk_piece_flatten(p) : 0; /* (a split's in-place part reads flat ids) */
 	if (rc)
 		return rc;
-	if (k == n)
-		return eht_lk_inplace_piece(lk, p->ids, true, p->id64, p->off, n, out, p->s);
 	if (k && (rc = fork_direct(lk, p->ids, true, p->id64, p->off, k, out, p->s, false)))
 		return rc;
 	p->dead_published = p->publish_dead && k == 0;

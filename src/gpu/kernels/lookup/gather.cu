@@ -4,10 +4,12 @@
 #include "rows.cuh"
 
 /* ------------------------------------------------------------------------------ DIRECT */
-/* In-place gather in request order: one warp per RPW ids, grid-stride. counters[0] += dead ids. */
+/* In-place gather in request order: one warp per RPW ids, grid-stride; ids flat or an engine's view
+ * (direct_id); dead ids counted as direct_dead says. */
 extern "C" __global__ void eht_lk_direct(const void *ids, int id64, long long off, unsigned long long n,
 					 long long lo, long long hi, const uint8_t *table, uint32_t rb,
-					 uint8_t *out, int fmt, int vec, unsigned long long *counters)
+					 uint8_t *out, int fmt, int vec, unsigned long long *counters,
+					 struct eht_lk_idview view, unsigned long long *h_dead)
 {
 	const bool lane0 = (threadIdx.x & (WARP - 1)) == 0;
 	const uint32_t ob = out_bytes(rb, fmt);
@@ -15,15 +17,14 @@ extern "C" __global__ void eht_lk_direct(const void *ids, int id64, long long of
 	for_rows(n, rb, fmt, vec,
 		 [&](unsigned long long p, const uint8_t **src, uint8_t **dst) {
 			 unsigned long long loc;
-			 if (to_local(load_id(ids, id64, p), off, lo, hi, &loc))
+			 if (to_local(direct_id(ids, id64, view, p), off, lo, hi, &loc))
 				 *src = table + loc * rb;
 			 else if (lane0)
 				 dead++;
 			 *dst = out + p * ob;
 		 },
 		 no_after);
-	if (dead)
-		atomicAdd(&counters[0], (unsigned long long)dead);
+	direct_dead(dead, counters, h_dead);
 }
 
 /* Distinct rows uniq[0..split_at(counters[1], share)) (local rows) into compact, raw. Launched for the

@@ -8,21 +8,21 @@
 extern "C" __global__ void eht_lk_direct_split(const void *ids, int id64, long long off, unsigned long long n,
 					       long long lo, long long hi, const uint8_t *W, const uint8_t *S,
 					       uint32_t wb, uint32_t sb, uint8_t *out, int fmt, int vec,
-					       unsigned long long *counters)
+					       unsigned long long *counters, struct eht_lk_idview view,
+					       unsigned long long *h_dead)
 {
 	const bool lane0 = (threadIdx.x & (WARP - 1)) == 0;
 	const uint32_t ob = out_bytes(wb + sb, fmt);
 	unsigned dead = 0;
 	for_rows_split(n, W, S, wb, sb, fmt, vec, [&](unsigned long long p, unsigned long long *loc, uint8_t **dst) {
-		if (!to_local(load_id(ids, id64, p), off, lo, hi, loc)) {
+		if (!to_local(direct_id(ids, id64, view, p), off, lo, hi, loc)) {
 			*loc = NO_ROW;
 			if (lane0)
 				dead++;
 		}
 		*dst = out + p * ob;
 	});
-	if (dead)
-		atomicAdd(&counters[0], (unsigned long long)dead);
+	direct_dead(dead, counters, h_dead);
 }
 
 /* eht_lk_gather_uniq over split rows: packed raw rows of wb + sb bytes into compact. */

@@ -207,6 +207,39 @@ __device__ __forceinline__ void for_rows(unsigned long long n, uint32_t rb, int 
 
 __device__ __forceinline__ void no_after(unsigned long long, int) {}
 
+/* The in-place gathers' id p: flat ids as given, or (view.ids not 0) the flat id of an engine's
+ * [T, H] ids (idview.h), so that the engine's call needs no flatten kernel before. */
+__device__ __forceinline__ long long direct_id(const void *ids, int id64, const struct eht_lk_idview &view,
+					       unsigned long long p)
+{
+	return view.ids ? eht_idview_row(view, p) : load_id(ids, id64, p);
+}
+
+/* A thread's dead ids. Without h_dead, added to counters[0] (zeroed before the launch, read after).
+ * With h_dead, the run's only piece publishes its count itself, so the run needs no memset before
+ * and no copy after: each block adds to counters[2], and the last block to finish writes the total
+ * to *h_dead (host-mapped) and zeroes counters[2..3] for the next launch (a graph replays it as is).
+ * Every thread of the block must call it. */
+__device__ __forceinline__ void direct_dead(unsigned dead, unsigned long long *counters, unsigned long long *h_dead)
+{
+	if (!h_dead) {
+		if (dead)
+			atomicAdd(&counters[0], (unsigned long long)dead);
+		return;
+	}
+	if (dead)
+		atomicAdd(&counters[2], (unsigned long long)dead);
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence();
+		if (atomicAdd(&counters[3], 1ull) == gridDim.x - 1) {
+			*(volatile unsigned long long *)h_dead = atomicExch(&counters[2], 0ull);
+			__threadfence_system();
+			atomicExch(&counters[3], 0ull);
+		}
+	}
+}
+
 /* The first split_at(u, share) of u distinct rows are gathered in place on the GPU (eht_lk_gather_uniq),
  * the rest by the CPU (eht_lk_stage_in): both kernels compute it with the same float steps. */
 __device__ __forceinline__ unsigned long long split_at(unsigned long long u, float share)

@@ -22,7 +22,9 @@ __device__ __forceinline__ unsigned long long gtime(void) { return eht_gtime(); 
  * memory, in L2) into xout. The last block to finish writes
  * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
  * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
- * between launches (the last block resets them). The grid must fit on the GPU at once beside other
+ * between launches (the last block resets them); counters == sync + 2 (a u64 beside them): the
+ * request's own dead count, which the last block publishes and zeroes too, so that a run whose only
+ * piece this is needs no memset before it. The grid must fit on the GPU at once beside other
  * work (the caller keeps it at most one block per SM): blocks wait on the CPU. A compact request (ucount
  * not NULL) gathers the distinct rows of a dedup pass (eht_lk_dedup_mark): ids are its u32 local rows,
  * of which this launch takes [split_at(*ucount, share), *ucount) into out (the compact rows) at the
@@ -228,9 +230,13 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 	if (threadIdx.x == 0) {
 		__threadfence();
 		if (atomicAdd(&sync[1], 1u) == gridDim.x - 1) {
+			const bool own = counters == (unsigned long long *)(sync + 2);
 			if (h_dead) {
-				*(volatile unsigned long long *)h_dead = atomicAdd(&counters[0], 0ull);
+				*(volatile unsigned long long *)h_dead = own ? atomicExch(&counters[0], 0ull)
+									     : atomicAdd(&counters[0], 0ull);
 				__threadfence_system();
+			} else if (own) {
+				atomicExch(&counters[0], 0ull);
 			}
 			if (trace) {
 				trace[4] = gtime();

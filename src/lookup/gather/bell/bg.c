@@ -74,7 +74,7 @@ static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht
 	a->h_ids = b->reqs[idx].d_h_ids;
 	a->done = eht_lk_bell_d_done(b, lk, idx);
 	a->bell = b->d_words + idx * sizeof(uint32_t);
-	a->sync = b->d_sync + idx * 2 * sizeof(uint32_t);
+	a->sync = b->d_sync + idx * LK_SYNC_WORDS * sizeof(uint32_t);
 	int rc = eht_gpu_ring(&lk->g, s, a);
 	return rc ? rc : eht_dev_stream_wait32(s, a->done, 1u, EHT_WAIT_EQ);
 }

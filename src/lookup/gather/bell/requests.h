@@ -18,6 +18,9 @@
 #define LK_EAGER_REQS 8
 #define LK_CAPTURED_REQS 1024
 #define LK_REQS (LK_EAGER_REQS + LK_CAPTURED_REQS)
+/* A request's device words: the doorbell kernels' two block counters, then (stage-in) its own u64
+ * dead count, 8-byte aligned (stage_in.cu). */
+#define LK_SYNC_WORDS 4u
 /* A chunk's ready value: the request in the top bits (11 for 1,032 requests), chunk + 1 below; a
  * request has at most LK_TAG_CHUNKS chunks (eht_lk_bell_geom widens chunks to stay below). */
 #define LK_TAG_SHIFT 21
@@ -79,7 +82,7 @@ struct lk_bell {
 	eht_dptr d_words;
 	uint64_t *cdead;    /* pinned, mapped: dead ids per chunk */
 	eht_dptr d_cdead;
-	eht_dptr d_sync; /* 2 x LK_REQS u32, zero between launches */
+	eht_dptr d_sync; /* LK_SYNC_WORDS u32 a request (two, then a u64 dead count), zero between launches */
 	eht_dptr d_mirror; /* GPU memory, max_chunks u32: the stage-in kernel's relay of ready (0: none) */
 	eht_dptr d_parts;  /* GPU memory, max_chunks u32: parts of a chunk copied, per slot (stage_in.cu) */
 	eht_dptr d_done;   /* GPU memory, LK_REQS u32: pushed requests' done words (0: in words, no GPU) */
