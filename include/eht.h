@@ -999,7 +999,10 @@ EHT_API EHT_MUST_CHECK int eht_lookup_create(eht_table *table, const struct eht_
  * calls); the table's read error (also one from an earlier stream-triggered gather); driver errors.
  * Threads may share an engine: its calls run one at a time (a second caller waits for the first),
  * so *dead_count and -ERANGE are always about the call's own ids (eht_lookup_last_dead_count is the
- * engine's last call, whichever thread made it). */
+ * engine's last call, whichever thread made it). On the GPU an engine's work runs in the order of its
+ * calls and replays: calls on several streams must not run at the same time on the device (order the
+ * streams with events, or give each stream its engine), because the engine's staging, slots and GPU
+ * counters serve one run at a time. */
 EHT_API EHT_MUST_CHECK int eht_lookup_run(eht_lookup *lk, const void *ids, int id_type,
 		int64_t id_offset, uint64_t count, void *out, void *stream, unsigned flags,
 		uint64_t *dead_count);
