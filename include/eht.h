@@ -820,8 +820,9 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * - AUTO: with a GPU-readable table and GPU output, a short calibration in
  *   eht_lookup_create (opts strategy AUTO; tens of ms) times DIRECT alone, HOST alone, and both at
  *   once (the batch split between the GPU's in-place gather on an internal stream and the CPU
- *   pool) at a decode-sized (6,144) and a prefill-sized (196,608 or max_batch) batch, with ids in
- *   host memory and with ids in GPU memory, and AUTO then uses the fastest per place and size class.
+ *   pool) at four batch sizes (128, 1,024, 6,144 and 196,608 or max_batch: tiny, small, decode- and
+ *   prefill-sized), with ids in host memory and with ids in GPU memory, and AUTO then uses the
+ *   fastest per place and size class (below 512, 4,096, 32,768 ids, above).
  *   When it splits with host ids, the GPU's share follows each call's measured times so both sides
  *   finish together. EHT_LOOKUP_AUTO_SPLIT=0 in the environment turns the split off. Host output or
  *   no GPU: HOST.

@@ -29,11 +29,12 @@
 #include "table/table_impl.h"
 #include "util/pool.h"
 
-/* AUTO's class of an n-id batch: 0 small (a few requests: the in-place gather's latency can win),
- * 1 decode-sized, 2 prefill-sized; each calibrated at its own size (strategy/auto.c; the doorbell's
- * trace counts per class too). */
-#define LK_AUTO_NCLASS 3
-#define LK_AUTO_CLASS(n) ((n) >= 32768 ? 2 : (n) >= 4096 ? 1 : 0)
+/* AUTO's class of an n-id batch: 0 tiny (a rank's decode of a few tokens: the CPU's round trip is
+ * most of it), 1 small (a few requests: the in-place gather's latency can win), 2 decode-sized, 3
+ * prefill-sized; each calibrated at its own size (strategy/auto.c; the doorbell's trace counts per
+ * class too). */
+#define LK_AUTO_NCLASS 4
+#define LK_AUTO_CLASS(n) ((n) >= 32768 ? 3 : (n) >= 4096 ? 2 : (n) >= 512 ? 1 : 0)
 
 /* Smallest batch that goes through GPU dedup and the hot set (hot/hot.c); EHT_LOOKUP_DEDUP_MIN. Below it
  * (AUTO's small class) the two extra passes cost more than they save: on the H200 with real text and

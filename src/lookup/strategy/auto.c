@@ -254,7 +254,10 @@ static void auto_calibrate(eht_lookup *lk)
 {
 	if (!lk->table_gpu || !lk->kernels || !lk->in_memory || lk->background) /* background: always HOST */
 		return;
-	const size_t sizes[LK_AUTO_NCLASS] = {1024, 6144, 196608};
+	/* 128: a tp-8 rank's 768-id decode step is in class 1; 48 ids (a tp-4 rank's 8 tokens) took 31-32
+	 * us as a HOST graph on the lent H200 against 18-20 through DIRECT, while at 1,024 ids the two
+	 * tie (0.049 against 0.050 ms), so one class for both kept HOST for the tiny batches. */
+	const size_t sizes[LK_AUTO_NCLASS] = {128, 1024, 6144, 196608};
 	size_t nmax = lk->max_batch < sizes[LK_AUTO_NCLASS - 1] ? lk->max_batch : sizes[LK_AUTO_NCLASS - 1];
 	uint64_t rows = (uint64_t)(lk->hi - lk->lo);
 	if (rows == 0 || nmax < 256)

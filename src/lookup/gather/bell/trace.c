@@ -62,7 +62,7 @@ void eht_lk_trace_report(eht_lookup *lk)
 				"doorbell to the poller's answer %.1f us, to the pool's start %.1f us, to chunk 0 ready %.1f us, "
 				"to the last chunk ready %.1f us, to the kernel's end %.1f us; copying chunk 0 took %.1f us, "
 				"the last chunk %.1f us\n", lk->ti.name, lk->st->name,
-				(unsigned long long)b->g_n[k], k == 2 ? "prefill" : k == 1 ? "decode" : "small", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
+				(unsigned long long)b->g_n[k], k == 3 ? "prefill" : k == 2 ? "decode" : k == 1 ? "small" : "tiny", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_ans_s[k] / (double)b->g_n[k] * 1e6, b->g_pool_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_first_s[k] / (double)b->g_n[k] * 1e6, b->g_span_s[k] / (double)b->g_n[k] * 1e6,
 				b->g_tail_s[k] / (double)b->g_n[k] * 1e6, b->g_copy0_s[k] / (double)b->g_n[k] * 1e6,
