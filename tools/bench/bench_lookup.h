@@ -43,9 +43,11 @@ struct result {
 	char err[NMODES][160];
 };
 
+/* GPU memory a run writes first, to clear the L2 (bench_ctx.flush). */
+#define LK_FLUSH_BYTES (512ull << 20)
+
 /* The steps one mode is timed over: batches of ids (batch b at ids + b * stride, stride >= the ids
  * a call takes) on the host and in GPU memory, and the captured graph's id buffer. */
-#define LK_FLUSH_BYTES (512ull << 20)
 struct bench_ctx {
 	eht_stream s;
 	int gpu, reps, batches;
