@@ -6,8 +6,9 @@
  * (GPU ids and pinned host ids), dead ids counted; runs over max_batch ids keep the kernel path and stay
  * identical too. The same with a hot set and with GPU dedup, whose distinct misses (their count known
  * only on the GPU) go the background way too. Checks the requests really went the background way,
- * and that eager requests are pushed (the CPU's own copies, one wait on the stream; a bf16 run over
- * 16,384 rows dequantized group by group by the CPU too), captured ones unless EHT_LOOKUP_BG_STREAM
+ * and that eager requests are pushed (the CPU's own copies, one wait on the stream; a bf16 run
+ * dequantized by the CPU's kernels too: group by group over 16,384 rows, else once after the last
+ * copy), captured ones unless EHT_LOOKUP_BG_STREAM
  * (the flag, or the environment's 1 / 0 overriding it) asks for the stream's way, and a bf16 capture of
  * 20,000 rows always the stream's way, dequantized group by group on the dequant stream.
  * Exit 77 without a GPU (or where the driver lacks stream memory operations). */
@@ -76,7 +77,9 @@ int main(void)
 				CHECK(atomic_load(&lk->bell->bg_reqs) > 0);
 				/* bf16: the groups of the NMAX-row run were dequantized on the dequant stream,
 				 * beside the next groups' copies: enqueued by the CPU after its copies where
-				 * the request was pushed (every eager one), else by the stream's way. */
+				 * the request was pushed (every eager one), else by the stream's way. The CPU
+				 * also dequantizes every eager bf16 request of fewer rows, once, after its
+				 * last copy. */
 				const struct lk_bell *bell = lk->bell;
 				bool side = fmt == EHT_LOOKUP_BF16;
 				const bool big = side && batches[b] > LK_BG_DEQUANT_ROWS;
@@ -86,7 +89,7 @@ int main(void)
 				CHECK(bell->pushed_reqs > 0);
 				CHECK(bell->bg_push ? bell->pushed_reqs == atomic_load(&bell->bg_reqs)
 						    : bell->pushed_reqs < atomic_load(&bell->bg_reqs));
-				CHECK((atomic_load(&bell->pushed_dequants) > 0) == big);
+				CHECK((atomic_load(&bell->pushed_dequants) > 0) == side);
 				CHECK((bell->bg_side_dequants > 0) == (big && !bell->bg_push));
 				eht_lookup_destroy(lk);
 			}

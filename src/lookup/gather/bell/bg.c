@@ -102,8 +102,12 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 	const bool raw = lk->fmt == EHT_LOOKUP_RAW, group_dequant = !raw && n > LK_BG_DEQUANT_ROWS;
 	const bool push = bg_pushed(lk, capturing);
 	/* Pushed bf16 above LK_BG_DEQUANT_ROWS: the CPU enqueues each group's dequant after its copy (on
-	 * the dequant stream, as bg_groups does, for the same reason), so the stream still has two nodes. */
-	const bool cpu_dequant = push && group_dequant;
+	 * the dequant stream, as bg_groups does, for the same reason), so the stream still has two nodes.
+	 * Eager and smaller: the CPU enqueues the one dequant after its last copy, so the calling thread
+	 * makes two calls (the ring kernel, the wait) instead of three: an eager engine's launching thread
+	 * is its bottleneck (on the lent H200 a launch costs it 5-15 us). A captured one keeps the dequant
+	 * in its graph, where a kernel node costs the launch next to nothing. */
+	const bool cpu_dequant = push && !raw && (group_dequant || !capturing);
 	const eht_dptr dst = raw ? out : lk->scr.d_compact;
 	unsigned idx;
 	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, push ? dst : 0, cpu_dequant ? out : 0,

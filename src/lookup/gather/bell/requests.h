@@ -55,10 +55,10 @@ struct lk_req {
 	 * each group from staging to push_dst (GPU memory) and then set the request's done word, the one
 	 * thing the stream waits for. 0: the stream waits for each group and copies it. */
 	eht_dptr push_dst;
-	/* A pushed bf16 request of more than LK_BG_DEQUANT_ROWS rows: the CPU also dequantizes each group
-	 * into push_out (an expand kernel it enqueues on the dequant stream, bg_xstream, once the group's
-	 * copy on push_stream is done). 0: the stream
-	 * dequantizes the rows once they are all there. */
+	/* A pushed bf16 request the CPU also dequantizes into push_out: above LK_BG_DEQUANT_ROWS rows group
+	 * by group (an expand kernel it enqueues on the dequant stream, bg_xstream, once the group's copy
+	 * on push_stream is done), an eager one of fewer rows once, on push_stream after its last copy.
+	 * 0: the stream dequantizes the rows once they are all there. */
 	eht_dptr push_out;
 	atomic_bool armed; /* fields above published (release) for the poller */
 	bool taken;       /* captured slot in use */

@@ -23,10 +23,17 @@ struct bg_job {
 	double t_first; /* EHT_TEST_BELL_TRACE: when group 0 was marked ready */
 };
 
+/* Whether pushed request r is dequantized group by group (push_rows), else once by push_done. */
+static bool push_per_group(const struct lk_req *r)
+{
+	return r->push_out && r->n > LK_BG_DEQUANT_ROWS;
+}
+
 /* A pushed request's rows [begin, end) (group g) from staging to their place in push_dst, by the copy
- * engine on push_stream, then, with push_out, dequantized there by an expand kernel on the dequant
- * stream once the copy is done (on push_stream it held up the next groups' copies), which push_done
- * joins (the CPU emulation of the tests: memcpy and the CPU's dequant). */
+ * engine on push_stream, then, with push_out above LK_BG_DEQUANT_ROWS, dequantized there by an
+ * expand kernel on the dequant stream once the copy is done (on push_stream it held up the next
+ * groups' copies), which push_done joins (the CPU emulation of the tests: memcpy and the CPU's
+ * dequant, every group). */
 static void push_rows(eht_lookup *lk, const struct lk_req *r, uint32_t g, size_t begin, size_t end)
 {
 	struct lk_bell *b = lk->bell;
@@ -44,7 +51,7 @@ static void push_rows(eht_lookup *lk, const struct lk_req *r, uint32_t g, size_t
 	int rc = eht_lk_bell_on_device(lk);
 	if (!rc)
 		rc = eht_dev_h2d_async(r->push_dst + off, b->staging + off, bytes, b->push_stream);
-	if (!rc && r->push_out) {
+	if (!rc && push_per_group(r)) {
 		if (!(rc = eht_dev_event_record(b->bg_copied[g], b->push_stream)))
 			rc = eht_dev_stream_wait_event(b->bg_xstream, b->bg_copied[g]);
 		if (!rc)
@@ -56,8 +63,9 @@ static void push_rows(eht_lookup *lk, const struct lk_req *r, uint32_t g, size_t
 		eht_lk_bell_fail(b, eht_err_prefix(rc, "lookup: copying rows of table %s to the GPU", lk->ti.name));
 }
 
-/* The end of pushed request i: its done word set after its copies (the stream waits for that), and
- * the copies' end recorded for the next request's use of staging. Should the driver refuse, the CPU
+/* The end of pushed request i: a smaller bf16 one's rows dequantized after its last copy (on
+ * push_stream: in stream order, no event), its done word set after that (the stream waits for it),
+ * and the copies' end recorded for the next request's use of staging. Should the driver refuse, the CPU
  * sets the word once the copies are done (a fill of GPU memory; a context that refuses that too has
  * failed for good): the stream goes on, the error is the next call's. */
 static void push_done(eht_lookup *lk, unsigned i)
@@ -67,9 +75,15 @@ static void push_done(eht_lookup *lk, unsigned i)
 		atomic_store_explicit(eht_lk_bell_done(b, lk, i), 1u, memory_order_release);
 		return;
 	}
+	const struct lk_req *r = &b->reqs[i];
+	const bool per_group = push_per_group(r);
 	int rc = eht_lk_bell_on_device(lk);
-	if (!rc && b->reqs[i].push_out && !(rc = eht_dev_event_record(b->bg_xdone, b->bg_xstream)))
+	if (!rc && per_group && !(rc = eht_dev_event_record(b->bg_xdone, b->bg_xstream)))
 		rc = eht_dev_stream_wait_event(b->push_stream, b->bg_xdone);
+	if (!rc && r->push_out && !per_group) {
+		rc = eht_gpu_expand(&lk->g, b->push_stream, 0, r->n, r->push_dst, lk->rb, r->push_out, lk->fmt);
+		atomic_fetch_add_explicit(&b->pushed_dequants, 1, memory_order_relaxed);
+	}
 	if (!rc)
 		rc = eht_dev_stream_write32(b->push_stream, eht_lk_bell_d_done(b, lk, i), 1u);
 	if (!rc && !(rc = eht_dev_event_record(b->ev_pushed, b->push_stream)))
@@ -77,7 +91,7 @@ static void push_done(eht_lookup *lk, unsigned i)
 	if (rc) {
 		eht_lk_bell_fail(b, eht_err_prefix(rc, "lookup: ending a pushed request of table %s", lk->ti.name));
 		eht_dev_stream_sync(b->push_stream);
-		if (b->reqs[i].push_out)
+		if (per_group)
 			eht_dev_stream_sync(b->bg_xstream);
 		b->pushed_used = false;
 		if (!eht_dev_memset32_async(eht_lk_bell_d_done(b, lk, i), 1u, 1, b->push_stream))
