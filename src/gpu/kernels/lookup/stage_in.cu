@@ -19,13 +19,14 @@ __device__ __forceinline__ unsigned long long gtime(void) { return eht_gtime(); 
  * staging in place (cache-volatile loads: the CPU rewrites staging between launches) into out (raw
  * rows), and the chunk's last part to finish frees the slot (ready[slot] = 0) for the CPU's next
  * chunk; for a bf16 lookup (fmt) each block then dequantizes its part's raw rows from out (GPU
- * memory, in L2) into xout. The last block to finish writes
- * counters[0] to *h_dead (host-mapped; when not NULL). Every value written is a function of the
- * launch's arguments only, so a captured graph replays it unchanged. sync[0..1]: device words, zero
- * between launches (the last block resets them); counters == sync + 2 (a u64 beside them): the
- * request's own dead count, which the last block publishes and zeroes too, so that a run whose only
- * piece this is needs no memset before it. The grid must fit on the GPU at once beside other
- * work (the caller keeps it at most one block per SM): blocks wait on the CPU. A compact request (ucount
+ * memory, in L2) into xout. The last block to finish moves counters[0] to *h_dead (host-mapped;
+ * when not NULL: the run's last piece) and zeroes it, so that a count kept beside the sync words
+ * (counters = sync + 2, a run's only piece) needs no memset before the next launch (nothing reads a
+ * published count on the GPU, and every other run zeroes the shared counters first). Every value
+ * written is a function of the launch's arguments only, so a captured graph replays it unchanged.
+ * sync[0..1]: device words, zero between launches (the last block resets them). The grid must fit
+ * on the GPU at once beside other work (the caller keeps it at most one block per SM): blocks wait
+ * on the CPU. A compact request (ucount
  * not NULL) gathers the distinct rows of a dedup pass (eht_lk_dedup_mark): ids are its u32 local rows,
  * of which this launch takes [split_at(*ucount, share), *ucount) into out (the compact rows) at the
  * same positions; that count exists only on the GPU, so the ringing block writes it to *h_count (host-
@@ -230,13 +231,9 @@ eht_lk_stage_in(const uint32_t *ids, unsigned long long id_words, uint32_t *h_id
 	if (threadIdx.x == 0) {
 		__threadfence();
 		if (atomicAdd(&sync[1], 1u) == gridDim.x - 1) {
-			const bool own = counters == (unsigned long long *)(sync + 2);
 			if (h_dead) {
-				*(volatile unsigned long long *)h_dead = own ? atomicExch(&counters[0], 0ull)
-									     : atomicAdd(&counters[0], 0ull);
+				*(volatile unsigned long long *)h_dead = atomicExch(&counters[0], 0ull);
 				__threadfence_system();
-			} else if (own) {
-				atomicExch(&counters[0], 0ull);
 			}
 			if (trace) {
 				trace[4] = gtime();
