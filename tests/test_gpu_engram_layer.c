@@ -21,9 +21,25 @@ struct gbufs {
 	size_t ids_bytes, out_bytes;
 };
 
-/* One case through one way: eager, then (graph) captured once and replayed with fresh ids. */
-static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int graph, const uint8_t *table,
-		     int64_t local, int64_t shift, int64_t rows, eht_stream s, struct gbufs *g, uint64_t *rs)
+/* One lookup of case c, made eagerly or inside a capture: the case's ids (GPU, strides s_tok,
+ * s_head) into out (row stride `stride`). */
+typedef int (*lr_call)(void *ctx, const struct lr_case *c, eht_dptr ids, int64_t s_tok, int64_t s_head,
+		       eht_dptr out, uint64_t stride, eht_stream s);
+
+/* How run_reps makes and checks case c's calls: `eager` calls, then `replays` replays of one capture,
+ * each with fresh ids; the rows compared with the reference as lr_compare takes them (table, local,
+ * shift, rows), and `extra` (when not NULL: non-zero when wrong) after each call besides. */
+struct lr_run {
+	lr_call call;
+	int (*extra)(void *ctx, const struct lr_case *c, const int64_t *m);
+	void *ctx;
+	int eager, replays;
+	const char *what;
+	const uint8_t *table;
+	int64_t local, shift, rows;
+};
+
+static void run_reps(struct lr_case *c, const struct lr_run *x, eht_stream s, struct gbufs *g, uint64_t *rs)
 {
 	const size_t R = c->fmt == EHT_LOOKUP_BF16 ? 512 : LR_RB;
 	const uint64_t stride = c->part * R + c->out_pad;
@@ -31,8 +47,9 @@ static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int g
 	size_t ib = 0;
 	eht_graph gr = NULL;
 	eht_graph_exec gx = NULL;
-	for (int rep = 0; rep < (graph ? 3 : 1); rep++) {
-		lr_matrix(c, rows, m, rs);
+	for (int rep = 0; m && rep < x->eager + x->replays; rep++) {
+		const bool eager = rep < x->eager;
+		lr_matrix(c, x->rows, m, rs);
 		void *ids = lr_ids(c, m, &s_tok, &s_head, &ib);
 		CHECK(ib <= g->ids_bytes);
 		/* on the test's stream (a non-blocking one: the legacy stream's copies would not order) */
@@ -40,27 +57,23 @@ static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int g
 		CHECK_RC(eht_dev_memset8_async(g->out, 0xee, c->T * stride, s), 0);
 		CHECK_RC(eht_dev_stream_sync(s), 0);
 		free(ids);
-		if (!graph) {
-			CHECK_RC(eht_engram_layer_lookup(l, (void *)(uintptr_t)g->ids, c->id64 ? EHT_ID_INT64 : EHT_ID_INT32,
-							 c->T, s_tok, s_head, (void *)(uintptr_t)g->out,
-							 c->out_pad ? stride : 0, way, s), 0);
+		if (eager) {
+			CHECK_RC(x->call(x->ctx, c, g->ids, s_tok, s_head, g->out, stride, s), 0);
 		} else {
-			if (rep == 0) {
+			if (rep == x->eager) {
 				CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
-				int rc = eht_engram_layer_lookup(l, (void *)(uintptr_t)g->ids,
-								 c->id64 ? EHT_ID_INT64 : EHT_ID_INT32, c->T, s_tok, s_head,
-								 (void *)(uintptr_t)g->out, c->out_pad ? stride : 0, way, s);
-				CHECK_RC(rc, 0);
+				CHECK_RC(x->call(x->ctx, c, g->ids, s_tok, s_head, g->out, stride, s), 0);
 				CHECK_RC(eht_dev_capture_end(s, &gr), 0);
 				CHECK_RC(eht_dev_graph_instantiate(&gx, gr), 0);
 			}
-			CHECK_RC(eht_dev_graph_launch(gx, s), 0);
+			if (gx)
+				CHECK_RC(eht_dev_graph_launch(gx, s), 0);
 		}
 		CHECK_RC(eht_dev_stream_sync(s), 0);
 		CHECK_RC(eht_dev_d2h(g->h, g->out, c->T * stride), 0);
-		if (lr_compare(c, m, table, 0, local, shift, g->h, stride)) {
-			fprintf(stderr, "  (%s way, %s, replay %d)\n", way ? "background" : "inline", graph ? "graph" : "eager",
-				rep);
+		if (lr_compare(c, m, x->table, 0, x->local, x->shift, g->h, stride) ||
+		    (x->extra && x->extra(x->ctx, c, m))) {
+			fprintf(stderr, "  (%s, %s %d)\n", x->what, eager ? "eager" : "replay", rep);
 			t_failures++;
 		}
 		for (uint64_t t = 0; c->out_pad && t < c->T; t++)
@@ -75,6 +88,30 @@ static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int g
 	if (gr)
 		eht_dev_graph_destroy(gr);
 	free(m);
+}
+
+struct layer_call {
+	eht_engram_layer *l;
+	unsigned way;
+};
+
+static int layer_call(void *ctx, const struct lr_case *c, eht_dptr ids, int64_t s_tok, int64_t s_head, eht_dptr out,
+		      uint64_t stride, eht_stream s)
+{
+	const struct layer_call *lc = ctx;
+	return eht_engram_layer_lookup(lc->l, (void *)(uintptr_t)ids, c->id64 ? EHT_ID_INT64 : EHT_ID_INT32, c->T, s_tok,
+				       s_head, (void *)(uintptr_t)out, c->out_pad ? stride : 0, lc->way, s);
+}
+
+/* One case through one way of layer l: eager, or (graph) captured once and replayed three times. */
+static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int graph, const uint8_t *table,
+		     int64_t local, int64_t shift, int64_t rows, eht_stream s, struct gbufs *g, uint64_t *rs)
+{
+	struct layer_call lc = {l, way};
+	const struct lr_run x = {.call = layer_call, .ctx = &lc, .eager = graph ? 0 : 1, .replays = graph ? 3 : 0,
+				 .what = way ? "background way" : "inline way", .table = table, .local = local,
+				 .shift = shift, .rows = rows};
+	run_reps(c, &x, s, g, rs);
 }
 
 struct run_arg {
@@ -137,29 +174,54 @@ static void view_fused(const eht_engram_layout *lay, uint8_t *table, struct run_
 /* A DIRECT engine given a rank's view as the run's only piece: its in-place kernel reads the view
  * itself (the flatten below must never run) and publishes the dead count itself, eager and over
  * three graph replays (a count the kernel left behind would add up), bit-exact. */
+struct direct_call {
+	eht_lookup *lk;
+	eht_dptr flat;
+	int64_t rows;
+	unsigned flattens;
+};
+
 static int view_direct_flatten(const struct eht_lk_view *v, eht_stream s)
 {
 	(void)s;
-	(*(unsigned *)v->ctx)++;
+	((struct direct_call *)v->ctx)->flattens++;
 	return -EPROTO;
 }
 
-static uint64_t lr_dead(const struct lr_case *c, const int64_t *m, int64_t rows)
+static int direct_call(void *ctx, const struct lr_case *c, eht_dptr ids, int64_t s_tok, int64_t s_head, eht_dptr out,
+		       uint64_t stride, eht_stream s)
 {
-	uint64_t dead = 0;
+	(void)stride; /* (dense: c->out_pad is 0) */
+	struct direct_call *dc = ctx;
+	struct eht_lk_view v = {.k = {.ids = ids, .id64 = c->id64, .tokens = c->T, .s_tok = s_tok, .s_head = s_head,
+				      .head_start = c->head_start, .part = c->part, .n_heads = LR_H,
+				      .vocab_start = c->vs, .vocab_end = c->ve, .out64 = c->id64},
+				.flat = dc->flat, .flatten = view_direct_flatten, .ctx = dc};
+	return eht_lk_run_view(dc->lk, &v, c->T * c->part, (void *)(uintptr_t)out, s, EHT_LOOKUP_RUN_OUT_DEVICE);
+}
+
+/* The dead count the engine published against ENGRAM.md's rules for the case's ids m. */
+static int direct_dead(void *ctx, const struct lr_case *c, const int64_t *m)
+{
+	const struct direct_call *dc = ctx;
+	uint64_t want = 0;
 	for (uint64_t t = 0; t < c->T; t++)
 		for (uint32_t j = 0; j < c->part; j++) {
 			const uint32_t col = c->head_start + j;
 			const int64_t v = col < LR_H ? m[t * LR_H + col] : -1;
-			dead += col >= LR_H || v < c->vs || v >= c->ve || v >= rows;
+			want += col >= LR_H || v < c->vs || v >= c->ve || v >= dc->rows;
 		}
-	return dead;
+	const uint64_t got = eht_lookup_last_dead_count(dc->lk);
+	if (got != want)
+		fprintf(stderr, "DIRECT over a view: dead %llu, want %llu\n", (unsigned long long)got,
+			(unsigned long long)want);
+	return got != want;
 }
 
 static void view_direct(const eht_engram_layout *lay, eht_table *whole, const uint8_t *table, struct run_arg *ra)
 {
 	static const uint32_t tps[][2] = {{4, 3}, {5, 4}}; /* (tp, rank): the last rank of tp 5 has a padded head */
-	unsigned flattens = 0;
+	struct direct_call dc = {.rows = ra->rows};
 	for (size_t k = 0; k < 4; k++)
 		for (int fmt = 0; fmt < 2; fmt++) {
 			struct lr_case c = {.tp = tps[k % 2][0], .rank = tps[k % 2][1], .fmt = fmt, .T = k < 2 ? 7 : 256,
@@ -167,60 +229,21 @@ static void view_direct(const eht_engram_layout *lay, eht_table *whole, const ui
 			CHECK_RC(lr_rank(lay, &c), 0);
 			struct eht_lookup_opts o = {.size = sizeof(o), .strategy = EHT_LOOKUP_DIRECT, .format = fmt,
 						    .device = 0, .numa_node = -1, .max_batch = 4096};
-			eht_lookup *lk = NULL;
-			CHECK_RC(eht_lookup_create(whole, &o, &lk), 0);
-			if (!lk)
+			dc.lk = NULL;
+			dc.flat = 0;
+			CHECK_RC(eht_lookup_create(whole, &o, &dc.lk), 0);
+			if (!dc.lk)
 				return;
-			const size_t R = fmt == EHT_LOOKUP_BF16 ? 512 : LR_RB, n = c.T * c.part;
-			int64_t *m = malloc(c.T * LR_H * sizeof(int64_t)), s_tok, s_head;
-			eht_dptr flat = 0;
-			CHECK_RC(eht_dev_alloc(&flat, n * 8), 0);
-			eht_graph gr = NULL;
-			eht_graph_exec gx = NULL;
-			for (int rep = 0; rep < 4 && m; rep++) {
-				lr_matrix(&c, ra->rows, m, ra->rs);
-				size_t ib = 0;
-				void *ids = lr_ids(&c, m, &s_tok, &s_head, &ib);
-				CHECK_RC(eht_dev_h2d_async(ra->g->ids, ids, ib, ra->s), 0);
-				CHECK_RC(eht_dev_memset8_async(ra->g->out, 0xee, n * R, ra->s), 0);
-				free(ids);
-				struct eht_lk_view v = {
-					.k = {.ids = ra->g->ids, .id64 = c.id64, .tokens = c.T, .s_tok = s_tok, .s_head = s_head,
-					      .head_start = c.head_start, .part = c.part, .n_heads = LR_H,
-					      .vocab_start = c.vs, .vocab_end = c.ve, .out64 = c.id64},
-					.flat = flat, .flatten = view_direct_flatten, .ctx = &flattens};
-				const unsigned fl = EHT_LOOKUP_RUN_OUT_DEVICE;
-				if (rep == 0) {
-					CHECK_RC(eht_lk_run_view(lk, &v, n, (void *)(uintptr_t)ra->g->out, ra->s, fl), 0);
-				} else {
-					if (rep == 1) {
-						CHECK_RC(eht_dev_capture_begin(ra->s, EHT_CAPTURE_THREAD_LOCAL), 0);
-						CHECK_RC(eht_lk_run_view(lk, &v, n, (void *)(uintptr_t)ra->g->out, ra->s, fl), 0);
-						CHECK_RC(eht_dev_capture_end(ra->s, &gr), 0);
-						CHECK_RC(eht_dev_graph_instantiate(&gx, gr), 0);
-					}
-					if (gx)
-						CHECK_RC(eht_dev_graph_launch(gx, ra->s), 0);
-				}
-				CHECK_RC(eht_dev_stream_sync(ra->s), 0);
-				CHECK_RC(eht_dev_d2h(ra->g->h, ra->g->out, n * R), 0);
-				const uint64_t want = lr_dead(&c, m, ra->rows), got = eht_lookup_last_dead_count(lk);
-				if (lr_compare(&c, m, table, 0, ra->rows, 0, ra->g->h, c.part * R) || got != want) {
-					fprintf(stderr, "  (DIRECT over a view, %s %d: dead %llu, want %llu)\n",
-						rep ? "replay" : "eager", rep, (unsigned long long)got, (unsigned long long)want);
-					t_failures++;
-				}
-			}
-			if (gx)
-				eht_dev_graph_exec_destroy(gx);
-			if (gr)
-				eht_dev_graph_destroy(gr);
-			eht_dev_free(flat);
-			free(m);
-			eht_lookup_destroy(lk);
+			CHECK_RC(eht_dev_alloc(&dc.flat, c.T * c.part * 8), 0);
+			const struct lr_run x = {.call = direct_call, .extra = direct_dead, .ctx = &dc, .eager = 1, .replays = 3,
+						 .what = "DIRECT over a view", .table = table, .local = ra->rows,
+						 .rows = ra->rows};
+			run_reps(&c, &x, ra->s, ra->g, ra->rs);
+			eht_dev_free(dc.flat);
+			eht_lookup_destroy(dc.lk);
 		}
-	if (flattens) {
-		fprintf(stderr, "DIRECT over a view made flat ids first %u times\n", flattens);
+	if (dc.flattens) {
+		fprintf(stderr, "DIRECT over a view made flat ids first %u times\n", dc.flattens);
 		t_failures++;
 	}
 }
