@@ -106,7 +106,8 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 	 * Eager and smaller: the CPU enqueues the one dequant after its last copy, so the calling thread
 	 * makes two calls (the ring kernel, the wait) instead of three: an eager engine's launching thread
 	 * is its bottleneck (on the lent H200 a launch costs it 5-15 us). A captured one keeps the dequant
-	 * in its graph, where a kernel node costs the launch next to nothing. */
+	 * in its graph, where a kernel node costs the launch next to nothing (pushed by the CPU too, a
+	 * decode step measured worse back to back: docs/BENCHMARKS.md, "Tried, not kept"). */
 	const bool cpu_dequant = push && !raw && (group_dequant || !capturing);
 	const eht_dptr dst = raw ? out : lk->scr.d_compact;
 	unsigned idx;
