@@ -47,7 +47,9 @@ int main(void)
 }
 C
 cc -Wall -Werror -o "$tmp/use" "$tmp/use.c" $(pkg-config --cflags --libs eht) || fail "cannot build against eht.pc"
-out=$(LD_LIBRARY_PATH="$libdir" "$tmp/use") || fail "program against the installed library failed"
+# the installed library first; the caller's path after it (where a dependency such as liburing was
+# unpacked into a private prefix, as scripts/debs-env.sh does on the GPU machine)
+out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/use") || fail "program against the installed library failed"
 [ "$out" = "$ver" ] || fail "library says $out, eht.pc says $ver"
 # libeht_mpi, where the build made it: the library, its header and eht_mpi.pc, and a program built
 # with mpicc against them.
