@@ -12,7 +12,7 @@ PREFIX  ?= /usr/local
 HAVE_CLANG := $(shell command -v clang >/dev/null 2>&1 && echo yes)
 
 .PHONY: all deps build test check asan tsan fuzz analyze analyze-if-possible demo clean install uninstall wheel \
-	check-aarch64 check-hip check-aarch64-if-possible check-hip-if-possible
+	check-aarch64 check-hip check-aarch64-if-possible check-hip-if-possible analyze-kernels
 
 # configure DIR ARGS: runs cmake's configure step only when DIR has never been configured with exactly
 # these ARGS (kept in DIR/.eht-configure). Otherwise `cmake --build` re-runs it by itself when a
@@ -117,12 +117,19 @@ check-aarch64-if-possible:
 
 # libeht with the HIP backend (-DEHT_GPU_BACKEND=hip) and its kernels built by Debian's hipcc 5.2 for
 # gfx90a and gfx1030, then the CPU tests of that build, the fake-runtime tests and the ABI check of
-# src/gpu/hip/hip_types.h against ROCm's header. No AMD GPU here: test_gpu_* skip.
+# src/gpu/hip/hip_types.h against ROCm's header. No AMD GPU here: test_gpu_* skip. Then the clang
+# static analyzer over the kernels, which hipcc reads as HIP device code (make analyze-kernels).
 check-hip:
 	@scripts/deps.sh hip
 	@$(call configure,$(BUILD)/hip,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_GPU_BACKEND=hip)
 	@cmake --build $(BUILD)/hip -j$(JOBS)
 	cd $(BUILD)/hip && ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install)'
+	@scripts/analyze-kernels.sh
+# The clang static analyzer over src/gpu/kernels/*.cu as HIP device code, both wave sizes; fails on any
+# finding, and when a control kernel's known defects go unreported (scripts/analyze-kernels.sh).
+analyze-kernels:
+	@scripts/deps.sh hip
+	@scripts/analyze-kernels.sh
 check-hip-if-possible:
 	@if scripts/deps.sh hip; then $(MAKE) check-hip; \
 	else echo "eht: Debian's ROCm packages could not be installed; skipping make check-hip"; fi
