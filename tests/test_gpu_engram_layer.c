@@ -47,6 +47,7 @@ static void run_reps(struct lr_case *c, const struct lr_run *x, eht_stream s, st
 	size_t ib = 0;
 	eht_graph gr = NULL;
 	eht_graph_exec gx = NULL;
+	CHECK(m != NULL);
 	for (int rep = 0; m && rep < x->eager + x->replays; rep++) {
 		const bool eager = rep < x->eager;
 		lr_matrix(c, x->rows, m, rs);
