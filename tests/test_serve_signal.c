@@ -2,6 +2,7 @@
 /* test_serve_signal.c: SIGTERM (and SIGINT) during `eht serve`'s load stop it within a second,
  * before it serves, leaving nothing in its shm directory. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,14 +32,47 @@ static int zeros(void *ctx, uint64_t offset, void *buf, size_t len)
 	return 0;
 }
 
-/* Starts the server, signals it after delay_s, and checks how it ended. */
-static void stop_during_load(const char *tmp, const char *ckpt, const char *shm, int sig, double delay_s)
+/* Waits until the server pid has reported `mark` (a progress line's "(P%)") in its stderr, file err
+ * (1; 0: not within 60 s; -1: it ended first): by then it has blocked its signals for its signal
+ * thread (cmd_serve does so before it loads) and its load is under way. A fixed delay after the fork was not enough under qemu-user, where the CLI
+ * took longer than 0.2 s to start and the signal's default action killed it. At most 60 s
+ * (sanitizers, emulation). */
+static int wait_for_mark(const char *err, const char *mark, pid_t pid)
 {
-	char out[700];
+	double t0 = now();
+	int st = 0;
+	for (;;) {
+		char line[2048];
+		bool seen = false;
+		FILE *f = fopen(err, "r");
+		while (f && !seen && fgets(line, sizeof(line), f))
+			seen = strstr(line, mark) != NULL;
+		if (f)
+			fclose(f);
+		if (seen)
+			return 1;
+		const bool ended = waitpid(pid, &st, WNOHANG) == pid;
+		if (ended || now() - t0 > 60) {
+			fprintf(stderr, "eht serve never reported %s in its load (%s)\n", mark,
+				ended ? "it ended" : "60 s");
+			t_failures++;
+			return ended ? -1 : 0;
+		}
+		struct timespec tick = {0, 2 * 1000 * 1000};
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* Starts the server, signals it once it has reported `mark` of its load, and checks how it ended. */
+static void stop_during_load(const char *tmp, const char *ckpt, const char *shm, int sig, const char *mark)
+{
+	char out[700], err[700];
 	snprintf(out, sizeof(out), "%s/serve-%d.out", tmp, sig);
+	snprintf(err, sizeof(err), "%s/serve-%d.err", tmp, sig);
 	pid_t pid = fork();
 	if (pid == 0) {
 		FILE *f = freopen(out, "w", stdout);
+		f = f ? freopen(err, "w", stderr) : NULL;
 		(void)f;
 		char key[64];
 		snprintf(key, sizeof(key), "sig-%d", (int)getpid());
@@ -46,8 +80,14 @@ static void stop_during_load(const char *tmp, const char *ckpt, const char *shm,
 		      (char *)NULL);
 		_exit(127);
 	}
-	struct timespec ts = {0, (long)(delay_s * 1e9)};
-	nanosleep(&ts, NULL);
+	const int marked = wait_for_mark(err, mark, pid);
+	if (marked <= 0) {
+		if (marked == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return;
+	}
 	double t0 = now();
 	kill(pid, sig);
 	int st = 0;
@@ -103,8 +143,8 @@ int main(void)
 		t[2 * i + 1] = (struct eht_st_write_tensor){names[2 * i + 1], EHT_DTYPE_F8_E8M0, 2, sshape, NULL, zeros, NULL};
 	}
 	CHECK_RC(eht_st_write(file, t, 12, NULL, 0), 0);
-	stop_during_load(tmp, ckpt, shm, SIGTERM, 0.2);
-	stop_during_load(tmp, ckpt, shm, SIGINT, 0.5);
+	stop_during_load(tmp, ckpt, shm, SIGTERM, "(0%)"); /* as the load starts */
+	stop_during_load(tmp, ckpt, shm, SIGINT, "(10%)"); /* later in it */
 	rmdir(shm);
 	t_rmtree(tmp);
 	return t_done();
