@@ -211,11 +211,25 @@ def main():
     results = [res("none", 0, None, 0.0, 0.3), res("host+bg-side", 0, 30.0, 60.0, 3.0),
                res("vllm", 0, 400.0, 410.0, 0.5), res("none", 1, None, 0.0, 0.3),
                res("host+bg-side", 1, 10.0, 80.0, 4.0), res("vllm", 1, 0, 0, 0, err=True),
-               res("host+bg-side", 2, 50.0, 70.0, 3.5), res("host+bg-side", 0, -100.0, 500.0, 50.0, mode="prefill")]
+               res("host+bg-side", 2, 50.0, 70.0, 3.5), res("host+bg-side", 0, -100.0, 500.0, 50.0, mode="prefill"),
+               res("copy", 0, 10.0, 20.0, 0.3), res("copy", 2, 5.0, 30.0, 0.3)]
     summ = bs.summarize_rounds(results)
     check([(x["mode"], x["variant"], x["rounds"]) for x in summ] ==
-          [("decode", "host+bg-side", 3), ("decode", "vllm", 1), ("prefill", "host+bg-side", 1)],
+          [("decode", "host+bg-side", 3), ("decode", "vllm", 1), ("prefill", "host+bg-side", 1), ("decode", "copy", 2)],
           "summary rows: %r" % [(x["mode"], x["variant"], x["rounds"]) for x in summ])
+    # Less the copies of the same round (rounds 0 and 2 have both; round 1 had no copy): back to back
+    # 30 - 10 and 50 - 5, synced 60 - 20 and 70 - 30; none for copy itself or where no copy ran.
+    if len(summ) == 4:
+        h, v, pf, cp = summ
+        check(h["over_copy_back_to_back_us"] == {"median": 32.5, "min": 20.0, "max": 45.0}
+              and h["over_copy_added_us"] == {"median": 40.0, "min": 40.0, "max": 40.0}, "over the copies: %r" % h)
+        check(v["over_copy_added_us"] == {"median": 390.0, "min": 390.0, "max": 390.0}, "vllm over the copies: %r" % v)
+        check(pf["over_copy_added_us"] is None and cp["over_copy_added_us"] is None
+              and cp["over_copy_back_to_back_us"] is None, "no pair, no figure: %r %r" % (pf, cp))
+        ln = bs.summary_line(h)
+        check("over the copies, round by round: back to back +32.5 us (+20.0 .. +45.0), synced +40.0 us" in ln,
+              "summary line over the copies: %s" % ln)
+        check("over the copies" not in bs.summary_line(cp), "the copies' own line: %s" % bs.summary_line(cp))
     if summ:
         h = summ[0]
         check(h["back_to_back_added_us"] == {"median": 30.0, "min": 10.0, "max": 50.0}

@@ -36,7 +36,9 @@ ran beside the lookups (interference): where the added time goes.
 --rounds N measures every variant N times in turn, the tables made once: a VM's step time varies
 from run to run by more than some of the effects measured (on the lent H200 about +-40 us in decode
 and +-0.5 ms in prefill), so one run's figure can mislead. The report then gets a summary per
-variant: the median and range over the rounds of both figures of time added and of the CPU.
+variant: the median and range over the rounds of both figures of time added and of the CPU, and,
+where the copy variant ran too, of the variant less the copies round by round (what a host table's
+lookup costs over moving its bytes alone, the yardstick of the engine-native targets).
 
 --tp N [--rank R] looks up as tensor-parallel rank R of N does (ENGRAM.md): the columns [R * part,
 (R + 1) * part) of the [T, 24] hash output, part = cdiv(24, N), padded heads zero, and only the rows of
@@ -1079,19 +1081,31 @@ def summarize_rounds(results):
     """Per (mode, workload, variant) with lookups, in the order first seen: how many rounds measured it
     and the median / min / max over them of the time added back to back and synced (us), of the
     process CPU per step (synced, ms), of eht's pool's part of it (ms) and of what the variant's graph
-    adds to the launch call (us); those two None where the rounds did not measure them. Rounds that
-    failed are left out."""
+    adds to the launch call (us); those two None where the rounds did not measure them. And, where
+    the copy variant ran in the same rounds, the variant less the copies round by round (back to back
+    and synced, us): the floor of any host table measured beside it, which the engine-native targets
+    are stated against (None for copy itself and where no round has both). Rounds that failed are
+    left out."""
+    copies = {}
+    for r in results:
+        if r["variant"] == "copy" and "error" not in r and "added_us" in r:
+            copies[(r["mode"], r["workload"], r.get("round"))] = r
     rows, order = {}, []
     for r in results:
         if "error" in r or r["variant"] == "none" or "added_us" not in r:
             continue
         k = (r["mode"], r["workload"], r["variant"])
         if k not in rows:
-            rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": []}
+            rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
         rows[k]["synced"].append(r["added_us"])
+        c = copies.get((r["mode"], r["workload"], r.get("round"))) if r["variant"] != "copy" else None
+        if c is not None:
+            rows[k]["osynced"].append(r["added_us"] - c["added_us"])
+            if "back_to_back_added_us" in r and "back_to_back_added_us" in c:
+                rows[k]["ob2b"].append(r["back_to_back_added_us"] - c["back_to_back_added_us"])
         st = r["step"]
         rows[k]["cpu"].append(st["cpu_ms_per_step"])
         if st.get("cpu_ms_by_thread"):
@@ -1102,7 +1116,9 @@ def summarize_rounds(results):
     return [{"mode": k[0], "workload": k[1], "variant": k[2], "rounds": len(rows[k]["synced"]),
              "back_to_back_added_us": _spread(rows[k]["b2b"]), "added_us": _spread(rows[k]["synced"]),
              "cpu_ms_per_step": _spread(rows[k]["cpu"]), "pool_cpu_ms_per_step": _spread(rows[k]["pool"]),
-             "launch_added_us": _spread(rows[k]["launch"])} for k in order]
+             "launch_added_us": _spread(rows[k]["launch"]),
+             "over_copy_back_to_back_us": _spread(rows[k]["ob2b"]),
+             "over_copy_added_us": _spread(rows[k]["osynced"])} for k in order]
 
 
 def summary_line(s):
@@ -1115,6 +1131,9 @@ def summary_line(s):
         out += " (pool %.2f)" % s["pool_cpu_ms_per_step"]["median"]
     if s.get("launch_added_us"):
         out += "; launch %+.0f us" % s["launch_added_us"]["median"]
+    if s.get("over_copy_added_us"):
+        out += "; over the copies, round by round: back to back %s, synced %s" % (
+            us(s.get("over_copy_back_to_back_us")), us(s["over_copy_added_us"]))
     return out
 
 
