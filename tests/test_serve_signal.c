@@ -34,9 +34,9 @@ static int zeros(void *ctx, uint64_t offset, void *buf, size_t len)
 
 /* Waits until the server pid has reported `mark` (a progress line's "(P%)") in its stderr, file err
  * (1; 0: not within 60 s; -1: it ended first): by then it has blocked its signals for its signal
- * thread (cmd_serve does so before it loads) and its load is under way. A fixed delay after the fork was not enough under qemu-user, where the CLI
- * took longer than 0.2 s to start and the signal's default action killed it. At most 60 s
- * (sanitizers, emulation). */
+ * thread (cmd_serve does so before it loads) and its load is under way. A fixed delay after the
+ * fork was not enough under qemu-user, where the CLI took longer than 0.2 s to start and the
+ * signal's default action killed it. At most 60 s (sanitizers, emulation). */
 static int wait_for_mark(const char *err, const char *mark, pid_t pid)
 {
 	double t0 = now();
