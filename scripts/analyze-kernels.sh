@@ -22,7 +22,8 @@ analyze() {
 	grep -E "(warning: .*\[[a-z]+\.[A-Za-z.]+\]|error:)" "$tmp/log" || true
 }
 set -- $ARCHS
-found=$(analyze tests/analyze/control.cu "$1") || { echo "analyze-kernels: the control kernel did not compile" >&2; exit 1; }
+found=$(analyze tests/analyze/control.cu "$1") ||
+	{ echo "analyze-kernels: the control kernel did not compile" >&2; exit 1; }
 for checker in core.uninitialized.Assign core.NullDereference; do
 	echo "$found" | grep -q "\[$checker\]" ||
 		{ echo "analyze-kernels: the analyzer missed the control's $checker: it is not reading device code" >&2; exit 1; }
