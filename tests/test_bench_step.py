@@ -198,6 +198,22 @@ def main():
               and s0["eht_first_us"] == 15 and s0["eht_last_us"] == 215, "replay summary: %r" % s0)
         s1 = bs.summarize_replay(reps[1])
         check(s1["eht_kernels"] == 1 and s1["eht_max_grid"] == 16 and s1["model_kernel_us"] == 90, "second: %r" % s1)
+        # Queued replays: the GPU's idle time between one replay's last event (replay 0's stage-in
+        # kernel, ending at 305) and the next one's first (replay 1's GEMM, starting at 1000).
+        check(bs.replay_gaps(reps) == [695], "gap between queued replays: %r" % bs.replay_gaps(reps))
+    overlap = [[ev("a", "kernel", 0, 50, 1)], [ev("b", "kernel", 40, 10, 2)], [ev("c", "kernel", 60, 5, 3)]]
+    check(bs.replay_gaps(overlap) == [0.0, 10.0] and bs.replay_gaps(overlap[:1]) == [],
+          "gaps never negative, none for one replay: %r" % bs.replay_gaps(overlap))
+    # The report's line for a variant profiled after each sync and queued.
+    tl = {"span_us": 3000, "model_kernel_us": 2900, "model_slowdown_us": 12.0, "eht_kernels": 4, "eht_kernel_us": 70,
+          "eht_max_grid": 48, "eht_copies": 0, "eht_copy_us": 0, "eht_first_us": 0, "eht_last_us": 500}
+    row = {"mode": "decode", "workload": "uniform", "variant": "layer-side",
+           "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 2.8}, "added_us": 20.0, "added_pct": 0.7,
+           "timeline": dict(tl), "timeline_queued": dict(tl, gap_us=3.5, gap_added_us=2.0)}
+    ln = bs.line(row)
+    check("\n    timeline: span 3000 us" in ln and "\n    timeline, queued: span 3000 us" in ln
+          and "idle between steps 3.5 us (+2.0 against none)" in ln and ln.count("idle between") == 1,
+          "timeline lines: %s" % ln)
 
     # --rounds: the summary over the rounds of each variant (a failed round and the none rows left out).
     def res(variant, rnd, b2b, synced, cpu, mode="decode", err=False):

@@ -51,7 +51,10 @@ STRATEGY variants look up flat ids and run at --tp 1 only (left out of the defau
 DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel
 and copy of the replayed step on its stream; the report gets a summary per variant: the model's
 kernels' time (against the step without lookups: what eht's work beside them cost them), eht's
-kernels (time, the widest grid: SMs held) and copies, and when eht's first and last pieces ran.
+kernels (time, the widest grid: SMs held) and copies, and when eht's first and last pieces ran. Each
+of those replays follows a sync; the same replays queued back to back (a burst, as the back-to-back
+figure times them) go to DIR/MODE-WORKLOAD-VARIANT-queued.json, summarized the same way plus the GPU's
+idle gap between one step's last piece and the next step's first: what a queued step waits for.
 
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
@@ -797,9 +800,17 @@ def summarize_replay(evs):
     return out
 
 
-def timeline(torch, g, feed, reps, path):
-    """Profiles reps replays of g (each after a sync, fed new ids), writes the trace to path and
-    returns the medians of summarize_replay over the replays (None where the profiler saw none)."""
+def replay_gaps(reps):
+    """Per-replay GPU events (in launch order, as _gpu_events gives them) -> the idle gaps (us) between
+    one replay's last event's end and the next replay's first event's start (never below 0)."""
+    return [max(0.0, min(e["ts"] for e in b) - max(e["ts"] + e["dur"] for e in a))
+            for a, b in zip(reps, reps[1:]) if a and b]
+
+
+def timeline(torch, g, feed, reps, path, queued=False):
+    """Profiles reps replays of g (fed new ids), each after a sync or (queued) all back to back with a
+    sync at the end only, writes the trace to path and returns the medians of summarize_replay over
+    the replays, and for queued ones of replay_gaps as gap_us (None where the profiler saw none)."""
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
     for i in range(3):
         feed(i)
@@ -808,19 +819,25 @@ def timeline(torch, g, feed, reps, path):
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for i in range(reps):
             feed(3 + i)
-            torch.cuda.synchronize()
+            if not queued:
+                torch.cuda.synchronize()
             g.replay()
-            torch.cuda.synchronize()
+            if not queued:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
     prof.export_chrome_trace(path)
     with open(path) as f:
         reps_seen = _gpu_events(json.load(f).get("traceEvents", []))
     sums = [summarize_replay(r) for r in reps_seen if r]
     if not sums:
         return None
-    out = {"file": os.path.basename(path), "replays": len(sums)}
+    out = {"file": os.path.basename(path), "replays": len(sums), "queued": queued}
     for k in sums[0]:
         xs = [x[k] for x in sums if x[k] is not None]
         out[k] = statistics.median(xs) if xs else None
+    if queued:
+        gaps = replay_gaps(reps_seen)
+        out["gap_us"] = statistics.median(gaps) if gaps else None
     return out
 
 
@@ -1024,14 +1041,23 @@ def run(a, rep, log):
                         os.makedirs(a.timeline, exist_ok=True)
                         stem = os.path.join(a.timeline, "%s-%s-" % (cfg["mode"], res["workload"]))
                         if base_tl is None:  # the step without lookups: what the model's kernels take alone
-                            base_tl = timeline(torch, g_none, feed, 5, stem + "none.json")
-                        if g is g_none:
-                            res["timeline"] = base_tl
-                        else:  # the graph just timed
-                            res["timeline"] = timeline(torch, g, feed, 5, stem + v["name"].replace("+", "_") + ".json")
-                            if res["timeline"] and base_tl:
-                                res["timeline"]["model_slowdown_us"] = (res["timeline"]["model_kernel_us"]
-                                                                        - base_tl["model_kernel_us"])
+                            base_tl = {q: timeline(torch, g_none, feed, 5 if q == "timeline" else 8,
+                                                   stem + "none%s.json" % ("" if q == "timeline" else "-queued"),
+                                                   queued=q != "timeline")
+                                       for q in ("timeline", "timeline_queued")}
+                        for q in ("timeline", "timeline_queued"):
+                            if g is g_none:
+                                res[q] = base_tl[q]
+                                continue
+                            # the graph just timed, after each sync and then queued (8: the burst's default)
+                            res[q] = timeline(torch, g, feed, 5 if q == "timeline" else 8,
+                                              stem + v["name"].replace("+", "_")
+                                              + ("" if q == "timeline" else "-queued") + ".json",
+                                              queued=q != "timeline")
+                            if res[q] and base_tl[q]:
+                                res[q]["model_slowdown_us"] = res[q]["model_kernel_us"] - base_tl[q]["model_kernel_us"]
+                                if res[q].get("gap_us") is not None and base_tl[q].get("gap_us") is not None:
+                                    res[q]["gap_added_us"] = res[q]["gap_us"] - base_tl[q]["gap_us"]
                     del g
                     if a.trace:
                         res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,
@@ -1163,15 +1189,20 @@ def line(r):
         out += "\n    back to back: step %.3f ms, added %+.1f us (%+.2f %%), cpu %.2f ms/step" % (
             r["back_to_back"]["median_ms"], r["back_to_back_added_us"], r["back_to_back_added_pct"],
             r["back_to_back"]["cpu_ms_per_step"])
-    tl = r.get("timeline")
-    if tl:
-        out += ("\n    timeline: span %.0f us, model kernels %.0f us%s; eht: %d kernels %.0f us (grid <= %d), "
+    for q, label in (("timeline", "timeline"), ("timeline_queued", "timeline, queued")):
+        tl = r.get(q)
+        if not tl:
+            continue
+        out += ("\n    %s: span %.0f us, model kernels %.0f us%s; eht: %d kernels %.0f us (grid <= %d), "
                 "%d copies %.0f us, from %s to %s us" % (
-                    tl["span_us"], tl["model_kernel_us"],
+                    label, tl["span_us"], tl["model_kernel_us"],
                     " (%+.0f against none)" % tl["model_slowdown_us"] if "model_slowdown_us" in tl else "",
                     tl["eht_kernels"], tl["eht_kernel_us"], tl["eht_max_grid"], tl["eht_copies"], tl["eht_copy_us"],
                     "-" if tl["eht_first_us"] is None else "%.0f" % tl["eht_first_us"],
                     "-" if tl["eht_last_us"] is None else "%.0f" % tl["eht_last_us"]))
+        if tl.get("gap_us") is not None:
+            out += "; idle between steps %.1f us%s" % (
+                tl["gap_us"], " (%+.1f against none)" % tl["gap_added_us"] if "gap_added_us" in tl else "")
     t = r.get("trace")
     if t:
         f = lambda k: ("%.3f" % t[k]) if t.get(k) is not None else "-"  # noqa: E731
