@@ -72,22 +72,41 @@ static void lr_matrix(const struct lr_case *c, int64_t rows, int64_t *m, uint64_
 	}
 }
 
+/* Token t, column j's row of the table holding absolute rows [first, first + local) at row 0, or -1:
+ * a dead id (a padded head, an id outside the vocab window, a row outside the table). */
+static int64_t lr_row(const struct lr_case *c, const int64_t *m, int64_t first, int64_t local, int64_t shift,
+		      uint64_t t, uint32_t j)
+{
+	const uint32_t col = c->head_start + j;
+	if (col >= LR_H)
+		return -1;
+	int64_t v = m[t * LR_H + col];
+	if (v < c->vs || v >= c->ve)
+		return -1;
+	int64_t row = v + shift;
+	return row < first || row >= first + local ? -1 : row - first;
+}
+
+/* The dead ids of the case's ids m (lr_row's rule): what an engine's dead count must say. */
+static inline uint64_t lr_dead(const struct lr_case *c, const int64_t *m, int64_t first, int64_t local, int64_t shift)
+{
+	uint64_t dead = 0;
+	for (uint64_t t = 0; t < c->T; t++)
+		for (uint32_t j = 0; j < c->part; j++)
+			dead += lr_row(c, m, first, local, shift, t, j) < 0;
+	return dead;
+}
+
 /* Expected output of token t, column j; table holds absolute rows [first, first + local) at row 0. */
 static void lr_want(const struct lr_case *c, const int64_t *m, const uint8_t *table, int64_t first, int64_t local,
 		    int64_t shift, uint64_t t, uint32_t j, uint8_t *dst)
 {
 	const size_t R = c->fmt == EHT_LOOKUP_BF16 ? 512 : LR_RB;
-	const uint32_t col = c->head_start + j;
 	memset(dst, 0, R);
-	if (col >= LR_H)
+	const int64_t row = lr_row(c, m, first, local, shift, t, j);
+	if (row < 0)
 		return;
-	int64_t v = m[t * LR_H + col];
-	if (v < c->vs || v >= c->ve)
-		return;
-	int64_t row = v + shift;
-	if (row < first || row >= first + local)
-		return;
-	const uint8_t *src = table + (size_t)(row - first) * LR_RB;
+	const uint8_t *src = table + (size_t)row * LR_RB;
 	if (c->fmt == EHT_LOOKUP_RAW)
 		memcpy(dst, src, LR_RB);
 	else
