@@ -807,6 +807,11 @@ def replay_gaps(reps):
             for a, b in zip(reps, reps[1:]) if a and b]
 
 
+# --timeline's profiles of a variant's graph: (report key, replays, queued, file suffix): after each
+# sync, then queued as a burst of the back-to-back figure's default 8.
+TIMELINES = (("timeline", 5, False, ""), ("timeline_queued", 8, True, "-queued"))
+
+
 def timeline(torch, g, feed, reps, path, queued=False):
     """Profiles reps replays of g (fed new ids), each after a sync or (queued) all back to back with a
     sync at the end only, writes the trace to path and returns the medians of summarize_replay over
@@ -1041,19 +1046,14 @@ def run(a, rep, log):
                         os.makedirs(a.timeline, exist_ok=True)
                         stem = os.path.join(a.timeline, "%s-%s-" % (cfg["mode"], res["workload"]))
                         if base_tl is None:  # the step without lookups: what the model's kernels take alone
-                            base_tl = {q: timeline(torch, g_none, feed, 5 if q == "timeline" else 8,
-                                                   stem + "none%s.json" % ("" if q == "timeline" else "-queued"),
-                                                   queued=q != "timeline")
-                                       for q in ("timeline", "timeline_queued")}
-                        for q in ("timeline", "timeline_queued"):
+                            base_tl = {q: timeline(torch, g_none, feed, reps, stem + "none" + suffix + ".json", queued)
+                                       for q, reps, queued, suffix in TIMELINES}
+                        for q, reps, queued, suffix in TIMELINES:
                             if g is g_none:
                                 res[q] = base_tl[q]
                                 continue
-                            # the graph just timed, after each sync and then queued (8: the burst's default)
-                            res[q] = timeline(torch, g, feed, 5 if q == "timeline" else 8,
-                                              stem + v["name"].replace("+", "_")
-                                              + ("" if q == "timeline" else "-queued") + ".json",
-                                              queued=q != "timeline")
+                            path = stem + v["name"].replace("+", "_") + suffix + ".json"
+                            res[q] = timeline(torch, g, feed, reps, path, queued)
                             if res[q] and base_tl[q]:
                                 res[q]["model_slowdown_us"] = res[q]["model_kernel_us"] - base_tl[q]["model_kernel_us"]
                                 if res[q].get("gap_us") is not None and base_tl[q].get("gap_us") is not None:
