@@ -118,5 +118,12 @@ uint64_t region_proc_start(pid_t pid);
 int region_reclaim_dead(const char *dir);
 /* 64 unpredictable bits (getrandom; a clock-and-pid mix where it is unavailable). */
 uint64_t region_random(void);
+/* Maps the whole file read-write and shared; with align above the page size the mapping starts on an
+ * align boundary. NULL with errno on failure. */
+void *region_map_file(int fd, size_t len, size_t align);
+/* b as "1.50 GiB", "3.0 MiB" or "12 bytes" in buf, for messages. Returns buf. */
+char *region_fmt_bytes(uint64_t b, char *buf, size_t len);
+/* Frees a handle that never left the library: its mapping and descriptor (no unlink, no unpin). */
+void region_free(struct eht_region *r);
 
 #endif

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* region_util.c: names, OFD locks, header checks and creator identity shared by open, list and gc. */
+/* region_util.c: OFD locks, header checks, creator identity and mapping helpers shared by open, create,
+ * attach, list and gc. */
 #include "os/region_impl.h"
 
 #include <errno.h>
@@ -9,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "os/map_aligned.h"
 #include "util/err.h"
 #include "util/clock.h"
 
@@ -115,4 +118,30 @@ uint64_t region_random(void)
 	v ^= v >> 33;
 	v *= 0xff51afd7ed558ccdull;
 	return v ^ (v >> 33);
+}
+
+void *region_map_file(int fd, size_t len, size_t align)
+{
+	void *p = eht_map_aligned(fd, len, PROT_READ | PROT_WRITE, MAP_SHARED, align <= 4096 ? 0 : align);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+char *region_fmt_bytes(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
+	else if (b >= (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", (double)b / (double)(1ull << 20));
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)b);
+	return buf;
+}
+
+void region_free(struct eht_region *r)
+{
+	if (r->map)
+		munmap(r->map, r->map_bytes);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
 }

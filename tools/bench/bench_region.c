@@ -167,7 +167,7 @@ static int parse_args(int argc, char **argv, struct region_opts *o)
 	o->dir = eht_region_dir(dir_opt);
 	o->threads = (unsigned)nthreads;
 	o->gpu = eht_dev_count() > o->device;
-	if (!o->threads) { /* the region's own default (src/os/region.c), so the bench times what tables get */
+	if (!o->threads) { /* the region's own default (src/os/region_create.c), so the bench times what tables get */
 		unsigned n = eht_cpu_usable(NULL);
 		o->threads = n > 32 ? 32 : n;
 	}

@@ -53,7 +53,7 @@ static int probe_ckpt(const char *path, const char *pattern, int json)
 	eht_thp_shmem_mode(mode, sizeof(mode));
 	bool thp = strcmp(mode, "never") && strcmp(mode, "deny") && strcmp(mode, "unknown");
 	/* The CPU pages each table would get from a region-tier eht serve now: tables take huge pages in
-	 * order while the pool has room for the whole table (as region.c's choice does); and the tier
+	 * order while the pool has room for the whole table (as region_create.c's choice does); and the tier
 	 * --tier auto would try first (table/share_huge.h): region-pinned for those, with a GPU. */
 	const char **got = calloc(n ? n : 1, sizeof(*got)), **autot = calloc(n ? n : 1, sizeof(*autot));
 	if (!got || !autot) {
