@@ -10,7 +10,6 @@ import errno
 import logging
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 

@@ -23,7 +23,7 @@ import eht.torch as et  # noqa: E402
 check = pyutil.Checks()
 
 
-from torch_engram_ref import H, R, REF, dev, expect, g, lay, make_ids, new_out, rows, same, table  # noqa: E402
+from torch_engram_ref import R, REF, dev, expect, g, lay, make_ids, new_out, rows, same, table  # noqa: E402
 
 check(REF is not None and __import__("torch_engram_ref").HAS_SPECIALS, "the table has NaN and inf values")
 engines = {}

@@ -243,7 +243,7 @@ def _L():
     path = _find_library()
     lib = ctypes.CDLL(path)
     lib._eht_path = path
-    P, U64, I, U32, VP = ctypes.POINTER, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p
+    P, U64, I, VP = ctypes.POINTER, ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p
     sigs = {
         "eht_version": (ctypes.c_char_p, []),
         "eht_last_error": (ctypes.c_char_p, []),

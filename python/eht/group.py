@@ -18,7 +18,6 @@ crosses nodes after that first gather: each node decides its tier and makes its 
 import ctypes
 import errno as _errno
 import logging
-import os
 import secrets
 
 from . import TIERS, EhtError, Table, _Closing, _Native, _bind, _check, _closed, _L, _torch
