@@ -32,6 +32,9 @@ def run(args):
 
 def main():
     from eht import bench_step as bs
+    from eht import bench_step_model as bm
+    from eht import bench_step_report as br
+    from eht import bench_step_time as bt
     v = bs.parse_variant("host+bg+cap16-side")
     check(v["strategy"] == "host" and v["background"] and v["sm_cap"] == 16 and v["place"] == "side",
           "host+bg+cap16-side parsed: %r" % v)
@@ -104,7 +107,7 @@ def main():
             time.sleep(0.01)
         check(False, "threads %r still listed after 5 s" % (names,))
 
-    c0 = bs.thread_cpu_s()
+    c0 = bt.thread_cpu_s()
     if c0:  # (Linux /proc)
         release = threading.Event()
         started = []
@@ -115,18 +118,18 @@ def main():
             started.append((th, burnt))
         for th, burnt in started:
             burnt.wait(30)
-        c1 = bs.thread_cpu_s()
+        c1 = bt.thread_cpu_s()
         release.set()
         for th, _ in started:
             th.join()
         settled(("eht-pool/0", "eht-bell"))
-        per = bs.thread_cpu_ms_per_step(c0, c1, 10)
+        per = bt.thread_cpu_ms_per_step(c0, c1, 10)
         check(19.0 <= per["pool"] <= 25.0, "the named pool thread's 200 ms of CPU, per step of 10: %r" % per)
         check(9.0 <= per["poller"] <= 15.0 and per["eht"] < 1.0, "the poller's 100 ms: %r" % per)
-    check(bs.thread_cpu_ms_per_step({}, {"pool": 1.0}, 1) is None, "no reading, no split")
+    check(bt.thread_cpu_ms_per_step({}, {"pool": 1.0}, 1) is None, "no reading, no split")
     # Runs by kind of thread: a thread named as eht names its poller that naps 40 times is put on a
     # CPU 40 times more, give or take a few preemptions (not its nanoseconds, schedstat's first field).
-    r0 = bs.thread_runs()
+    r0 = bt.thread_runs()
     if r0:  # (a kernel with schedstat)
         def nap(n, done):
             libc.prctl(15, b"eht-bell", 0, 0, 0)
@@ -138,7 +141,7 @@ def main():
         th = threading.Thread(target=nap, args=(40, done))
         th.start()
         done.wait(30)
-        r1 = bs.thread_runs()
+        r1 = bt.thread_runs()
         release.set()
         th.join()
         check(40 <= r1["poller"] - r0["poller"] < 400 and r1["pool"] == r0["pool"],
@@ -147,24 +150,24 @@ def main():
          "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 3.6, "launch_us": 40.0,
                   "cpu_ms_by_thread": {"pool": 2.9, "poller": 0.6, "eht": 0.0, "rest": 0.1}},
          "none_paired": {"median_ms": 2.97, "p90_ms": 3.0, "launch_us": 12.0}, "added_vs_none_alone_us": 20.0}
-    ln = bs.line(r)
+    ln = br.line(r)
     check("cpu    3.60 ms/step (pool 2.90, poller 0.60)" in ln and "launch 40 us (+28)" in ln, "report line: %s" % ln)
     r["step"]["runs_per_step_by_thread"] = {"pool": 28.0, "poller": 812.4, "eht": 0.0, "rest": 8.6}
-    ln = bs.line(r)
+    ln = br.line(r)
     check("(pool 2.90, poller 0.60 in 812 runs)" in ln, "report line with the poller's runs: %s" % ln)
 
     # --tp: a rank's heads and, per table, the rows of its head ranges (V4.1's, scaled to the table)
-    offs = bs.head_offsets(1000003)
+    offs = bm.head_offsets(1000003)
     check(all(len(o) == 25 and o[0] == 0 and o[24] == 1000003 and all(o[c] < o[c + 1] for c in range(24))
               for o in offs), "24 ordered head ranges per table covering every row: %r" % offs)
     check(offs[0] != offs[1], "the two tables' head ranges differ (their moduli do)")
-    r = bs.Rank(4, 1, 1000003)
+    r = bm.Rank(4, 1, 1000003)
     check((r.head_start, r.part) == (6, 6) and r.vocab == [(o[6], o[12]) for o in offs],
           "tp 4 rank 1: heads [6, 12) and their rows: %r %r" % ((r.head_start, r.part), r.vocab))
-    r = bs.Rank(5, 4, 1000003)
+    r = bm.Rank(5, 4, 1000003)
     check((r.head_start, r.part) == (20, 5) and r.vocab == [(o[20], o[24]) for o in offs],
           "tp 5 rank 4: heads [20, 25), the padded one past 24: %r %r" % ((r.head_start, r.part), r.vocab))
-    check(bs.Rank(1, 0, 77).vocab == [(0, 77), (0, 77)], "tp 1: every row")
+    check(bm.Rank(1, 0, 77).vocab == [(0, 77), (0, 77)], "tp 1: every row")
 
     v = bs.parse_variant("copy")
     check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)
@@ -189,28 +192,28 @@ def main():
               ev("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 120, 10, 7), ev("Memcpy DtoD", "gpu_memcpy", 90, 3, 7),
               ev("nvjet_gemm", "kernel", 1000, 90, 9), ev("eht_lk_expand", "kernel", 1010, 6, 9, [16, 1, 1]),
               ev("stray", "kernel", 5000, 50, 11)]
-    reps = bs._gpu_events(trace)
+    reps = bt._gpu_events(trace)
     check(len(reps) == 2 and [len(r) for r in reps] == [4, 2], "graph launches grouped: %r" % [len(r) for r in reps])
     if len(reps) == 2:
-        s0 = bs.summarize_replay(reps[0])
+        s0 = bt.summarize_replay(reps[0])
         check(s0["span_us"] == 215 and s0["model_kernel_us"] == 80 and s0["eht_kernel_us"] == 200
               and s0["eht_max_grid"] == 119 and s0["eht_copies"] == 1 and s0["eht_copy_us"] == 10
               and s0["eht_first_us"] == 15 and s0["eht_last_us"] == 215, "replay summary: %r" % s0)
-        s1 = bs.summarize_replay(reps[1])
+        s1 = bt.summarize_replay(reps[1])
         check(s1["eht_kernels"] == 1 and s1["eht_max_grid"] == 16 and s1["model_kernel_us"] == 90, "second: %r" % s1)
         # Queued replays: the GPU's idle time between one replay's last event (replay 0's stage-in
         # kernel, ending at 305) and the next one's first (replay 1's GEMM, starting at 1000).
-        check(bs.replay_gaps(reps) == [695], "gap between queued replays: %r" % bs.replay_gaps(reps))
+        check(bt.replay_gaps(reps) == [695], "gap between queued replays: %r" % bt.replay_gaps(reps))
     overlap = [[ev("a", "kernel", 0, 50, 1)], [ev("b", "kernel", 40, 10, 2)], [ev("c", "kernel", 60, 5, 3)]]
-    check(bs.replay_gaps(overlap) == [0.0, 10.0] and bs.replay_gaps(overlap[:1]) == [],
-          "gaps never negative, none for one replay: %r" % bs.replay_gaps(overlap))
+    check(bt.replay_gaps(overlap) == [0.0, 10.0] and bt.replay_gaps(overlap[:1]) == [],
+          "gaps never negative, none for one replay: %r" % bt.replay_gaps(overlap))
     # The report's line for a variant profiled after each sync and queued.
     tl = {"span_us": 3000, "model_kernel_us": 2900, "model_slowdown_us": 12.0, "eht_kernels": 4, "eht_kernel_us": 70,
           "eht_max_grid": 48, "eht_copies": 0, "eht_copy_us": 0, "eht_first_us": 0, "eht_last_us": 500}
     row = {"mode": "decode", "workload": "uniform", "variant": "layer-side",
            "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 2.8}, "added_us": 20.0, "added_pct": 0.7,
            "timeline": dict(tl), "timeline_queued": dict(tl, gap_us=3.5, gap_added_us=2.0)}
-    ln = bs.line(row)
+    ln = br.line(row)
     check("\n    timeline: span 3000 us" in ln and "\n    timeline, queued: span 3000 us" in ln
           and "idle between steps 3.5 us (+2.0 against none)" in ln and ln.count("idle between") == 1,
           "timeline lines: %s" % ln)
@@ -229,7 +232,7 @@ def main():
                res("host+bg-side", 1, 10.0, 80.0, 4.0), res("vllm", 1, 0, 0, 0, err=True),
                res("host+bg-side", 2, 50.0, 70.0, 3.5), res("host+bg-side", 0, -100.0, 500.0, 50.0, mode="prefill"),
                res("copy", 0, 10.0, 20.0, 0.3), res("copy", 2, 5.0, 30.0, 0.3)]
-    summ = bs.summarize_rounds(results)
+    summ = br.summarize_rounds(results)
     check([(x["mode"], x["variant"], x["rounds"]) for x in summ] ==
           [("decode", "host+bg-side", 3), ("decode", "vllm", 1), ("prefill", "host+bg-side", 1), ("decode", "copy", 2)],
           "summary rows: %r" % [(x["mode"], x["variant"], x["rounds"]) for x in summ])
@@ -242,16 +245,16 @@ def main():
         check(v["over_copy_added_us"] == {"median": 390.0, "min": 390.0, "max": 390.0}, "vllm over the copies: %r" % v)
         check(pf["over_copy_added_us"] is None and cp["over_copy_added_us"] is None
               and cp["over_copy_back_to_back_us"] is None, "no pair, no figure: %r %r" % (pf, cp))
-        ln = bs.summary_line(h)
+        ln = br.summary_line(h)
         check("over the copies, round by round: back to back +32.5 us (+20.0 .. +45.0), synced +40.0 us" in ln,
               "summary line over the copies: %s" % ln)
-        check("over the copies" not in bs.summary_line(cp), "the copies' own line: %s" % bs.summary_line(cp))
+        check("over the copies" not in br.summary_line(cp), "the copies' own line: %s" % br.summary_line(cp))
     if summ:
         h = summ[0]
         check(h["back_to_back_added_us"] == {"median": 30.0, "min": 10.0, "max": 50.0}
               and h["added_us"] == {"median": 70.0, "min": 60.0, "max": 80.0}
               and h["cpu_ms_per_step"]["median"] == 3.5, "median and range over rounds: %r" % h)
-        ln = bs.summary_line(h)
+        ln = br.summary_line(h)
         check("3 rounds" in ln and "+30.0 us (+10.0 .. +50.0)" in ln and "+70.0 us" in ln, "summary line: %s" % ln)
         check(h["pool_cpu_ms_per_step"] is None and h["launch_added_us"] is None and "pool" not in ln,
               "no split measured, none summarized: %r" % h)
@@ -262,13 +265,13 @@ def main():
         r["step"].update({"cpu_ms_by_thread": {"pool": pool, "poller": 0.5, "eht": 0.0, "rest": 1.0}, "launch_us": lv})
         r["none_paired"] = {"launch_us": 10.0}
         split.append(r)
-    s2 = bs.summarize_rounds(split)
+    s2 = br.summarize_rounds(split)
     check(len(s2) == 1 and s2[0]["pool_cpu_ms_per_step"] == {"median": 2.5, "min": 2.0, "max": 3.0}
           and s2[0]["launch_added_us"] == {"median": 20.0, "min": 10.0, "max": 40.0}, "split summarized: %r" % s2)
     if s2:
-        ln = bs.summary_line(s2[0])
+        ln = br.summary_line(s2[0])
         check("(pool 2.50)" in ln and "launch +20 us" in ln, "summary line with the split: %s" % ln)
-    check(bs.summarize_rounds([res("none", 0, None, 0.0, 0.3)]) == [], "no variant with lookups: no rows")
+    check(br.summarize_rounds([res("none", 0, None, 0.0, 0.3)]) == [], "no variant with lookups: no rows")
 
     r = run(["--help"])
     check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout and "--timeline" in r.stdout,

@@ -234,7 +234,7 @@ def time_mode(torch, eng, ids, out, n, mode, reps, flush=None):
 def measure(torch, a, rep, log):
     import triton  # noqa: PLC0415
     import eht  # noqa: PLC0415
-    from . import bench_step, vllm_baseline  # noqa: PLC0415
+    from . import bench_step_model, vllm_baseline  # noqa: PLC0415
     dev = torch.device("cuda", a.device)
     torch.cuda.set_device(dev)
     props = torch.cuda.get_device_properties(dev)
@@ -242,7 +242,7 @@ def measure(torch, a, rep, log):
                 "gpu": {"name": props.name, "sms": props.multi_processor_count}})
     steps = load_steps(torch, a)
     t0 = time.time()
-    table, keep = bench_step.make_table(torch, eht, a.rows, a.device, 0, "vllm-baseline")
+    table, keep = bench_step_model.make_table(torch, eht, a.rows, a.device, 0, "vllm-baseline")
     rep["setup_s"] = time.time() - t0
     if not table.device_ptr:
         raise RuntimeError("the table could not be pinned for GPU %d (vLLM's kernel reads it in place)" % a.device)
@@ -258,7 +258,7 @@ def measure(torch, a, rep, log):
                 ids = padded(torch, st, dev)
                 T = ids.shape[1]
                 for bg in (False, True):
-                    eng = bench_step.VllmEngine(torch, table, bg)
+                    eng = bench_step_model.VllmEngine(torch, table, bg)
                     row = {"ids": n, "tokens": T, "background": bg,
                            "grid": vllm_baseline.grid_size(T * HEADS, bg, dev)}
                     for m in a.modes:

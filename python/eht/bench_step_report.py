@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: Apache-2.0
+"""eht bench step's report (bench_step.py says what it measures): a variant's figures as one text line,
+and the summary per variant over --rounds."""
+import statistics
+
+
+def _spread(xs):
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)} if xs else None
+
+
+def summarize_rounds(results):
+    """Per (mode, workload, variant) with lookups, in the order first seen: how many rounds measured it
+    and the median / min / max over them of the time added back to back and synced (us), of the
+    process CPU per step (synced, ms), of eht's pool's part of it (ms) and of what the variant's graph
+    adds to the launch call (us); those two None where the rounds did not measure them. And, where
+    the copy variant ran in the same rounds, the variant less the copies round by round (back to back
+    and synced, us): the floor of any host table measured beside it, which the engine-native targets
+    are stated against (None for copy itself and where no round has both). Rounds that failed are
+    left out."""
+    copies = {}
+    for r in results:
+        if r["variant"] == "copy" and "error" not in r and "added_us" in r:
+            copies[(r["mode"], r["workload"], r.get("round"))] = r
+    rows, order = {}, []
+    for r in results:
+        if "error" in r or r["variant"] == "none" or "added_us" not in r:
+            continue
+        k = (r["mode"], r["workload"], r["variant"])
+        if k not in rows:
+            rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": []}
+            order.append(k)
+        if "back_to_back_added_us" in r:
+            rows[k]["b2b"].append(r["back_to_back_added_us"])
+        rows[k]["synced"].append(r["added_us"])
+        c = copies.get((r["mode"], r["workload"], r.get("round"))) if r["variant"] != "copy" else None
+        if c is not None:
+            rows[k]["osynced"].append(r["added_us"] - c["added_us"])
+            if "back_to_back_added_us" in r and "back_to_back_added_us" in c:
+                rows[k]["ob2b"].append(r["back_to_back_added_us"] - c["back_to_back_added_us"])
+        st = r["step"]
+        rows[k]["cpu"].append(st["cpu_ms_per_step"])
+        if st.get("cpu_ms_by_thread"):
+            rows[k]["pool"].append(st["cpu_ms_by_thread"]["pool"])
+        launch_none = (r.get("none_paired") or {}).get("launch_us")
+        if st.get("launch_us") is not None and launch_none is not None:
+            rows[k]["launch"].append(st["launch_us"] - launch_none)
+    return [{"mode": k[0], "workload": k[1], "variant": k[2], "rounds": len(rows[k]["synced"]),
+             "back_to_back_added_us": _spread(rows[k]["b2b"]), "added_us": _spread(rows[k]["synced"]),
+             "cpu_ms_per_step": _spread(rows[k]["cpu"]), "pool_cpu_ms_per_step": _spread(rows[k]["pool"]),
+             "launch_added_us": _spread(rows[k]["launch"]),
+             "over_copy_back_to_back_us": _spread(rows[k]["ob2b"]),
+             "over_copy_added_us": _spread(rows[k]["osynced"])} for k in order]
+
+
+def summary_line(s):
+    def us(d):
+        return "-" if d is None else "%+.1f us (%+.1f .. %+.1f)" % (d["median"], d["min"], d["max"])
+    out = "%-8s %-7s %-22s %d rounds: added back to back %s, synced %s; cpu %.2f ms/step" % (
+        s["mode"], s["workload"], s["variant"], s["rounds"], us(s["back_to_back_added_us"]), us(s["added_us"]),
+        s["cpu_ms_per_step"]["median"])
+    if s.get("pool_cpu_ms_per_step"):
+        out += " (pool %.2f)" % s["pool_cpu_ms_per_step"]["median"]
+    if s.get("launch_added_us"):
+        out += "; launch %+.0f us" % s["launch_added_us"]["median"]
+    if s.get("over_copy_added_us"):
+        out += "; over the copies, round by round: back to back %s, synced %s" % (
+            us(s.get("over_copy_back_to_back_us")), us(s["over_copy_added_us"]))
+    return out
+
+
+def line(r):
+    if "error" in r:
+        return "%-8s %-7s %-22s error: %s" % (r["mode"], r["workload"], r["variant"], r["error"])
+    s = r["step"]
+    out = "%-8s %-7s %-22s step %8.3f ms (p90 %8.3f)" % (r["mode"], r["workload"], r["variant"], s["median_ms"],
+                                                          s["p90_ms"])
+    if "added_us" in r:
+        out += "  added %+9.1f us (%+6.2f %%)" % (r["added_us"], r["added_pct"])
+        if r.get("none_paired"):
+            out += " [%+.1f us against the none run]" % r["added_vs_none_alone_us"]
+    out += "  cpu %7.2f ms/step" % s["cpu_ms_per_step"]
+    byt = s.get("cpu_ms_by_thread")
+    if byt and (byt["pool"] or byt["poller"]):
+        out += " (pool %.2f, poller %.2f" % (byt["pool"], byt["poller"])
+        runs = s.get("runs_per_step_by_thread") or {}
+        if runs.get("poller") is not None:  # its naps: how often it was put on a CPU
+            out += " in %.0f runs" % runs["poller"]
+        out += ")"
+    if "launch_us" in s and (r.get("none_paired") or {}).get("launch_us") is not None:
+        out += "  launch %.0f us (%+.0f)" % (s["launch_us"], s["launch_us"] - r["none_paired"]["launch_us"])
+    if "lookups_alone" in r:
+        out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
+    if "back_to_back_added_us" in r:
+        out += "\n    back to back: step %.3f ms, added %+.1f us (%+.2f %%), cpu %.2f ms/step" % (
+            r["back_to_back"]["median_ms"], r["back_to_back_added_us"], r["back_to_back_added_pct"],
+            r["back_to_back"]["cpu_ms_per_step"])
+    for q, label in (("timeline", "timeline"), ("timeline_queued", "timeline, queued")):
+        tl = r.get(q)
+        if not tl:
+            continue
+        out += ("\n    %s: span %.0f us, model kernels %.0f us%s; eht: %d kernels %.0f us (grid <= %d), "
+                "%d copies %.0f us, from %s to %s us" % (
+                    label, tl["span_us"], tl["model_kernel_us"],
+                    " (%+.0f against none)" % tl["model_slowdown_us"] if "model_slowdown_us" in tl else "",
+                    tl["eht_kernels"], tl["eht_kernel_us"], tl["eht_max_grid"], tl["eht_copies"], tl["eht_copy_us"],
+                    "-" if tl["eht_first_us"] is None else "%.0f" % tl["eht_first_us"],
+                    "-" if tl["eht_last_us"] is None else "%.0f" % tl["eht_last_us"]))
+        if tl.get("gap_us") is not None:
+            out += "; idle between steps %.1f us%s" % (
+                tl["gap_us"], " (%+.1f against none)" % tl["gap_added_us"] if "gap_added_us" in tl else "")
+    t = r.get("trace")
+    if t:
+        f = lambda k: ("%.3f" % t[k]) if t.get(k) is not None else "-"  # noqa: E731
+        out += "\n    eager: step %s ms, layers %s (interference %s), lookup0 %s / lookup1 %s, stall0 %s / stall1 %s" % (
+            f("step_ms"), f("layers_ms"), f("interference_ms"), f("lookup0_ms"), f("lookup1_ms"), f("stall0_ms"),
+            f("stall1_ms"))
+    return out

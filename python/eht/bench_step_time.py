@@ -1,0 +1,298 @@
+# SPDX-License-Identifier: Apache-2.0
+"""eht bench step's clocks (bench_step.py says what it measures): the process's and its threads' CPU,
+a graph's replays timed synced, alternated with the step without lookups or queued back to back,
+eager steps traced with events, and profiled timelines (torch.profiler) summarized."""
+import json
+import os
+import resource
+import statistics
+import time
+
+
+def cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _thread_kind(name):
+    return ("pool" if name.startswith("eht-pool/") else "poller" if name == "eht-bell"
+            else "eht" if name.startswith("eht-") else "rest")
+
+
+def _thread_readings():
+    """(kind, CPU seconds, times run on a CPU or None) of each of this process's threads; None without
+    /proc. Nanoseconds and runs from schedstat where the kernel keeps it, else clock ticks from stat."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    got = []
+    for tid in tids:
+        base = "/proc/self/task/%s/" % tid
+        try:
+            with open(base + "comm") as f:
+                name = f.read().strip()
+            try:
+                with open(base + "schedstat") as f:
+                    fields = f.read().split()
+                sec, runs = int(fields[0]) * 1e-9, int(fields[2])
+            except (OSError, ValueError, IndexError):
+                with open(base + "stat") as f:
+                    st = f.read()
+                fields = st[st.rindex(")") + 2:].split()
+                sec, runs = (int(fields[11]) + int(fields[12])) / tick, None
+        except (OSError, ValueError, IndexError):
+            continue  # (the thread ended while we looked)
+        got.append((_thread_kind(name), sec, runs))
+    return got
+
+
+def thread_stats():
+    """One reading of this process's threads by kind, from their names (eht names its own): (CPU
+    seconds, times put on a CPU), each {"pool": eht's CPU pool (eht-pool/N), "poller": the doorbell
+    poller (eht-bell), "eht": eht's other threads, "rest": every other thread (Python's, the CUDA
+    driver's)}. The CPU is {} without /proc, the runs (wake-ups and preemptions, schedstat) {} where
+    the kernel keeps no schedstat. A thread that ends between two readings takes its figures with it
+    (eht's threads live as long as their engine)."""
+    got = _thread_readings()
+    if got is None:
+        return {}, {}
+    cpu = {"pool": 0.0, "poller": 0.0, "eht": 0.0, "rest": 0.0}
+    runs = {"pool": 0, "poller": 0, "eht": 0, "rest": 0}
+    for kind, sec, n in got:
+        cpu[kind] += sec
+        runs[kind] += n or 0
+    return cpu, (runs if all(n is not None for _, _, n in got) else {})
+
+
+def thread_cpu_s():
+    """This process's CPU seconds by kind of thread (thread_stats)."""
+    return thread_stats()[0]
+
+
+def thread_runs():
+    """Times this process's threads were put on a CPU, by kind (thread_stats): how often the poller
+    and the pool wake in a step."""
+    return thread_stats()[1]
+
+
+def thread_cpu_ms_per_step(c0, c1, steps):
+    """The CPU per step (ms) of each kind of thread between two thread_cpu_s() readings."""
+    if not c0 or not c1 or steps <= 0:
+        return None
+    return {k: (c1[k] - c0[k]) * 1e3 / steps for k in c1}
+
+
+def pct(xs, q):
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
+
+def _warm(torch, g, feed, warmup, blocking):
+    """The timing events of a run, after its warmup replays of g (fed 0 .. warmup - 1)."""
+    start = torch.cuda.Event(enable_timing=True, blocking=blocking)
+    end = torch.cuda.Event(enable_timing=True, blocking=blocking)
+    for i in range(warmup):
+        feed(i)
+        g.replay()
+    torch.cuda.synchronize()
+    return start, end
+
+
+def _replay_ms(start, end, graph, launches=None):
+    """One replay of graph between the two events: its GPU time (ms), which includes the launch (the
+    start event runs at once on the idle stream). launches: gets the launch call's own time (us)."""
+    start.record()
+    l0 = time.perf_counter()
+    graph.replay()
+    l1 = time.perf_counter()
+    end.record()
+    end.synchronize()
+    if launches is not None:
+        launches.append((l1 - l0) * 1e6)
+    return start.elapsed_time(end)
+
+
+def time_graph(torch, g, feed, reps, warmup, blocking):
+    """Median/p90 (ms) of replays timed by events, and the process CPU (ms) per replay."""
+    start, end = _warm(torch, g, feed, warmup, blocking)
+    times = []
+    c0, w0 = cpu_s(), time.perf_counter()
+    for i in range(reps):
+        feed(warmup + i)
+        times.append(_replay_ms(start, end, g))
+    c1, w1 = cpu_s(), time.perf_counter()
+    return {"median_ms": statistics.median(times), "p90_ms": pct(times, 0.9),
+            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps, "wall_ms_per_step": (w1 - w0) * 1e3 / reps}
+
+
+def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
+    """Replays of the variant's graph and the step without lookups, alternated (the GPU's clocks drift
+    over a run by more than the effects measured): both medians and p90s, and the variant's process CPU
+    per step (the loop's, less the none step's own, measured alone)."""
+    start, end = _warm(torch, g, feed, warmup, blocking)
+    tv, tn, lv, ln = [], [], [], []
+    (t0, r0), c0, w0 = thread_stats(), cpu_s(), time.perf_counter()
+    for i in range(reps):
+        for graph, times, launches in ((g, tv, lv), (g_none, tn, ln)):
+            feed(warmup + i)
+            times.append(_replay_ms(start, end, graph, launches))
+    c1, w1, (t1, r1) = cpu_s(), time.perf_counter(), thread_stats()
+    var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
+           "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
+           "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
+           # eht's threads work for the variant's steps only; "rest" includes the none steps' own
+           "cpu_ms_by_thread": thread_cpu_ms_per_step(t0, t1, reps),
+           # times each kind of thread was put on a CPU per step (the poller's naps, the pool's wake-ups)
+           "runs_per_step_by_thread": ({k: (r1[k] - r0[k]) / reps for k in r1} if r0 and r1 and reps > 0 else None),
+           # the graph's launch call (part of a synced step's time): the variant's graph has more nodes
+           "launch_us": statistics.median(lv)}
+    none = {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9), "launch_us": statistics.median(ln)}
+    return var, none
+
+
+def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
+    """Steps as a pipelining engine runs them: bursts of `burst` replays queued back to back (each fed
+    new ids by a copy on the stream, no host sync between), so each launch hides behind the step
+    before it and what is left is the GPU's time per step. Bursts of the variant and of the step
+    without lookups alternate; medians and p90s of the per-step time of each burst (ms), and the
+    variant's process CPU per step."""
+    def burst_ms(graph, first):
+        start = torch.cuda.Event(enable_timing=True, blocking=blocking)
+        end = torch.cuda.Event(enable_timing=True, blocking=blocking)
+        start.record()
+        for i in range(burst):
+            feed(first + i)
+            graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / burst
+    burst_ms(g, 0)
+    burst_ms(g_none, 0)
+    tv, tn, cpu = [], [], 0.0
+    for k in range(max(5, (reps + burst - 1) // burst)):
+        c0 = cpu_s()
+        tv.append(burst_ms(g, warmup + k * burst))
+        cpu += cpu_s() - c0
+        tn.append(burst_ms(g_none, warmup + k * burst))
+    var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst)}
+    return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
+
+
+def trace_step(torch, step, engines, place, side, feed, reps):
+    """Medians (ms) over eager steps of: the step; each table's lookup under load (side: from the fork,
+    table 1 after table 0; inline: its own span); the main stream's stall at each consuming layer
+    (waiting for the rows, or running the inline lookup); the layers alone (step less the stalls)."""
+    keys = ("step", "lookup0", "lookup1", "stall0", "stall1", "layers")
+    got = {k: [] for k in keys}
+    for i in range(reps):
+        feed(i)
+        torch.cuda.synchronize()
+        m = {}
+        step.body(engines, place, side, marks=m)
+        torch.cuda.synchronize()
+
+        def el(a, b):
+            return m[a].elapsed_time(m[b]) if a in m and b in m else None
+        got["step"].append(el("start", "end"))
+        for t in range(2):
+            got["stall%d" % t].append(el("before_wait%d" % t, "after_wait%d" % t))
+            first = ("side_start" if t == 0 else "lookup0_end") if place == "side" else "lookup%d_start" % t
+            got["lookup%d" % t].append(el(first, "lookup%d_end" % t))
+        st = [got["stall0"][-1], got["stall1"][-1]]
+        got["layers"].append(got["step"][-1] - sum(x for x in st if x is not None))
+    out = {}
+    for k in keys:
+        xs = [x for x in got[k] if x is not None]
+        out[k + "_ms"] = statistics.median(xs) if xs else None
+    return out
+
+
+def _gpu_events(trace_events):
+    """The kernels, copies and memsets that graph launches ran, grouped per launch (in order)."""
+    launches = {e["args"]["correlation"] for e in trace_events
+                if e.get("ph") == "X" and "GraphLaunch" in e.get("name", "") and "correlation" in e.get("args", {})}
+    per = {}
+    for e in trace_events:
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            c = e.get("args", {}).get("correlation")
+            if c in launches:
+                per.setdefault(c, []).append(e)
+    return [sorted(per[c], key=lambda e: e["ts"]) for c in sorted(per)]
+
+
+def summarize_replay(evs):
+    """One replay's GPU events -> where the time went (us): span, model kernels, eht kernels and copies."""
+    t0 = min(e["ts"] for e in evs)
+    t1 = max(e["ts"] + e["dur"] for e in evs)
+    out = {"span_us": t1 - t0, "model_kernel_us": 0.0, "eht_kernel_us": 0.0, "eht_copy_us": 0.0,
+           "eht_kernels": 0, "eht_copies": 0, "eht_max_grid": 0, "eht_first_us": None, "eht_last_us": None}
+    for e in evs:
+        name = e.get("name", "")
+        eht_piece = name.startswith("eht_") or e.get("cat") == "gpu_memcpy" and "DtoD" not in name
+        if e.get("cat") == "kernel" and not name.startswith("eht_"):
+            out["model_kernel_us"] += e["dur"]
+            continue
+        if not eht_piece:
+            continue
+        if e.get("cat") == "kernel":
+            out["eht_kernel_us"] += e["dur"]
+            out["eht_kernels"] += 1
+            grid = e.get("args", {}).get("grid") or [0]
+            blocks = 1
+            for g in grid:
+                blocks *= g
+            out["eht_max_grid"] = max(out["eht_max_grid"], blocks)
+        else:
+            out["eht_copy_us"] += e["dur"]
+            out["eht_copies"] += 1
+        a, b = e["ts"] - t0, e["ts"] + e["dur"] - t0
+        out["eht_first_us"] = a if out["eht_first_us"] is None else min(out["eht_first_us"], a)
+        out["eht_last_us"] = b if out["eht_last_us"] is None else max(out["eht_last_us"], b)
+    return out
+
+
+def replay_gaps(reps):
+    """Per-replay GPU events (in launch order, as _gpu_events gives them) -> the idle gaps (us) between
+    one replay's last event's end and the next replay's first event's start (never below 0)."""
+    return [max(0.0, min(e["ts"] for e in b) - max(e["ts"] + e["dur"] for e in a))
+            for a, b in zip(reps, reps[1:]) if a and b]
+
+
+# --timeline's profiles of a variant's graph: (report key, replays, queued, file suffix): after each
+# sync, then queued as a burst of the back-to-back figure's default 8.
+TIMELINES = (("timeline", 5, False, ""), ("timeline_queued", 8, True, "-queued"))
+
+
+def timeline(torch, g, feed, reps, path, queued=False):
+    """Profiles reps replays of g (fed new ids), each after a sync or (queued) all back to back with a
+    sync at the end only, writes the trace to path and returns the medians of summarize_replay over
+    the replays, and for queued ones of replay_gaps as gap_us (None where the profiler saw none)."""
+    from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
+    for i in range(3):
+        feed(i)
+        g.replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(reps):
+            feed(3 + i)
+            if not queued:
+                torch.cuda.synchronize()
+            g.replay()
+            if not queued:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        reps_seen = _gpu_events(json.load(f).get("traceEvents", []))
+    sums = [summarize_replay(r) for r in reps_seen if r]
+    if not sums:
+        return None
+    out = {"file": os.path.basename(path), "replays": len(sums), "queued": queued}
+    for k in sums[0]:
+        xs = [x[k] for x in sums if x[k] is not None]
+        out[k] = statistics.median(xs) if xs else None
+    if queued:
+        gaps = replay_gaps(reps_seen)
+        out["gap_us"] = statistics.median(gaps) if gaps else None
+    return out
