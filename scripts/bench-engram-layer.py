@@ -5,6 +5,7 @@ standalone on one GPU, as vLLM calls it: 24-column hash output, all 24 heads (tp
 uniform ids each step; the same rows as one packed table and as vLLM's split layout (eht.wrap(...,
 layout="split")) over the same bytes, and vLLM's own algorithm (eht.vllm_baseline) on them; median time
 per step as a CUDA graph replay (synced), and the calling thread's CPU per eager call. Usage: bench-engram-layer.py [GiB] (default 16)."""
+import importlib
 import mmap
 import statistics
 import sys
@@ -81,7 +82,7 @@ def vllm_ms(T, bg):
 
 
 try:
-    import triton  # noqa: F401
+    importlib.import_module("triton")
     for T in (256, 8192):
         for bg in (False, True):
             print("vllm   T %5d (%6d ids) background=%-5s graph replay %.3f ms (vLLM's algorithm, Triton)"

@@ -54,7 +54,7 @@ class TestLifetime(unittest.TestCase):
                     call()
             # The view taken before close still reads the rows: it holds the mapping.
             self.assertEqual(bytes(view[:264]), first)
-            del view, lk, t
+            view = lk = t = None  # (rebound, not deleted: the lambdas above still name them)
             gc.collect()
             self.assertEqual(mapped("/memfd:layers."), 0, "the mapping outlived every user")
 
@@ -121,7 +121,7 @@ class TestCloseDuringRun(unittest.TestCase):
             run_while_closing(self, lambda: lk, lk.close)
             with self.assertRaises(eht.EhtError):
                 lk.run(array.array("q", [1]), bytearray(RB))
-            del lk, t
+            lk = t = None
             gc.collect()
 
     def test_table_close(self):
@@ -133,7 +133,7 @@ class TestCloseDuringRun(unittest.TestCase):
             run_while_closing(self, lambda: eng, t.close)
             with self.assertRaises(eht.EhtError):
                 t.lookup(array.array("q", [1]), out)
-            del eng, t
+            eng = t = None
             gc.collect()
 
     @unittest.skipUnless(CLI, "EHT_CLI not set")
@@ -148,7 +148,7 @@ class TestCloseDuringRun(unittest.TestCase):
                 run_while_closing(self, lambda: lk, c.close)  # closes the table and its engines
                 with self.assertRaises(eht.EhtError):
                     lk.run(array.array("q", [1]), bytearray(RB))
-                del lk, t, c
+                lk = t = c = None
                 gc.collect()
 
 
@@ -259,7 +259,7 @@ class TestDiskTicket(unittest.TestCase):
                 tk.release()
             except eht.EhtError:
                 pass
-            del tk
+            tk = None
 
 
 class TestHotsetFifo(unittest.TestCase):

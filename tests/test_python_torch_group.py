@@ -86,7 +86,6 @@ def _spawned(rank, world, init_method, q):
 
 def main():
     try:
-        import torch  # noqa: F401, PLC0415
         import torch.distributed as dist  # noqa: PLC0415
         if not dist.is_available():
             raise ImportError("torch.distributed unavailable")

@@ -4,6 +4,7 @@ bit for bit against a reference written from ENGRAM.md: several (head_start, par
 vocab windows (the whole layer; a rank's range), T in {1, 7, 256}, int32 and int64 ids as the strided
 [T, 24] view of a [T, 2, 24] hash output, both grids (the background way's SMs / 2). Exits 77 without
 torch, Triton or CUDA."""
+import importlib
 import os
 import sys
 
@@ -12,7 +13,7 @@ import pyutil
 sys.path.insert(0, os.path.join(os.environ.get("EHT_SOURCE_DIR", "."), "python"))
 try:
     import torch
-    import triton  # noqa: F401
+    importlib.import_module("triton")
 except ImportError as e:
     print("SKIP: %s" % e, file=sys.stderr)
     sys.exit(77)

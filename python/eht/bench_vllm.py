@@ -20,6 +20,7 @@ uniform.
 Where torch, Triton, a CUDA GPU or eht's binding is missing it prints {"skipped": "why"} and exits 0;
 a usage error prints {"error": "why", "exit": 2} and exits 2."""
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -122,7 +123,7 @@ def probe(device):
     except Exception as e:  # noqa: BLE001 (any reason torch does not import is a reason to skip)
         return None, "no torch (%s: %s)" % (type(e).__name__, e)
     try:
-        import triton  # noqa: PLC0415,F401
+        importlib.import_module("triton")  # (imported to see that it loads)
     except Exception as e:  # noqa: BLE001
         return None, "no Triton (%s: %s)" % (type(e).__name__, e)
     if not torch.cuda.is_available():
@@ -293,7 +294,7 @@ def main(argv=None):
     torch, why = probe(a.device)
     if why is None:
         try:
-            import eht  # noqa: PLC0415,F401
+            importlib.import_module("eht")
         except Exception as e:  # noqa: BLE001 (libeht not loading is a reason to skip, not to fail)
             why = "eht's Python binding does not load (%s: %s)" % (type(e).__name__, e)
     if why is not None:
