@@ -5,7 +5,8 @@
 #   build (make build, make demo): gcc, make, cmake, pkg-config, jansson, python3; optional liburing
 #     (the disk tier's io_uring reads);
 #   test (make test): the same, plus optional clang (the fuzzer), clang-tools (make analyze), python3-venv
-#     / pip (the offline install test), Open MPI (libeht_mpi and its mpirun tests);
+#     / pip (the offline install test), python3-pyflakes (test_python_names), Open MPI (libeht_mpi and its
+#     mpirun tests);
 #   plot (scripts/plot-bench): optional python3-matplotlib;
 #   aarch64 DIR (make check-aarch64): Debian's aarch64 cross gcc and qemu-user, and the arm64 packages of
 #     jansson and liburing unpacked into DIR (a sysroot of their files only: no dpkg multiarch change);
@@ -18,7 +19,8 @@ set_name=${1:-build}
 required=(gcc make cmake pkg-config libjansson-dev python3)
 case "$set_name" in
   build) optional=(liburing-dev) ;;
-  test) optional=(liburing-dev clang libclang-rt-14-dev clang-tools python3-venv python3-pip libopenmpi-dev openmpi-bin) ;;
+  test) optional=(liburing-dev clang libclang-rt-14-dev clang-tools python3-venv python3-pip python3-pyflakes libopenmpi-dev
+    openmpi-bin) ;;
   plot) required=(python3); optional=(python3-matplotlib) ;;
   aarch64)
     [ -n "${2:-}" ] || { echo "deps.sh aarch64 DIR: the sysroot folder is missing" >&2; exit 2; }

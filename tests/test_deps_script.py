@@ -45,7 +45,8 @@ def run(tmp, installed, broken=(), set_name="build"):
 
 
 required = ["gcc", "make", "cmake", "pkg-config", "libjansson-dev", "python3"]
-test_opt = ["liburing-dev", "clang", "libclang-rt-14-dev", "clang-tools", "python3-venv", "python3-pip", "libopenmpi-dev", "openmpi-bin"]
+test_opt = ["liburing-dev", "clang", "libclang-rt-14-dev", "clang-tools", "python3-venv", "python3-pip", "python3-pyflakes",
+            "libopenmpi-dev", "openmpi-bin"]
 with tempfile.TemporaryDirectory() as tmp:
     rc, calls = run(tmp, required + test_opt, set_name="test")
     check(rc == 0 and calls == [], "nothing missing: no apt-get at all (%r)" % calls)
