@@ -207,15 +207,32 @@ def main():
     overlap = [[ev("a", "kernel", 0, 50, 1)], [ev("b", "kernel", 40, 10, 2)], [ev("c", "kernel", 60, 5, 3)]]
     check(bt.replay_gaps(overlap) == [0.0, 10.0] and bt.replay_gaps(overlap[:1]) == [],
           "gaps never negative, none for one replay: %r" % bt.replay_gaps(overlap))
+    # The model's stream's idle time inside a replay: stream 7 runs the most model time; it waits 10 us
+    # and then 30 us (rows not there at a join); the side stream's eht kernel and the other stream's
+    # short model kernel are not its own; overlapping events on it count once.
+    def on(e, stream):
+        e["args"]["stream"] = stream
+        return e
+    side = [on(ev("gemm", "kernel", 0, 50, 1), 7), on(ev("gemm", "kernel", 60, 40, 1), 7),
+            on(ev("Memcpy DtoD", "gpu_memcpy", 70, 10, 1), 7), on(ev("gemm", "kernel", 130, 20, 1), 7),
+            on(ev("eht_lk_expand", "kernel", 0, 120, 1), 13), on(ev("small", "kernel", 100, 5, 1), 21)]
+    check(bt.main_stream_idle(side) == (40.0, 30.0), "the model's stream idle: %r" % (bt.main_stream_idle(side),))
+    check(bt.main_stream_idle([on(ev("eht_lk_expand", "kernel", 0, 9, 1), 13)]) == (None, None),
+          "no model kernel: no idle figure")
+    s = bt.summarize_replay(side)
+    check(s["main_idle_us"] == 40.0 and s["main_longest_gap_us"] == 30.0, "the replay's summary has it: %r" % s)
     # The report's line for a variant profiled after each sync and queued.
     tl = {"span_us": 3000, "model_kernel_us": 2900, "model_slowdown_us": 12.0, "eht_kernels": 4, "eht_kernel_us": 70,
           "eht_max_grid": 48, "eht_copies": 0, "eht_copy_us": 0, "eht_first_us": 0, "eht_last_us": 500}
     row = {"mode": "decode", "workload": "uniform", "variant": "layer-side",
            "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 2.8}, "added_us": 20.0, "added_pct": 0.7,
-           "timeline": dict(tl), "timeline_queued": dict(tl, gap_us=3.5, gap_added_us=2.0)}
+           "timeline": dict(tl), "timeline_queued": dict(tl, gap_us=3.5, gap_added_us=2.0, main_idle_us=31.5,
+                                                        main_idle_added_us=24.0, main_longest_gap_us=20.0)}
     ln = br.line(row)
     check("\n    timeline: span 3000 us" in ln and "\n    timeline, queued: span 3000 us" in ln
-          and "idle between steps 3.5 us (+2.0 against none)" in ln and ln.count("idle between") == 1,
+          and "idle between steps 3.5 us (+2.0 against none)" in ln and ln.count("idle between") == 1
+          and "the model's stream idle 31.5 us (+24.0 against none), longest gap 20.0 us" in ln
+          and ln.count("stream idle") == 1,
           "timeline lines: %s" % ln)
 
     # --rounds: the summary over the rounds of each variant (a failed round and the none rows left out).

@@ -51,10 +51,12 @@ STRATEGY variants look up flat ids and run at --tp 1 only (left out of the defau
 DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel
 and copy of the replayed step on its stream; the report gets a summary per variant: the model's
 kernels' time (against the step without lookups: what eht's work beside them cost them), eht's
-kernels (time, the widest grid: SMs held) and copies, and when eht's first and last pieces ran. Each
-of those replays follows a sync; the same replays queued back to back (a burst, as the back-to-back
-figure times them) go to DIR/MODE-WORKLOAD-VARIANT-queued.json, summarized the same way plus the GPU's
-idle gap between one step's last piece and the next step's first: what a queued step waits for.
+kernels (time, the widest grid: SMs held) and copies, when eht's first and last pieces ran, and how
+long the model's stream sat idle inside the step (against the step without lookups: what it waited
+for, such as rows not there yet at a join, rather than ran slower). Each of those replays follows a
+sync; the same replays queued back to back (a burst, as the back-to-back figure times them) go to
+DIR/MODE-WORKLOAD-VARIANT-queued.json, summarized the same way plus the GPU's idle gap between one
+step's last piece and the next step's first: what a queued step waits for.
 
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
@@ -406,8 +408,9 @@ def run(a, rep, log):
                             res[q] = timeline(torch, g, feed, reps, path, queued)
                             if res[q] and base_tl[q]:
                                 res[q]["model_slowdown_us"] = res[q]["model_kernel_us"] - base_tl[q]["model_kernel_us"]
-                                if res[q].get("gap_us") is not None and base_tl[q].get("gap_us") is not None:
-                                    res[q]["gap_added_us"] = res[q]["gap_us"] - base_tl[q]["gap_us"]
+                                for k in ("gap", "main_idle"):
+                                    if res[q].get(k + "_us") is not None and base_tl[q].get(k + "_us") is not None:
+                                        res[q][k + "_added_us"] = res[q][k + "_us"] - base_tl[q][k + "_us"]
                     del g
                     if a.trace:
                         res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,

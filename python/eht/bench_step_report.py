@@ -105,6 +105,10 @@ def line(r):
                     tl["eht_kernels"], tl["eht_kernel_us"], tl["eht_max_grid"], tl["eht_copies"], tl["eht_copy_us"],
                     "-" if tl["eht_first_us"] is None else "%.0f" % tl["eht_first_us"],
                     "-" if tl["eht_last_us"] is None else "%.0f" % tl["eht_last_us"]))
+        if tl.get("main_idle_us") is not None:
+            out += "; the model's stream idle %.1f us%s, longest gap %.1f us" % (
+                tl["main_idle_us"], " (%+.1f against none)" % tl["main_idle_added_us"] if "main_idle_added_us" in tl
+                else "", tl["main_longest_gap_us"])
         if tl.get("gap_us") is not None:
             out += "; idle between steps %.1f us%s" % (
                 tl["gap_us"], " (%+.1f against none)" % tl["gap_added_us"] if "gap_added_us" in tl else "")

@@ -221,12 +221,40 @@ def _gpu_events(trace_events):
     return [sorted(per[c], key=lambda e: e["ts"]) for c in sorted(per)]
 
 
+def _stream(e):
+    return e.get("args", {}).get("stream", e.get("tid"))
+
+
+def main_stream_idle(evs):
+    """(idle us, longest gap us) of the stream that ran the most model-kernel time in one replay's
+    events: the time between its first event's start and its last one's end when nothing ran on it.
+    Beside the step without lookups' figure, what the model's stream waited for (rows not yet there at
+    a join, or anything else it depends on) rather than ran slower."""
+    busy = {}
+    for e in evs:
+        if e.get("cat") == "kernel" and not e.get("name", "").startswith("eht_"):
+            busy[_stream(e)] = busy.get(_stream(e), 0.0) + e["dur"]
+    if not busy:
+        return None, None
+    main = max(busy, key=busy.get)
+    idle, longest, end = 0.0, 0.0, None
+    for e in sorted((e for e in evs if _stream(e) == main), key=lambda e: e["ts"]):
+        if end is not None and e["ts"] > end:
+            idle += e["ts"] - end
+            longest = max(longest, e["ts"] - end)
+        end = e["ts"] + e["dur"] if end is None else max(end, e["ts"] + e["dur"])
+    return idle, longest
+
+
 def summarize_replay(evs):
-    """One replay's GPU events -> where the time went (us): span, model kernels, eht kernels and copies."""
+    """One replay's GPU events -> where the time went (us): span, model kernels, eht kernels and copies,
+    and the model's stream's idle time (main_stream_idle)."""
     t0 = min(e["ts"] for e in evs)
     t1 = max(e["ts"] + e["dur"] for e in evs)
+    idle, longest = main_stream_idle(evs)
     out = {"span_us": t1 - t0, "model_kernel_us": 0.0, "eht_kernel_us": 0.0, "eht_copy_us": 0.0,
-           "eht_kernels": 0, "eht_copies": 0, "eht_max_grid": 0, "eht_first_us": None, "eht_last_us": None}
+           "eht_kernels": 0, "eht_copies": 0, "eht_max_grid": 0, "eht_first_us": None, "eht_last_us": None,
+           "main_idle_us": idle, "main_longest_gap_us": longest}
     for e in evs:
         name = e.get("name", "")
         eht_piece = name.startswith("eht_") or e.get("cat") == "gpu_memcpy" and "DtoD" not in name
