@@ -191,16 +191,20 @@ def main():
     trace += [ev("nvjet_gemm", "kernel", 100, 80, 7), ev("eht_lk_stage_in", "kernel", 105, 200, 7, [119, 1, 1]),
               ev("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 120, 10, 7), ev("Memcpy DtoD", "gpu_memcpy", 90, 3, 7),
               ev("nvjet_gemm", "kernel", 1000, 90, 9), ev("eht_lk_expand", "kernel", 1010, 6, 9, [16, 1, 1]),
-              ev("stray", "kernel", 5000, 50, 11)]
+              ev("stray", "kernel", 5000, 50, 11),
+              # eht's CPU pushes a request's rows with copies of no launch: into the replay they ran in
+              ev("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 1020, 4, 50),
+              ev("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 10, 4, 51)]  # (before any replay)
     reps = bt._gpu_events(trace)
-    check(len(reps) == 2 and [len(r) for r in reps] == [4, 2], "graph launches grouped: %r" % [len(r) for r in reps])
+    check(len(reps) == 2 and [len(r) for r in reps] == [4, 3], "graph launches grouped: %r" % [len(r) for r in reps])
     if len(reps) == 2:
         s0 = bt.summarize_replay(reps[0])
         check(s0["span_us"] == 215 and s0["model_kernel_us"] == 80 and s0["eht_kernel_us"] == 200
               and s0["eht_max_grid"] == 119 and s0["eht_copies"] == 1 and s0["eht_copy_us"] == 10
               and s0["eht_first_us"] == 15 and s0["eht_last_us"] == 215, "replay summary: %r" % s0)
         s1 = bt.summarize_replay(reps[1])
-        check(s1["eht_kernels"] == 1 and s1["eht_max_grid"] == 16 and s1["model_kernel_us"] == 90, "second: %r" % s1)
+        check(s1["eht_kernels"] == 1 and s1["eht_max_grid"] == 16 and s1["model_kernel_us"] == 90
+              and s1["eht_copies"] == 1 and s1["eht_copy_us"] == 4 and s1["eht_last_us"] == 24, "second: %r" % s1)
         # Queued replays: the GPU's idle time between one replay's last event (replay 0's stage-in
         # kernel, ending at 305) and the next one's first (replay 1's GEMM, starting at 1000).
         check(bt.replay_gaps(reps) == [695], "gap between queued replays: %r" % bt.replay_gaps(reps))

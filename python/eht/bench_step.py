@@ -48,15 +48,15 @@ stays one GPU's. The engine's call (layer-*), vLLM's kernel (vllm*), copy and no
 STRATEGY variants look up flat ids and run at --tp 1 only (left out of the default variants there).
 
 --timeline DIR profiles a few graph replays of each variant (torch.profiler, that is CUPTI) and writes
-DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel
-and copy of the replayed step on its stream; the report gets a summary per variant: the model's
-kernels' time (against the step without lookups: what eht's work beside them cost them), eht's
-kernels (time, the widest grid: SMs held) and copies, when eht's first and last pieces ran, and how
-long the model's stream sat idle inside the step (against the step without lookups: what it waited
-for, such as rows not there yet at a join, rather than ran slower). Each of those replays follows a
-sync; the same replays queued back to back (a burst, as the back-to-back figure times them) go to
-DIR/MODE-WORKLOAD-VARIANT-queued.json, summarized the same way plus the GPU's idle gap between one
-step's last piece and the next step's first: what a queued step waits for.
+DIR/MODE-WORKLOAD-VARIANT.json, a trace for chrome://tracing or ui.perfetto.dev with every kernel and
+copy of the replayed step on its stream; the report gets a summary per variant: the model's kernels'
+time (against the step without lookups: what eht's work beside them cost them), eht's kernels (time,
+the widest grid: SMs held) and copies (those its CPU pushes included), when eht's first and last pieces
+ran, and how long the model's stream sat idle inside the step (against the step without lookups: what
+it waited for, such as rows not there yet at a join, rather than ran slower). Each of those replays
+follows a sync; the same replays queued back to back (a burst, as the back-to-back figure times them)
+go to DIR/MODE-WORKLOAD-VARIANT-queued.json, summarized the same way plus the GPU's idle gap between
+one step's last piece and the next step's first: what a queued step waits for.
 
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
 whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is

@@ -2,6 +2,7 @@
 """eht bench step's clocks (bench_step.py says what it measures): the process's and its threads' CPU,
 a graph's replays timed synced, alternated with the step without lookups or queued back to back,
 eager steps traced with events, and profiled timelines (torch.profiler) summarized."""
+import bisect
 import json
 import os
 import resource
@@ -208,17 +209,34 @@ def trace_step(torch, step, engines, place, side, feed, reps):
     return out
 
 
+def _eht_piece(e):
+    """eht's kernels, and copies other than device to device (the bench feeds ids that way)."""
+    name = e.get("name", "")
+    return name.startswith("eht_") or e.get("cat") == "gpu_memcpy" and "DtoD" not in name
+
+
 def _gpu_events(trace_events):
-    """The kernels, copies and memsets that graph launches ran, grouped per launch (in order)."""
+    """The kernels, copies and memsets that graph launches ran, grouped per launch (in order). Each
+    launch's group also gets eht's pieces that no launch ran but that started at or after its first
+    event and before the next launch's: a pushed request's copies, which eht's CPU issues on its own
+    stream as the step runs (other work of no launch is left out)."""
     launches = {e["args"]["correlation"] for e in trace_events
                 if e.get("ph") == "X" and "GraphLaunch" in e.get("name", "") and "correlation" in e.get("args", {})}
-    per = {}
+    per, strays = {}, []
     for e in trace_events:
         if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
             c = e.get("args", {}).get("correlation")
             if c in launches:
                 per.setdefault(c, []).append(e)
-    return [sorted(per[c], key=lambda e: e["ts"]) for c in sorted(per)]
+            elif _eht_piece(e):
+                strays.append(e)
+    groups = [per[c] for c in sorted(per)]
+    starts = [min(x["ts"] for x in g) for g in groups]
+    for e in strays:
+        k = bisect.bisect_right(starts, e["ts"]) - 1
+        if k >= 0:
+            groups[k].append(e)
+    return [sorted(g, key=lambda e: e["ts"]) for g in groups]
 
 
 def _stream(e):
@@ -257,7 +275,7 @@ def summarize_replay(evs):
            "main_idle_us": idle, "main_longest_gap_us": longest}
     for e in evs:
         name = e.get("name", "")
-        eht_piece = name.startswith("eht_") or e.get("cat") == "gpu_memcpy" and "DtoD" not in name
+        eht_piece = _eht_piece(e)
         if e.get("cat") == "kernel" and not name.startswith("eht_"):
             out["model_kernel_us"] += e["dur"]
             continue
