@@ -225,6 +225,34 @@ def main():
           "no model kernel: no idle figure")
     s = bt.summarize_replay(side)
     check(s["main_idle_us"] == 40.0 and s["main_longest_gap_us"] == 30.0, "the replay's summary has it: %r" % s)
+    # --trace's figures from a step's marks (times in ms from the step's start): side lookups run from
+    # the fork (table 1 after table 0), the main stream stalls 0.02 and 0.03 ms at the joins, and the
+    # layers are the step less the stalls; inline, each lookup is its own span.
+    at = {"start": 0.0, "side_start": 0.01, "lookup0_end": 0.10, "lookup1_end": 0.25, "before_wait0": 0.08,
+          "after_wait0": 0.10, "before_wait1": 1.50, "after_wait1": 1.53, "end": 3.00}
+    el = lambda a, b: at[b] - at[a] if a in at and b in at else None  # noqa: E731
+    got = bt.mark_times(el, "side")
+    near = lambda x, y: x is not None and abs(x - y) < 1e-9  # noqa: E731
+    check(near(got["step"], 3.0) and near(got["lookup0"], 0.09) and near(got["lookup1"], 0.15)
+          and near(got["stall0"], 0.02) and near(got["stall1"], 0.03) and near(got["layers"], 2.95),
+          "side marks: %r" % got)
+    inl = dict(at, lookup0_start=0.08, lookup0_end=0.10, lookup1_start=1.50, lookup1_end=1.53)
+    el = lambda a, b: inl[b] - inl[a] if a in inl and b in inl else None  # noqa: E731
+    got = bt.mark_times(el, "inline")
+    check(near(got["lookup0"], 0.02) and near(got["lookup1"], 0.03), "inline marks: %r" % got)
+    none = bt.mark_times(lambda a, b: None if "lookup" in a + b or a == "side_start" else 0.5, "side")
+    check(none["lookup0"] is None and near(none["layers"], -0.5), "missing marks give None: %r" % none)
+    med = bt.median_marks([dict(got, stall0=x) for x in (0.01, 0.05, 0.02)] + [dict(got, stall0=None)])
+    check(near(med["stall0_ms"], 0.02) and near(med["step_ms"], 3.0) and set(med) == {k + "_ms" for k in bt.TRACE_KEYS},
+          "medians over runs, a missing mark left out: %r" % med)
+    tr = {"step_ms": 3.0, "layers_ms": 2.95, "interference_ms": 0.01, "lookup0_ms": 0.09, "lookup1_ms": 0.15,
+          "stall0_ms": 0.002, "stall1_ms": 0.001,
+          "graph": {"queued": dict(med, stall0_ms=0.041), "synced": dict(med, stall0_ms=0.003)}}
+    ln = br.line({"mode": "decode", "workload": "uniform", "variant": "layer-side",
+                  "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 2.8}, "trace": tr})
+    check("\n    eager: step 3.000 ms" in ln and ln.index("graph, synced:") < ln.index("graph, queued:")
+          and "graph, queued: step 3.000 ms, lookup0 0.020 / lookup1 0.030, stall0 0.041 / stall1 0.030" in ln,
+          "trace lines: %s" % ln)
     # The report's line for a variant profiled after each sync and queued.
     tl = {"span_us": 3000, "model_kernel_us": 2900, "model_slowdown_us": 12.0, "eht_kernels": 4, "eht_kernel_us": 70,
           "eht_max_grid": 48, "eht_copies": 0, "eht_copy_us": 0, "eht_first_us": 0, "eht_last_us": 500}

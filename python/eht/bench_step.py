@@ -31,7 +31,9 @@ the whole step is one CUDA graph. Variants:
 
 --trace adds, per variant, an eager run with CUDA events on both streams: the lookups' times under
 load, how long the main stream stalled waiting for each table's rows, and how much slower the layers
-ran beside the lookups (interference): where the added time goes.
+ran beside the lookups (interference): where the added time goes. The same events are then captured
+into the step's graph (event nodes), which is replayed after each sync and in bursts queued back to
+back: the lookups' times and the stalls at the joins in the replays themselves, without a profiler.
 
 --rounds N measures every variant N times in turn, the tables made once: a VM's step time varies
 from run to run by more than some of the effects measured (on the lent H200 about +-40 us in decode
@@ -83,7 +85,8 @@ import time
 
 from .bench_step_model import HEADS, ROW_BYTES, LinkCopy, Rank, Step, Workload, make_engines, make_tables
 from .bench_step_report import line, summarize_rounds, summary_line
-from .bench_step_time import TIMELINES, time_back_to_back, time_graph, time_paired, timeline, trace_step
+from .bench_step_time import (TIMELINES, time_back_to_back, time_graph, time_paired, timeline, trace_graph,
+                              trace_step)
 
 MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40},
          "prefill": {"tokens": 8192, "ffn": 8192, "reps": 15}}
@@ -238,7 +241,7 @@ def parse_args(argv):
                     help="how the host waits for each step: a blocking event (the thread sleeps) or a spin")
     ap.add_argument("--device", type=int, default=0, help="the GPU (0)")
     ap.add_argument("--seed", type=int, default=1, help="random seed (1)")
-    ap.add_argument("--trace", action="store_true", help="also time the pieces of an eager step (see above)")
+    ap.add_argument("--trace", action="store_true", help="also time the pieces of a step, eager and as its graph (see above)")
     ap.add_argument("--timeline", metavar="DIR", help="also profile graph replays: a trace per variant (see above)")
     ap.add_argument("--json", action="store_true", help="one JSON report on stdout")
     ap.add_argument("--dry-run", action="store_true", help="check the options and print the plan (no GPU)")
@@ -417,6 +420,8 @@ def run(a, rep, log):
                                                   max(5, min(cfg["reps"], 20)))
                         if base_trace is not None and res["trace"]["layers_ms"] is not None:
                             res["trace"]["interference_ms"] = res["trace"]["layers_ms"] - base_trace["layers_ms"]
+                        res["trace"]["graph"] = trace_graph(torch, step, engines, v["place"], side, feed,
+                                                            max(5, min(cfg["reps"], 20)), a.burst)
                     if v["name"] == "none":
                         base_trace = res.get("trace")
                     base = res.get("none_paired", res["step"])

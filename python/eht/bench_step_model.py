@@ -184,16 +184,18 @@ class Step:
         self.raw = [torch.zeros(T * part, ROW_BYTES, dtype=torch.uint8, device=dev) for _ in range(2)]
         self.late = False
 
-    def body(self, engines, place, side, marks=None):
-        """The step as enqueued (eagerly or under capture) on the current stream. marks (eager only):
-        a dict that gets timing events at the step's points (see trace_step)."""
+    def body(self, engines, place, side, marks=None, external=False):
+        """The step as enqueued (eagerly or under capture) on the current stream. marks: a dict that
+        gets timing events at the step's points (see mark_times); under capture they must be external
+        (event nodes of the graph, recorded at each replay)."""
         torch = self.torch
         main = torch.cuda.current_stream()
         events = [None, None]
 
         def mark(name, stream):
             if marks is not None:
-                e = torch.cuda.Event(enable_timing=True)
+                e = torch.cuda.Event(enable_timing=True, external=True) if external else \
+                    torch.cuda.Event(enable_timing=True)
                 e.record(stream)
                 marks[name] = e
 
@@ -228,7 +230,8 @@ class Step:
         mark("end", main)
         return x
 
-    def capture(self, engines, place, side):
+    def capture(self, engines, place, side, marks=None):
+        """The step as a CUDA graph; marks: a dict that gets its timing events (event nodes)."""
         torch = self.torch
         g = torch.cuda.CUDAGraph()
         # Warm up eagerly on a side stream first (torch's rule for capture), engines included.
@@ -239,7 +242,7 @@ class Step:
         torch.cuda.current_stream().wait_stream(s)
         torch.cuda.synchronize()
         with torch.cuda.graph(g):
-            self.body(engines, place, side)
+            self.body(engines, place, side, marks=marks, external=marks is not None)
         torch.cuda.synchronize()
         return g
 

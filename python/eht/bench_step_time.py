@@ -180,32 +180,75 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
     return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
 
 
+TRACE_KEYS = ("step", "lookup0", "lookup1", "stall0", "stall1", "layers")
+
+
+def mark_times(elapsed, place):
+    """One traced step's figures (ms) from its marks (trace_step's points): elapsed(a, b) gives the
+    time between marks a and b, or None where either is missing. The step; each table's lookup (side:
+    from the fork, table 1 after table 0; inline: its own span); the main stream's stall at each
+    consuming layer (waiting for the rows, or running the inline lookup); the layers (step less the
+    stalls)."""
+    got = {"step": elapsed("start", "end")}
+    for t in range(2):
+        got["stall%d" % t] = elapsed("before_wait%d" % t, "after_wait%d" % t)
+        first = ("side_start" if t == 0 else "lookup0_end") if place == "side" else "lookup%d_start" % t
+        got["lookup%d" % t] = elapsed(first, "lookup%d_end" % t)
+    stalls = [got["stall0"], got["stall1"]]
+    got["layers"] = None if got["step"] is None else got["step"] - sum(x for x in stalls if x is not None)
+    return got
+
+
+def median_marks(runs):
+    """{KEY_ms: median over the runs of mark_times' KEY (None where no run has it)}."""
+    out = {}
+    for k in TRACE_KEYS:
+        xs = [r[k] for r in runs if r[k] is not None]
+        out[k + "_ms"] = statistics.median(xs) if xs else None
+    return out
+
+
+def _elapsed(marks):
+    return lambda a, b: marks[a].elapsed_time(marks[b]) if a in marks and b in marks else None
+
+
 def trace_step(torch, step, engines, place, side, feed, reps):
-    """Medians (ms) over eager steps of: the step; each table's lookup under load (side: from the fork,
-    table 1 after table 0; inline: its own span); the main stream's stall at each consuming layer
-    (waiting for the rows, or running the inline lookup); the layers alone (step less the stalls)."""
-    keys = ("step", "lookup0", "lookup1", "stall0", "stall1", "layers")
-    got = {k: [] for k in keys}
+    """Medians (ms) over eager steps of mark_times' figures."""
+    runs = []
     for i in range(reps):
         feed(i)
         torch.cuda.synchronize()
         m = {}
         step.body(engines, place, side, marks=m)
         torch.cuda.synchronize()
+        runs.append(mark_times(_elapsed(m), place))
+    return median_marks(runs)
 
-        def el(a, b):
-            return m[a].elapsed_time(m[b]) if a in m and b in m else None
-        got["step"].append(el("start", "end"))
-        for t in range(2):
-            got["stall%d" % t].append(el("before_wait%d" % t, "after_wait%d" % t))
-            first = ("side_start" if t == 0 else "lookup0_end") if place == "side" else "lookup%d_start" % t
-            got["lookup%d" % t].append(el(first, "lookup%d_end" % t))
-        st = [got["stall0"][-1], got["stall1"][-1]]
-        got["layers"].append(got["step"][-1] - sum(x for x in st if x is not None))
+
+def trace_graph(torch, step, engines, place, side, feed, reps, burst=8):
+    """--trace's graph half: the step captured with its marks as event nodes (torch.cuda.Event(...,
+    external=True)), so the joins are timed in the replays themselves, unprofiled: each replay after a
+    sync ("synced"), and bursts of `burst` replays queued back to back ("queued": the marks time each
+    burst's last replay, queued behind the others). {"synced": ..., "queued": ...}, each median_marks
+    over reps runs; None where this torch cannot record events inside a graph."""
+    try:
+        torch.cuda.Event(enable_timing=True, external=True)
+    except TypeError:
+        return None
+    m = {}
+    g = step.capture(engines, place, side, marks=m)
     out = {}
-    for k in keys:
-        xs = [x for x in got[k] if x is not None]
-        out[k + "_ms"] = statistics.median(xs) if xs else None
+    for label, n in (("synced", 1), ("queued", burst)):
+        runs = []
+        for i in range(reps):
+            torch.cuda.synchronize()
+            for k in range(n):
+                feed(i * n + k)
+                g.replay()
+            torch.cuda.synchronize()
+            runs.append(mark_times(_elapsed(m), place))
+        out[label] = median_marks(runs)
+    del g
     return out
 
 

@@ -33,7 +33,7 @@ static const struct cli_extra_opt bench_step_opts[] = {
 	{"--sync=", "how the host waits for each step: block (a blocking event) or spin"},
 	{"--device=", "the GPU (0)"},
 	{"--seed=", "random seed (1)"},
-	{"--trace", "also time the pieces of an eager step"},
+	{"--trace", "also time the pieces of a step, eager and as its graph"},
 	{"--timeline=", "also profile graph replays into DIR: a trace per variant"},
 	{"--json", "one JSON report on stdout"},
 	{"--dry-run", "check the options and print the plan (no GPU)"},
