@@ -253,6 +253,11 @@ def main():
     check("\n    eager: step 3.000 ms" in ln and ln.index("graph, synced:") < ln.index("graph, queued:")
           and "graph, queued: step 3.000 ms, lookup0 0.020 / lookup1 0.030, stall0 0.041 / stall1 0.030" in ln,
           "trace lines: %s" % ln)
+    ln = br.line({"mode": "decode", "workload": "uniform", "variant": "layer-side",
+                  "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 2.8},
+                  "trace": dict(tr, graph=None, graph_error="RuntimeError: capture refused")})
+    check("\n    graph: not timed (RuntimeError: capture refused)" in ln and "graph, " not in ln,
+          "a graph trace that failed: %s" % ln)
     # The report's line for a variant profiled after each sync and queued.
     tl = {"span_us": 3000, "model_kernel_us": 2900, "model_slowdown_us": 12.0, "eht_kernels": 4, "eht_kernel_us": 70,
           "eht_max_grid": 48, "eht_copies": 0, "eht_copy_us": 0, "eht_first_us": 0, "eht_last_us": 500}

@@ -420,8 +420,11 @@ def run(a, rep, log):
                                                   max(5, min(cfg["reps"], 20)))
                         if base_trace is not None and res["trace"]["layers_ms"] is not None:
                             res["trace"]["interference_ms"] = res["trace"]["layers_ms"] - base_trace["layers_ms"]
-                        res["trace"]["graph"] = trace_graph(torch, step, engines, v["place"], side, feed,
-                                                            max(5, min(cfg["reps"], 20)), a.burst)
+                        try:
+                            res["trace"]["graph"] = trace_graph(torch, step, engines, v["place"], side, feed,
+                                                                max(5, min(cfg["reps"], 20)), a.burst)
+                        except RuntimeError as e:  # (timing inside a graph refused: the variant's rest stands)
+                            res["trace"]["graph_error"] = "%s: %s" % (type(e).__name__, e)
                     if v["name"] == "none":
                         base_trace = res.get("trace")
                     base = res.get("none_paired", res["step"])

@@ -118,6 +118,8 @@ def line(r):
         out += "\n    eager: step %s ms, layers %s (interference %s), lookup0 %s / lookup1 %s, stall0 %s / stall1 %s" % (
             f("step_ms"), f("layers_ms"), f("interference_ms"), f("lookup0_ms"), f("lookup1_ms"), f("stall0_ms"),
             f("stall1_ms"))
+        if t.get("graph_error"):
+            out += "\n    graph: not timed (%s)" % t["graph_error"]
         for label, gt in sorted((t.get("graph") or {}).items(), key=lambda kv: kv[0] != "synced"):
             g = lambda k: ("%.3f" % gt[k]) if gt.get(k) is not None else "-"  # noqa: E731
             out += "\n    graph, %s: step %s ms, lookup0 %s / lookup1 %s, stall0 %s / stall1 %s" % (
