@@ -15,7 +15,7 @@
 #include "gpu/dev.h"
 #include "gpu/probe.h"
 #include "os/numa.h"
-#include "util/env.h"
+#include "util/size.h"
 #include "testutil.h"
 
 #define N 4
@@ -278,7 +278,13 @@ int main(void)
 	waitpid(c, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		t_skip("no CUDA device");
-	bytes = eht_env_u64("EHT_TEST_SHARE_BYTES", 4ull << 30) / 8 * 8;
+	const char *want = getenv("EHT_TEST_SHARE_BYTES");
+	bytes = 4ull << 30;
+	if (want && *want && eht_parse_size(want, &bytes) != 0) {
+		fprintf(stderr, "FAIL: EHT_TEST_SHARE_BYTES=%s is not a size\n", want);
+		return 1;
+	}
+	bytes = bytes / 8 * 8;
 	snprintf(logdir, sizeof(logdir), "%s", t_tmpdir("gpushare"));
 
 	run(S_SHARE, "share");

@@ -8,7 +8,7 @@
 
 #include "gpu/dev.h"
 #include "testutil.h"
-#include "util/env.h"
+#include "util/size.h"
 #include "util/err.h"
 #include "util/grow.h"
 

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "eht.h"
-#include "util/env.h"
+#include "util/size.h"
 #include "util/log.h"
 
 extern char **environ;

@@ -15,7 +15,7 @@
 #include "gpu/dev.h"
 #include "eht.h"
 #include "table/host_numa/host_numa.h"
-#include "util/env.h"
+#include "util/size.h"
 
 /* Anchors from the lent H200 machine (a VM): cuMemCreate 1 GiB chunks 0.8-1.0 s per 4 GiB and 10.5-15.6 s
  * per 48 GiB; cuMemMap + cuMemSetAccess 1.9-2.0 s per 48 GiB; a second process imported and mapped

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* env.c: options read from the environment. */
-#include "util/env.h"
+/* size.c: sizes written as text (size.h). */
+#include "util/size.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
-
-#include "util/log.h"
 
 int eht_parse_size(const char *s, uint64_t *out)
 {
@@ -53,38 +51,4 @@ int eht_parse_size(const char *s, uint64_t *out)
 		return -ERANGE;
 	*out = (mul == 1 && v == (double)iv) ? iv : (uint64_t)llround(r);
 	return 0;
-}
-
-uint64_t eht_env_u64(const char *name, uint64_t def)
-{
-	const char *s = getenv(name);
-	uint64_t v;
-	if (!s || !*s)
-		return def;
-	if (eht_parse_size(s, &v) != 0) {
-		eht_warn("ignoring %s=%s: not a non-negative integer or size", name, s);
-		return def;
-	}
-	return v;
-}
-
-double eht_env_double(const char *name, double def)
-{
-	const char *s = getenv(name);
-	if (!s || !*s)
-		return def;
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || *end) {
-		eht_warn("ignoring %s=%s: not a number", name, s);
-		return def;
-	}
-	return v;
-}
-
-const char *eht_env_str(const char *name, const char *def)
-{
-	const char *s = getenv(name);
-	return (s && *s) ? s : def;
 }
