@@ -35,10 +35,6 @@ static inline uint64_t engram_mod(uint64_t x, uint64_t m, uint64_t r)
 	return y >= m ? y - m : y;
 }
 
-/* Hashes one token: win[s] (s = 0..max_ngram-1) is the token at p - s as a compressed id or
- * EHT_ENGRAM_HIST_*; writes n_layers * cols row ids. */
-void engram_hash_window(const struct eht_engram_layout *l, const int32_t *win, int32_t *out);
-
 /* Validates a batch against the layout (sizes, starts, tokens, history). */
 int engram_check_batch(const struct eht_engram_layout *l, const struct eht_engram_batch *b, int check_values);
 

@@ -12,7 +12,9 @@
 #define THREAD_MIN_TOKENS 2048 /* per thread: below this, starting threads costs more than it saves */
 #define MAX_THREADS 16
 
-void engram_hash_window(const struct eht_engram_layout *l, const int32_t *win, int32_t *out)
+/* Hashes one token: win[s] (s = 0..max_ngram-1) is the token at p - s as a compressed id or
+ * EHT_ENGRAM_HIST_*; writes n_layers * cols row ids. */
+static void engram_hash_window(const struct eht_engram_layout *l, const int32_t *win, int32_t *out)
 {
 	const uint32_t nh = l->n_heads, cols = l->cols;
 	uint64_t v[EHT_ENGRAM_MAX_NGRAM] = {0}; /* max_ngram >= 2 (layout.c); zeroed for the analyzer */

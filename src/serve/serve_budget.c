@@ -15,7 +15,9 @@
 
 #define ENGINE_CORES_PER_WORKER 2 /* the worker's own thread and the one feeding its pool */
 
-unsigned serve_usable_cores(void)
+/* Cores this process may run on: its affinity mask, capped by its cgroup's cpu.max quota (rounded
+ * up); EHT_TEST_CORES overrides (tests). */
+static unsigned serve_usable_cores(void)
 {
 	if (eht_setting_is_set(EHT_SET_TEST_CORES)) /* at most 65536: the table's bound */
 		return (unsigned)eht_setting_u64(EHT_SET_TEST_CORES);

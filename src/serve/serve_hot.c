@@ -17,7 +17,10 @@
 #include "util/err.h"
 
 /* ------------------------------------------------------------------- checks (both sides) */
-int serve_hot_check(const int64_t *rows, uint64_t n, uint64_t table_rows, const char *what)
+/* Checks rows[0..n): each inside [0, table_rows), none twice. what names them in the message ("hot
+ * set FILE for table NAME"). Returns 0, -EINVAL (names the entry, the row and the range, or both
+ * entries of a repeated row) or -ENOMEM. */
+static int serve_hot_check(const int64_t *rows, uint64_t n, uint64_t table_rows, const char *what)
 {
 	return eht_hotset_check(rows, n, 0, (int64_t)table_rows, what);
 }

@@ -12,11 +12,6 @@
 /* The seals a hot-set memfd carries; a worker refuses one without them. */
 #define SERVE_HOT_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
-/* Checks rows[0..n): each inside [0, table_rows), none twice. what names them in the message ("hot
- * set FILE for table NAME"). Returns 0, -EINVAL (names the entry, the row and the range, or both
- * entries of a repeated row) or -ENOMEM. */
-int serve_hot_check(const int64_t *rows, uint64_t n, uint64_t table_rows, const char *what);
-
 /* Reads specs[0..nspecs) ("FILE" or "NAME=FILE", see eht_serve_start) into tables[0..ntables): each
  * file read and checked once, then written to a sealed memfd (hot, nhot, hot_fd, hot_file). Every
  * table's hot is NULL first. On failure what was read is freed. Returns 0, -EINVAL, -ENOENT (a NAME

@@ -47,9 +47,6 @@ struct serve_budget {
 };
 /* Plans the budget from opts' cpu_budget and workers (0: defaults, see eht_serve_opts). */
 void serve_budget_plan(unsigned cpu_budget, unsigned workers, struct serve_budget *b);
-/* Cores this process may run on: its affinity mask, capped by its cgroup's cpu.max quota (rounded
- * up); EHT_TEST_CORES overrides (tests). */
-unsigned serve_usable_cores(void);
 
 /* The copies, their nodes, why there is only one (or ""), and the budget, as status fields:
  * {"copies": [{"index", "numa_node", "bytes"}], "copies_note", "cpu_budget": {...}}. */

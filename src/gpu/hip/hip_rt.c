@@ -132,7 +132,8 @@ const char *eht_hip_error_name(hipError_t r)
 	return s ? s : "unknown HIP error";
 }
 
-int eht_hip_errno(hipError_t r)
+/* The errno a hipError_t maps to (EIO for the ones without a closer meaning). */
+static int eht_hip_errno(hipError_t r)
 {
 	switch (r) {
 	case hipErrorInvalidValue:

@@ -100,8 +100,6 @@ int eht_hip_runtime_version(void);
 /* A failed hipError_t as -errno with the message "<call> failed: <hipErrorName> (<text>)"; 0 for
  * hipSuccess. */
 int eht_hip_result(hipError_t r, const char *call);
-/* The errno a hipError_t maps to (EIO for the ones without a closer meaning). */
-int eht_hip_errno(hipError_t r);
 const char *eht_hip_error_name(hipError_t r);
 
 #endif

@@ -81,7 +81,9 @@ int disk_read_error(struct disk *d, const struct disk_part *p, uint64_t row, uin
 		       (unsigned long long)row, p->tensor, (unsigned long long)off, p->path, strerror(err), change);
 }
 
-int disk_check_files(struct disk *d, bool check_path)
+/* Checks the files against what open saw (size and mtime by fstat; with check_path also the inode
+ * the path names now). Returns 0 or -ESTALE naming the file. */
+static int disk_check_files(struct disk *d, bool check_path)
 {
 	for (unsigned i = 0; i < d->nparts; i++) {
 		const struct disk_part *p = &d->part[i];

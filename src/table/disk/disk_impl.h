@@ -129,9 +129,6 @@ void disk_split_forget(struct disk *d);
 /* Counters; mode 0 no split, 1 pread for uncached rows, 2 io_uring. */
 int disk_split_mode(const struct disk *d);
 
-/* Checks the files against what open saw (size and mtime by fstat; with check_path also the inode
- * the path names now). Returns 0 or -ESTALE naming the file. */
-int disk_check_files(struct disk *d, bool check_path);
 /* Builds the message for a failed read of part p at file offset off (errno-style err): names the
  * file, tensor, row and offset and what changed about the file. Returns -err (or -ESTALE). */
 int disk_read_error(struct disk *d, const struct disk_part *p, uint64_t row, uint64_t off, int err,
@@ -165,8 +162,5 @@ size_t disk_prefetch_serve(struct disk *d, const uint64_t *rows, size_t n, uint8
 
 /* The disk state behind a table, or NULL when it is not a disk table. */
 struct disk *disk_from_table(eht_table *t);
-
-/* Sorts and deduplicates v[0..n) in place (radix sort through tmp, n entries); returns the count. */
-size_t disk_sort_unique(uint64_t *v, size_t n, uint64_t *tmp);
 
 #endif

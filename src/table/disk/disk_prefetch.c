@@ -16,7 +16,8 @@
 #define IO_TASK_ROWS 64u
 
 
-size_t disk_sort_unique(uint64_t *v, size_t n, uint64_t *tmp)
+/* Sorts and deduplicates v[0..n) in place (radix sort through tmp, n entries); returns the count. */
+static size_t disk_sort_unique(uint64_t *v, size_t n, uint64_t *tmp)
 {
 	uint64_t maxv = 0;
 	for (size_t i = 0; i < n; i++)

@@ -193,7 +193,9 @@ void eht_lk_bell_arm(eht_lookup *lk, unsigned idx)
 	poller_kick();
 }
 
-void eht_lk_bell_no_kick(eht_lookup *lk)
+/* lk's captured requests ring without waking the poller (nothing beside their kernels does): the
+ * idle poller naps while they may ring (what every capture does). */
+static void eht_lk_bell_no_kick(eht_lookup *lk)
 {
 	struct lk_bell *b = lk->bell;
 	if (!b->no_kick) { /* counted once: fini takes one back */

@@ -16,9 +16,6 @@ void eht_lk_poller_leave(eht_lookup *lk);
 /* Arms request idx (eager: a ring slot) for the poller and wakes it; a captured request is armed
  * once, when eht_lk_bell_prepare makes it. */
 void eht_lk_bell_arm(eht_lookup *lk, unsigned idx);
-/* lk's captured requests ring without waking the poller (nothing beside their kernels does): the
- * idle poller naps while they may ring (what every capture does). */
-void eht_lk_bell_no_kick(eht_lookup *lk);
 /* The start of every stream-triggered request's enqueue: armed before the stream can ring. */
 void eht_lk_bell_start(eht_lookup *lk, unsigned idx, bool capturing);
 /* Its end, given what the enqueue returned (rc, returned): an eager request records its done event
