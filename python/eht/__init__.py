@@ -13,17 +13,21 @@ tables and lookup outputs can be zero-copy torch tensors on the right device.
 libeht is found through $EHT_LIB, the build tree of a source checkout, pkg-config, $EHT_PREFIX, this
 Python's prefix, /usr/local, then the system's library path (eht._libfind). Type hints: eht/__init__.pyi.
 """
-import atexit as _atexit
 import collections.abc as _abc
 import ctypes
 import ctypes.util
 import errno as _errno
 import json as _json
-import logging as _logging
 import os
 
+from ._args import (_buffer_address, _choice, _device_index, _id_type, _stream_handle, _stream_or_current,
+                    _torch)
 from ._ints import IntRangeError, as_int as _as_int, struct as _struct
-from ._libfind import candidates as _lib_candidates, find_library as _find_lib
+from ._native import (_ATTACH_WAIT, _DISK_ROWS_FN, _LOOKUP_BACKGROUND, _LOOKUP_BG_PUSH, _LOOKUP_BG_STREAM,
+                      _LOOKUP_CPU_ONLY, _LOOKUP_GPU_DEDUP, _LOOKUP_NO_HOTSET, _METRIC_NAMES, _RUN_DEAD_ERROR,
+                      _RUN_IDS_DEVICE, _RUN_IDS_HOST, _RUN_OUT_DEVICE, _RUN_OUT_HOST, _WRAP_SPLIT_CPU_FALLBACK,
+                      EhtError, _AttachOpts, _check, _closed, _Closing, _free, _key, _L, _LookupOpts, _Metrics,
+                      _Native, _TableCopy, _TableInfo, _WrapSplitOpts)
 from ._version import __version__
 
 __all__ = ["EhtError", "IntRangeError", "version", "library_path", "status", "metrics", "metrics_prometheus", "wrap",
@@ -31,7 +35,6 @@ __all__ = ["EhtError", "IntRangeError", "version", "library_path", "status", "me
            "read_hotset", "HotsetError", "Group", "Region", "SharedTable", "node_id", "share_host_table",
            "fabric_host_memory_supported", "ECSharedRegion", "engram", "disk",
            "TIERS", "STRATEGIES", "FORMATS", "ENGRAM_ROW_BYTES", "__version__"]
-
 
 
 class _TierNames(_abc.Mapping):
@@ -93,8 +96,6 @@ class _Strategies(_abc.Mapping):
 
 STRATEGIES = _Strategies()
 FORMATS = {"raw": 0, "bf16": 1}
-_METRIC_NAMES = ("calls", "ids", "calls_cpu", "calls_gpu", "calls_hot", "errors", "call_ns", "dead_cpu",
-                 "rows_gathered", "bytes_staged")
 _METRIC_HELP = {"calls": "eht_lookup_run calls (eager, and each capture)", "ids": "ids those calls looked up",
                 "calls_cpu": "calls run by the CPU piece", "calls_gpu": "calls run by the GPU piece",
                 "calls_hot": "calls run through the hot set", "errors": "calls that returned an error",
@@ -102,69 +103,6 @@ _METRIC_HELP = {"calls": "eht_lookup_run calls (eager, and each capture)", "ids"
                 "dead_cpu": "dead ids the CPU counted", "rows_gathered": "rows the CPU pool copied",
                 "bytes_staged": "bytes of the rows the CPU pool copied"}
 ENGRAM_ROW_BYTES = 264
-
-_RUN_IDS_HOST, _RUN_IDS_DEVICE, _RUN_OUT_HOST, _RUN_OUT_DEVICE = 0x2, 0x4, 0x8, 0x10
-_RUN_DEAD_ERROR = 0x1
-_LOOKUP_CPU_ONLY = 0x1
-_LOOKUP_GPU_DEDUP = 0x4
-_LOOKUP_NO_HOTSET = 0x8
-_LOOKUP_BACKGROUND = 0x10
-_LOOKUP_BG_PUSH = 0x20
-_LOOKUP_BG_STREAM = 0x40
-_ATTACH_FAIL_FAST = 0x1
-_ATTACH_WAIT = 0x2
-
-
-class EhtError(OSError):
-    """A failed libeht call: errno plus libeht's message (naming file, tensor, offset or limit)."""
-
-
-def _find_library():
-    found = _find_lib()
-    if found:
-        return found
-    raise EhtError(_errno.ENOENT, "libeht.so not found (looked in %s and the system's library path): "
-                   "`make install`, or set EHT_LIB to the file" % ", ".join(_lib_candidates()))
-
-
-class _TableInfo(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("tier", ctypes.c_int), ("rows", ctypes.c_uint64),
-                ("row_bytes", ctypes.c_uint64), ("first_row", ctypes.c_uint64),
-                ("local_rows", ctypes.c_uint64), ("host", ctypes.c_void_p),
-                ("device_ptr", ctypes.c_uint64), ("device", ctypes.c_int),
-                ("numa_node", ctypes.c_int), ("page_size", ctypes.c_uint64),
-                ("name", ctypes.c_char_p)]
-
-
-class _TableCopy(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("index", ctypes.c_int), ("count", ctypes.c_int),
-                ("numa_node", ctypes.c_int), ("writer", ctypes.c_int), ("pool_threads", ctypes.c_uint)]
-
-
-class _LookupOpts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("strategy", ctypes.c_int),
-                ("format", ctypes.c_int), ("device", ctypes.c_int), ("threads", ctypes.c_uint),
-                ("max_batch", ctypes.c_uint64), ("staging_bytes", ctypes.c_uint64),
-                ("numa_node", ctypes.c_int), ("spin_us", ctypes.c_uint),
-                ("hotset", ctypes.c_void_p), ("hotset_rows", ctypes.c_uint64),
-                ("hotset_max_bytes", ctypes.c_uint64), ("sm_cap", ctypes.c_uint)]
-
-
-class _WrapSplitOpts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("device", ctypes.c_int),
-                ("name", ctypes.c_char_p)]
-
-
-_WRAP_SPLIT_CPU_FALLBACK = 0x1
-
-_DISK_ROWS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64,
-                                 ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64))
-
-
-class _AttachOpts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32), ("device", ctypes.c_int),
-                ("timeout_ms", ctypes.c_uint32), ("rank", ctypes.c_uint32),
-                ("nranks", ctypes.c_uint32), ("disk_rows", _DISK_ROWS_FN), ("disk_rows_arg", ctypes.c_void_p)]
 
 
 def _disk_rows_callback(disk_rows, head_range):
@@ -208,111 +146,6 @@ def _disk_rows_callback(disk_rows, head_range):
     return fn
 
 
-_lib = None
-
-# libeht's log lines (warnings by default, EHT_LOG sets the level) go to the logging logger "eht".
-_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
-_LOG_LEVELS = (_logging.ERROR, _logging.WARNING, _logging.INFO, _logging.DEBUG, 5)
-
-
-def _log_line(level, message, arg):
-    try:
-        _logging.getLogger("eht").log(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else _logging.WARNING,
-                                      "%s", message.decode(errors="replace"))
-    except Exception:  # noqa: BLE001 (never raise into C)
-        pass
-
-
-_log_cb = _LOG_FN(_log_line)
-
-
-class _Closing:
-    """Handles are context managers: `with eht.attach(key) as c:`, `with table.lookup_engine() as lk:`."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def _L():
-    global _lib
-    if _lib is not None:
-        return _lib
-    path = _find_library()
-    lib = ctypes.CDLL(path)
-    lib._eht_path = path
-    P, U64, I, VP = ctypes.POINTER, ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p
-    sigs = {
-        "eht_version": (ctypes.c_char_p, []),
-        "eht_last_error": (ctypes.c_char_p, []),
-        "eht_tier_name": (ctypes.c_char_p, [I]),
-        "eht_tier_count": (I, []),
-        "eht_tier_caps": (ctypes.c_uint, [I]),
-        "eht_table_wrap": (I, [VP, U64, U64, I, ctypes.c_char_p, P(VP)]),
-        "eht_table_get_info": (I, [VP, P(_TableInfo)]),
-        "eht_table_copy": (I, [VP, P(_TableCopy)]),
-        "eht_table_close": (I, [VP]),
-        "eht_lookup_create": (I, [VP, P(_LookupOpts), P(VP)]),
-        "eht_lookup_run": (I, [VP, VP, I, ctypes.c_int64, U64, VP, VP, ctypes.c_uint, P(U64)]),
-        "eht_lookup_last_strategy": (I, [VP]),
-        "eht_lookup_background": (I, [VP]),
-        "eht_lookup_dequant": (I, [VP, VP, U64, VP, VP]),
-        "eht_lookup_last_dead_count": (U64, [VP]),
-        "eht_lookup_strategy_name": (ctypes.c_char_p, [I]),
-        "eht_lookup_strategy_count": (I, []),
-        "eht_hotset_read": (I, [ctypes.c_char_p, P(P(ctypes.c_int64)), P(U64)]),
-        "eht_hotset_free": (None, [P(ctypes.c_int64)]),
-        "eht_lookup_destroy": (None, [VP]),
-        "eht_table_wrap_split": (I, [VP, U64, VP, U64, U64, ctypes.c_char_p, P(VP)]),
-        "eht_table_wrap_split2": (I, [VP, U64, VP, U64, U64, P(_WrapSplitOpts), P(VP)]),
-        "eht_metrics_read": (I, [P(_Metrics)]),
-    }
-    optional = {
-        "eht_attach": (I, [ctypes.c_char_p, P(_AttachOpts), P(VP)]),
-        "eht_client_table_count": (ctypes.c_size_t, [VP]),
-        "eht_client_table": (I, [VP, ctypes.c_size_t, P(VP)]),
-        "eht_client_check": (I, [VP]),
-        "eht_detach": (I, [VP]),
-        "eht_serve_status": (I, [ctypes.c_char_p, P(ctypes.c_void_p)]),
-        "eht_lookup_set_hotset": (I, [VP, P(ctypes.c_int64), U64]),
-        "eht_lookup_hotset_rows": (U64, [VP]),
-        "eht_lookup_update_hotset": (I, [VP, P(ctypes.c_int64), U64]),
-        "eht_lookup_hotset_apply": (I, [VP, VP]),
-        "eht_lookup_hotset_adapt": (I, [VP, ctypes.c_uint]),
-        "eht_lookup_hotset_hit_rate": (ctypes.c_double, [VP]),
-        "eht_lookup_hotset_refreshes": (U64, [VP]),
-        "eht_table_hotset": (I, [VP, P(P(ctypes.c_int64)), P(U64)]),
-        "eht_table_page_size": (U64, [VP]),
-        "eht_settings_reload": (I, []),
-    }
-    for name, (res, args) in list(sigs.items()) + list(optional.items()):
-        try:
-            fn = getattr(lib, name)
-        except AttributeError:
-            if name in optional:
-                continue
-            raise
-        fn.restype, fn.argtypes = res, args
-    if hasattr(lib, "eht_log_set_callback"):
-        lib.eht_log_set_callback.restype, lib.eht_log_set_callback.argtypes = None, [_LOG_FN, ctypes.c_void_p]
-        lib.eht_log_set_callback(_log_cb, None)
-        # Back to stderr before the interpreter goes: a library thread may still log.
-        _atexit.register(lib.eht_log_set_callback, _LOG_FN(), None)
-    _lib = lib
-    return lib
-
-
-def _reload_settings():
-    """libeht reads its EHT_* settings (docs/ENVIRONMENT.md) from the environment once per process:
-    after os.environ changed (a benchmark's variant, a test), this reads them again. What was made
-    before keeps what it read."""
-    lib = _L()
-    if hasattr(lib, "eht_settings_reload"):  # (a libeht older than the table reads them at each use)
-        lib.eht_settings_reload()
-
-
 def _hot_rows(rows):
     """Hot-set rows (ints, or the path of an `eht hotset build` file) as (keep-alive array, int64
     C array, count)."""
@@ -326,6 +159,15 @@ def _hot_rows(rows):
     n = len(arr)
     buf = (ctypes.c_int64 * max(n, 1)).from_buffer(arr) if n else (ctypes.c_int64 * 1)()
     return arr, buf, n
+
+
+def _reload_settings():
+    """libeht reads its EHT_* settings (docs/ENVIRONMENT.md) from the environment once per process:
+    after os.environ changed (a benchmark's variant, a test), this reads them again. What was made
+    before keeps what it read."""
+    lib = _L()
+    if hasattr(lib, "eht_settings_reload"):  # (a libeht older than the table reads them at each use)
+        lib.eht_settings_reload()
 
 
 class HotsetError(EhtError, ValueError):
@@ -344,46 +186,6 @@ def read_hotset(path):
         return rows[:n.value]
     finally:
         lib.eht_hotset_free(rows)
-
-
-def _check(rc, what):
-    if rc < 0:
-        msg = _L().eht_last_error().decode(errors="replace")
-        raise EhtError(-rc, "%s: %s" % (what, msg or os.strerror(-rc)))
-    return rc
-
-
-class _Native:
-    """One native handle, freed when the last Python object that can reach it goes: a table keeps
-    its attachment's _Native alive, an engine its table's, a view of rows its table's. close()
-    on the Python objects only drops references, so no use of freed memory is possible. A call into
-    libeht holds its object's _Native in a local for the call's length (ctypes lets go of the GIL
-    meanwhile): a close() from another thread then takes effect once the running call returns."""
-
-    def __init__(self, handle, free, owner=None):
-        self.h = handle
-        self._free = free
-        self._owner = owner  # a _Native (or buffer) that must outlive this one
-
-    def __del__(self):
-        h, self.h = self.h, None
-        if h and self._free is not None:
-            try:
-                self._free(h)
-            except Exception:  # noqa: BLE001 (interpreter shutdown: the library may be gone)
-                pass
-
-
-def _key(key):
-    if not isinstance(key, str):
-        raise TypeError("key must be a str, not %s" % type(key).__name__)
-    if "\0" in key:
-        raise ValueError("key %r contains a NUL character" % key)
-    return key.encode()
-
-
-def _closed(what):
-    return EhtError(_errno.EBADF, "%s is closed" % what)
 
 
 def version():
@@ -408,126 +210,6 @@ def status(key=None):
         return _json.loads(ctypes.string_at(out.value).decode())
     finally:
         _free(out)
-
-
-def _free(p):
-    """free() of memory libeht malloc'd for the caller."""
-    free = ctypes.CDLL(None).free
-    free.argtypes = [ctypes.c_void_p]
-    free(p)
-
-
-_torch_mod = False  # not looked for yet; None: not installed
-
-
-def _torch():
-    """torch where installed, else None: looked for once (a failed import costs hundreds of
-    microseconds, and the CPU path asks on every call)."""
-    global _torch_mod
-    if _torch_mod is False:
-        try:
-            import torch  # noqa: PLC0415 (optional dependency)
-            _torch_mod = torch
-        except ImportError:
-            _torch_mod = None
-    return _torch_mod
-
-
-def _buffer_address(obj, writable):
-    """(address, nbytes, is_device, keepalive) of a torch tensor or a buffer-protocol object."""
-    torch = _torch()
-    if torch is not None and isinstance(obj, torch.Tensor):
-        if not obj.is_contiguous():
-            raise ValueError("tensor must be contiguous")
-        return obj.data_ptr(), obj.numel() * obj.element_size(), obj.is_cuda, obj
-    mv = memoryview(obj)
-    if writable and mv.readonly:
-        raise ValueError("output buffer is read-only")
-    if not mv.contiguous:
-        raise ValueError("buffer must be contiguous")
-    mv = mv.cast("B")
-    if mv.nbytes == 0:
-        return 0, 0, False, mv
-    if mv.readonly:
-        arr = (ctypes.c_char * mv.nbytes).from_buffer_copy(mv)
-    else:
-        arr = (ctypes.c_char * mv.nbytes).from_buffer(mv)
-    return ctypes.addressof(arr), mv.nbytes, False, (mv, arr)
-
-
-def _id_type(obj, nbytes, count):
-    torch = _torch()
-    if torch is not None and isinstance(obj, torch.Tensor):
-        if obj.dtype == torch.int32:
-            return 0
-        if obj.dtype == torch.int64:
-            return 1
-        raise TypeError("ids must be int32 or int64, not %s" % obj.dtype)
-    fmt = getattr(memoryview(obj), "format", "B")
-    if fmt in ("i", "l") and memoryview(obj).itemsize == 4:
-        return 0
-    if fmt in ("q", "l", "Q") and memoryview(obj).itemsize == 8:
-        return 1
-    raise TypeError("ids must be int32 or int64 (array.array('i') or ('q'), or a torch tensor)")
-
-
-def _device_index(device):
-    """None, an int, "cuda", "cuda:N", "cpu" or a torch.device -> CUDA ordinal or -1 (CPU)."""
-    if device is None:
-        return -1
-    if isinstance(device, bool):
-        raise TypeError("device must be an int, a string like 'cuda:0' or a torch.device, not bool")
-    if isinstance(device, int):
-        if device < -1:
-            raise ValueError("device must be a CUDA ordinal >= 0 (or -1 for none), not %d" % device)
-        return _as_int("device", device, ctypes.c_int)
-    torch = _torch()
-    if torch is not None and isinstance(device, torch.device):
-        device = str(device)
-    if isinstance(device, str):
-        if device == "cpu":
-            return -1
-        if device == "cuda":
-            return torch.cuda.current_device() if torch is not None else 0
-        if device.startswith("cuda:") and device[5:].isdigit():
-            return _as_int("device", int(device[5:]), ctypes.c_int)
-        raise ValueError("device must look like 'cuda', 'cuda:0' or 'cpu', not %r" % device)
-    raise TypeError("device must be an int, a string like 'cuda:0' or a torch.device, not %s"
-                    % type(device).__name__)
-
-
-def _stream_handle(stream):
-    """A CUstream as an int: None (0), an int handle, or a torch.cuda.Stream / ExternalStream."""
-    if stream is None:
-        return 0
-    if isinstance(stream, bool):
-        raise TypeError("stream must be a torch.cuda.Stream or an int CUstream handle, not bool")
-    if isinstance(stream, int):
-        return _as_int("stream", stream, ctypes.c_uint64)
-    handle = getattr(stream, "cuda_stream", None)
-    if isinstance(handle, int):
-        return handle
-    raise TypeError("stream must be a torch.cuda.Stream or an int CUstream handle, not %s"
-                    % type(stream).__name__)
-
-
-def _stream_or_current(stream, device=None):
-    """stream as a CUstream int (_stream_handle); None: torch's current stream of device (of the
-    current device when None, where torch has CUDA), 0 without torch."""
-    if stream is not None:
-        return _stream_handle(stream)
-    torch = _torch()
-    if torch is None or (device is None and not torch.cuda.is_available()):
-        return 0
-    return torch.cuda.current_stream(device).cuda_stream
-
-
-def _choice(name, value, table):
-    if not isinstance(value, str):
-        raise TypeError("%s must be a string (%s), not %s" % (name, ", ".join(table), type(value).__name__))
-    if value not in table:
-        raise ValueError("unknown %s %r (one of: %s)" % (name, value, ", ".join(table)))
-    return table[value]
 
 
 class Lookup(_Closing):
@@ -930,10 +612,6 @@ def _wrap_split(buffer, rows, row_bytes, device, name):
     _check(_L().eht_table_wrap_split2(waddr, wb, saddr, sb, rows, ctypes.byref(opts), ctypes.byref(h)),
            "eht_table_wrap_split2")
     return Table(h, owner=(buffer, keep))
-
-
-class _Metrics(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32)] + [(n, ctypes.c_uint64) for n in _METRIC_NAMES]
 
 
 def metrics():

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Lazy ctypes signatures of a submodule (engram, group, disk): bound on the first call, once."""
+from ._native import _L
 
 
 def lazy(sigs):
@@ -7,7 +8,6 @@ def lazy(sigs):
     bound = []
 
     def lib():
-        from . import _L  # at call time: the package is imported by then
         lib = _L()
         if not bound:
             for name, res, args in sigs():

@@ -10,7 +10,9 @@ safetensors files, a rank's head range mapped alone, and prefetch of a step's ro
 import ctypes
 import os
 
-from . import Table, _bind, _buffer_address, _check, _closed, _id_type
+from . import Table, _bind
+from ._args import _buffer_address, _id_type
+from ._native import _check, _closed
 from ._ints import as_int, struct
 
 __all__ = ["open", "prefetch", "Ticket", "stats", "drop_cache"]

@@ -13,8 +13,10 @@ import array
 import ctypes
 import os
 
-from . import _bind, _check, _torch, _stream_or_current
+from . import _bind
+from ._args import _stream_or_current, _torch
 from ._ints import as_int
+from ._native import _check
 
 __all__ = ["Layout", "State", "part", "check_tp", "HIST_UNKNOWN", "HIST_BLOCK"]
 

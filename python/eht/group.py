@@ -20,7 +20,9 @@ import errno as _errno
 import logging
 import secrets
 
-from . import TIERS, EhtError, Table, _Closing, _Native, _bind, _check, _closed, _L, _torch
+from . import TIERS, Table, _bind
+from ._args import _torch
+from ._native import EhtError, _check, _closed, _Closing, _L, _Native
 from ._ints import as_int, struct
 
 __all__ = ["Group", "SharedTable", "Region", "node_id"]

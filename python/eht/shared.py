@@ -18,7 +18,8 @@ import os
 import threading
 import weakref
 
-from . import _check, _L, _torch
+from ._args import _torch
+from ._native import _check, _L
 from ._ints import as_int
 from .group import Group, _lib
 
@@ -30,7 +31,7 @@ _log = logging.getLogger("eht")
 def _current_device(device):
     """device None: torch's current CUDA device (or -1 without torch / CUDA); else an ordinal."""
     if device is not None:
-        from . import _device_index
+        from ._args import _device_index
         return _device_index(device)
     torch = _torch()
     if torch is not None and torch.cuda.is_available():
