@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Type hints of the eht module's public API (the implementation is eht/__init__.py)."""
+"""Type hints of the eht module's public API (the implementation: eht/__init__.py, over the binding in
+eht/_native.py and the argument conversions in eht/_args.py)."""
 import array
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
