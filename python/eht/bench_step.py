@@ -241,7 +241,8 @@ def parse_args(argv):
                     help="how the host waits for each step: a blocking event (the thread sleeps) or a spin")
     ap.add_argument("--device", type=int, default=0, help="the GPU (0)")
     ap.add_argument("--seed", type=int, default=1, help="random seed (1)")
-    ap.add_argument("--trace", action="store_true", help="also time the pieces of a step, eager and as its graph (see above)")
+    ap.add_argument("--trace", action="store_true",
+                    help="also time the pieces of a step, eager and as its graph (see above)")
     ap.add_argument("--timeline", metavar="DIR", help="also profile graph replays: a trace per variant (see above)")
     ap.add_argument("--json", action="store_true", help="one JSON report on stdout")
     ap.add_argument("--dry-run", action="store_true", help="check the options and print the plan (no GPU)")
