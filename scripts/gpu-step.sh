@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
-#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [lookup] [stagein] [cpu]   (default: build step)
+#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [joins] [lookup] [stagein] [cpu]   (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode and prefill, uniform
-# ids, two tables of $EHT_STEP_GIB (24) GiB; step-text: the same on text with a hot set;
+# ids, two tables of $EHT_STEP_GIB (24) GiB, five rounds, README's variants; step-text: the same on text
+# with a hot set; joins: where a decode step's background lookup pays beside the copies (three rounds
+# with --trace, the stalls at the joins in graph replays synced and queued, and --timeline's profiles);
 # lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; stagein:
 # that latency with EHT_TEST_BELL_TRACE's breakdown of the stage-in kernel's time; cpu: the step
 # bench's decode with the old spinning settings beside the new ones (same build).
@@ -20,7 +22,7 @@ mkdir -p "$OUT"
 gib=${EHT_STEP_GIB:-24}
 # The library and the CLI only, unless tests are asked for (they need every test program).
 case " $* " in *" tests "*) targets=${EHT_STEP_TARGETS:-} ;; *) targets=${EHT_STEP_TARGETS:-eht eht_cli} ;; esac
-variants=${EHT_STEP_VARIANTS:-none,vllm,host-side,host+bg-side,auto+bg-side}
+variants=${EHT_STEP_VARIANTS:-none,copy,vllm-side,vllm-inline,layer-side,layer-inline}
 text=${EHT_STEP_TEXT:-$PWD/tests/workloads/text_500k.compressed.u32}
 rc=0
 t0=$(date +%s)
@@ -41,12 +43,17 @@ for what in "$@"; do
     grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP" "$OUT/ctest.log" | head -30
     ;;
   step)
-    timeout ${EHT_STEP_TIMEOUT:-180} build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "$variants" ${EHT_STEP_ARGS:-} --json \
-      >"$OUT/step.json" 2>"$OUT/step.txt" || rc=1
+    timeout ${EHT_STEP_TIMEOUT:-580} build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "$variants" \
+      --rounds "${EHT_STEP_ROUNDS:-5}" ${EHT_STEP_ARGS:-} --json >"$OUT/step.json" 2>"$OUT/step.txt" || rc=1
     cat "$OUT/step.txt"
     ;;
+  joins)
+    timeout ${EHT_STEP_TIMEOUT:-300} build/eht bench step --mode decode --table-gib "$gib" --variants none,copy,layer-side \
+      --rounds 3 --trace --timeline "$OUT/timeline" ${EHT_STEP_ARGS:-} --json >"$OUT/joins.json" 2>"$OUT/joins.txt" || rc=1
+    grep -E "^decode|graph, |timeline|over the copies" "$OUT/joins.txt"
+    ;;
   step-text)
-    timeout 120 build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "${EHT_STEP_TEXT_VARIANTS:-none,vllm,host-side,host+bg-side}" \
+    timeout ${EHT_STEP_TIMEOUT:-400} build/eht bench step --mode decode,prefill --table-gib "$gib" --variants "${EHT_STEP_TEXT_VARIANTS:-none,copy,vllm-side,layer-side,layer-inline,layer+nohot-inline}" \
       --workload "text:$text" --json >"$OUT/step-text.json" 2>"$OUT/step-text.txt" || rc=1
     cat "$OUT/step-text.txt"
     ;;
