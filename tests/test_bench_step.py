@@ -326,6 +326,26 @@ def main():
         ln = br.summary_line(s2[0])
         check("(pool 2.50)" in ln and "launch +20 us" in ln, "summary line with the split: %s" % ln)
     check(br.summarize_rounds([res("none", 0, None, 0.0, 0.3)]) == [], "no variant with lookups: no rows")
+    # --trace's graph half over the rounds: both joins' stalls summed per round (ms -> us), queued
+    # and synced; a round without the graph half (an older torch) is left out of them.
+    traced = []
+    for rnd, (q0, q1, s0) in enumerate(((0.010, 0.004, 0.001), (0.030, 0.000, 0.002), (0.020, None, 0.003))):
+        r = res("layer-side", rnd, 10.0, 20.0, 3.0)
+        r["trace"] = {"graph": {"queued": {"stall0_ms": q0, "stall1_ms": q1},
+                                "synced": {"stall0_ms": s0, "stall1_ms": 0.001}}}
+        traced.append(r)
+    traced.append(dict(res("layer-side", 3, 10.0, 20.0, 3.0), trace={"graph": None}))
+    s3 = br.summarize_rounds(traced)
+    def spread_is(d, m, lo, hi):
+        return d is not None and all(abs(d[k] - v) < 1e-9 for k, v in (("median", m), ("min", lo), ("max", hi)))
+    check(len(s3) == 1 and s3[0]["rounds"] == 4 and spread_is(s3[0]["graph_stall_queued_us"], 20.0, 14.0, 30.0)
+          and spread_is(s3[0]["graph_stall_synced_us"], 3.0, 2.0, 4.0), "graph stalls over the rounds: %r" % s3)
+    if s3:
+        ln = br.summary_line(s3[0])
+        check("stalls at the joins in the graph: queued +20.0 us (+14.0 .. +30.0), synced +3.0 us" in ln,
+              "summary line with the graph stalls: %s" % ln)
+    check(summ and summ[0]["graph_stall_queued_us"] is None and "stalls at the joins" not in br.summary_line(summ[0]),
+          "no --trace, no stall figures: %r" % (summ[:1],))
 
     r = run(["--help"])
     check(r.returncode == 0 and "--variants" in r.stdout and "vllm" in r.stdout and "--timeline" in r.stdout,

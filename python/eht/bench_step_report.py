@@ -15,8 +15,9 @@ def summarize_rounds(results):
     adds to the launch call (us); those two None where the rounds did not measure them. And, where
     the copy variant ran in the same rounds, the variant less the copies round by round (back to back
     and synced, us): the floor of any host table measured beside it, which the engine-native targets
-    are stated against (None for copy itself and where no round has both). Rounds that failed are
-    left out."""
+    are stated against (None for copy itself and where no round has both). With --trace, the main
+    stream's stalls at both joins in the graph's replays, queued and synced (us, None without the
+    graph half). Rounds that failed are left out."""
     copies = {}
     for r in results:
         if r["variant"] == "copy" and "error" not in r and "added_us" in r:
@@ -27,7 +28,8 @@ def summarize_rounds(results):
             continue
         k = (r["mode"], r["workload"], r["variant"])
         if k not in rows:
-            rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": []}
+            rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": [],
+                       "gqueued": [], "gsynced": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
@@ -41,6 +43,11 @@ def summarize_rounds(results):
         rows[k]["cpu"].append(st["cpu_ms_per_step"])
         if st.get("cpu_ms_by_thread"):
             rows[k]["pool"].append(st["cpu_ms_by_thread"]["pool"])
+        for how, key in (("queued", "gqueued"), ("synced", "gsynced")):
+            g = ((r.get("trace") or {}).get("graph") or {}).get(how) or {}
+            stalls = [g.get("stall0_ms"), g.get("stall1_ms")]
+            if any(x is not None for x in stalls):
+                rows[k][key].append(sum(x for x in stalls if x is not None) * 1e3)
         launch_none = (r.get("none_paired") or {}).get("launch_us")
         if st.get("launch_us") is not None and launch_none is not None:
             rows[k]["launch"].append(st["launch_us"] - launch_none)
@@ -49,7 +56,9 @@ def summarize_rounds(results):
              "cpu_ms_per_step": _spread(rows[k]["cpu"]), "pool_cpu_ms_per_step": _spread(rows[k]["pool"]),
              "launch_added_us": _spread(rows[k]["launch"]),
              "over_copy_back_to_back_us": _spread(rows[k]["ob2b"]),
-             "over_copy_added_us": _spread(rows[k]["osynced"])} for k in order]
+             "over_copy_added_us": _spread(rows[k]["osynced"]),
+             "graph_stall_queued_us": _spread(rows[k]["gqueued"]),
+             "graph_stall_synced_us": _spread(rows[k]["gsynced"])} for k in order]
 
 
 def summary_line(s):
@@ -65,6 +74,9 @@ def summary_line(s):
     if s.get("over_copy_added_us"):
         out += "; over the copies, round by round: back to back %s, synced %s" % (
             us(s.get("over_copy_back_to_back_us")), us(s["over_copy_added_us"]))
+    if s.get("graph_stall_queued_us") or s.get("graph_stall_synced_us"):
+        out += "; stalls at the joins in the graph: queued %s, synced %s" % (
+            us(s.get("graph_stall_queued_us")), us(s.get("graph_stall_synced_us")))
     return out
 
 
