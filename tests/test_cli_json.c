@@ -418,8 +418,12 @@ static void check_bench_layer(void)
 		CHECK(s && !strcmp(s, names[i]));
 		CHECK(json_integer_value(json_object_get(r, "ids")) == (i % 2 ? 100 : 480));
 		json_t *h = json_object_get(r, "host_ids");
+		/* the calling thread's own CPU in the call: a CPU-only call gathers on it, so above 0 */
 		if (!json_is_object(h) || json_real_value(json_object_get(h, "median_ms")) <= 0 ||
-		    !json_is_real(json_object_get(h, "cpu_ms_per_call"))) {
+		    !json_is_real(json_object_get(h, "cpu_ms_per_call")) ||
+		    json_real_value(json_object_get(h, "calling_thread_cpu_us")) <= 0 ||
+		    !json_is_real(json_object_get(h, "calling_thread_preempted_per_call")) ||
+		    json_real_value(json_object_get(h, "calling_thread_preempted_per_call")) < 0) {
 			fprintf(stderr, "bench lookup row %zu (%s): host_ids %s\n", i, s ? s : "?",
 				json_is_object(h) ? json_string_value(json_object_get(h, "error")) : "missing");
 			t_failures++;

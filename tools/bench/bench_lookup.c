@@ -345,7 +345,8 @@ static int lk_buffers(struct lk_run *d)
 {
 	d->ids = malloc((size_t)d->batches * d->maxn * sizeof(*d->ids));
 	d->times = malloc((size_t)d->o->reps * sizeof(double));
-	if (!d->ids || !d->times) {
+	d->call_cpu = malloc((size_t)d->o->reps * sizeof(double));
+	if (!d->ids || !d->times || !d->call_cpu) {
 		return cli_errorf("bench lookup", 1, "out of memory for ids");
 	}
 	if (lk_workload(d))
@@ -448,7 +449,8 @@ static int lk_shapes(struct lk_run *d)
 	const struct lk_opts *o = d->o;
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
-			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
+			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times,
+			       .call_cpu = d->call_cpu};
 	d->nres = (o->nstrat + 2 * d->layer) * o->nshapes;
 	for (int k = 0; k < o->nshapes; k++) {
 		double distinct = 0;
@@ -512,7 +514,8 @@ static int lk_knob_sweep(struct lk_run *d)
 	const struct lk_opts *o = d->o;
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
-			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times};
+			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times,
+			       .call_cpu = d->call_cpu};
 	struct knob_set sets[64];
 	int ns = 0;
 	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
@@ -628,6 +631,7 @@ static void lk_free(struct lk_run *d)
 		close(d->ids_fd);
 	json_decref(d->vinfo);
 	free(d->times);
+	free(d->call_cpu);
 	free(d->hot);
 	free(d->hot_sorted);
 	bench_workload_free(d->wl);

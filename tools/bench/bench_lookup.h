@@ -25,6 +25,10 @@ extern const char *const lk_mode_names[NMODES]; /* "host_ids", "gpu_ids", "graph
 /* The CPU a call took: the whole process's, and of it eht's pool workers' and doorbell poller's (ms). */
 struct call_cpu {
 	double all_ms, pool_ms, poller_ms;
+	/* The calling thread's own CPU in a call (median, us): an eager call's launches, a graph's launch
+	 * call, or a CPU-only lookup's whole call; and how often the calling thread was preempted per call
+	 * (involuntary context switches, its syncs included). */
+	double call_us, preempted;
 };
 
 /* One row of the report: a strategy, the engine's own call (label "layer", "layer+bg") or vLLM's
@@ -61,6 +65,7 @@ struct bench_ctx {
 	eht_dptr flush;
 	void *out;          /* GPU or host output */
 	double *times;      /* reps */
+	double *call_cpu;   /* reps: the calling thread's CPU in each call (the launch, not the sync) */
 };
 
 /* One lookup call as timed: ids (host or GPU memory, per mode) of ncopy int32 elements into c->out on
@@ -162,7 +167,7 @@ struct lk_run {
 	uint64_t cpu_page; /* and in bytes (0: unknown) */
 	int table_tier;
 	int32_t *ids;
-	double *times;
+	double *times, *call_cpu;
 	struct bench_workload *wl;
 	int64_t *hot, *hot_sorted;
 	eht_dptr dout, dids, dcap, flush;

@@ -49,10 +49,11 @@ static json_t *lk_result_json(const struct lk_run *d, const struct result *r, co
 		if (!want[m])
 			continue;
 		json_object_set_new(o, lk_mode_names[m],
-				    r->na[m] ? json_null() : r->ok[m] ? json_pack("{s:f, s:f, s:f, s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms",
+				    r->na[m] ? json_null() : r->ok[m] ? json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "median_ms", r->med_ms[m], "p90_ms",
 							 r->p90_ms[m], "cpu_ms_per_call", r->cpu[m].all_ms,
 							 "pool_cpu_ms_per_call", r->cpu[m].pool_ms, "poller_cpu_ms_per_call",
-							 r->cpu[m].poller_ms)
+							 r->cpu[m].poller_ms, "calling_thread_cpu_us", r->cpu[m].call_us,
+							 "calling_thread_preempted_per_call", r->cpu[m].preempted)
 					     : json_pack("{s:s}", "error", r->err[m]));
 	}
 	json_object_set_new(o, "best_rows_per_s", bench_real_or_null(rps, best > 0));
@@ -161,6 +162,21 @@ static void lk_table_rows(const struct lk_run *d, const struct result *res, int 
 				printf("%s %zu %s: %s\n", lk_row_name(&res[i]), res[i].n, lk_mode_names[m], res[i].err[m]);
 }
 
+/* The calling thread's own CPU per call of each row and mode (the engine-native target of an eager
+ * call is stated against it), and how often it was preempted per call. */
+static void lk_calling_thread(const struct result *res, int n, const int *want)
+{
+	printf("the calling thread's CPU per call, median us (times preempted per call):\n");
+	for (int i = 0; i < n; i++) {
+		printf("  %-8s %8zu", lk_row_name(&res[i]), res[i].n);
+		for (int m = 0; m < NMODES; m++)
+			if (want[m] && res[i].ok[m])
+				printf("  %s %.1f (%.2f)", m == ON_HOST ? "host-ids" : m == ON_GPU ? "gpu-ids" : "graph launch",
+				       res[i].cpu[m].call_us, res[i].cpu[m].preempted);
+		printf("\n");
+	}
+}
+
 /* The baseline's rows under the strategies', with their own columns (it takes GPU ids), or the one
  * line saying why it was not measured. */
 static void lk_baseline_table(const struct lk_run *d)
@@ -185,6 +201,7 @@ void lk_report_table(const struct lk_run *d)
 	printf("workload: %s, table in %s, CPU pages %s\n", bench_workload_name(d->wl), o->tier, d->pages);
 	lk_table_header(d->want);
 	lk_table_rows(d, d->res, d->nres, d->want);
+	lk_calling_thread(d->res, d->nres, d->want);
 	lk_baseline_table(d);
 	printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
 	       "steps%s; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"

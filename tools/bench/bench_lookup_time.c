@@ -4,6 +4,7 @@
  * own call. */
 #include <stdint.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "bench.h"
 #include "bench_lookup.h"
@@ -17,6 +18,21 @@ double lk_cpu_seconds(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
 	       ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* The calling thread's CPU seconds. */
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Times the calling thread was preempted (involuntary context switches), 0 where unknown. */
+static long thread_preemptions(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 
 /* The call captured once into a graph reading c->dcap; 0 or -errno. */
@@ -48,12 +64,14 @@ int lk_time_mode(struct bench_ctx *c, const struct bench_call *call, int mode, d
 	if (!err && mode == ON_GRAPH)
 		err = capture(c, call, &g, &ge);
 	double cpu0 = 0;
+	long preempt0 = 0;
 	struct bench_thread_cpu th0 = {0}, th1;
 	for (int rep = -2; rep < c->reps && !err; rep++) {
 		size_t off = (size_t)(rep + 2) * c->stride;
 		if (rep == 0) {
 			bench_thread_cpu(&th0);
 			cpu0 = lk_cpu_seconds();
+			preempt0 = thread_preemptions();
 		}
 		const void *pid = mode == ON_HOST ? (const void *)(c->ids + off)
 						  : (const void *)(uintptr_t)(c->dids + off * sizeof(int32_t));
@@ -62,25 +80,32 @@ int lk_time_mode(struct bench_ctx *c, const struct bench_call *call, int mode, d
 			if (!err)
 				err = eht_dev_stream_sync(c->s);
 		}
-		double a = eht_now_s();
+		double t0 = thread_cpu_s(), a = eht_now_s();
 		if (!err)
 			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
 					       : call->run(call->arg, mode, pid, c->out, c->gpu ? c->s : NULL);
+		/* (read while the GPU still works: the wall time to the sync does not grow) */
+		double t1 = thread_cpu_s();
 		if (!err && c->gpu)
 			err = eht_dev_stream_sync(c->s);
-		if (rep >= 0)
+		if (rep >= 0) {
 			c->times[rep] = eht_now_s() - a;
+			c->call_cpu[rep] = t1 - t0;
+		}
 	}
 	if (ge)
 		eht_dev_graph_exec_destroy(ge);
 	if (g)
 		eht_dev_graph_destroy(g);
 	if (!err) {
+		cpu->preempted = (double)(thread_preemptions() - preempt0) / c->reps;
 		cpu->all_ms = (lk_cpu_seconds() - cpu0) * 1e3 / c->reps;
 		bench_thread_cpu(&th1);
 		cpu->pool_ms = (th1.pool_s - th0.pool_s) * 1e3 / c->reps;
 		cpu->poller_ms = (th1.poller_s - th0.poller_s) * 1e3 / c->reps;
 		struct bench_stats st;
+		bench_stats(c->call_cpu, c->reps, 1e6, &st);
+		cpu->call_us = st.median;
 		bench_stats(c->times, c->reps, 1e3, &st);
 		*med = st.median;
 		*p90 = st.p90;
