@@ -347,7 +347,7 @@ static int lk_buffers(struct lk_run *d)
 	d->times = malloc((size_t)d->o->reps * sizeof(double));
 	d->call_cpu = malloc((size_t)d->o->reps * sizeof(double));
 	if (!d->ids || !d->times || !d->call_cpu) {
-		return cli_errorf("bench lookup", 1, "out of memory for ids");
+		return cli_errorf("bench lookup", 1, "out of memory for ids and timings");
 	}
 	if (lk_workload(d))
 		return 1;

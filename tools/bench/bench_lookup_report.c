@@ -162,8 +162,8 @@ static void lk_table_rows(const struct lk_run *d, const struct result *res, int 
 				printf("%s %zu %s: %s\n", lk_row_name(&res[i]), res[i].n, lk_mode_names[m], res[i].err[m]);
 }
 
-/* The calling thread's own CPU per call of each row and mode (the engine-native target of an eager
- * call is stated against it), and how often it was preempted per call. */
+/* The calling thread's own CPU per call of each row and mode (what an eager call costs an engine's
+ * launching thread), and how often it was preempted per call. */
 static void lk_calling_thread(const struct result *res, int n, const int *want)
 {
 	printf("the calling thread's CPU per call, median us (times preempted per call):\n");
