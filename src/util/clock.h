@@ -22,6 +22,14 @@ static inline int64_t eht_now_ms(void) { return (int64_t)(eht_now_ns() / 1000000
 static inline double eht_now_us(void) { return (double)eht_now_ns() * 1e-3; }
 static inline double eht_now_s(void) { return (double)eht_now_ns() * 1e-9; }
 
+/* CPU seconds the calling thread has run (user and system): what a call costs its caller. */
+static inline double eht_thread_cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Wall-clock nanoseconds since the epoch: only for timestamps other processes read. */
 static inline uint64_t eht_wall_ns(void)
 {

@@ -4,7 +4,6 @@
  * own call. */
 #include <stdint.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "bench.h"
 #include "bench_lookup.h"
@@ -18,14 +17,6 @@ double lk_cpu_seconds(void)
 	getrusage(RUSAGE_SELF, &ru);
 	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
 	       ru.ru_stime.tv_usec * 1e-6;
-}
-
-/* The calling thread's CPU seconds. */
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Times the calling thread was preempted (involuntary context switches), 0 where unknown. */
@@ -80,12 +71,12 @@ int lk_time_mode(struct bench_ctx *c, const struct bench_call *call, int mode, d
 			if (!err)
 				err = eht_dev_stream_sync(c->s);
 		}
-		double t0 = thread_cpu_s(), a = eht_now_s();
+		double t0 = eht_thread_cpu_s(), a = eht_now_s();
 		if (!err)
 			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)
 					       : call->run(call->arg, mode, pid, c->out, c->gpu ? c->s : NULL);
 		/* (read while the GPU still works: the wall time to the sync does not grow) */
-		double t1 = thread_cpu_s();
+		double t1 = eht_thread_cpu_s();
 		if (!err && c->gpu)
 			err = eht_dev_stream_sync(c->s);
 		if (rep >= 0) {
