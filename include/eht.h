@@ -931,10 +931,11 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * per memory op, and an eager call's thread about 2 us per node. On the lent H200, a decode step of
  * two tables (eht bench step, medians of 3 rounds) paid pushed +35 / +50 us synced (two machines)
  * against +69 / +61 us the stream's way, and back to back +38 / +48 against +26 / +65 us; a prefill
- * step -0.06 / +0.22 ms synced against +0.32 / +0.37 ms, its graph's launch 120 us shorter. EHT_LOOKUP_BG_STREAM keeps captured requests the stream's way (for an
- * engine that launches steps far ahead and measures that better); eager requests are always pushed.
- * EHT_LOOKUP_BG_PUSH is the default, kept for the callers that set it. EHT_LOOKUP_BG_PUSH=1 / 0 in the
- * environment overrides both flags for every engine. */
+ * step -0.06 / +0.22 ms synced against +0.32 / +0.37 ms, its graph's launch 120 us shorter.
+ * EHT_LOOKUP_BG_STREAM keeps captured requests the stream's way (for an engine that launches steps
+ * far ahead and measures that better); eager requests are always pushed. EHT_LOOKUP_BG_PUSH is the
+ * default, kept for the callers that set it. EHT_LOOKUP_BG_PUSH=1 / 0 in the environment overrides
+ * both flags for every engine. */
 #define EHT_LOOKUP_BG_PUSH 0x20u
 #define EHT_LOOKUP_BG_STREAM 0x40u
 #define EHT_LOOKUP_OPTS_FLAGS                                                                                   \
