@@ -194,6 +194,7 @@ class Step:
 
         def mark(name, stream):
             if marks is not None:
+                # (eager without the external keyword: a torch older than it still traces eagerly)
                 e = torch.cuda.Event(enable_timing=True, external=True) if external else \
                     torch.cuda.Event(enable_timing=True)
                 e.record(stream)

@@ -258,6 +258,11 @@ def _eht_piece(e):
     return name.startswith("eht_") or e.get("cat") == "gpu_memcpy" and "DtoD" not in name
 
 
+def _model_kernel(e):
+    """A kernel of the model's (every kernel not eht's)."""
+    return e.get("cat") == "kernel" and not e.get("name", "").startswith("eht_")
+
+
 def _gpu_events(trace_events):
     """The kernels, copies and memsets that graph launches ran, grouped per launch (in order). Each
     launch's group also gets eht's pieces that no launch ran but that started at or after its first
@@ -293,7 +298,7 @@ def main_stream_idle(evs):
     a join, or anything else it depends on) rather than ran slower."""
     busy = {}
     for e in evs:
-        if e.get("cat") == "kernel" and not e.get("name", "").startswith("eht_"):
+        if _model_kernel(e):
             busy[_stream(e)] = busy.get(_stream(e), 0.0) + e["dur"]
     if not busy:
         return None, None
@@ -317,12 +322,10 @@ def summarize_replay(evs):
            "eht_kernels": 0, "eht_copies": 0, "eht_max_grid": 0, "eht_first_us": None, "eht_last_us": None,
            "main_idle_us": idle, "main_longest_gap_us": longest}
     for e in evs:
-        name = e.get("name", "")
-        eht_piece = _eht_piece(e)
-        if e.get("cat") == "kernel" and not name.startswith("eht_"):
+        if _model_kernel(e):
             out["model_kernel_us"] += e["dur"]
             continue
-        if not eht_piece:
+        if not _eht_piece(e):
             continue
         if e.get("cat") == "kernel":
             out["eht_kernel_us"] += e["dur"]
