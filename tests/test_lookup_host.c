@@ -323,6 +323,24 @@ int main(void)
 	o.strategy = 9;
 	CHECK_RC(eht_lookup_create(t, &o, &lk), -EINVAL);
 	o.strategy = EHT_LOOKUP_HOST;
+	CHECK_RC(eht_lookup_create(NULL, &o, &lk), -EINVAL);
+	CHECK(strstr(eht_last_error(), "NULL table") != NULL);
+	CHECK_RC(eht_lookup_create(t, &o, NULL), -EINVAL);
+	CHECK(strstr(eht_last_error(), "NULL out") != NULL);
+	o.format = 7;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), -EINVAL);
+	CHECK(strstr(eht_last_error(), "unknown output format 7") != NULL);
+	o.format = EHT_LOOKUP_RAW;
+	o.max_batch = 1ull << 31;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), -EINVAL);
+	CHECK(strstr(eht_last_error(), "max_batch") != NULL);
+	o.max_batch = 0;
+	o.flags = EHT_LOOKUP_BG_PUSH | EHT_LOOKUP_BG_STREAM;
+	CHECK_RC(eht_lookup_create(t, &o, &lk), -EINVAL);
+	CHECK(strstr(eht_last_error(), "both ways") != NULL);
+	o.flags = 0;
+	CHECK(lk == NULL);
+	o.strategy = EHT_LOOKUP_HOST;
 	o.format = EHT_LOOKUP_BF16;
 	eht_table *t2 = NULL;
 	CHECK_RC(eht_table_wrap(g_table, 100, 256, -1, "t256", &t2), 0);
@@ -335,6 +353,14 @@ int main(void)
 	CHECK_RC(eht_lookup_run(lk, ids, 7, 0, 2, out, NULL, 0, NULL), -EINVAL);
 	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT32, 0, 2, out, NULL, 0x80000000u, NULL), -EINVAL);
 	CHECK_RC(eht_lookup_run(lk, NULL, EHT_ID_INT32, 0, 2, out, NULL, 0, NULL), -EINVAL);
+	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT32, 0, 2, NULL, NULL, 0, NULL), -EINVAL);
+	CHECK(strstr(eht_last_error(), "NULL out") != NULL);
+	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT32, 0, 2, out, NULL,
+				EHT_LOOKUP_RUN_IDS_HOST | EHT_LOOKUP_RUN_IDS_DEVICE, NULL), -EINVAL);
+	CHECK(strstr(eht_last_error(), "ids cannot be both") != NULL);
+	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT32, 0, 2, out, NULL,
+				EHT_LOOKUP_RUN_OUT_HOST | EHT_LOOKUP_RUN_OUT_DEVICE, NULL), -EINVAL);
+	CHECK(strstr(eht_last_error(), "out cannot be both") != NULL);
 	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT32, 0, 2, out, NULL, EHT_LOOKUP_RUN_OUT_DEVICE, NULL), -EINVAL);
 	CHECK_RC(eht_lookup_run(lk, ids, EHT_ID_INT32, 0, 2, out, NULL, EHT_LOOKUP_RUN_STRATEGY(EHT_LOOKUP_SORTED), NULL),
 		 -EINVAL);

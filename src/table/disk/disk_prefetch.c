@@ -124,9 +124,10 @@ static int start(struct disk *d)
 	size_t pr = d->prefetch_rows;
 	for (unsigned i = 0; i < d->nslots; i++) {
 		struct eht_disk_ticket *tk = &d->tk[i];
-		tk->rows = malloc(pr * sizeof(uint64_t));
-		tk->tmp = malloc(pr * sizeof(uint64_t));
-		tk->buf = malloc(pr * d->rb);
+		/* (kept from a call that ran out of memory part way: the next call's start goes on from them) */
+		tk->rows = tk->rows ? tk->rows : malloc(pr * sizeof(uint64_t));
+		tk->tmp = tk->tmp ? tk->tmp : malloc(pr * sizeof(uint64_t));
+		tk->buf = tk->buf ? tk->buf : malloc(pr * d->rb);
 		if (!tk->rows || !tk->tmp || !tk->buf)
 			return eht_err(ENOMEM, "disk: out of memory for %u prefetch buffers of %zu rows", d->nslots, pr);
 	}
