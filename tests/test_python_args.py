@@ -50,6 +50,33 @@ class TestArgs(unittest.TestCase):
         lk.close()
         t.close()
 
+    def test_cuda_device_without_cuda(self):
+        """device="cuda" where torch has no CUDA (a CPU build, or no GPU): 0, as without torch, not
+        the AssertionError / RuntimeError that torch.cuda.current_device() raises there."""
+        from eht import _args
+
+        class _NoCuda:
+            @staticmethod
+            def is_available():
+                return False
+
+            @staticmethod
+            def current_device():
+                raise AssertionError("Torch not compiled with CUDA enabled")
+
+        class _CpuTorch:
+            cuda = _NoCuda
+            device = type("device", (), {})
+
+        saved = _args._torch_mod
+        _args._torch_mod = _CpuTorch
+        try:
+            self.assertEqual(_args._device_index("cuda"), 0)
+            self.assertEqual(_args._device_index("cuda:2"), 2)
+            self.assertEqual(_args._device_index("cpu"), -1)
+        finally:
+            _args._torch_mod = saved
+
     def test_wrap_args(self):
         with self.assertRaisesRegex(ValueError, "NUL"):
             eht.wrap(bytearray(264), 1, 264, name="a\0b")

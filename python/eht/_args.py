@@ -77,7 +77,9 @@ def _device_index(device):
         if device == "cpu":
             return -1
         if device == "cuda":
-            return torch.cuda.current_device() if torch is not None else 0
+            # torch's current device where torch has CUDA and a GPU; else 0, as without torch (a torch
+            # built without CUDA raises in current_device: the library names a missing GPU itself)
+            return torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
         if device.startswith("cuda:") and device[5:].isdigit():
             return _as_int("device", int(device[5:]), ctypes.c_int)
         raise ValueError("device must look like 'cuda', 'cuda:0' or 'cpu', not %r" % device)
