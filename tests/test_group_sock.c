@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_group_sock.c: the built-in node-local group with forked ranks: barrier, broadcast, all-gather,
- * descriptor passing, a rank killed mid-broadcast, connect timeouts, SO_PEERCRED, the adapter. */
+ * descriptor passing (also over the user's in-flight limit), a rank killed mid-broadcast, connect
+ * timeouts, SO_PEERCRED, the adapter. */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -162,6 +166,72 @@ static int basic_rank(int rank)
 	eht_group_destroy(g);
 	if (bad)
 		fprintf(stderr, "rank %d: a check failed (%s)\n", rank, eht_last_error());
+	return bad;
+}
+
+/* ---- descriptors over the user's in-flight limit ---- */
+
+/* Sent and unread descriptors count against the sending user's open-file limit (root is exempt):
+ * with the limit at 64, rank 0's 40 descriptors to each of 3 ranks that read only after 300 ms pass
+ * it at the third send, which must wait for the first ranks to read instead of failing. Ranks of
+ * root become an unprivileged user first. */
+enum { INFLIGHT_FDS = 40, INFLIGHT_LIMIT = 64 };
+
+static int limit_inflight(void)
+{
+	if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+			       setresuid(65534, 65534, 65534) != 0))
+		return -1;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return -1;
+	rl.rlim_cur = INFLIGHT_LIMIT;
+	return setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* Whether a forked process can become that user and set that limit. */
+static bool can_limit_inflight(void)
+{
+	pid_t p = fork();
+	if (p == 0)
+		_exit(limit_inflight() ? 1 : 0);
+	int st = 0;
+	return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int inflight_rank(int rank)
+{
+	if (limit_inflight()) {
+		fprintf(stderr, "rank %d: cannot limit descriptors in flight\n", rank);
+		return 1;
+	}
+	eht_group *g = NULL;
+	struct eht_group_opts o = opts_ms(20000);
+	if (eht_group_create(key, rank, N, &o, &g)) {
+		fprintf(stderr, "rank %d: create: %s\n", rank, eht_last_error());
+		return 1;
+	}
+	int bad = 0, fds[INFLIGHT_FDS];
+	for (int i = 0; i < INFLIGHT_FDS; i++) {
+		fds[i] = rank == 0 ? memfd_create("f", MFD_CLOEXEC) : -1;
+		if (rank == 0)
+			bad |= fds[i] < 0 || ftruncate(fds[i], 4096 + i) != 0;
+	}
+	if (rank > 0) {
+		struct timespec ts = {0, 300 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (eht_group_broadcast_fds(g, fds, INFLIGHT_FDS)) {
+		fprintf(stderr, "rank %d: fds over the in-flight limit: %s\n", rank, eht_last_error());
+		bad |= 1;
+	}
+	for (int i = 0; i < INFLIGHT_FDS; i++) {
+		bad |= fds[i] < 0 || lseek(fds[i], 0, SEEK_END) != 4096 + i;
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	bad |= eht_group_barrier(g) != 0;
+	eht_group_destroy(g);
 	return bad;
 }
 
@@ -358,5 +428,12 @@ int main(void)
 
 	new_key("adapter");
 	CHECK(run_ranks(3, adapter_rank, NULL, -1, 0) == 0);
+
+	if (can_limit_inflight()) {
+		new_key("inflight");
+		CHECK(run_ranks(N, inflight_rank, NULL, -1, 0) == 0);
+	} else {
+		fprintf(stderr, "note: cannot become an unprivileged user, descriptors in flight not limited\n");
+	}
 	return t_done();
 }

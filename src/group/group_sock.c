@@ -41,6 +41,9 @@ static const char *rc_text(int rc)
 	case -ECONNRESET: return "connection reset: the peer exited or broke the group";
 	case -ETIMEDOUT: return "timed out";
 	case -EPROTO: return "protocol mismatch (ranks called different collectives or sizes)";
+	case -ETOOMANYREFS:
+		return "the descriptors in flight to the other ranks stayed over this user's open-file limit until "
+		       "the timeout (unread descriptors count against it): raise `ulimit -n`";
 	default: return strerror(-rc);
 	}
 }

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/clock.h"
@@ -67,6 +68,17 @@ int eht_sock_send_all(int fd, const void *buf, size_t len, const int *fds, size_
 			int rc = eht_sock_wait(fd, POLLOUT, deadline);
 			if (rc)
 				return rc;
+			continue;
+		}
+		/* Descriptors sent and not yet received count against the sending user's open-file limit
+		 * (RLIMIT_NOFILE; root is exempt): a broadcast to several peers, or several workers
+		 * attaching at once, passes it while the peers have not read yet. Nothing was sent: wait
+		 * for them to read and try again, until the deadline (then the caller names the limit). */
+		if (n < 0 && errno == ETOOMANYREFS && nfds) {
+			if (eht_now_ms() >= deadline)
+				return -ETOOMANYREFS;
+			struct timespec ts = {0, 1000 * 1000};
+			nanosleep(&ts, NULL);
 			continue;
 		}
 		return conn_errno(n < 0 ? errno : EPIPE);

@@ -14,7 +14,8 @@
 /* Waits for events on fd until the deadline. Returns 0 (ready, or HUP/ERR), -ETIMEDOUT or -errno. */
 int eht_sock_wait(int fd, short events, int64_t deadline);
 /* Sends all of buf; fds (at most EHT_SOCK_FDS_PER_MSG) ride on the first byte. A dead peer is
- * -ECONNRESET (MSG_NOSIGNAL: never SIGPIPE). Returns 0, -ETIMEDOUT or -errno. */
+ * -ECONNRESET (MSG_NOSIGNAL: never SIGPIPE). Descriptors over the user's in-flight limit wait for
+ * the peers to read, until the deadline: -ETOOMANYREFS then. Returns 0, -ETIMEDOUT or -errno. */
 int eht_sock_send_all(int fd, const void *buf, size_t len, const int *fds, size_t nfds, int64_t deadline);
 /* Receives exactly len bytes; descriptors arriving with them go to fds (up to maxfds, *nfds counts
  * them); extra descriptors are closed and the call fails with -EPROTO. EOF is -ECONNRESET. */

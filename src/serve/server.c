@@ -150,6 +150,10 @@ static int send_tables(eht_server *s, int cfd, int k)
 		char byte = 'F';
 		src = eht_sock_send_all(cfd, &byte, 1, fds + at, k, deadline);
 	}
+	if (src == -ETOOMANYREFS)
+		src = eht_err(ETOOMANYREFS, "serve %s: the tables' descriptors in flight to workers stayed over this "
+					    "user's open-file limit for %d s (unread descriptors count against it): raise "
+					    "`ulimit -n` for eht serve", s->key, SEND_TIMEOUT_MS / 1000);
 	if (fds)
 		eht_sock_close_fds(fds, total);
 	free(fds);
