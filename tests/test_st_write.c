@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_st_write.c: the writer (byte-identical to the official writer on the fixtures, round trips of
  * every dtype, data and fill sources, its refusals) and the synthetic checkpoint generator. */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -265,6 +271,48 @@ out:
 	CHECK_RC(eht_synth_checkpoint(c, &o), -EINVAL);
 }
 
+/* A disk that fills part way (RLIMIT_FSIZE in a child: a shard past 256 KiB fails with EFBIG) leaves
+ * no partial checkpoint: the shards written before are removed, and the directory if synth made it
+ * (a directory that was there stays, with the files that are not a checkpoint's). */
+static void synth_full_disk(const char *dir)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		signal(SIGXFSZ, SIG_IGN);
+		struct rlimit rl;
+		int bad = getrlimit(RLIMIT_FSIZE, &rl) != 0;
+		rl.rlim_cur = 256 << 10;
+		bad |= setrlimit(RLIMIT_FSIZE, &rl) != 0;
+		char made[600], kept[600], other[700];
+		snprintf(made, sizeof(made), "%s/full-new", dir);
+		snprintf(kept, sizeof(kept), "%s/full-old", dir);
+		snprintf(other, sizeof(other), "%s/notes.txt", kept);
+		struct eht_synth_opts o = {.size = sizeof(o), .tables = 2, .rows = 4000, .shards = 3};
+		bad |= eht_synth_checkpoint(made, &o) != -EFBIG;
+		bad |= strstr(eht_last_error(), "safetensors") == NULL;
+		struct stat st;
+		bad |= stat(made, &st) == 0; /* made here: gone */
+		bad |= mkdir(kept, 0755) != 0;
+		FILE *f = fopen(other, "w");
+		bad |= !f || fputs("mine\n", f) < 0;
+		if (f)
+			fclose(f);
+		bad |= eht_synth_checkpoint(kept, &o) != -EFBIG;
+		int n = 0;
+		DIR *d = opendir(kept);
+		for (struct dirent *e; d && (e = readdir(d));)
+			n += e->d_name[0] != '.';
+		if (d)
+			closedir(d);
+		bad |= !d || n != 1 || stat(other, &st) != 0; /* only the user's file is left */
+		if (bad)
+			fprintf(stderr, "synth on a full disk: %s\n", eht_last_error());
+		_exit(bad);
+	}
+	int st = 0;
+	CHECK(p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	char *dir = strdup(t_tmpdir("st-write"));
@@ -285,6 +333,7 @@ int main(void)
 	}
 	round_trip(dir);
 	synth_checks(dir);
+	synth_full_disk(dir);
 	t_rmtree(dir);
 	free(dir);
 	return t_done();

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +167,8 @@ int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts)
 	if (o.shards > nt)
 		return eht_err(EINVAL, "eht_synth_checkpoint: %u shards for %zu tensors (at most one file per tensor)",
 			       o.shards, nt);
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+	const bool made = mkdir(dir, 0755) == 0;
+	if (!made && errno != EEXIST)
 		return eht_err_sys(errno, "%s: mkdir", dir);
 	if ((rc = clean_dir(dir)))
 		return rc;
@@ -241,5 +243,12 @@ int eht_synth_checkpoint(const char *dir, const struct eht_synth_opts *opts)
 out:
 	free(t);
 	free(w);
+	if (rc) { /* no partial checkpoint left behind: a shard written before a later one failed */
+		struct eht_err_saved cause;
+		eht_err_save(&cause);
+		if (clean_dir(dir) == 0 && made)
+			rmdir(dir);
+		rc = eht_err_restore(&cause, rc);
+	}
 	return rc;
 }
