@@ -2,9 +2,11 @@
 /* test_serve.c: `eht serve` + eht_attach + lookups (CPU), a duplicate key, an absent key, SIGTERM and
  * SIGKILL of the server while a worker is attached (its next call fails, nothing hangs), and nothing
  * left in the shm directory after `eht regions gc`. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -118,7 +120,7 @@ int main(void)
 	CHECK_RC(eht_attach("bad key!", &ao, &c), -EINVAL);
 
 	/* Serve; two workers attach at once and read the checkpoint's bytes. */
-	int sfd = -1;
+	int sfd = -1, st = 0;
 	pid_t srv = start_server(key, "auto", &sfd);
 	CHECK(srv > 0);
 	if (srv <= 0)
@@ -137,6 +139,27 @@ int main(void)
 	/* The region files are unlinked once ready: nothing to leak while serving. */
 	CHECK(t_dir_entries(shm) == 0);
 
+	/* A worker whose descriptors ran out (its open-file limit) gets -EMFILE naming the limit, not
+	 * "connection lost" or a protocol error: every slot but the attach socket's is taken. */
+	pid_t wk = fork();
+	if (wk == 0) {
+		struct rlimit rl;
+		int bad = getrlimit(RLIMIT_NOFILE, &rl) != 0;
+		rl.rlim_cur = 64;
+		bad |= setrlimit(RLIMIT_NOFILE, &rl) != 0;
+		int last = -1;
+		for (int d; (d = dup(0)) >= 0;)
+			last = d;
+		bad |= last < 0 || close(last) != 0;
+		eht_client *w = NULL;
+		int rc = eht_attach(key, &ao, &w);
+		bad |= rc != -EMFILE || w != NULL || !strstr(eht_last_error(), "ulimit -n");
+		if (bad)
+			fprintf(stderr, "worker without descriptors: rc %d: %s\n", rc, eht_last_error());
+		_exit(bad);
+	}
+	CHECK(wk > 0 && waitpid(wk, &st, 0) == wk && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
 	/* A second server of the same key refuses to start. */
 	char cmd[1200];
 	snprintf(cmd, sizeof(cmd), "'%s' serve '%s' --key %s >/dev/null 2>&1", getenv("EHT_CLI"), ckpt, key);
@@ -144,7 +167,6 @@ int main(void)
 
 	/* SIGKILL: the worker's next call fails with -ECONNRESET; no hang, no crash. */
 	kill(srv, SIGKILL);
-	int st;
 	waitpid(srv, &st, 0);
 	struct timespec ts = {0, 50 * 1000 * 1000};
 	nanosleep(&ts, NULL);

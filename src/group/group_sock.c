@@ -41,6 +41,7 @@ static const char *rc_text(int rc)
 	case -ECONNRESET: return "connection reset: the peer exited or broke the group";
 	case -ETIMEDOUT: return "timed out";
 	case -EPROTO: return "protocol mismatch (ranks called different collectives or sizes)";
+	case -EMFILE: return "this process has no room for more descriptors (its open-file limit, `ulimit -n`)";
 	case -ETOOMANYREFS:
 		return "the descriptors in flight to the other ranks stayed over this user's open-file limit until "
 		       "the timeout (unread descriptors count against it): raise `ulimit -n`";

@@ -123,10 +123,12 @@ int eht_sock_recv_all(int fd, void *buf, size_t len, int *fds, size_t maxfds, si
 			rc = n == 0 ? -ECONNRESET : conn_errno(errno);
 			break;
 		}
+		size_t arrived = 0;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 				continue;
 			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			arrived += k;
 			int tmp[EHT_SOCK_FDS_PER_MSG];
 			memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
 			for (size_t i = 0; i < k; i++) {
@@ -138,8 +140,10 @@ int eht_sock_recv_all(int fd, void *buf, size_t len, int *fds, size_t maxfds, si
 				}
 			}
 		}
+		/* Cut short with room left in the buffer: the kernel could not give this process more
+		 * descriptors (its open-file limit); with the buffer full, the peer sent too many. */
 		if (m.msg_flags & MSG_CTRUNC)
-			rc = -EPROTO;
+			rc = arrived < EHT_SOCK_FDS_PER_MSG ? -EMFILE : -EPROTO;
 		p += n;
 		len -= (size_t)n;
 	}

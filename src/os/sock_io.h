@@ -18,7 +18,8 @@ int eht_sock_wait(int fd, short events, int64_t deadline);
  * the peers to read, until the deadline: -ETOOMANYREFS then. Returns 0, -ETIMEDOUT or -errno. */
 int eht_sock_send_all(int fd, const void *buf, size_t len, const int *fds, size_t nfds, int64_t deadline);
 /* Receives exactly len bytes; descriptors arriving with them go to fds (up to maxfds, *nfds counts
- * them); extra descriptors are closed and the call fails with -EPROTO. EOF is -ECONNRESET. */
+ * them); extra descriptors are closed and the call fails with -EPROTO, or -EMFILE where this process
+ * had no room for them (its open-file limit). EOF is -ECONNRESET. */
 int eht_sock_recv_all(int fd, void *buf, size_t len, int *fds, size_t maxfds, size_t *nfds, int64_t deadline);
 /* Closes fds[0..n) that are >= 0 and sets them to -1. */
 void eht_sock_close_fds(int *fds, size_t n);

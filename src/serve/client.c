@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,7 +147,13 @@ static int receive(eht_client *c, uint32_t timeout_ms, json_t **root_out, int **
 		eht_sock_close_fds(fds, got);
 		free(fds);
 		free(text);
-		return eht_err(rc, "attach %s: connection lost while receiving tables", c->key);
+		struct rlimit rl = {0};
+		if (rc == -EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+			return eht_err(EMFILE, "attach %s: this process's open-file limit (%llu, `ulimit -n`) has no room "
+					       "for the tables' %u descriptors: raise it", c->key,
+				       (unsigned long long)rl.rlim_cur, h.nfds);
+		return eht_err(rc, "attach %s: %s while receiving tables", c->key,
+			       rc == -ETIMEDOUT ? "timed out" : rc == -EPROTO ? "a protocol error" : "connection lost");
 	}
 	json_error_t jerr;
 	json_t *root = json_loadb(text, h.json_len, 0, &jerr);
