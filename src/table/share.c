@@ -84,8 +84,13 @@ static int share_one(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 			struct eht_table_info info = {.size = sizeof(info)};
 			if (eht_table_get_info(*out, &info) != 0)
 				info.tier = EHT_TIER_NONE;
-			eht_warn("table %s: %s sharing unavailable (%s); using the %s tier%s", name, first->label, cause,
-				 eht_tier_name(info.tier), last->fallback_note);
+			/* Without a GPU the region is what the tiers are for (README's table): no warning, and
+			 * no word of GPU pages. */
+			if (eht_dev_count() == 0)
+				eht_info("table %s: no GPU (%s); using the %s tier", name, cause, eht_tier_name(info.tier));
+			else
+				eht_warn("table %s: %s sharing unavailable (%s); using the %s tier%s", name, first->label,
+					 cause, eht_tier_name(info.tier), last->fallback_note);
 		} else {
 			char why[EHT_ERR_MAX];
 			snprintf(why, sizeof(why), "%s", eht_last_error());
