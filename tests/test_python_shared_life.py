@@ -210,6 +210,7 @@ def foreign(eht, d):
 
 
 def main():
+    os.environ.pop("EHT_LOG", None)  # the scripts' lines are counted at libeht's default level
     eht = pyutil.import_eht_cpu()
     if eht is None:
         return 77
