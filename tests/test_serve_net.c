@@ -343,6 +343,7 @@ int main(int argc, char **argv)
 	}
 	t_setenv("EHT_NO_CUDA", "1");
 	t_setenv("EHT_SERVE_ALLOW_GID", NULL);
+	t_setenv("EHT_LOG", NULL); /* the commands' warnings are read from their stderr */
 	char *tmp = t_tmpdir("serve-net");
 	chmod(tmp, 0755); /* the other user's worker reads the checkpoint */
 	char shm[600], ckpt[600];
