@@ -18,6 +18,7 @@
 #include "os/fsinfo.h"
 #include "os/numa.h"
 #include "util/clock.h"
+#include "util/err.h"
 #include "util/pool.h"
 
 static void usage(FILE *f)
@@ -47,22 +48,39 @@ struct run {
 	int pin_rc;
 };
 
+/* The region's file while a run holds it: SIGINT, SIGTERM, SIGHUP or SIGQUIT removes it
+ * (bench_undo_push), so an interrupted bench leaves no GiBs of /dev/shm behind until the next create
+ * or `eht regions gc` reclaims them. Its name is this process's, so no other file is at risk. (The
+ * create's temporary name, held for microseconds before the populate, is left to that reclaim.) */
+static char region_file[4200];
+
+static void unlink_region_file(void *arg)
+{
+	(void)arg;
+	unlink(region_file); /* async-signal-safe */
+}
+
 static int one_run(double gib, const char *dir, unsigned threads, bool thp, int device, eht_pool *pool,
 		   struct run *out)
 {
 	uint64_t bytes = (uint64_t)(gib * (double)(1ull << 30));
 	char name[64];
 	snprintf(name, sizeof(name), "eht-bench-%d", (int)getpid());
-	/* Unlinked as soon as it is ready: a bench killed midway leaks nothing but a stale file gc removes. */
+	/* Unlinked as soon as it is ready; until then a signal's undo removes it. */
 	struct eht_region_opts o = {.size = sizeof(o), .flags = EHT_REGION_UNLINK_WHEN_MAPPED | (thp ? EHT_REGION_THP : 0),
 				    .dir = dir, .expected_peers = 1, .populate_threads = threads};
 	eht_region *r = NULL;
 	memset(out, 0, sizeof(*out));
 	out->gib = gib;
+	snprintf(region_file, sizeof(region_file), "%s/eht.%s", eht_region_dir(dir), name);
+	if (bench_undo_push(unlink_region_file, NULL) != 0)
+		return eht_err(ENOSPC, "bench region: no room to undo the region on a signal");
 	double t0 = eht_now_s();
 	int rc = eht_region_open(name, bytes, &o, &r);
-	if (rc)
+	if (rc) {
+		bench_undo_pop();
 		return rc;
+	}
 	out->populate_s = eht_now_s() - t0;
 	/* Ceiling: writing every byte of the same, already mapped pages with the pool's threads. */
 	struct fill f = {.p = eht_region_data(r), .len = (size_t)bytes, .chunk = 64u << 20, .v = 0x5a};
@@ -79,6 +97,7 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	t0 = eht_now_s();
 	int crc = eht_region_close(&r);
 	out->unpin_s = out->pin_rc == 0 ? eht_now_s() - t0 : 0;
+	bench_undo_pop();
 	return rc ? rc : crc;
 }
 
