@@ -4,6 +4,7 @@ a target needs (build: no fuzzer, no MPI; test: those too), and remembers an opt
 install instead of running apt-get update at every make. Driven with stand-ins for dpkg-query, apt-get
 and id on PATH (nothing is installed). Runs anywhere."""
 import os
+import pathlib
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ def run(tmp, installed, broken=(), set_name="build"):
     env = dict(os.environ, PATH=bin_dir + ":" + os.environ["PATH"],
                EHT_DEPS_UNAVAILABLE=os.path.join(tmp, "unavailable"))
     r = subprocess.run(["bash", script, set_name], env=env, capture_output=True, text=True, timeout=60)
-    calls = open(log).read().splitlines() if os.path.exists(log) else []
+    calls = pathlib.Path(log).read_text().splitlines() if os.path.exists(log) else []
     os.remove(log) if os.path.exists(log) else None
     return r.returncode, calls
 

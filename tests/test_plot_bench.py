@@ -9,6 +9,7 @@ latency and the hot-set plot), vLLM's kernel as the baseline line on both lookup
 name in any label. Exits 77 without matplotlib."""
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -51,7 +52,7 @@ def by_strategy(series):
 def check_svgs(out):
     """Grouping by strategy, the baseline line and no host names; returns the failures."""
     fails = 0
-    svg = {n: open(os.path.join(out, n + ".svg"), encoding="utf-8").read()
+    svg = {n: pathlib.Path(out, n + ".svg").read_text(encoding="utf-8")
            for n in ("lookup-latency", "lookup-rows", "lookup-hotset")}
     groups = {n: by_strategy(strokes(svg[n], "series")) for n in svg}
     for n, g in groups.items():
@@ -71,7 +72,7 @@ def check_svgs(out):
             print("FAIL: %s: no vLLM baseline line with its legend: %r" % (n, base), file=sys.stderr)
             fails += 1
     # step: the variants' ticks grouped by strategy (each strategy's variants side by side), in its colour
-    step = open(os.path.join(out, "step.svg"), encoding="utf-8").read()
+    step = pathlib.Path(out, "step.svg").read_text(encoding="utf-8")
     ticks = re.findall(r"<!-- ((?:vllm|host|auto)[a-z+-]*) -->\s*<g (?:style=\"fill: (#[0-9a-f]{6})\" )?", step)[:4]
     strat = [v.split("-")[0].split("+")[0] for v, _ in ticks]
     runs = [k for i, k in enumerate(strat) if i == 0 or strat[i - 1] != k]
@@ -149,7 +150,7 @@ def main():
             fails += check_svgs(out)
         r = subprocess.run([script, paths["old"], paths["hot0"], paths["hot1m"], "--baseline", "none", "-o",
                             os.path.join(d, "nobase"), "--format", "svg"], capture_output=True, text=True)
-        if r.returncode != 0 or any("baseline-vllm" in open(os.path.join(d, "nobase", n + ".svg")).read()
+        if r.returncode != 0 or any("baseline-vllm" in pathlib.Path(d, "nobase", n + ".svg").read_text()
                                     for n in ("lookup-latency", "lookup-hotset")):
             print("FAIL: --baseline none still draws the line (exit %d): %s" % (r.returncode, r.stderr),
                   file=sys.stderr)

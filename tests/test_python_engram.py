@@ -14,6 +14,7 @@ import ast
 import ctypes
 import json
 import os
+import pathlib
 import struct
 import subprocess
 import sys
@@ -207,14 +208,14 @@ def main():
     pydir = os.path.join(SRC, "python", "eht")
     for mod, pyi in (("__init__", "__init__.pyi"), ("engram", "engram.pyi"), ("disk", "disk.pyi"),
                      ("shared", "shared.pyi"), ("torch", "torch.pyi"), ("group", "group.pyi")):
-        tree = ast.parse(open(os.path.join(pydir, mod + ".py")).read())
+        tree = ast.parse(pathlib.Path(pydir, mod + ".py").read_text())
         names = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
                       and any(getattr(t, "id", "") == "__all__" for t in n.targets)), [])
         path = os.path.join(pydir, pyi)
         if not os.path.exists(path):
             check(False, "no stub %s" % pyi)
             continue
-        stub = ast.parse(open(path).read())
+        stub = ast.parse(pathlib.Path(path).read_text())
         have = set()
         for n in ast.walk(stub):
             if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
