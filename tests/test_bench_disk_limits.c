@@ -4,7 +4,6 @@
  * made (the test file, its folder, the cgroup's changes) when SIGTERM ends it during the file's write
  * or during the steps. On the CPU, on a stand-in cgroup v2 hierarchy (EHT_BENCH_CGROUP_ROOT);
  * test_bench_disk_cgroup.c does the same on the machine's own cgroups. */
-#include <glob.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,15 +33,7 @@ static void slurp(const char *dir, const char *name, char *buf, size_t len)
 static int exists(const char *p) { return access(p, F_OK) == 0; }
 
 /* Cgroups the runs made under cg. */
-static size_t made_cgroups(const char *cg)
-{
-	char pat[1200];
-	glob_t g;
-	snprintf(pat, sizeof(pat), "%s/eht-bench-disk-*", cg);
-	size_t n = glob(pat, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
-	globfree(&g);
-	return n;
-}
+static size_t made_cgroups(const char *cg) { return t_glob_count(cg, "eht-bench-disk-*"); }
 
 /* SIGTERM once errpath holds text (or the file `path` exists, text NULL); then the run must die of
  * it with its test file, the .tmp and the folder gone, and the stand-in cgroup undone. */

@@ -2,7 +2,6 @@
 /* test_bench_region_signal.c: `eht bench region` interrupted (SIGINT, SIGTERM) while it holds a
  * region dies of the signal and leaves no region file in its directory: before, each interrupt left
  * its region (GiBs of /dev/shm) until the next create or `eht regions gc` reclaimed it. */
-#include <glob.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,15 +12,7 @@
 /* Region files in dir. (Not the temporary name a create holds for microseconds before it links the
  * file under its name: a signal then leaves it to the next create's reclaim, and the check here
  * would be a race.) */
-static size_t region_files(const char *dir)
-{
-	char pat[1200];
-	glob_t g;
-	snprintf(pat, sizeof(pat), "%s/eht.*", dir);
-	size_t n = glob(pat, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
-	globfree(&g);
-	return n;
-}
+static size_t region_files(const char *dir) { return t_glob_count(dir, "eht.*"); }
 
 static void interrupt_with(const char *dir, int sig)
 {

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -121,6 +122,16 @@ int t_dir_entries(const char *path)
 		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
 	if (d)
 		closedir(d);
+	return n;
+}
+
+size_t t_glob_count(const char *dir, const char *name)
+{
+	char pat[1200];
+	glob_t g;
+	snprintf(pat, sizeof(pat), "%s/%s", dir, name);
+	size_t n = glob(pat, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
+	globfree(&g);
 	return n;
 }
 

@@ -46,6 +46,8 @@ void t_rmtree(const char *path);
 /* Entries of a folder but . and .. (0 when it cannot be read; a hidden file counts): what a test left
  * behind in /dev/shm, or the descriptors in /proc/self/fd. */
 int t_dir_entries(const char *path);
+/* Paths that match the glob pattern dir/name (what a run left in dir: files, cgroups). */
+size_t t_glob_count(const char *dir, const char *name);
 /* Sends this process's stderr to a new file at path (a forked rank's log). Returns 0 or -errno. */
 int t_stderr_to(const char *path);
 /* A child that says it is ready with one byte 'R' on ready_fd (the read end of its pipe, closed here):
