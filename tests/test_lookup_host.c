@@ -340,7 +340,6 @@ int main(void)
 	CHECK(strstr(eht_last_error(), "both ways") != NULL);
 	o.flags = 0;
 	CHECK(lk == NULL);
-	o.strategy = EHT_LOOKUP_HOST;
 	o.format = EHT_LOOKUP_BF16;
 	eht_table *t2 = NULL;
 	CHECK_RC(eht_table_wrap(g_table, 100, 256, -1, "t256", &t2), 0);
