@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_cli_args.c: argument errors are refused at once and named (`bench lookup --format fp8`,
- * `bench disk --file-gib 0`, `worker --timeout -1`), and a GPU query on a machine without one
- * leaves no error text for a later message to carry. */
+ * `bench disk --file-gib 0`, `worker --timeout -1`), a GPU query on a machine without one leaves no
+ * error text for a later message to carry, and output that cannot be written (/dev/full) fails the
+ * command. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpu/dev.h"
 #include "util/err.h"
@@ -43,6 +46,23 @@ int main(void)
 		snprintf(args, sizeof(args), "worker somekey --check /nonexistent --hotset-size %s", bad_sizes[i]);
 		rc = run(args, err, sizeof(err));
 		CHECK(rc == 2 && strstr(err, "--hotset-size") != NULL);
+	}
+
+	/* Output that cannot be written (a full disk) fails the command and says so. */
+	if (access("/dev/full", W_OK) == 0) {
+		static const char *const cmds[] = {"version", "--help", "probe --json", "info --help"};
+		char errf[1200], line[2600], text[512] = "";
+		snprintf(errf, sizeof(errf), "%s/err.txt", tmp);
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			snprintf(line, sizeof(line), "'%s' %s >/dev/full 2>'%s'", getenv("EHT_CLI"), cmds[i], errf);
+			int st = system(line);
+			FILE *f = fopen(errf, "r");
+			size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+			text[n] = '\0';
+			if (f)
+				fclose(f);
+			CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(text, "writing the output") != NULL);
+		}
 	}
 
 	t_rmtree(tmp);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* main.c: `eht`, the operators' tool: dispatches by the command table (commands.c), one command per
  * file. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,7 +52,8 @@ static void path_of(int argc, char **argv, char *buf, size_t len)
 		snprintf(buf, len, "%s", argv[1]);
 }
 
-int main(int argc, char **argv)
+/* The command and its exit status. */
+static int run(int argc, char **argv)
 {
 	cli_json = argc >= 2 && cli_has_flag(argc, argv, "--json");
 	if (argc < 2 || argv[1][0] == '-') {
@@ -89,6 +91,19 @@ int main(int argc, char **argv)
 		char path[96];
 		path_of(argc, argv, path, sizeof(path));
 		cli_json_error(path, rc, "failed (standard error says why)");
+	}
+	return rc;
+}
+
+/* Output that did not reach stdout (a full disk, a closed pipe with SIGPIPE ignored) fails the
+ * command, as in the shell's own tools: a report cut short must not exit 0. */
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "eht%s%s: writing the output: %s\n", argc >= 2 ? " " : "", argc >= 2 ? argv[1] : "",
+			strerror(errno ? errno : EIO));
+		return rc ? rc : 1;
 	}
 	return rc;
 }
