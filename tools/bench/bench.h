@@ -47,16 +47,6 @@ json_t *bench_real_or_null(double v, int applies);
 /* A human table's cell: fmt of v into buf, or "-" (none) where the figure does not apply. */
 const char *bench_cell(char *buf, size_t len, const char *fmt, double v, int applies, const char *none);
 
-/* ---- exit paths ---- */
-/* What a bench made (a file, a cgroup) is undone on every exit: the normal path calls its own
- * cleanup and pops; SIGINT, SIGTERM, SIGHUP and SIGQUIT run every pushed fn (last first) and then
- * die of the signal as before. fn runs in a signal handler: open/write/close/unlink/rmdir only, on
- * strings prepared beforehand. SIGKILL (the OOM killer) cannot be caught: the next run sweeps
- * stale cgroups (bench_cgroup.c) and reuses a stale test file. 0, or -ENOSPC (8 at most). */
-typedef void (*bench_undo_fn)(void *arg);
-int bench_undo_push(bench_undo_fn fn, void *arg);
-void bench_undo_pop(void);
-
 /* ---- the machine's ceilings ---- */
 /* Whether GPU dev serves this run (not --cpu, and present). */
 int bench_gpu(int cpu, int dev);

@@ -35,7 +35,7 @@ struct bench_cg {
 int bench_cg_enter(struct bench_cg *c, uint64_t limit, char *why, size_t wl);
 /* Back to the cgroup the process came from; removes the one made. */
 void bench_cg_leave(struct bench_cg *c);
-/* bench_cg_leave from a signal handler (a bench_undo_fn; c a struct bench_cg): the same writes and
+/* bench_cg_leave from a signal handler (a cli_undo_fn; c a struct bench_cg): the same writes and
  * rmdir on the strings bench_cg_enter prepared, no messages. */
 void bench_cg_undo(void *c);
 /* Bytes charged to the cgroup made (0 when none). */

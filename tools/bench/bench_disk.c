@@ -245,7 +245,7 @@ static int parse_args(int argc, char **argv, struct disk_opts *o)
 }
 
 /* ------------------------------------------------------------------- the test file */
-/* What the run made, undone on every exit (bench_undo_push: also from a signal handler). */
+/* What the run made, undone on every exit (cli_undo_push: also from a signal handler). */
 struct disk_files {
 	char dir[4096], path[4200], tmp[4210];
 	volatile sig_atomic_t made_dir, created;
@@ -652,7 +652,7 @@ int bench_disk(int argc, char **argv)
 		fprintf(info, "no GPU%s: rows gathered into host memory\n", o.cpu ? " (--cpu)" : "");
 	static struct disk_files files; /* static: the signal handler reads it */
 	memset(&files, 0, sizeof(files));
-	if (bench_undo_push(files_undo, &files))
+	if (cli_undo_push(files_undo, &files))
 		return cli_error("bench disk", o.json, "too many cleanups");
 	uint64_t rows = 0;
 	if ((rc = plan_file(&o, &files, info, &rows)) >= 0)
@@ -677,6 +677,6 @@ int bench_disk(int argc, char **argv)
 	disk_run_free(&d);
 out:
 	files_remove(&files, info);
-	bench_undo_pop();
+	cli_undo_pop();
 	return rc;
 }

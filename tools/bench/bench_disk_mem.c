@@ -330,7 +330,7 @@ int bench_disk_mem(const struct bench_disk_mem_args *a)
 	d.limit = (uint64_t)(a->mem_limit_gib * (double)(1ull << 30));
 	d.cg.mech = BENCH_CG_NONE;
 	int rc = 1;
-	if (bench_undo_push(bench_cg_undo, &d.cg))
+	if (cli_undo_push(bench_cg_undo, &d.cg))
 		return cli_error("bench disk", a->json, "too many cleanups");
 	if (dm_workload(&d) || dm_limit(&d, &rc) || dm_setup(&d) || dm_steps(&d))
 		goto leave;
@@ -348,7 +348,7 @@ leave:
 	if (d.dout)
 		eht_dev_free(d.dout);
 	bench_cg_leave(&d.cg);
-	bench_undo_pop();
+	cli_undo_pop();
 	bench_workload_free(d.wl);
 	free(d.hot);
 	free(d.ids);

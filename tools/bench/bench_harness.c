@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,45 +62,6 @@ const char *bench_cell(char *buf, size_t len, const char *fmt, double v, int app
 	else
 		snprintf(buf, len, "%s", none);
 	return buf;
-}
-
-static const int undo_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-static struct {
-	bench_undo_fn fn;
-	void *arg;
-} undo[8];
-static volatile sig_atomic_t nundo;
-static struct sigaction undo_old[sizeof(undo_signals) / sizeof(undo_signals[0])];
-
-static void undo_handler(int sig)
-{
-	for (sig_atomic_t i = nundo; i > 0; i--)
-		undo[i - 1].fn(undo[i - 1].arg);
-	nundo = 0;
-	signal(sig, SIG_DFL); /* then die of it, as without the handler */
-	raise(sig);
-}
-
-int bench_undo_push(bench_undo_fn fn, void *arg)
-{
-	if (nundo >= (sig_atomic_t)(sizeof(undo) / sizeof(undo[0])))
-		return -ENOSPC;
-	undo[nundo].fn = fn;
-	undo[nundo].arg = arg;
-	if (nundo++ == 0) {
-		struct sigaction sa = {.sa_handler = undo_handler};
-		sigfillset(&sa.sa_mask); /* one handler at a time */
-		for (size_t i = 0; i < sizeof(undo_signals) / sizeof(undo_signals[0]); i++)
-			sigaction(undo_signals[i], &sa, &undo_old[i]);
-	}
-	return 0;
-}
-
-void bench_undo_pop(void)
-{
-	if (nundo > 0 && --nundo == 0)
-		for (size_t i = 0; i < sizeof(undo_signals) / sizeof(undo_signals[0]); i++)
-			sigaction(undo_signals[i], &undo_old[i], NULL);
 }
 
 int bench_gpu(int cpu, int dev) { return !cpu && eht_dev_count() > dev; }

@@ -49,7 +49,7 @@ struct run {
 };
 
 /* The region's file while a run holds it: SIGINT, SIGTERM, SIGHUP or SIGQUIT removes it
- * (bench_undo_push), so an interrupted bench leaves no GiBs of /dev/shm behind until the next create
+ * (cli_undo_push), so an interrupted bench leaves no GiBs of /dev/shm behind until the next create
  * or `eht regions gc` reclaims them. Its name is this process's, so no other file is at risk. (The
  * create's temporary name, held for microseconds before the populate, is left to that reclaim.) */
 static char region_file[4200];
@@ -73,12 +73,12 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	memset(out, 0, sizeof(*out));
 	out->gib = gib;
 	snprintf(region_file, sizeof(region_file), "%s/eht.%s", eht_region_dir(dir), name);
-	if (bench_undo_push(unlink_region_file, NULL) != 0)
+	if (cli_undo_push(unlink_region_file, NULL) != 0)
 		return eht_err(ENOSPC, "bench region: no room to undo the region on a signal");
 	double t0 = eht_now_s();
 	int rc = eht_region_open(name, bytes, &o, &r);
 	if (rc) {
-		bench_undo_pop();
+		cli_undo_pop();
 		return rc;
 	}
 	out->populate_s = eht_now_s() - t0;
@@ -97,7 +97,7 @@ static int one_run(double gib, const char *dir, unsigned threads, bool thp, int 
 	t0 = eht_now_s();
 	int crc = eht_region_close(&r);
 	out->unpin_s = out->pin_rc == 0 ? eht_now_s() - t0 : 0;
-	bench_undo_pop();
+	cli_undo_pop();
 	return rc ? rc : crc;
 }
 

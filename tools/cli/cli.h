@@ -132,4 +132,15 @@ int cli_sd_notify(const char *state);
  * Returns 0 or -errno with a message. */
 int cli_write_file_atomic(const char *path, const char *text);
 
+/* ---- cli_undo.c ---- */
+/* What a command made (a bench's test file or cgroup, the shards `eht synth` writes) is undone on
+ * every exit: the normal path calls its own cleanup and pops; SIGINT, SIGTERM, SIGHUP and SIGQUIT run
+ * every pushed fn (last first) and then die of the signal as before. fn runs in a signal handler:
+ * open/write/close/unlink/rmdir only, on strings prepared beforehand. SIGKILL (the OOM killer) cannot
+ * be caught: the next run sweeps stale cgroups (bench_cgroup.c) and reuses a stale test file.
+ * 0, or -ENOSPC (8 at most). */
+typedef void (*cli_undo_fn)(void *arg);
+int cli_undo_push(cli_undo_fn fn, void *arg);
+void cli_undo_pop(void);
+
 #endif

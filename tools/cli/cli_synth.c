@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "eht.h"
@@ -45,6 +47,64 @@ const struct option cli_opts_synth[] = {
     {"preset", required_argument, 0, 'p'}, {"json", no_argument, 0, 'j'},
     {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
 };
+
+/* The files a run writes into DIR (each shard, the index and their .tmp), named before it starts so
+ * a signal's handler (cli_undo_push) removes them with unlink alone, and DIR itself when the run made
+ * it: an interrupted synth leaves nothing, as a failed one does (eht_synth_checkpoint). */
+struct synth_undo {
+	char **paths;
+	size_t n;
+	const char *dir;
+	int made_dir;
+};
+
+static void synth_undo_run(void *arg)
+{
+	const struct synth_undo *u = arg;
+	for (size_t i = 0; i < u->n; i++)
+		unlink(u->paths[i]);
+	if (u->made_dir)
+		rmdir(u->dir);
+}
+
+static void synth_undo_free(struct synth_undo *u)
+{
+	for (size_t i = 0; i < u->n; i++)
+		free(u->paths[i]);
+	free(u->paths);
+	u->paths = NULL;
+	u->n = 0;
+}
+
+static int synth_undo_add(struct synth_undo *u, const char *name)
+{
+	if (asprintf(&u->paths[u->n], "%s/%s", u->dir, name) < 0)
+		return -1;
+	u->n++;
+	if (asprintf(&u->paths[u->n], "%s/%s.tmp", u->dir, name) < 0)
+		return -1;
+	u->n++;
+	return 0;
+}
+
+static int synth_undo_prepare(struct synth_undo *u, const char *dir, uint32_t shards)
+{
+	struct stat st;
+	*u = (struct synth_undo){.dir = dir, .made_dir = stat(dir, &st) != 0};
+	u->paths = calloc(2 * ((size_t)shards + 1), sizeof(*u->paths));
+	if (!u->paths)
+		return -1;
+	char name[64];
+	for (uint32_t s = 0; s < shards; s++) {
+		if (shards == 1)
+			snprintf(name, sizeof(name), "model.safetensors");
+		else
+			snprintf(name, sizeof(name), "model-%05u-of-%05u.safetensors", s + 1, shards);
+		if (synth_undo_add(u, name))
+			return -1;
+	}
+	return shards > 1 ? synth_undo_add(u, "model.safetensors.index.json") : 0;
+}
 
 int cmd_synth(int argc, char **argv)
 {
@@ -108,7 +168,15 @@ int cmd_synth(int argc, char **argv)
 		o.tables = in.n_layers;
 		o.table_rows = rows;
 	}
-	if (eht_synth_checkpoint(dir, &o) != 0)
+	struct synth_undo undo;
+	if (synth_undo_prepare(&undo, dir, o.shards ? o.shards : 1) || cli_undo_push(synth_undo_run, &undo)) {
+		synth_undo_free(&undo);
+		return cli_error("synth", json, "out of memory");
+	}
+	int rc = eht_synth_checkpoint(dir, &o);
+	cli_undo_pop();
+	synth_undo_free(&undo);
+	if (rc != 0)
 		return cli_error("synth", json, NULL);
 	uint32_t ntables = o.tables ? o.tables : EHT_SYNTH_DEFAULT_TABLES;
 	if (json) {
