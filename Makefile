@@ -138,7 +138,7 @@ check-hip-if-possible:
 # cross build's and the HIP build's tests where their toolchains can be installed.
 test: DEPS_SET = test
 test: check asan tsan fuzz analyze-if-possible check-aarch64-if-possible check-hip-if-possible
-	@echo "eht: make test passed (unit, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, the clang analyzer, aarch64 under qemu and the HIP build where installable)"
+	@echo "eht: make test passed (unit, also as nobody when root, asan+ubsan, tsan, fuzz $(FUZZ_SECONDS)s, the clang analyzer, aarch64 under qemu and the HIP build where installable)"
 
 # libeht.so, eht.h, eht.pc, the CMake package, the eht tool and man pages under PREFIX (DESTDIR
 # stages them, as packagers do).
