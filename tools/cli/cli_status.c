@@ -30,16 +30,24 @@ static void human(uint64_t b, char *buf, size_t n)
 		snprintf(buf, n, "%.1f MiB", (double)b / (double)(1ull << 20));
 }
 
+/* A string field of a server's answer, "?" where it is missing or not a string (a server of another
+ * eht version): never NULL into printf. */
+static const char *field(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v ? v : "?";
+}
+
 static void print_server(json_t *s)
 {
 	char b[32];
 	human((uint64_t)json_integer_value(json_object_get(s, "bytes")), b, sizeof(b));
 	json_t *workers = json_object_get(s, "workers"), *tables = json_object_get(s, "tables");
 	printf("key %s  pid %lld  %s  up %.0f s  %s in memory  %zu table(s)  %zu worker(s)\n",
-	       json_string_value(json_object_get(s, "key")), json_integer_value(json_object_get(s, "pid")),
-	       json_string_value(json_object_get(s, "state")), json_real_value(json_object_get(s, "uptime_s")), b,
+	       field(s, "key"), json_integer_value(json_object_get(s, "pid")),
+	       field(s, "state"), json_real_value(json_object_get(s, "uptime_s")), b,
 	       json_array_size(tables), json_array_size(workers));
-	printf("  checkpoint %s\n", json_string_value(json_object_get(s, "checkpoint")));
+	printf("  checkpoint %s\n", field(s, "checkpoint"));
 	if (!json_is_true(json_object_get(s, "ready"))) {
 		char d[32], t[32];
 		human((uint64_t)json_integer_value(json_object_get(s, "loaded_bytes")), d, sizeof(d));
@@ -51,11 +59,10 @@ static void print_server(json_t *s)
 	json_array_foreach(tables, i, t)
 	{
 		human((uint64_t)json_integer_value(json_object_get(t, "bytes")), b, sizeof(b));
-		const char *pages = json_string_value(json_object_get(t, "cpu_pages"));
 		printf("  table %-44s %-13s node %2lld %12lld rows x %4lld B  %s  pages %s\n",
-		       json_string_value(json_object_get(t, "name")), json_string_value(json_object_get(t, "tier")),
+		       field(t, "name"), field(t, "tier"),
 		       json_integer_value(json_object_get(t, "numa_node")), json_integer_value(json_object_get(t, "rows")),
-		       json_integer_value(json_object_get(t, "row_bytes")), b, pages ? pages : "?");
+		       json_integer_value(json_object_get(t, "row_bytes")), b, field(t, "cpu_pages"));
 		json_t *hr = json_object_get(t, "hotset_rows"), *hf = json_object_get(t, "hotset");
 		if (json_integer_value(hr) > 0)
 			printf("    hot set %lld rows%s%s\n", json_integer_value(hr), json_is_string(hf) ? " from " : "",
