@@ -108,7 +108,7 @@ check-aarch64:
 	@$(call configure,$(BUILD)/aarch64,-DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/cmake/aarch64-linux-gnu.cmake \
 		-DEHT_AARCH64_SYSROOT=$(AARCH64_SYSROOT) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_CUDA=OFF)
 	@cmake --build $(BUILD)/aarch64 -j$(JOBS)
-	cd $(BUILD)/aarch64 && EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install|cross-skip)'
+	cd $(BUILD)/aarch64 && EHT_NO_CUDA=1 ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install|cross-skip|user)'
 # In make test: where the cross toolchain cannot be installed (no package mirror), said and skipped, as
 # the fuzzer is without clang; once installed, its tests must pass.
 check-aarch64-if-possible:
@@ -123,7 +123,7 @@ check-hip:
 	@scripts/deps.sh hip
 	@$(call configure,$(BUILD)/hip,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_GPU_BACKEND=hip)
 	@cmake --build $(BUILD)/hip -j$(JOBS)
-	cd $(BUILD)/hip && ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install)'
+	cd $(BUILD)/hip && ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install|user)'
 	@scripts/analyze-kernels.sh
 # The clang static analyzer over src/gpu/kernels/*.cu as HIP device code, both wave sizes; fails on any
 # finding, and when a control kernel's known defects go unreported (scripts/analyze-kernels.sh).
