@@ -282,7 +282,7 @@ static int memfd_huge(const struct req *q, uint64_t page)
  * memfd) of hpage bytes, or shmem THP advised. */
 struct backing {
 	bool thp, hugetlb;
-	bool memfd; /* a hugetlb memfd (EHT_REGION_HUGE): mapped aligned to its pages; a failed map retries */
+	bool memfd; /* a hugetlb memfd (EHT_REGION_HUGE): a failed map retries on the directory's pages */
 	bool anon;  /* any memfd: no name in the directory */
 	uint64_t hpage;
 };
@@ -295,7 +295,8 @@ static int map_new(const struct req *q, struct eht_region *r, const struct backi
 	char a[32];
 	const bool thp = k->thp && !k->hugetlb;
 	r->map_bytes = (size_t)file_bytes;
-	r->map = region_map_file(r->fd, r->map_bytes, k->memfd ? (size_t)k->hpage : thp ? THP_SIZE : 4096);
+	/* Aligned by hand on hugetlb too: the kernel would align it, an emulator's mmap (qemu-user) does not. */
+	r->map = region_map_file(r->fd, r->map_bytes, k->hugetlb ? (size_t)k->hpage : thp ? THP_SIZE : 4096);
 	if (!r->map && k->memfd) {
 		/* The pool emptied since it was read (mapping reserves every huge page up front). */
 		eht_info("region %s: mapping a hugetlb memfd failed (%s); the directory's pages", q->name, strerror(errno));
