@@ -129,19 +129,43 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
-/* EHT_TEST_FAULT lists "populate-madvise" (comma-separated steps, as the tiers' faults): the kernel's
- * refusal of MADV_POPULATE_WRITE (EINVAL before 5.14) is played, so tests run the fallback. */
-static bool madvise_fault(void)
+/* EHT_TEST_FAULT lists a step (comma-separated, as the tiers' faults) that plays an old kernel:
+ * "populate-madvise", its refusal of MADV_POPULATE_WRITE (EINVAL before 5.14), so tests run the
+ * fallback; "populate-eintr", tmpfs giving up a fallocate of more than 1 MiB at a signal, as older
+ * kernels do at any signal (recent ones, 6.18 here, only at a fatal one). */
+static bool fault_listed(const char *step)
 {
 	const char *spec = eht_setting_str(EHT_SET_TEST_FAULT);
-	static const char step[] = "populate-madvise";
+	size_t len = strlen(step);
 	for (const char *p = spec; p && *p;) {
 		size_t n = strcspn(p, ",");
-		if (n == sizeof(step) - 1 && !strncmp(p, step, n))
+		if (n == len && !strncmp(p, step, n))
 			return true;
 		p += n + (p[n] == ',');
 	}
 	return false;
+}
+
+/* fallocate of [off, off + len) in steps. tmpfs of older kernels gives a whole call up at any signal
+ * (EINTR; CPython's handlers do not restart calls) and frees what that call reserved, so an interrupted step is tried
+ * again, halved down to one page, until it fits between signals; cancel stops it. 0 or an errno. */
+static int reserve(int fd, uint64_t off, uint64_t len, uint64_t page, const volatile int *cancel)
+{
+	uint64_t step = 64u << 20;
+	const bool played = fault_listed("populate-eintr");
+	while (len) {
+		uint64_t n = len < step ? len : step;
+		int e = played && n > (1u << 20) ? EINTR : posix_fallocate(fd, (off_t)off, (off_t)n);
+		if (e == EINTR && !(cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED))) {
+			step = step / 2 > page ? step / 2 : page;
+			continue;
+		}
+		if (e)
+			return e;
+		off += n;
+		len -= n;
+	}
+	return 0;
 }
 
 /* Allocates and maps every data page with several threads. MADV_POPULATE_WRITE reports a full tmpfs
@@ -153,7 +177,7 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
 			     .page = (size_t)r->page_size, .madv = true, .cancel = q->cancel};
 	double t0 = eht_now_s();
-	int mrc = madvise_fault() ? (errno = EINVAL, -1) : madvise(p.base, p.page, MADV_POPULATE_WRITE);
+	int mrc = fault_listed("populate-madvise") ? (errno = EINVAL, -1) : madvise(p.base, p.page, MADV_POPULATE_WRITE);
 	if (mrc != 0) {
 		if (errno != EINVAL)
 			return eht_err(ENOSPC, "region %s: allocating the first page in %s failed (%s)", q->name, q->dir,
@@ -161,7 +185,10 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 		p.madv = false;
 		eht_warn_once("MADV_POPULATE_WRITE unsupported (kernel before 5.14): regions are allocated with "
 			      "fallocate on one thread, then touched");
-		int e = posix_fallocate(r->fd, (off_t)((char *)r->data - (char *)r->map), (off_t)p.len);
+		int e = reserve(r->fd, (uint64_t)((char *)r->data - (char *)r->map), p.len, p.page, q->cancel);
+		if (e == EINTR)
+			return eht_err(EINTR, "region %s: stopped while reserving %s", q->name,
+				       region_fmt_bytes(p.len, a, sizeof(a)));
 		if (e)
 			return eht_err(e == ENOSPC || e == ENOMEM ? ENOSPC : e,
 				       "region %s: reserving %s in %s failed (%s); fix: Docker --shm-size or --ipc=host",
