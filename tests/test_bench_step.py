@@ -424,6 +424,17 @@ def main():
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0,
                   "tp 5 rank 4, %s measured: %r" % (name, x))
+        # --trace: the eager marks and the graph captured with its marks (event nodes), side lookups
+        # included (a mark left after the side stream's last join made the capture fail as unjoined)
+        r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
+                 "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json", "--trace",
+                 "--variants", "none,copy,layer-side,layer-inline"])
+        check(r.returncode == 0, "small --trace GPU run exits 0: %s" % r.stderr[-2000:])
+        res = {x["variant"]: x for x in json.loads(r.stdout)["results"]} if r.returncode == 0 else {}
+        for name in ("copy", "layer-side", "layer-inline"):
+            tr = res.get(name, {}).get("trace") or {}
+            check("graph_error" not in tr and (tr.get("graph") or {}).get("synced", {}).get("step_ms"),
+                  "%s: its step traced as a graph: %r" % (name, tr))
     return 1 if fails else 0
 
 

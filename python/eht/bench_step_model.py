@@ -207,9 +207,11 @@ class Step:
                 mark("side_start", side)
                 for t in range(2):
                     engines[t].run(self.ids[t], self.raw[t] if self.late else self.rows[t], stream=side)
+                    # the mark before the join's event, so the main stream's wait covers it: a mark
+                    # after the last join is side-stream work a capture refuses as unjoined
+                    mark("lookup%d_end" % t, side)
                     events[t] = torch.cuda.Event()
                     events[t].record(side)
-                    mark("lookup%d_end" % t, side)
         x = self.x
         x.copy_(self.x0)
         for layer in range(self.L):
