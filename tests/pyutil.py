@@ -45,6 +45,15 @@ def import_eht_cpu():
     return eht
 
 
+def cli_or_skip():
+    """The eht tool's path (EHT_CLI, set by CTest); exits 77 (skip) where it is not set."""
+    cli = os.environ.get("EHT_CLI")
+    if not cli:
+        print("SKIP: EHT_CLI is not set")
+        sys.exit(77)
+    return cli
+
+
 def torch_cuda_or_skip(custom_op=False):
     """torch for a test that needs CUDA, with the repository's python/ first on sys.path (for eht);
     exits 77 (skip) without PyTorch, without torch.library.custom_op where custom_op (torch >= 2.4),

@@ -14,10 +14,7 @@ import threading
 
 import pyutil
 
-cli = os.environ.get("EHT_CLI")
-if not cli:
-    print("SKIP: EHT_CLI is not set")
-    sys.exit(77)
+cli = pyutil.cli_or_skip()
 check = pyutil.Checks()
 key = "foreign-%d" % os.getpid()
 # Strings missing, numbers where strings go, objects where numbers go: what a mismatched version sends.

@@ -11,10 +11,7 @@ import sys
 
 import pyutil
 
-cli = os.environ.get("EHT_CLI")
-if not cli:
-    print("SKIP: EHT_CLI is not set")
-    sys.exit(77)
+cli = pyutil.cli_or_skip()
 check = pyutil.Checks()
 key = "metrics-%d" % os.getpid()
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*)\} (-?[0-9.eE+]+)$')
