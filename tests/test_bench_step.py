@@ -127,6 +127,54 @@ def main():
         check(19.0 <= per["pool"] <= 25.0, "the named pool thread's 200 ms of CPU, per step of 10: %r" % per)
         check(9.0 <= per["poller"] <= 15.0 and per["eht"] < 1.0, "the poller's 100 ms: %r" % per)
     check(bt.thread_cpu_ms_per_step({}, {"pool": 1.0}, 1) is None, "no reading, no split")
+    # The variant and the step without lookups alternate in ABBA order: a GPU whose every replay runs
+    # 4 us slower than the one before (clocks drifting) must not move the difference (a fixed order,
+    # the variant always first, made it 4 us smaller per replay of drift).
+    class Clock:
+        ms = 0.0
+
+    class FakeEvent:
+        def __init__(self, enable_timing=True, blocking=False, external=False):
+            self.t = None
+
+        def record(self, stream=None):
+            self.t = Clock.ms
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return other.t - self.t
+
+    class Graph:
+        runs = 0
+
+        def __init__(self, ms):
+            self.ms = ms
+
+        def replay(self):
+            Clock.ms += self.ms + 0.004 * Graph.runs
+            Graph.runs += 1
+
+    class Cuda:
+        Event = FakeEvent
+
+        @staticmethod
+        def synchronize():
+            pass
+
+    class FakeTorch:
+        cuda = Cuda
+
+    for reps in (15, 40):
+        var, none = bt.time_paired(FakeTorch, Graph(3.0), Graph(3.01), lambda i: None, reps, 2, False, 0.0)
+        added = (var["median_ms"] - none["median_ms"]) * 1e3
+        check(abs(added - 10.0) < 0.5, "synced pairs, %d replays under a drift: +%.2f us, not +10" % (reps, added))
+    for burst in (2, 8):
+        var, none = bt.time_back_to_back(FakeTorch, Graph(3.0), Graph(3.01), lambda i: None, 40, 2, False, burst)
+        added = (var["median_ms"] - none["median_ms"]) * 1e3
+        check(abs(added - 10.0) < 0.5, "bursts of %d under a drift: +%.2f us, not +10" % (burst, added))
+    check([f for _, f in bt.abba(5)] == [True, False, True, False, True, False], "abba(5): %r" % list(bt.abba(5)))
     # Runs by kind of thread: a thread named as eht names its poller that naps 40 times is put on a
     # CPU 40 times more, give or take a few preemptions (not its nanoseconds, schedstat's first field).
     r0 = bt.thread_runs()

@@ -61,8 +61,9 @@ go to DIR/MODE-WORKLOAD-VARIANT-queued.json, summarized the same way plus the GP
 one step's last piece and the next step's first: what a queued step waits for.
 
 Reports per variant the step's median and p90, the time it adds (us and % of the step without lookups,
-whose replays alternate with the variant's: the GPU's clocks drift over a run by more than what is
-measured), the process's CPU time per step (user + sys, less the step's own without lookups; in the
+whose replays alternate with the variant's in ABBA order, each first in every other pair: the GPU's
+clocks drift over a run by more than what is measured, and a fixed order put that drift into the
+difference), the process's CPU time per step (user + sys, less the step's own without lookups; in the
 JSON also by thread, cpu_ms_by_thread: eht's pool, its doorbell poller, the rest; and how often each
 kind was put on a CPU per step, runs_per_step_by_thread: the poller's naps, the pool's wake-ups; the
 text line shows the pool's and the poller's CPU and the poller's runs),

@@ -127,15 +127,26 @@ def time_graph(torch, g, feed, reps, warmup, blocking):
             "cpu_ms_per_step": (c1 - c0) * 1e3 / reps, "wall_ms_per_step": (w1 - w0) * 1e3 / reps}
 
 
+def abba(n):
+    """The order of n pairs of runs (variant, none), n rounded up to even: the variant first in one pair,
+    second in the next (ABBA), so that neither is always the one run first, or always the one that
+    follows the other (a fixed order put tens of microseconds of the runs' order into the difference).
+    Yields (pair index, variant first)."""
+    for i in range(n + n % 2):
+        yield i, i % 2 == 0
+
+
 def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     """Replays of the variant's graph and the step without lookups, alternated (the GPU's clocks drift
-    over a run by more than the effects measured): both medians and p90s, and the variant's process CPU
-    per step (the loop's, less the none step's own, measured alone)."""
+    over a run by more than the effects measured) in ABBA order (abba): both medians and p90s, and the
+    variant's process CPU per step (the loop's, less the none step's own, measured alone)."""
     start, end = _warm(torch, g, feed, warmup, blocking)
     tv, tn, lv, ln = [], [], [], []
+    reps += reps % 2
     (t0, r0), c0, w0 = thread_stats(), cpu_s(), time.perf_counter()
-    for i in range(reps):
-        for graph, times, launches in ((g, tv, lv), (g_none, tn, ln)):
+    for i, var_first in abba(reps):
+        pair = ((g, tv, lv), (g_none, tn, ln))
+        for graph, times, launches in (pair if var_first else pair[::-1]):
             feed(warmup + i)
             times.append(_replay_ms(start, end, graph, launches))
     c1, w1, (t1, r1) = cpu_s(), time.perf_counter(), thread_stats()
@@ -156,8 +167,8 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
     """Steps as a pipelining engine runs them: bursts of `burst` replays queued back to back (each fed
     new ids by a copy on the stream, no host sync between), so each launch hides behind the step
     before it and what is left is the GPU's time per step. Bursts of the variant and of the step
-    without lookups alternate; medians and p90s of the per-step time of each burst (ms), and the
-    variant's process CPU per step."""
+    without lookups alternate in ABBA order (abba); medians and p90s of the per-step time of each
+    burst (ms), and the variant's process CPU per step."""
     def burst_ms(graph, first):
         start = torch.cuda.Event(enable_timing=True, blocking=blocking)
         end = torch.cuda.Event(enable_timing=True, blocking=blocking)
@@ -171,11 +182,19 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
     burst_ms(g, 0)
     burst_ms(g_none, 0)
     tv, tn, cpu = [], [], 0.0
-    for k in range(max(5, (reps + burst - 1) // burst)):
+
+    def variant(k):
+        nonlocal cpu
         c0 = cpu_s()
         tv.append(burst_ms(g, warmup + k * burst))
         cpu += cpu_s() - c0
+
+    for k, var_first in abba(max(5, (reps + burst - 1) // burst)):
+        if var_first:
+            variant(k)
         tn.append(burst_ms(g_none, warmup + k * burst))
+        if not var_first:
+            variant(k)
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst)}
     return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
 
