@@ -147,15 +147,17 @@ static bool fault_listed(const char *step)
 }
 
 /* fallocate of [off, off + len) in steps. tmpfs of older kernels gives a whole call up at any signal
- * (EINTR; CPython's handlers do not restart calls) and frees what that call reserved, so an interrupted step is tried
- * again, halved down to one page, until it fits between signals; cancel stops it. 0 or an errno. */
+ * (EINTR; CPython's handlers do not restart calls) and frees what that call reserved, so an
+ * interrupted step is tried again, halved down to one page, until it fits between signals; cancel
+ * stops it. 0 or an errno. */
 static int reserve(int fd, uint64_t off, uint64_t len, uint64_t page, const volatile int *cancel)
 {
 	uint64_t step = 64u << 20;
-	const bool played = fault_listed("populate-eintr");
+	/* the played kernel: a step over 1 MiB (or over one huge page) interrupted */
+	const uint64_t played = fault_listed("populate-eintr") ? (page > (1u << 20) ? page : (1u << 20)) : 0;
 	while (len) {
 		uint64_t n = len < step ? len : step;
-		int e = played && n > (1u << 20) ? EINTR : posix_fallocate(fd, (off_t)off, (off_t)n);
+		int e = played && n > played ? EINTR : posix_fallocate(fd, (off_t)off, (off_t)n);
 		if (e == EINTR && !(cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED))) {
 			step = step / 2 > page ? step / 2 : page;
 			continue;

@@ -99,7 +99,8 @@ static const struct eht_setting_def table[EHT_SET_COUNT] = {
 	ROW(TEST_CU_HIDE, EHT_SETTING_STR, X, NULL,
 	    "CUDA driver entry points to treat as missing, comma-separated (the device layer's optional symbols)"),
 	ROW(TEST_FAULT, EHT_SETTING_STR, X, NULL,
-	    "`<step>[:rank=N],...`: make a sharing step (host-NUMA steps, or region) fail on one node rank; `populate-madvise`, `populate-eintr`: play an old kernel in a region's populate"),
+	    "`<step>[:rank=N],...`: make a sharing step (host-NUMA steps, or region) fail on one node rank; "
+	    "`populate-madvise`, `populate-eintr`: play an old kernel in a region's populate"),
 	ROW(TEST_DISK_URING_FAIL, EHT_SETTING_BOOL, X, "0",
 	    "1: io_uring set-up fails as on a kernel that forbids it (the disk split falls back to pread)"),
 	ROW(TEST_REGION_SKIP_CAPACITY_CHECK, EHT_SETTING_BOOL, X, "0",
