@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "os/map_aligned.h"
 #include "testutil.h"
 
 /* The line of /proc/self/maps holding addr: its range into lo, hi. */
@@ -87,15 +88,11 @@ int main(void)
 				 * an emulator's mmap (qemu-user) does not align a hugetlb file's, and fails EINVAL
 				 * before the seal is looked at. */
 				size_t pg = hugetlb ? (size_t)ws.st_blksize : 4096;
-				char *hole = mmap(NULL, 2 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-				CHECK(hole != MAP_FAILED);
-				if (hole != MAP_FAILED) {
-					char *at = (char *)(((uintptr_t)hole + pg - 1) & ~(uintptr_t)(pg - 1));
-					void *m = mmap(at, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, w, 0);
-					CHECK(m == MAP_FAILED && errno == EPERM);
-					if (m != MAP_FAILED)
-						memset((char *)m + (off & 4095), 'x', 64);
-					munmap(hole, 2 * pg);
+				void *m = eht_map_aligned(w, pg, PROT_READ | PROT_WRITE, MAP_SHARED, pg);
+				CHECK(m == MAP_FAILED && errno == EPERM);
+				if (m != MAP_FAILED) {
+					memset((char *)m + (off & 4095), 'x', 64);
+					munmap(m, pg);
 				}
 				CHECK(fallocate(w, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off & ~4095, 8192) != 0);
 				CHECK(ftruncate(w, 0) != 0);

@@ -32,6 +32,7 @@
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/err.h"
+#include "util/fault.h"
 #include "util/log.h"
 #include "util/pool.h"
 #include "util/settings.h"
@@ -129,32 +130,16 @@ static void populate_task(void *arg, size_t i, unsigned worker)
 		((volatile char *)s)[k] = 0;
 }
 
-/* EHT_TEST_FAULT lists a step (comma-separated, as the tiers' faults) that plays an old kernel:
- * "populate-madvise", its refusal of MADV_POPULATE_WRITE (EINVAL before 5.14), so tests run the
- * fallback; "populate-eintr", tmpfs giving up a fallocate of more than 1 MiB at a signal, as older
- * kernels do at any signal (recent ones, 6.18 here, only at a fatal one). */
-static bool fault_listed(const char *step)
-{
-	const char *spec = eht_setting_str(EHT_SET_TEST_FAULT);
-	size_t len = strlen(step);
-	for (const char *p = spec; p && *p;) {
-		size_t n = strcspn(p, ",");
-		if (n == len && !strncmp(p, step, n))
-			return true;
-		p += n + (p[n] == ',');
-	}
-	return false;
-}
-
 /* fallocate of [off, off + len) in steps. tmpfs of older kernels gives a whole call up at any signal
  * (EINTR; CPython's handlers do not restart calls) and frees what that call reserved, so an
  * interrupted step is tried again, halved down to one page, until it fits between signals; cancel
- * stops it. 0 or an errno. */
+ * stops it. 0 or an errno. EHT_TEST_FAULT=populate-eintr plays such a kernel (6.18, here, stops a
+ * fallocate only at a fatal signal). */
 static int reserve(int fd, uint64_t off, uint64_t len, uint64_t page, const volatile int *cancel)
 {
 	uint64_t step = 64u << 20;
 	/* the played kernel: a step over 1 MiB (or over one huge page) interrupted */
-	const uint64_t played = fault_listed("populate-eintr") ? (page > (1u << 20) ? page : (1u << 20)) : 0;
+	const uint64_t played = eht_fault_listed("populate-eintr", -1) ? (page > (1u << 20) ? page : (1u << 20)) : 0;
 	while (len) {
 		uint64_t n = len < step ? len : step;
 		int e = played && n > played ? EINTR : posix_fallocate(fd, (off_t)off, (off_t)n);
@@ -179,7 +164,9 @@ static int populate(const struct req *q, struct eht_region *r, int node, bool st
 	struct populate p = {.base = r->data, .len = (size_t)(file_bytes - ((char *)r->data - (char *)r->map)),
 			     .page = (size_t)r->page_size, .madv = true, .cancel = q->cancel};
 	double t0 = eht_now_s();
-	int mrc = fault_listed("populate-madvise") ? (errno = EINVAL, -1) : madvise(p.base, p.page, MADV_POPULATE_WRITE);
+	/* EHT_TEST_FAULT=populate-madvise plays a kernel before 5.14 (EINVAL), so tests run the fallback */
+	int mrc = eht_fault_listed("populate-madvise", -1) ? (errno = EINVAL, -1)
+							   : madvise(p.base, p.page, MADV_POPULATE_WRITE);
 	if (mrc != 0) {
 		if (errno != EINVAL)
 			return eht_err(ENOSPC, "region %s: allocating the first page in %s failed (%s)", q->name, q->dir,
