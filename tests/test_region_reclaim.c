@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_region_reclaim.c: a creator killed while populating leaves its region file; the next
- * creator of this user reclaims it. Region names are unpredictable: files pre-created under the
+ * creator of this user reclaims it, and a not yet linked file (.eht-tmp.) whose named creator pid is
+ * gone too, not one whose creator runs. Region names are unpredictable: files pre-created under the
  * names an earlier version would have chosen (table.pid.counter) do not make `eht serve` fail. */
 #include <signal.h>
 #include <stdio.h>
@@ -51,6 +52,36 @@ int main(void)
 	CHECK(!exists(shm, "killed"));
 	CHECK(exists(shm, "fresh"));
 	eht_region_close(&r);
+
+	/* A file a creator left before linking it (killed while sizing or mapping it: no header, no
+	 * lock), named with a pid that is gone; and one named with a running pid (this process), which
+	 * may be between making its file and locking it. A fresh process's first create removes the
+	 * first only. */
+	char shm3[600], gone[900], live[900];
+	snprintf(shm3, sizeof(shm3), "%s/shm3", tmp);
+	mkdir(shm3, 0700);
+	pid_t dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, &st, 0);
+	snprintf(gone, sizeof(gone), "%s/.eht-tmp.killed.%d.0.0123456789abcdef", shm3, (int)dead);
+	snprintf(live, sizeof(live), "%s/.eht-tmp.young.%d.0.0123456789abcdef", shm3, (int)getpid());
+	CHECK(t_write_file(gone, "partial", 7) == 0);
+	CHECK(t_write_file(live, "partial", 7) == 0);
+	pid = fork();
+	if (pid == 0) {
+		struct eht_region_opts o3 = ro;
+		o3.dir = shm3;
+		eht_region *r3 = NULL;
+		int rc = eht_region_open("fresh3", 4 << 20, &o3, &r3);
+		eht_region_close(&r3);
+		_exit(rc == 0 ? 0 : 4);
+	}
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct stat sb;
+	CHECK(stat(gone, &sb) != 0);
+	CHECK(stat(live, &sb) == 0);
 
 	/* Squatted predictable names: the server still starts. */
 	t_setenv("EHT_SHM_DIR", shm2);

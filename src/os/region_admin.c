@@ -176,6 +176,9 @@ int eht_region_list(const char *dir_in, struct eht_region_entry **entries)
 
 void eht_region_list_free(struct eht_region_entry *entries) { free(entries); }
 
+/* gc_one's own flag: a partial file whose creator is known dead needs no grace. */
+#define GC_CREATOR_GONE 0x100u
+
 /* Removes one candidate when, holding its write lock, it is still removable. 1 removed (or would
  * be), 0 kept, -errno. */
 static int gc_one(const char *dir, struct eht_region_entry *e, unsigned flags)
@@ -205,7 +208,7 @@ static int gc_one(const char *dir, struct eht_region_entry *e, unsigned flags)
 		break;
 	case EHT_REGION_STATE_PARTIAL:
 		/* (younger, a creator may be between open(O_EXCL) and taking its lock) */
-		if (e->age_s < eht_setting_double(EHT_SET_REGION_GC_GRACE_S))
+		if (!(flags & GC_CREATOR_GONE) && e->age_s < eht_setting_double(EHT_SET_REGION_GC_GRACE_S))
 			goto out;
 		break;
 	default:
@@ -260,6 +263,36 @@ int eht_region_gc(const char *dir_in, unsigned flags, void (*report)(const struc
 	return removed;
 }
 
+/* The creator's pid in a partial file's name (REGION_TMP_PREFIX name.pid.counter.16 hex digits, as
+ * region_create makes it), or 0 where the name is not of that form. */
+static int partial_creator_pid(const char *fname)
+{
+	char s[512], *f[3]; /* the random part, the counter, the pid */
+	if (snprintf(s, sizeof(s), "%s", fname) >= (int)sizeof(s))
+		return 0;
+	for (int k = 0; k < 3; k++) {
+		char *dot = strrchr(s, '.');
+		if (!dot)
+			return 0;
+		*dot = '\0';
+		f[k] = dot + 1;
+	}
+	const char *dec = "0123456789";
+	if (strlen(f[0]) != 16 || strspn(f[0], "0123456789abcdef") != 16 || !*f[1] || f[1][strspn(f[1], dec)] ||
+	    !*f[2] || f[2][strspn(f[2], dec)] || strlen(f[2]) > 9)
+		return 0;
+	return atoi(f[2]);
+}
+
+/* Whether a partial file was left by a creator that no longer runs: its write lock (taken right
+ * after the file is made) is gone, and the pid its name carries is gone too (so it is not between
+ * making the file and locking it). A reused pid only keeps the file for `eht regions gc`. */
+static bool partial_creator_gone(const struct eht_region_entry *e)
+{
+	int pid = partial_creator_pid(e->name);
+	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
 int region_reclaim_dead(const char *dir)
 {
 	struct eht_region_entry *v = NULL;
@@ -273,13 +306,18 @@ int region_reclaim_dead(const char *dir)
 	for (int i = 0; i < n; i++) {
 		struct eht_region_entry *e = &v[i];
 		/* Ours only, and only what a dead creator left: never ready (killed while populating),
-		 * or ready and mapped by nobody although meant to be unlinked once mapped. gc_one checks
-		 * again under the write lock. */
-		if (e->uid != geteuid() || e->creator_alive ||
-		    (e->state != EHT_REGION_STATE_STALE && e->state != EHT_REGION_STATE_ORPHANED))
+		 * ready and mapped by nobody although meant to be unlinked once mapped, or a file not yet
+		 * linked under its name (killed while sizing or mapping it). gc_one checks again under
+		 * the write lock. */
+		if (e->uid != geteuid())
 			continue;
-		int pid = e->creator_pid;
-		if (gc_one(dir, e, 0) > 0) {
+		bool partial = e->state == EHT_REGION_STATE_PARTIAL;
+		if (partial ? !partial_creator_gone(e)
+			    : (e->creator_alive ||
+			       (e->state != EHT_REGION_STATE_STALE && e->state != EHT_REGION_STATE_ORPHANED)))
+			continue;
+		int pid = partial ? partial_creator_pid(e->name) : e->creator_pid;
+		if (gc_one(dir, e, partial ? GC_CREATOR_GONE : 0) > 0) {
 			removed++;
 			eht_info("region %s: reclaimed %.1f MiB that dead pid %d left in %s", e->name,
 				 (double)e->allocated / (1 << 20), pid, dir);
