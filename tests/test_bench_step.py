@@ -170,10 +170,21 @@ def main():
         var, none = bt.time_paired(FakeTorch, Graph(3.0), Graph(3.01), lambda i: None, reps, 2, False, 0.0)
         added = (var["median_ms"] - none["median_ms"]) * 1e3
         check(abs(added - 10.0) < 0.5, "synced pairs, %d replays under a drift: +%.2f us, not +10" % (reps, added))
+        check(abs(var["paired_added_ms"] * 1e3 - 10.0) < 0.5, "synced pairs, %d replays, pair by pair: %r" % (reps, var))
     for burst in (2, 8):
         var, none = bt.time_back_to_back(FakeTorch, Graph(3.0), Graph(3.01), lambda i: None, 40, 2, False, burst)
         added = (var["median_ms"] - none["median_ms"]) * 1e3
         check(abs(added - 10.0) < 0.5, "bursts of %d under a drift: +%.2f us, not +10" % (burst, added))
+        check(abs(var["paired_added_ms"] * 1e3 - 10.0) < 0.5, "bursts of %d, pair by pair: %r" % (burst, var))
+    # Pair by pair under clocks that change in phases (a slow phase of 1 ms a replay, 9 replays
+    # long, every 25): each pair's difference is the variant's, whatever the phase it ran in.
+    class Phased(Graph):
+        def replay(self):
+            Clock.ms += self.ms + (1.0 if Graph.runs % 25 < 9 else 0.0)
+            Graph.runs += 1
+    for reps in (15, 40):
+        var, none = bt.time_paired(FakeTorch, Phased(3.0), Phased(3.01), lambda i: None, reps, 2, False, 0.0)
+        check(abs(var["paired_added_ms"] * 1e3 - 10.0) < 0.5, "synced pairs, %d replays in phases: %r" % (reps, var))
     check([f for _, f in bt.abba(5)] == [True, False, True, False, True, False], "abba(5): %r" % list(bt.abba(5)))
     # Runs by kind of thread: a thread named as eht names its poller that naps 40 times is put on a
     # CPU 40 times more, give or take a few preemptions (not its nanoseconds, schedstat's first field).

@@ -394,6 +394,8 @@ def run(a, rep, log):
                         res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3
                         res["back_to_back_added_pct"] = (100.0 * (bb["median_ms"] - bb_none["median_ms"])
                                                          / bb_none["median_ms"])
+                        res["paired_added_us"] = res["step"]["paired_added_ms"] * 1e3
+                        res["back_to_back_paired_added_us"] = bb["paired_added_ms"] * 1e3
                     if engines:
                         gl = step.capture_lookups(engines)
                         res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)

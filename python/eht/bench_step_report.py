@@ -15,7 +15,8 @@ def summarize_rounds(results):
     adds to the launch call (us); those two None where the rounds did not measure them. And, where
     the copy variant ran in the same rounds, the variant less the copies round by round (back to back
     and synced, us): the floor of any host table measured beside it, which the engine-native targets
-    are stated against (None for copy itself and where no round has both). With --trace, the main
+    are stated against (None for copy itself and where no round has both). And the same two figures
+    taken pair by pair (the median of each pair's difference; None where the rounds lack them). With --trace, the main
     stream's stalls at both joins in the graph's replays, queued and synced (us, None without the
     graph half). Rounds that failed are left out."""
     copies = {}
@@ -29,11 +30,14 @@ def summarize_rounds(results):
         k = (r["mode"], r["workload"], r["variant"])
         if k not in rows:
             rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": [],
-                       "gqueued": [], "gsynced": []}
+                       "gqueued": [], "gsynced": [], "pb2b": [], "psynced": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
         rows[k]["synced"].append(r["added_us"])
+        for key, name in (("pb2b", "back_to_back_paired_added_us"), ("psynced", "paired_added_us")):
+            if name in r:
+                rows[k][key].append(r[name])
         c = copies.get((r["mode"], r["workload"], r.get("round"))) if r["variant"] != "copy" else None
         if c is not None:
             rows[k]["osynced"].append(r["added_us"] - c["added_us"])
@@ -55,6 +59,8 @@ def summarize_rounds(results):
              "back_to_back_added_us": _spread(rows[k]["b2b"]), "added_us": _spread(rows[k]["synced"]),
              "cpu_ms_per_step": _spread(rows[k]["cpu"]), "pool_cpu_ms_per_step": _spread(rows[k]["pool"]),
              "launch_added_us": _spread(rows[k]["launch"]),
+             "paired_back_to_back_added_us": _spread(rows[k]["pb2b"]),
+             "paired_added_us": _spread(rows[k]["psynced"]),
              "over_copy_back_to_back_us": _spread(rows[k]["ob2b"]),
              "over_copy_added_us": _spread(rows[k]["osynced"]),
              "graph_stall_queued_us": _spread(rows[k]["gqueued"]),
@@ -71,6 +77,9 @@ def summary_line(s):
         out += " (pool %.2f)" % s["pool_cpu_ms_per_step"]["median"]
     if s.get("launch_added_us"):
         out += "; launch %+.0f us" % s["launch_added_us"]["median"]
+    if s.get("paired_added_us"):
+        out += "; pair by pair: back to back %s, synced %s" % (us(s.get("paired_back_to_back_added_us")),
+                                                               us(s["paired_added_us"]))
     if s.get("over_copy_added_us"):
         out += "; over the copies, round by round: back to back %s, synced %s" % (
             us(s.get("over_copy_back_to_back_us")), us(s["over_copy_added_us"]))

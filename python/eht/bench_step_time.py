@@ -139,7 +139,8 @@ def abba(n):
 def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     """Replays of the variant's graph and the step without lookups, alternated (the GPU's clocks drift
     over a run by more than the effects measured) in ABBA order (abba): both medians and p90s, and the
-    variant's process CPU per step (the loop's, less the none step's own, measured alone)."""
+    variant's process CPU per step (the loop's, less the none step's own, measured alone), and the median
+    of the pairs' differences (paired_added_ms)."""
     start, end = _warm(torch, g, feed, warmup, blocking)
     tv, tn, lv, ln = [], [], [], []
     reps += reps % 2
@@ -151,6 +152,9 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
             times.append(_replay_ms(start, end, graph, launches))
     c1, w1, (t1, r1) = cpu_s(), time.perf_counter(), thread_stats()
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
+           # the median of each pair's difference: a GPU whose clocks change over seconds moves both
+           # runs of a pair alike, where it moves the two medians apart by chance
+           "paired_added_ms": statistics.median(v - n for v, n in zip(tv, tn)),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
            "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
            # eht's threads work for the variant's steps only; "rest" includes the none steps' own
@@ -195,7 +199,8 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
         tn.append(burst_ms(g_none, warmup + k * burst))
         if not var_first:
             variant(k)
-    var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst)}
+    var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst),
+           "paired_added_ms": statistics.median(v - n for v, n in zip(tv, tn))}  # (as time_paired's)
     return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
 
 
