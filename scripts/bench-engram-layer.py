@@ -4,7 +4,8 @@
 standalone on one GPU, as vLLM calls it: 24-column hash output, all 24 heads (tp 1), bf16 out, fresh
 uniform ids each step; the same rows as one packed table and as vLLM's split layout (eht.wrap(...,
 layout="split")) over the same bytes, and vLLM's own algorithm (eht.vllm_baseline) on them; median time
-per step as a CUDA graph replay (synced), and the calling thread's CPU per eager call. Usage: bench-engram-layer.py [GiB] (default 16)."""
+per step as a CUDA graph replay (synced), and the calling thread's CPU per eager call (eht's and vLLM's
+Triton launch). Usage: bench-engram-layer.py [GiB] (default 16)."""
 import importlib
 import mmap
 import statistics
@@ -73,6 +74,22 @@ def eager_cpu_us(layer, T, bg, reps=100):
     return statistics.median(cpu[10:]) * 1e6
 
 
+def vllm_eager_cpu_us(T, bg, reps=100):
+    """The calling thread's CPU per eager launch of vLLM's algorithm for the same tp-4 rank call."""
+    from eht import vllm_baseline as vb
+    w = vb._HostPtr(packed.device_ptr, torch.uint8)
+    s = vb._HostPtr(packed.device_ptr + rows * 256, torch.uint8)
+    ids = torch.randint(0, rows, (T, 48), dtype=torch.int32, device=dev)[:, 24:]
+    out = torch.empty((T, 6, 256), dtype=torch.bfloat16, device=dev)
+    cpu = []
+    for _ in range(reps + 10):
+        c0 = time.thread_time()
+        vb.lookup(w, s, ids, out, 6, 6, 0, rows, background=bg)
+        cpu.append(time.thread_time() - c0)
+        torch.cuda.synchronize()
+    return statistics.median(cpu[10:]) * 1e6
+
+
 def vllm_ms(T, bg):
     """vLLM's algorithm (eht.vllm_baseline) on the same bytes read as its split layout, in place."""
     from eht import vllm_baseline as vb
@@ -87,6 +104,10 @@ try:
         for bg in (False, True):
             print("vllm   T %5d (%6d ids) background=%-5s graph replay %.3f ms (vLLM's algorithm, Triton)"
                   % (T, T * 24, bg, vllm_ms(T, bg)))
+    for T in (8, 256, 8192):
+        for bg in (False, True):
+            print("vllm   eager call T %5d (tp-4 rank, strided ids) background=%-5s: %.1f us of the calling thread's CPU"
+                  % (T, bg, vllm_eager_cpu_us(T, bg)))
 except ImportError:
     print("vllm: Triton is not installed, no baseline")
 
