@@ -385,6 +385,27 @@ def main():
         ln = br.summary_line(s2[0])
         check("(pool 2.50)" in ln and "launch +20 us" in ln, "summary line with the split: %s" % ln)
     check(br.summarize_rounds([res("none", 0, None, 0.0, 0.3)]) == [], "no variant with lookups: no rows")
+    # Pair by pair, and pair by pair less the copies of the same round.
+    def near(d, m, lo, hi):
+        return d is not None and all(abs(d[k] - v) < 1e-9 for k, v in (("median", m), ("min", lo), ("max", hi)))
+    paired = []
+    rounds = ((25.0, 30.0, 20.0, 10.0), (28.0, 12.0, 21.0, 2.0), (35.0, 40.0, 22.0, 5.0))
+    for rnd, (pv, pb, cv, cb) in enumerate(rounds):
+        r = dict(res("layer-side", rnd, 0.0, 0.0, 3.0), paired_added_us=pv, back_to_back_paired_added_us=pb)
+        c = dict(res("copy", rnd, 0.0, 0.0, 0.3), paired_added_us=cv, back_to_back_paired_added_us=cb)
+        paired += [c, r]
+    s4 = {x["variant"]: x for x in br.summarize_rounds(paired)}
+    lay = s4.get("layer-side", {})
+    check(near(lay.get("paired_added_us"), 28.0, 25.0, 35.0)
+          and near(lay.get("paired_back_to_back_added_us"), 30.0, 12.0, 40.0)
+          and near(lay.get("over_copy_paired_added_us"), 7.0, 5.0, 13.0)
+          and near(lay.get("over_copy_paired_back_to_back_us"), 20.0, 10.0, 35.0)
+          and s4["copy"]["over_copy_paired_added_us"] is None, "pair by pair over the rounds: %r" % s4)
+    if lay:
+        ln = br.summary_line(lay)
+        check("pair by pair: back to back +30.0 us (+12.0 .. +40.0), synced +28.0 us" in ln
+              and "over the copies pair by pair: back to back +20.0 us (+10.0 .. +35.0), synced +7.0 us" in ln,
+              "summary line pair by pair: %s" % ln)
     # --trace's graph half over the rounds: both joins' stalls summed per round (ms -> us), queued
     # and synced; a round without the graph half (an older torch) is left out of them.
     traced = []

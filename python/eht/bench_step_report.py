@@ -16,7 +16,8 @@ def summarize_rounds(results):
     the copy variant ran in the same rounds, the variant less the copies round by round (back to back
     and synced, us): the floor of any host table measured beside it, which the engine-native targets
     are stated against (None for copy itself and where no round has both). And the same two figures
-    taken pair by pair (the median of each pair's difference; None where the rounds lack them). With --trace, the main
+    taken pair by pair (the median of each pair's difference), and those less the copies' round by
+    round (None where the rounds lack them). With --trace, the main
     stream's stalls at both joins in the graph's replays, queued and synced (us, None without the
     graph half). Rounds that failed are left out."""
     copies = {}
@@ -30,7 +31,7 @@ def summarize_rounds(results):
         k = (r["mode"], r["workload"], r["variant"])
         if k not in rows:
             rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": [],
-                       "gqueued": [], "gsynced": [], "pb2b": [], "psynced": []}
+                       "gqueued": [], "gsynced": [], "pb2b": [], "psynced": [], "opb2b": [], "opsynced": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
@@ -43,6 +44,9 @@ def summarize_rounds(results):
             rows[k]["osynced"].append(r["added_us"] - c["added_us"])
             if "back_to_back_added_us" in r and "back_to_back_added_us" in c:
                 rows[k]["ob2b"].append(r["back_to_back_added_us"] - c["back_to_back_added_us"])
+            for key, name in (("opb2b", "back_to_back_paired_added_us"), ("opsynced", "paired_added_us")):
+                if name in r and name in c:
+                    rows[k][key].append(r[name] - c[name])
         st = r["step"]
         rows[k]["cpu"].append(st["cpu_ms_per_step"])
         if st.get("cpu_ms_by_thread"):
@@ -63,6 +67,8 @@ def summarize_rounds(results):
              "paired_added_us": _spread(rows[k]["psynced"]),
              "over_copy_back_to_back_us": _spread(rows[k]["ob2b"]),
              "over_copy_added_us": _spread(rows[k]["osynced"]),
+             "over_copy_paired_back_to_back_us": _spread(rows[k]["opb2b"]),
+             "over_copy_paired_added_us": _spread(rows[k]["opsynced"]),
              "graph_stall_queued_us": _spread(rows[k]["gqueued"]),
              "graph_stall_synced_us": _spread(rows[k]["gsynced"])} for k in order]
 
@@ -83,6 +89,9 @@ def summary_line(s):
     if s.get("over_copy_added_us"):
         out += "; over the copies, round by round: back to back %s, synced %s" % (
             us(s.get("over_copy_back_to_back_us")), us(s["over_copy_added_us"]))
+    if s.get("over_copy_paired_added_us"):
+        out += "; over the copies pair by pair: back to back %s, synced %s" % (
+            us(s.get("over_copy_paired_back_to_back_us")), us(s["over_copy_paired_added_us"]))
     if s.get("graph_stall_queued_us") or s.get("graph_stall_synced_us"):
         out += "; stalls at the joins in the graph: queued %s, synced %s" % (
             us(s.get("graph_stall_queued_us")), us(s.get("graph_stall_synced_us")))
