@@ -27,6 +27,7 @@ log=$(mktemp -d /tmp/eht-mpi-test.XXXXXX)
 shm=$(mktemp -d /dev/shm/eht-mpi-test.XXXXXX)
 export EHT_SHM_DIR=$shm
 trap 'rm -rf "$log" "$shm"' EXIT
+trap 'exit 1' INT TERM HUP  # (ctest's timeout: the EXIT trap then still runs)
 fails=0
 run() { # name expected-rc(0|nonzero|any) max-seconds args...
   name=$1 want=$2 max=$3; shift 3
