@@ -579,7 +579,8 @@ EHT_API void eht_region_list_free(struct eht_region_entry *entries);
 
 #define EHT_REGION_GC_DRY_RUN 0x1u
 /* Removes stale, orphaned, invalid and partial regions of dir that nobody uses (checked by taking
- * the region's lock, so a region in use is never removed). report, when given, is called for each
+ * the region's lock, so a region in use is never removed; a partial one once EHT_REGION_GC_GRACE_S
+ * old, or at once where the creator pid its name carries is gone). report, when given, is called for each
  * region removed (or, with EHT_REGION_GC_DRY_RUN, that would be). Returns the count or -errno. */
 EHT_API EHT_MUST_CHECK int eht_region_gc(const char *dir, unsigned flags,
 		  void (*report)(const struct eht_region_entry *entry, void *arg), void *arg);

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "region_testutil.h"
 
@@ -173,6 +175,22 @@ static void leftovers(void)
 	CHECK_RC(eht_region_gc(dir, 0, NULL, NULL), 2);
 	t_setenv("EHT_REGION_GC_GRACE_S", NULL);
 	CHECK(r_count_files(dir) == 1); /* only the foreign file */
+	/* A partial file named with a creator pid that is gone goes at once, without the grace; one
+	 * named with a running pid (this process's) waits for it. */
+	pid_t dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	char gone[512], young[512];
+	snprintf(gone, sizeof(gone), "%s/.eht-tmp.g.%d.0.00000000deadbeef", dir, (int)dead);
+	snprintf(young, sizeof(young), "%s/.eht-tmp.y.%d.0.00000000deadbeef", dir, (int)getpid());
+	CHECK(t_write_file(gone, "x", 1) == 0);
+	CHECK(t_write_file(young, "x", 1) == 0);
+	t_setenv("EHT_REGION_GC_GRACE_S", "3600");
+	CHECK_RC(eht_region_gc(dir, 0, NULL, NULL), 1);
+	CHECK(access(gone, F_OK) != 0 && access(young, F_OK) == 0);
+	t_setenv("EHT_REGION_GC_GRACE_S", NULL);
+	unlink(young);
 	unlink(path);
 }
 

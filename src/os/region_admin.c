@@ -176,6 +176,36 @@ int eht_region_list(const char *dir_in, struct eht_region_entry **entries)
 
 void eht_region_list_free(struct eht_region_entry *entries) { free(entries); }
 
+/* The creator's pid in a partial file's name (REGION_TMP_PREFIX name.pid.counter.16 hex digits, as
+ * region_create makes it), or 0 where the name is not of that form. */
+static int partial_creator_pid(const char *fname)
+{
+	char s[512], *f[3]; /* the random part, the counter, the pid */
+	if (snprintf(s, sizeof(s), "%s", fname) >= (int)sizeof(s))
+		return 0;
+	for (int k = 0; k < 3; k++) {
+		char *dot = strrchr(s, '.');
+		if (!dot)
+			return 0;
+		*dot = '\0';
+		f[k] = dot + 1;
+	}
+	const char *dec = "0123456789";
+	if (strlen(f[0]) != 16 || strspn(f[0], "0123456789abcdef") != 16 || !*f[1] || f[1][strspn(f[1], dec)] ||
+	    !*f[2] || f[2][strspn(f[2], dec)] || strlen(f[2]) > 9)
+		return 0;
+	return atoi(f[2]);
+}
+
+/* Whether a partial file was left by a creator that no longer runs: its write lock (taken right
+ * after the file is made) is gone, and the pid its name carries is gone too (so it is not between
+ * making the file and locking it). A reused pid only keeps the file for `eht regions gc`. */
+static bool partial_creator_gone(const struct eht_region_entry *e)
+{
+	int pid = partial_creator_pid(e->name);
+	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
 /* gc_one's own flag: a partial file whose creator is known dead needs no grace. */
 #define GC_CREATOR_GONE 0x100u
 
@@ -246,7 +276,9 @@ int eht_region_gc(const char *dir_in, unsigned flags, void (*report)(const struc
 		if (s != EHT_REGION_STATE_STALE && s != EHT_REGION_STATE_ORPHANED && s != EHT_REGION_STATE_INVALID &&
 		    s != EHT_REGION_STATE_PARTIAL)
 			continue;
-		int rc = gc_one(dir, &v[i], flags);
+		/* A partial file whose named creator is gone needs no grace (it cannot be one being made). */
+		bool gone = s == EHT_REGION_STATE_PARTIAL && partial_creator_gone(&v[i]);
+		int rc = gc_one(dir, &v[i], flags | (gone ? GC_CREATOR_GONE : 0));
 		if (rc > 0) {
 			removed++;
 			if (report)
@@ -261,36 +293,6 @@ int eht_region_gc(const char *dir_in, unsigned flags, void (*report)(const struc
 	if (first && removed == 0)
 		return first;
 	return removed;
-}
-
-/* The creator's pid in a partial file's name (REGION_TMP_PREFIX name.pid.counter.16 hex digits, as
- * region_create makes it), or 0 where the name is not of that form. */
-static int partial_creator_pid(const char *fname)
-{
-	char s[512], *f[3]; /* the random part, the counter, the pid */
-	if (snprintf(s, sizeof(s), "%s", fname) >= (int)sizeof(s))
-		return 0;
-	for (int k = 0; k < 3; k++) {
-		char *dot = strrchr(s, '.');
-		if (!dot)
-			return 0;
-		*dot = '\0';
-		f[k] = dot + 1;
-	}
-	const char *dec = "0123456789";
-	if (strlen(f[0]) != 16 || strspn(f[0], "0123456789abcdef") != 16 || !*f[1] || f[1][strspn(f[1], dec)] ||
-	    !*f[2] || f[2][strspn(f[2], dec)] || strlen(f[2]) > 9)
-		return 0;
-	return atoi(f[2]);
-}
-
-/* Whether a partial file was left by a creator that no longer runs: its write lock (taken right
- * after the file is made) is gone, and the pid its name carries is gone too (so it is not between
- * making the file and locking it). A reused pid only keeps the file for `eht regions gc`. */
-static bool partial_creator_gone(const struct eht_region_entry *e)
-{
-	int pid = partial_creator_pid(e->name);
-	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 int region_reclaim_dead(const char *dir)

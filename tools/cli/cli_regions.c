@@ -14,7 +14,8 @@ static void usage(FILE *f)
 		   "       eht regions gc [--dir D] [--dry-run] [--json]\n"
 		   "The directory defaults to $EHT_SHM_DIR, else /dev/shm. gc removes regions whose creator died\n"
 		   "before ready (stale), unlink-when-mapped regions nobody maps (orphaned), unreadable ones and\n"
-		   "creators' leftover temporary files; never a region in use.\n"
+		   "creators' leftover temporary files (once $EHT_REGION_GC_GRACE_S old, at once where the creator\n"
+		   "pid in their name is gone); never a region in use.\n"
 		   "  --dir D    the directory of regions\n"
 		   "  --dry-run  gc: list what it would delete, delete nothing\n"
 		   "  --json     one object: {\"regions\": [...]} (list), {\"dry_run\", \"count\", \"regions\"} (gc)\n");
