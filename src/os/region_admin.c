@@ -197,9 +197,9 @@ static int partial_creator_pid(const char *fname)
 	return atoi(f[2]);
 }
 
-/* Whether a partial file was left by a creator that no longer runs: its write lock (taken right
- * after the file is made) is gone, and the pid its name carries is gone too (so it is not between
- * making the file and locking it). A reused pid only keeps the file for `eht regions gc`. */
+/* Whether a partial file's creator no longer runs: the pid its name carries is gone, so it is not
+ * between making the file and taking its write lock (gc_one then checks the lock itself). A reused
+ * pid keeps the file until the grace has passed. */
 static bool partial_creator_gone(const struct eht_region_entry *e)
 {
 	int pid = partial_creator_pid(e->name);
