@@ -197,13 +197,13 @@ static int partial_creator_pid(const char *fname)
 	return atoi(f[2]);
 }
 
-/* Whether a partial file's creator no longer runs: the pid its name carries is gone, so it is not
+/* The pid of a partial file's creator where it no longer runs, else 0: a creator that is gone is not
  * between making the file and taking its write lock (gc_one then checks the lock itself). A reused
  * pid keeps the file until the grace has passed. */
-static bool partial_creator_gone(const struct eht_region_entry *e)
+static int partial_dead_pid(const struct eht_region_entry *e)
 {
 	int pid = partial_creator_pid(e->name);
-	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+	return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH ? pid : 0;
 }
 
 /* gc_one's own flag: a partial file whose creator is known dead needs no grace. */
@@ -277,7 +277,7 @@ int eht_region_gc(const char *dir_in, unsigned flags, void (*report)(const struc
 		    s != EHT_REGION_STATE_PARTIAL)
 			continue;
 		/* A partial file whose named creator is gone needs no grace (it cannot be one being made). */
-		bool gone = s == EHT_REGION_STATE_PARTIAL && partial_creator_gone(&v[i]);
+		bool gone = s == EHT_REGION_STATE_PARTIAL && partial_dead_pid(&v[i]);
 		int rc = gc_one(dir, &v[i], flags | (gone ? GC_CREATOR_GONE : 0));
 		if (rc > 0) {
 			removed++;
@@ -314,11 +314,12 @@ int region_reclaim_dead(const char *dir)
 		if (e->uid != geteuid())
 			continue;
 		bool partial = e->state == EHT_REGION_STATE_PARTIAL;
-		if (partial ? !partial_creator_gone(e)
-			    : (e->creator_alive ||
-			       (e->state != EHT_REGION_STATE_STALE && e->state != EHT_REGION_STATE_ORPHANED)))
+		int pid = partial ? partial_dead_pid(e) : e->creator_pid;
+		bool left_by_dead = partial ? pid > 0
+					    : !e->creator_alive && (e->state == EHT_REGION_STATE_STALE ||
+								    e->state == EHT_REGION_STATE_ORPHANED);
+		if (!left_by_dead)
 			continue;
-		int pid = partial ? partial_creator_pid(e->name) : e->creator_pid;
 		if (gc_one(dir, e, partial ? GC_CREATOR_GONE : 0) > 0) {
 			removed++;
 			eht_info("region %s: reclaimed %.1f MiB that dead pid %d left in %s", e->name,

@@ -69,7 +69,9 @@ static const struct eht_setting_def table[EHT_SET_COUNT] = {
 	ROW(NODE_ID, EHT_SETTING_STR, U, NULL,
 	    "this process's node identity instead of the host's (1..64 characters of A-Z a-z 0-9 . _ -): several "
 	    "simulated nodes on one machine"),
-	DBL(REGION_GC_GRACE_S, U, "30", 0, 1e9, "age in seconds before `eht regions gc` removes a creator's partial region (at once where the pid in its name is gone)"),
+	DBL(REGION_GC_GRACE_S, U, "30", 0, 1e9,
+	    "age in seconds before `eht regions gc` removes a creator's partial region (at once where the pid in its "
+	    "name is gone)"),
 	ENUM(DISK_URING, U, "auto", "auto|0|1",
 	     "disk tier: auto reads uncached rows with io_uring (pread where it is unavailable); 1 every row (as the "
 	     "EHT_DISK_URING flag); 0 uncached rows with pread"),
