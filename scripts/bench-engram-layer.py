@@ -62,40 +62,37 @@ def graph_ms(layer, T, bg):
     return replay_ms(lambda ids, out: layer.lookup(ids, out, background=bg), T)
 
 
-def eager_cpu_us(layer, T, bg, reps=100):
+def eager_cpu_us(lookup, T, reps=100):
+    """The calling thread's CPU (median us) per eager lookup(ids, out) of a tp-4 rank's call: ids a
+    strided view, out [T, 6, 256] bf16; synced between calls."""
     ids = torch.randint(0, rows, (T, 48), dtype=torch.int32, device=dev)[:, 24:]  # a strided view
     out = torch.empty((T, 6, 256), dtype=torch.bfloat16, device=dev)
     cpu = []
     for _ in range(reps + 10):
         c0 = time.thread_time()
-        layer.lookup(ids, out, background=bg)
+        lookup(ids, out)
         cpu.append(time.thread_time() - c0)
         torch.cuda.synchronize()
     return statistics.median(cpu[10:]) * 1e6
 
 
-def vllm_eager_cpu_us(T, bg, reps=100):
-    """The calling thread's CPU per eager launch of vLLM's algorithm for the same tp-4 rank call."""
+def vllm_on_packed():
+    """vLLM's algorithm (eht.vllm_baseline) and the packed table's bytes read as its split layout, in
+    place: (module, weights, scales)."""
     from eht import vllm_baseline as vb
-    w = vb._HostPtr(packed.device_ptr, torch.uint8)
-    s = vb._HostPtr(packed.device_ptr + rows * 256, torch.uint8)
-    ids = torch.randint(0, rows, (T, 48), dtype=torch.int32, device=dev)[:, 24:]
-    out = torch.empty((T, 6, 256), dtype=torch.bfloat16, device=dev)
-    cpu = []
-    for _ in range(reps + 10):
-        c0 = time.thread_time()
-        vb.lookup(w, s, ids, out, 6, 6, 0, rows, background=bg)
-        cpu.append(time.thread_time() - c0)
-        torch.cuda.synchronize()
-    return statistics.median(cpu[10:]) * 1e6
+    return (vb, vb._HostPtr(packed.device_ptr, torch.uint8),
+            vb._HostPtr(packed.device_ptr + rows * 256, torch.uint8))
 
 
 def vllm_ms(T, bg):
-    """vLLM's algorithm (eht.vllm_baseline) on the same bytes read as its split layout, in place."""
-    from eht import vllm_baseline as vb
-    w = vb._HostPtr(packed.device_ptr, torch.uint8)
-    s = vb._HostPtr(packed.device_ptr + rows * 256, torch.uint8)
+    vb, w, s = vllm_on_packed()
     return replay_ms(lambda ids, out: vb.lookup(w, s, ids, out, 0, 24, 0, rows, background=bg), T)
+
+
+def vllm_eager_cpu_us(T, bg):
+    """The same tp-4 rank call (heads [6, 12)) through vLLM's algorithm: its Triton launch."""
+    vb, w, s = vllm_on_packed()
+    return eager_cpu_us(lambda ids, out: vb.lookup(w, s, ids, out, 6, 6, 0, rows, background=bg), T)
 
 
 try:
@@ -106,8 +103,8 @@ try:
                   % (T, T * 24, bg, vllm_ms(T, bg)))
     for T in (8, 256, 8192):
         for bg in (False, True):
-            print("vllm   eager call T %5d (tp-4 rank, strided ids) background=%-5s: %.1f us of the calling thread's CPU"
-                  % (T, bg, vllm_eager_cpu_us(T, bg)))
+            print("vllm   eager call T %5d (tp-4 rank, strided ids) background=%-5s: %.1f us of the calling "
+                  "thread's CPU" % (T, bg, vllm_eager_cpu_us(T, bg)))
 except ImportError:
     print("vllm: Triton is not installed, no baseline")
 
@@ -120,6 +117,6 @@ for name, table in (("packed", packed), ("split", split)):
     for T in (8, 256, 8192):
         for bg in (False, True):
             print("%-6s eager call T %5d (tp-4 rank, strided ids) background=%-5s: %.1f us of the calling thread's CPU"
-                  % (name, T, bg, eager_cpu_us(rank, T, bg)))
+                  % (name, T, bg, eager_cpu_us(lambda ids, out: rank.lookup(ids, out, background=bg), T)))
     layer.close()
     rank.close()
