@@ -2,7 +2,7 @@
 /* test_lookup_bell_bg.c: the CPU side of background-mode requests (gather/bell/serve_bg.c) on the CPU
  * alone, run under TSan by `make tsan`: this thread plays the stream's memory operations (ring the doorbell,
  * wait for each group's ready value, copy the group out of staging, write 0), the process's poller and
- * pool gather. Eager requests and a "captured" one replayed with new ids, one to eight groups, dead ids
+ * pool gather. Eager requests and a "captured" one replayed with new ids, one to four groups (LK_BG_GROUPS), dead ids
  * (zero rows, counted into h_dead before the last group is ready), requests back to back reusing the
  * staging. And compact ones (the distinct misses of a dedup pass, their count known only to the GPU,
  * which copies it to h_count before it rings): every group of the bound is published, those past the
@@ -129,7 +129,7 @@ static void pushed_dequant(uint64_t *rs)
 	}
 	static int64_t ids[20000];
 	static uint16_t want[256];
-	const size_t n = 20000; /* 8 groups */
+	const size_t n = 20000; /* LK_BG_GROUPS groups */
 	uint8_t *raw = malloc(n * EHT_ENGRAM_ROW_BYTES);
 	uint16_t *bf = malloc(n * 512);
 	for (size_t i = 0; i < n; i++) {
@@ -191,7 +191,7 @@ int main(void)
 		}
 	uint32_t groups, grows;
 	eht_lk_bell_bg_geom(lk, 20000, &groups, &grows);
-	CHECK(groups == 8);
+	CHECK(groups == LK_BG_GROUPS);
 	/* A "captured" request: the same ids buffer, new ids before each replay. */
 	for (int replay = 0; replay < 4; replay++) {
 		for (size_t i = 0; i < 9000; i++)

@@ -28,9 +28,15 @@
 #define LK_READY(idx, c) (((uint32_t)(idx) << LK_TAG_SHIFT) | (uint32_t)((c) + 1))
 /* Rows per group a background request's stream waits for: few groups keep the stream's nodes (a
  * wait and a copy per group) cheap, enough of them let the copy engine move one while the CPU
- * gathers the next; at most LK_BG_GROUPS of them. */
+ * gathers the next; at most LK_BG_GROUPS of them. A large bf16 request's groups are each dequantized
+ * by a kernel that, beside the model's GEMMs, waits for SMs; the last group's copy and dequant
+ * follow the gather. On H100s (eht bench step, prefill, 2 x 24 GiB, --trace, graph replays synced;
+ * two runs, one process a setting) the step waited at the first table's join 15 and 54 us with 4
+ * groups, 92 and 89-96 us with 8, 196 with 24, 342 with 2 (its last copy is 26 MB); the second
+ * table's lookup took 2.65-2.97 ms with 4 against 3.85-3.92 with 8. A decode batch (6,144 rows) has 3
+ * groups either way. */
 #define LK_BG_GROUP_ROWS 2048
-#define LK_BG_GROUPS 8
+#define LK_BG_GROUPS 4
 /* Rows of a bf16 background request above which each group is dequantized as soon as it is copied
  * instead of all at once after the last copy. Each dequant is a kernel that, beside the model, waits
  * for SMs between the GEMMs' waves, and each node costs a few microseconds (a wait, a copy, a kernel:
