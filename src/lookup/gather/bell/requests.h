@@ -10,6 +10,7 @@
 #define EHT_LOOKUP_GATHER_REQUESTS_H
 
 #include "lookup/core.h"
+#include "lookup/gather/bell/ring_clock.h"
 
 /* Stream-triggered requests per engine: the first LK_EAGER_REQS are a ring for calls made outside
  * capture, the rest are kept for captured calls (one per distinct ids buffer and shape). Engines
@@ -70,6 +71,7 @@ struct lk_req {
 	bool taken;       /* captured slot in use */
 	bool done_used;
 	eht_event done;     /* eager ring: recorded after the request's kernel */
+	struct lk_ring_clock clock; /* captured: when it rang (the poller's alone, ring_clock.h) */
 };
 
 /* State of the stream-triggered path (lk->bell), made by the strategy that uses it (HOST's init). */
