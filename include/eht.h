@@ -867,8 +867,10 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * (at least spin_us, EHT_POOL_SPIN_US, 50; up to 1 ms); after a job long after the last they sleep on
  * a futex at once; a job wakes only as many as it has tasks. The doorbell poller spins
  * EHT_BELL_SPIN_US (100; up to 1 ms while requests come back to back) after the last request, then
- * sleeps: until an eager call wakes it, in naps of 50 us while captured lookups exist.
- * Between model steps milliseconds apart no thread of eht spins.
+ * sleeps: until an eager call wakes it, in naps of 50 us while captured lookups exist. A captured
+ * lookup that has rung at a steady period (1 ms to 1 s: a replayed step graph) is due again in a
+ * window of 3 % of that period either side (0.1 to 2 ms), which the poller spins through.
+ * Between model steps milliseconds apart no pool thread of eht spins.
  * A read error of a stream-triggered gather (disk tier) zero-fills the chunk and is returned by the
  * engine's next eht_lookup_run.
  *

@@ -85,7 +85,7 @@ static const struct eht_setting_def table[EHT_SET_COUNT] = {
 	    "largest chunk (rows) of the CPU gather (prefill graphs 11-13% faster at 256 than at 1024 on the H200)"),
 	NUM(BELL_SPIN_US, EHT_SETTING_U64, T, "100", 0, 1000000,
 	    "how long the doorbell poller of GPU-id and graph lookups spins after the last request before it sleeps, "
-	    "in µs (up to 1 ms while requests come back to back)"),
+	    "in µs (up to 1 ms while requests come back to back; it also spins where a replayed graph's request is due)"),
 	NUM(POOL_SPIN_US, EHT_SETTING_U64, T, "50", 0, 1000000,
 	    "while jobs come back to back, how long the lookup pool's threads spin after one at least, in µs (twice the "
 	    "recent gaps, at most 1 ms; unless the options' spin_us says); after a lone job they sleep at once"),

@@ -90,8 +90,9 @@ static void next_ring_window(double now, double *from, double *until)
  * H100 (eht bench step, decode, 2 x 24 GiB, --trace, two runs, one process each way) the model's
  * stream waited 3.4-3.7 us at the joins with the windows against 9.6-10.4 without (the copies alone
  * 7 us), and the background call added +15 / +45 us over the copies back to back against +54 / +138
- * (synced +3 against +19 in the 3-round run), for 0.1 ms more CPU a step. A prefill step's first
- * join waited as long either way (94 us, with 8 background groups). */
+ * (pair by pair +28 / +51 against +50 / +135; synced +10 / +9 against +23 / +12), for 0.1 ms more
+ * CPU a step (an earlier H100 measured no gain from a similar prediction: docs/BENCHMARKS.md). A
+ * prefill step's first join waited as long either way (94 us, with 8 background groups). */
 static void *poll_main(void *arg)
 {
 	(void)arg;
