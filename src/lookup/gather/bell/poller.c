@@ -36,6 +36,7 @@ static struct poller {
 	atomic_uint kicks;
 	atomic_uint no_kick; /* engines with captured requests (rings nothing wakes the poller for) */
 	atomic_bool napping;
+	double win_from, win_until; /* the poller's ring window as last chosen (mu; for the tests) */
 } P = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *ts)
@@ -102,6 +103,9 @@ static void *poll_main(void *arg)
 	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), idle_from = -1;
 	unsigned seen = atomic_load(&P.kicks), ngaps = 0;
 	double win_from = 0, win_until = 0; /* the next captured ring's window (0: none predicted) */
+	pthread_mutex_lock(&P.mu);
+	P.win_from = P.win_until = 0; /* (a poller before this one may have left one) */
+	pthread_mutex_unlock(&P.mu);
 	while (!atomic_load(&P.stop)) {
 		bool served = false;
 		pthread_mutex_lock(&P.mu);
@@ -124,8 +128,11 @@ static void *poll_main(void *arg)
 		}
 		/* The clocks change only when a ring is served; a window that passed without its ring
 		 * gives way to the next one. */
-		if (served || (win_until > 0 && eht_now_s() > win_until))
+		if (served || (win_until > 0 && eht_now_s() > win_until)) {
 			next_ring_window(eht_now_s(), &win_from, &win_until);
+			P.win_from = win_from;
+			P.win_until = win_until;
+		}
 		pthread_mutex_unlock(&P.mu);
 		double t = eht_now_s();
 		unsigned k = atomic_load(&P.kicks);
@@ -153,6 +160,15 @@ static void *poll_main(void *arg)
 		atomic_store(&P.napping, false);
 	}
 	return NULL;
+}
+
+bool eht_lk_poller_window(double *from, double *until)
+{
+	pthread_mutex_lock(&P.mu);
+	*from = P.win_from;
+	*until = P.win_until;
+	pthread_mutex_unlock(&P.mu);
+	return *until > 0;
 }
 
 /* Wakes the poller for a request about to ring (safe from any thread, the driver's included). */
