@@ -2,8 +2,8 @@
 /* test_lookup_bell_bg.c: the CPU side of background-mode requests (gather/bell/serve_bg.c) on the CPU
  * alone, run under TSan by `make tsan`: this thread plays the stream's memory operations (ring the doorbell,
  * wait for each group's ready value, copy the group out of staging, write 0), the process's poller and
- * pool gather. Eager requests and a "captured" one replayed with new ids, one to four groups (LK_BG_GROUPS), dead ids
- * (zero rows, counted into h_dead before the last group is ready), requests back to back reusing the
+ * pool gather. Eager requests and a "captured" one replayed with new ids, one to LK_BG_GROUPS groups,
+ * dead ids (zero rows, counted into h_dead before the last group is ready), requests back to back reusing the
  * staging. And compact ones (the distinct misses of a dedup pass, their count known only to the GPU,
  * which copies it to h_count before it rings): every group of the bound is published, those past the
  * count (all of them for a count of zero) empty, and h_dead is left to the stream. Each of them also

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_ring_clock.c: the poller's prediction of a captured request's next ring (ring_clock.h): no
- * window until the rings come at a steady period, a window around the next one then (3 % of the period
- * either side, 0.1 to 2 ms) once three intervals in a row are alike, none again after an interval off the period, none for periods below 1 ms
- * or above 1 s, and a clock that goes back starts over. */
+ * window until three intervals in a row are alike, then a window around the next ring (3 % of the
+ * period either side, 0.1 to 2 ms); none again after an interval off the period; none for periods
+ * below 1 ms or above 1 s; and a clock that goes back starts over. */
 #include "lookup/gather/bell/ring_clock.h"
 #include "testutil.h"
 
