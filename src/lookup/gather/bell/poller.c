@@ -36,7 +36,9 @@ static struct poller {
 	atomic_uint kicks;
 	atomic_uint no_kick; /* engines with captured requests (rings nothing wakes the poller for) */
 	atomic_bool napping;
-	double win_from, win_until; /* the poller's ring window as last chosen (mu; for the tests) */
+	/* The next captured ring's window (0: none predicted). The poller alone writes it, with mu held;
+	 * it reads it without (eht_lk_poller_window, for the tests, takes mu). */
+	double win_from, win_until;
 } P = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
 
 static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *ts)
@@ -102,7 +104,6 @@ static void *poll_main(void *arg)
 	const double spin_min = (double)eht_setting_u64(EHT_SET_BELL_SPIN_US) * 1e-6, spin_max = 1e-3;
 	double spin_s = spin_min, gaps[4] = {0}, last = eht_now_s(), idle_from = -1;
 	unsigned seen = atomic_load(&P.kicks), ngaps = 0;
-	double win_from = 0, win_until = 0; /* the next captured ring's window (0: none predicted) */
 	pthread_mutex_lock(&P.mu);
 	P.win_from = P.win_until = 0; /* (a poller before this one may have left one) */
 	pthread_mutex_unlock(&P.mu);
@@ -128,11 +129,9 @@ static void *poll_main(void *arg)
 		}
 		/* The clocks change only when a ring is served; a window that passed without its ring
 		 * gives way to the next one. */
-		if (served || (win_until > 0 && eht_now_s() > win_until)) {
-			next_ring_window(eht_now_s(), &win_from, &win_until);
-			P.win_from = win_from;
-			P.win_until = win_until;
-		}
+		double now = eht_now_s();
+		if (served || (P.win_until > 0 && now > P.win_until))
+			next_ring_window(now, &P.win_from, &P.win_until);
 		pthread_mutex_unlock(&P.mu);
 		double t = eht_now_s();
 		unsigned k = atomic_load(&P.kicks);
@@ -143,7 +142,7 @@ static void *poll_main(void *arg)
 			seen = k;
 			continue;
 		}
-		if (t - last < spin_s || (win_until > 0 && t >= win_from)) {
+		if (t - last < spin_s || (P.win_until > 0 && t >= P.win_from)) {
 			eht_cpu_relax();
 			continue;
 		}
@@ -152,8 +151,8 @@ static void *poll_main(void *arg)
 		bool pending = atomic_load(&P.pending) != 0;
 		bool short_nap = pending || (atomic_load(&P.no_kick) && t - last < 1.0);
 		long nap_ns = short_nap ? 50000 : 1000000;
-		if (win_until > 0 && (win_from - t) * 1e9 < (double)nap_ns)
-			nap_ns = (long)((win_from - t) * 1e9) + 1;
+		if (P.win_until > 0 && (P.win_from - t) * 1e9 < (double)nap_ns)
+			nap_ns = (long)((P.win_from - t) * 1e9) + 1;
 		struct timespec ts = {0, nap_ns};
 		atomic_store(&P.napping, true);
 		futex(&P.kicks, FUTEX_WAIT, seen, &ts);
