@@ -50,6 +50,14 @@ def main():
     v = bs.parse_variant("host+bg+ldq-side")
     check(v["late_dequant"] and v["background"] and not bs.parse_variant("host+bg-side")["late_dequant"],
           "ldq: late dequant: %r" % v)
+    v = bs.parse_variant("host+bg+raw-side")
+    check(v.get("raw_only") and not v["late_dequant"] and not bs.parse_variant("host+bg-side").get("raw_only"),
+          "raw: no dequant: %r" % v)
+    try:
+        bs.parse_variant("host+bg+raw+ldq-side")
+        check(False, "raw with ldq accepted")
+    except ValueError as e:
+        check("exclude" in str(e), "raw with ldq: %s" % e)
     try:
         bs.parse_variant("auto+bg+predict-side")
         check(False, "predict is no option (the predicting poller was removed)")
@@ -482,10 +490,10 @@ def main():
     else:  # a small step on the GPU: every kind of variant runs and reports
         r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
                  "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json",
-                 "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+push-side"])
+                 "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+raw-side,host+bg+push-side"])
         check(r.returncode == 0, "small GPU run exits 0: %s" % r.stderr[-2000:])
         res = {x["variant"]: x for x in json.loads(r.stdout)["results"]} if r.returncode == 0 else {}
-        for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+push-side"):
+        for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+raw-side", "host+bg+push-side"):
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
                   "%s measured: %r" % (name, x))

@@ -27,7 +27,9 @@ the whole step is one CUDA graph. Variants:
   nohot (a text workload's hot set left out),
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
-  eht_lookup_dequant, instead of a dequant kernel beside the model's)
+  eht_lookup_dequant, instead of a dequant kernel beside the model's), raw (a diagnostic: the rows
+  are looked up raw and never dequantized, the layer reads zeros: what the dequant beside the model
+  costs the step, against the same variant without it)
 
 --trace adds, per variant, an eager run with CUDA events on both streams: the lookups' times under
 load, how long the main stream stalled waiting for each table's rows, and how much slower the layers
@@ -146,6 +148,8 @@ def parse_variant(spec):
             v["push"] = p == "push"
         elif p == "ldq":
             v["late_dequant"] = True
+        elif p == "raw":  # a diagnostic: rows left raw, no dequant kernel anywhere (the layer reads zeros)
+            v["raw_only"] = True
         elif p == "nohot":  # a text workload's hot set left out: the A/B of the hot set in the step
             v["no_hot"] = True
         elif p.startswith("cap") and p[3:].isdigit() and int(p[3:]) > 0:
@@ -155,7 +159,10 @@ def parse_variant(spec):
         elif p.startswith("bspin") and p[5:].isdigit():
             v["bell_spin_us"] = int(p[5:])
         else:
-            raise ValueError("variant %r: unknown option %r (bg, push, stream, capN, dedup, pspinN, bspinN, ldq, nohot)" % (spec, p))
+            raise ValueError("variant %r: unknown option %r (bg, push, stream, capN, dedup, pspinN, bspinN, ldq, raw, "
+                             "nohot)" % (spec, p))
+    if v.get("raw_only") and v["late_dequant"]:
+        raise ValueError("variant %r: raw and ldq exclude each other (raw has no dequant at all)" % spec)
     if v.get("push") is not None and not v["background"]:
         raise ValueError("variant %r: push and stream are ways of the background mode (bg+push, bg+stream)" % spec)
     return v
@@ -362,6 +369,7 @@ def run(a, rep, log):
                        "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"], "round": rnd}
                 engines = []
                 step.late = bool(v.get("late_dequant"))
+                step.raw_only = bool(v.get("raw_only"))
                 try:
                     if v.get("copy_only"):
                         engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]

@@ -183,6 +183,11 @@ class Step:
         # late dequant (the ldq option): the lookups' raw rows, dequantized into rows on the main stream
         self.raw = [torch.zeros(T * part, ROW_BYTES, dtype=torch.uint8, device=dev) for _ in range(2)]
         self.late = False
+        self.raw_only = False  # the raw option: rows looked up raw and never dequantized (a diagnostic)
+
+    def dst(self, t):
+        """Where table t's lookup writes: its raw rows (ldq, raw) or the bf16 rows the layer reads."""
+        return self.raw[t] if self.late or self.raw_only else self.rows[t]
 
     def body(self, engines, place, side, marks=None, external=False):
         """The step as enqueued (eagerly or under capture) on the current stream. marks: a dict that
@@ -206,7 +211,7 @@ class Step:
             with torch.cuda.stream(side):
                 mark("side_start", side)
                 for t in range(2):
-                    engines[t].run(self.ids[t], self.raw[t] if self.late else self.rows[t], stream=side)
+                    engines[t].run(self.ids[t], self.dst(t), stream=side)
                     # the mark before the join's event, so the main stream's wait covers it: a mark
                     # after the last join is side-stream work a capture refuses as unjoined
                     mark("lookup%d_end" % t, side)
@@ -223,7 +228,7 @@ class Step:
                         main.wait_event(events[t])
                     else:
                         mark("lookup%d_start" % t, main)
-                        engines[t].run(self.ids[t], self.raw[t] if self.late else self.rows[t], stream=main)
+                        engines[t].run(self.ids[t], self.dst(t), stream=main)
                         mark("lookup%d_end" % t, main)
                     if self.late:  # between the model's kernels, on its stream
                         engines[t].dequant(self.raw[t], self.rows[t], stream=main)
@@ -255,7 +260,7 @@ class Step:
         with torch.cuda.graph(g):
             for t in range(2):
                 cur = torch.cuda.current_stream()
-                engines[t].run(self.ids[t], self.raw[t] if self.late else self.rows[t], stream=cur)
+                engines[t].run(self.ids[t], self.dst(t), stream=cur)
                 if self.late:
                     engines[t].dequant(self.raw[t], self.rows[t], stream=cur)
         torch.cuda.synchronize()
@@ -353,8 +358,8 @@ def make_engines(eht, tables, v, sms, hot, threads, rank):
                 eht._check(eht._L().eht_lookup_set_hotset(layer.engine(False), buf, n), "eht_lookup_set_hotset")
             engines.append(LayerEngine(torch, layer, v["background"]))
         return engines, 0
-    kw = {"strategy": v["strategy"], "format": "raw" if v.get("late_dequant") else "bf16", "device": tables[0].device,
-          "threads": threads}
+    kw = {"strategy": v["strategy"], "format": "raw" if v.get("late_dequant") or v.get("raw_only") else "bf16",
+          "device": tables[0].device, "threads": threads}
     cap = sms // 2 if v["sm_cap"] == -1 else v["sm_cap"]
     if cap:
         kw["sm_cap"] = cap
