@@ -919,7 +919,8 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * runs per group, on a stream of the engine's own beside the next groups' copies; once after the
  * last copy for decode-sized ones).
  * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default half
- * the GPU's). The distinct misses of a hot set or GPU dedup go the background way too
+ * the GPU's) and launched at the device's greatest priority (its blocks are scheduled ahead of the
+ * model's waiting ones; where the driver has cuLaunchKernelEx). The distinct misses of a hot set or GPU dedup go the background way too
  * (their count exists only on the GPU: the stream copies it to the CPU, which gathers that many and
  * marks the groups past them ready at once; the copies move every group of the bound whole).
  * Runs over max_batch ids keep the kernel path.

@@ -14,13 +14,15 @@
 #include "gpu/vmm.h"
 #include "testutil.h"
 
-/* DIRECT on a 64-row device table: kernels load and launch, rows come back in request order. */
-static void check_direct(void)
+/* DIRECT on a 64-row device table: kernels load and launch (urgent: EHT_LAUNCH_URGENT on every
+ * launch, a plain launch where feature PRIORITY is off), rows come back in request order. */
+static void check_direct(bool urgent)
 {
 	enum { ROWS = 64, RB = 16, N = 40 };
 	struct eht_gpu_lookup g;
 	if (eht_gpu_lookup_load(0, &g) == -ENOTSUP)
 		return; /* a build without nvcc has no kernels to run */
+	g.urgent = urgent;
 	uint8_t table[ROWS * RB], out[N * RB];
 	int64_t ids[N];
 	for (int i = 0; i < ROWS * RB; i++)
@@ -56,6 +58,7 @@ static void hidden_optional(void)
 	CHECK(!eht_dev_has(EHT_DEV_FEAT_GRAPHS));
 	CHECK(!eht_dev_has(EHT_DEV_FEAT_VMM));
 	CHECK(!eht_dev_has(EHT_DEV_FEAT_MEM_OPS));
+	CHECK(!eht_dev_has(EHT_DEV_FEAT_PRIORITY));
 	CHECK(eht_dev_has(EHT_DEV_FEAT_CORE) && eht_dev_has(EHT_DEV_FEAT_PIN));
 	CHECK_RC(eht_dev_use(0), 0);
 	eht_stream s = NULL;
@@ -73,7 +76,8 @@ static void hidden_optional(void)
 	CHECK_RC(eht_vmm_export_supported(0, EHT_VMM_FD, why, sizeof(why)), 0);
 	CHECK(strstr(why, "cuMemCreate") != NULL || strstr(why, "no host-NUMA") != NULL);
 	eht_dev_stream_destroy(s);
-	check_direct();
+	check_direct(false);
+	check_direct(true); /* (a plain launch: cuLaunchKernelEx is hidden) */
 }
 
 /* A mandatory entry point hidden: the driver is off as a whole. */
@@ -94,6 +98,8 @@ static void all_present(void)
 		if (!eht_dev_has(f))
 			fprintf(stderr, "note: this driver lacks feature %s\n", eht_dev_feature_name(f));
 	CHECK(eht_dev_has(EHT_DEV_FEAT_GRAPHS));
+	if (eht_dev_has(EHT_DEV_FEAT_PRIORITY))
+		check_direct(true); /* through cuLaunchKernelEx with the priority attribute */
 	if (!eht_dev_has(EHT_DEV_FEAT_MEM_OPS))
 		return;
 	eht_dptr d = 0;
@@ -138,7 +144,7 @@ int main(void)
 	int st = 0;
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		t_skip("no CUDA device");
-	int bad = run_child("cuStreamBeginCapture,cuMemCreate,cuStreamWaitValue32", hidden_optional);
+	int bad = run_child("cuStreamBeginCapture,cuMemCreate,cuStreamWaitValue32,cuLaunchKernelEx", hidden_optional);
 	bad |= run_child("cuMemAlloc", hidden_mandatory);
 	bad |= run_child(NULL, all_present);
 	return bad ? 1 : 0;

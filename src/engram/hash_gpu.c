@@ -119,7 +119,7 @@ static int launch(const eht_engram_layout *l, struct engram_gpu *g, const struct
 	const void *tokens = b->tokens, *dead = b->dead, *starts = b->starts, *hist = b->history;
 	void *args[] = {&tab, &nl, &k, &nh, &cols, &pad, &vocab, &map, &map_len, (void *)&tokens, (void *)&dead,
 			(void *)&starts, &n_req, (void *)&hist, &nt, &layer_sel, &d_rows};
-	int rc = eht_dev_launch(g->fn, (unsigned)blocks, THREADS, 0, s, args);
+	int rc = eht_dev_launch(g->fn, (unsigned)blocks, THREADS, 0, s, args, 0);
 	return rc ? eht_err_prefix(rc, "launching the engram hash kernel (%llu blocks)", (unsigned long long)blocks) : 0;
 }
 

@@ -44,6 +44,7 @@ enum eht_dev_feature {
 	EHT_DEV_FEAT_HOST_FUNC, /* host functions on a stream */
 	EHT_DEV_FEAT_MEM_OPS,   /* stream write/wait of a 32-bit word */
 	EHT_DEV_FEAT_VMM,       /* virtual memory management: host-NUMA allocations, export, import */
+	EHT_DEV_FEAT_PRIORITY,  /* launch priority (EHT_LAUNCH_URGENT) */
 	EHT_DEV_FEAT_COUNT
 };
 /* Whether the loaded driver has every entry point of feature f (false without a driver). */
@@ -145,7 +146,14 @@ int eht_dev_stream_wait32(eht_stream s, eht_dptr addr, uint32_t v, enum eht_wait
 int eht_dev_module_load(eht_module *m, const char *image);
 void eht_dev_module_unload(eht_module m);
 int eht_dev_kernel(eht_kernel *k, eht_module m, const char *name);
-/* A 1-D launch of k (args: pointers to each parameter, in order) on s; shmem: dynamic shared bytes. */
-int eht_dev_launch(eht_kernel k, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args);
+/* Urgent: the kernel's blocks are dispatched ahead of the waiting blocks of other streams' kernels (the
+ * device's greatest priority; not preemption: blocks already running finish first). For small kernels
+ * beside the model's: a GEMM launched before them would otherwise hand its own next blocks every SM it
+ * frees until it has none left. Without feature PRIORITY it is a plain launch. */
+#define EHT_LAUNCH_URGENT 0x1u
+/* A 1-D launch of k (args: pointers to each parameter, in order) on s; shmem: dynamic shared bytes;
+ * flags: EHT_LAUNCH_*. */
+int eht_dev_launch(eht_kernel k, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args,
+		   unsigned flags);
 
 #endif

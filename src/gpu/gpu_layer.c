@@ -45,7 +45,7 @@ static unsigned grid_for(const struct eht_gpu_layer *g, uint64_t n)
 int eht_gpu_layer_ids(const struct eht_gpu_layer *g, eht_stream s, const struct eht_lk_idview *v, eht_dptr out)
 {
 	void *args[] = {(void *)v, &out};
-	return eht_dev_launch(g->ids, grid_for(g, v->tokens * v->part), LAYER_THREADS, 0, s, args);
+	return eht_dev_launch(g->ids, grid_for(g, v->tokens * v->part), LAYER_THREADS, 0, s, args, 0);
 }
 
 int eht_gpu_layer_restride(const struct eht_gpu_layer *g, eht_stream s, eht_dptr src, uint64_t tokens, uint64_t w,
@@ -53,5 +53,5 @@ int eht_gpu_layer_restride(const struct eht_gpu_layer *g, eht_stream s, eht_dptr
 {
 	unsigned long long t = tokens, ww = w, ds = dst_stride;
 	void *args[] = {&src, &t, &ww, &dst, &ds};
-	return eht_dev_launch(g->restride, grid_for(g, tokens * w / 16 + 1), LAYER_THREADS, 0, s, args);
+	return eht_dev_launch(g->restride, grid_for(g, tokens * w / 16 + 1), LAYER_THREADS, 0, s, args, 0);
 }

@@ -96,16 +96,17 @@ static unsigned row_blocks(const struct eht_gpu_lookup *g, uint64_t n)
 	return blocks ? (unsigned)blocks : 1;
 }
 
-static int launch_shmem(eht_kernel f, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args,
-			const char *name)
+static int launch_shmem(const struct eht_gpu_lookup *g, eht_kernel f, unsigned grid, unsigned block, unsigned shmem,
+			eht_stream s, void **args, const char *name)
 {
-	int rc = eht_dev_launch(f, grid, block, shmem, s, args);
+	int rc = eht_dev_launch(f, grid, block, shmem, s, args, g->urgent ? EHT_LAUNCH_URGENT : 0);
 	return rc ? eht_err_prefix(rc, "launching %s (%u blocks)", name, grid) : 0;
 }
 
-static int launch(eht_kernel f, unsigned grid, unsigned block, eht_stream s, void **args, const char *name)
+static int launch(const struct eht_gpu_lookup *g, eht_kernel f, unsigned grid, unsigned block, eht_stream s,
+		  void **args, const char *name)
 {
-	return launch_shmem(f, grid, block, 0, s, args, name);
+	return launch_shmem(g, f, grid, block, 0, s, args, name);
 }
 
 /* The split layout's arguments: the arrays, the bytes of each part of a row, and the widest load
@@ -144,13 +145,13 @@ int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eh
 		int rc = split_args(t, out, fmt, &a);
 		void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, &a.w, &a.s, &a.wb, &a.sb, &out, &fmt, &a.vec,
 				&counters, &v, &h_dead};
-		return rc ? rc : launch(g->direct_split, row_blocks(g, n), THREADS, s, args, "eht_lk_direct_split");
+		return rc ? rc : launch(g, g->direct_split, row_blocks(g, n), THREADS, s, args, "eht_lk_direct_split");
 	}
 	eht_dptr table = t->base;
 	uint32_t rb = t->rb;
 	int vec = eht_gpu_vec(rb, table, out);
 	void *args[] = {(void *)&ids->ids, &id64, &off, &nn, &lo, &hi, &table, &rb, &out, &fmt, &vec, &counters, &v, &h_dead};
-	return launch(g->direct, row_blocks(g, n), THREADS, s, args, "eht_lk_direct");
+	return launch(g, g->direct, row_blocks(g, n), THREADS, s, args, "eht_lk_direct");
 }
 
 static int expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, uint64_t n, eht_dptr compact,
@@ -168,9 +169,9 @@ static int expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, u
 	if (g->sm_cap && warps > (uint64_t)g->sm_cap * WARPS_PER_BLOCK) {
 		const uint64_t wide_warps = EHT_LK_WIDE_THREADS / EHT_LK_WARP, need = (warps + wide_warps - 1) / wide_warps;
 		unsigned blocks = need < g->sm_cap ? (unsigned)need : g->sm_cap;
-		return launch(g->expand_wide, blocks, EHT_LK_WIDE_THREADS, s, args, "eht_lk_expand_wide");
+		return launch(g, g->expand_wide, blocks, EHT_LK_WIDE_THREADS, s, args, "eht_lk_expand_wide");
 	}
-	return launch(g->expand, row_blocks(g, n), THREADS, s, args, "eht_lk_expand");
+	return launch(g, g->expand, row_blocks(g, n), THREADS, s, args, "eht_lk_expand");
 }
 
 int eht_gpu_expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, uint64_t n,
@@ -194,13 +195,13 @@ int eht_gpu_gather_uniq(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr u
 		struct split_args a;
 		int rc = split_args(t, compact, EHT_LK_FMT_RAW, &a);
 		void *args[] = {&uniq, &counters, &share, &a.w, &a.s, &a.wb, &a.sb, &compact, &a.vec};
-		return rc ? rc : launch(g->gather_uniq_split, row_blocks(g, max_n), THREADS, s, args, "eht_lk_gather_uniq_split");
+		return rc ? rc : launch(g, g->gather_uniq_split, row_blocks(g, max_n), THREADS, s, args, "eht_lk_gather_uniq_split");
 	}
 	eht_dptr table = t->base;
 	uint32_t rb = t->rb;
 	int vec = eht_gpu_vec(rb, table, compact);
 	void *args[] = {&uniq, &counters, &share, &table, &rb, &compact, &vec};
-	return launch(g->gather_uniq, row_blocks(g, max_n), THREADS, s, args, "eht_lk_gather_uniq");
+	return launch(g, g->gather_uniq, row_blocks(g, max_n), THREADS, s, args, "eht_lk_gather_uniq");
 }
 
 static uint64_t tiles_of(uint64_t n) { return (n + EHT_GPU_TILE - 1) / EHT_GPU_TILE; }
@@ -235,14 +236,14 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, eht_stream s, const struc
 	int nbits = bit_length(dead_key);
 	if (n <= EHT_GPU_SMALL_TILE) {
 		void *args[] = {(void *)&ids->ids, &id64, &off, &n, &lo, &hi, &dead_key, &nbits, &uniq, &slot, &counters};
-		return launch(g->sort_small, 1, EHT_LK_SMALL_THREADS, s, args, "eht_lk_sort_small");
+		return launch(g, g->sort_small, 1, EHT_LK_SMALL_THREADS, s, args, "eht_lk_sort_small");
 	}
 	unsigned tiles = (unsigned)tiles_of(n);
 	unsigned kb = n < 65536 * 4 ? (n + 255) / 256 : 1024;
 	{
 		void *args[] = {(void *)&ids->ids, &id64, &off, &n, &lo, &hi, &dead_key, (void *)&b->keys[0],
 				(void *)&b->vals[0]};
-		int rc = launch(g->keys, kb, 256, s, args, "eht_lk_keys"); /* any block size: a grid-stride loop */
+		int rc = launch(g, g->keys, kb, 256, s, args, "eht_lk_keys"); /* any block size: a grid-stride loop */
 		if (rc)
 			return rc;
 	}
@@ -254,11 +255,11 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, eht_stream s, const struc
 		void *sa[] = {(void *)&b->hist, &len, &null_total};
 		void *xa[] = {(void *)&b->keys[cur], (void *)&b->vals[cur], &n, &shift, (void *)&b->hist,
 			      (void *)&b->keys[cur ^ 1], (void *)&b->vals[cur ^ 1]};
-		int rc = launch(g->hist, tiles, EHT_LK_TILE_THREADS, s, ha, "eht_lk_hist");
+		int rc = launch(g, g->hist, tiles, EHT_LK_TILE_THREADS, s, ha, "eht_lk_hist");
 		if (!rc)
-			rc = launch(g->scan, 1, EHT_LK_SCAN_THREADS, s, sa, "eht_lk_scan");
+			rc = launch(g, g->scan, 1, EHT_LK_SCAN_THREADS, s, sa, "eht_lk_scan");
 		if (!rc)
-			rc = launch(g->scatter, tiles, EHT_LK_TILE_THREADS, s, xa, "eht_lk_scatter");
+			rc = launch(g, g->scatter, tiles, EHT_LK_TILE_THREADS, s, xa, "eht_lk_scatter");
 		if (rc)
 			return rc;
 		cur ^= 1;
@@ -268,11 +269,11 @@ int eht_gpu_sort_dedup(const struct eht_gpu_lookup *g, eht_stream s, const struc
 	void *sa[] = {(void *)&b->heads, &tiles, &total};
 	void *aa[] = {(void *)&b->keys[cur], (void *)&b->vals[cur], &n, &dead_key, (void *)&b->heads, &total,
 		      &uniq, &slot, &counters};
-	int rc = launch(g->dedup_count, tiles, EHT_LK_TILE_THREADS, s, ca, "eht_lk_dedup_count");
+	int rc = launch(g, g->dedup_count, tiles, EHT_LK_TILE_THREADS, s, ca, "eht_lk_dedup_count");
 	if (!rc)
-		rc = launch(g->scan, 1, EHT_LK_SCAN_THREADS, s, sa, "eht_lk_scan");
+		rc = launch(g, g->scan, 1, EHT_LK_SCAN_THREADS, s, sa, "eht_lk_scan");
 	if (!rc)
-		rc = launch(g->dedup_assign, tiles, EHT_LK_TILE_THREADS, s, aa, "eht_lk_dedup_assign");
+		rc = launch(g, g->dedup_assign, tiles, EHT_LK_TILE_THREADS, s, aa, "eht_lk_dedup_assign");
 	return rc;
 }
 
@@ -311,7 +312,7 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 			(void *)&a->share, (void *)&a->h_count, (void *)&mirror, &parts, (void *)&a->parts_done,
 			(void *)&a->view};
 	unsigned blocks = grid + (mirror ? 1 : 0), shmem = mirror ? a->nslots * 4 : 0;
-	return launch_shmem(g->stage_in, blocks, THREADS, shmem, s, args, "eht_lk_stage_in");
+	return launch_shmem(g, g->stage_in, blocks, THREADS, shmem, s, args, "eht_lk_stage_in");
 }
 
 int eht_gpu_ring(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ring *a)
@@ -326,7 +327,7 @@ int eht_gpu_ring(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_
 	void *args[] = {(void *)&a->ids, &w, (void *)&a->h_ids, (void *)&a->ucount, &n, (void *)&a->h_count,
 			(void *)&a->dead, (void *)&a->h_dead, (void *)&a->done, (void *)&a->bell, (void *)&a->sync,
 			(void *)&a->view};
-	return launch(g->ring, grid, THREADS, s, args, "eht_lk_ring");
+	return launch(g, g->ring, grid, THREADS, s, args, "eht_lk_ring");
 }
 
 int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ids *ids, uint64_t n,
@@ -343,7 +344,7 @@ int eht_gpu_dedup_mark(const struct eht_gpu_lookup *g, eht_stream s, const struc
 			&hshift, (void *)&h->dkeys, (void *)&h->dvals, &dmask, &dshift, (void *)&h->uniq,
 			(void *)&h->code, &counters, (void *)&h->hits, (void *)&h->ring, (void *)&h->ring_head,
 			(void *)&h->ring_mask};
-	return launch(g->dedup_mark, (unsigned)(blocks < cap ? blocks : cap), THREADS, s, args, "eht_lk_dedup_mark");
+	return launch(g, g->dedup_mark, (unsigned)(blocks < cap ? blocks : cap), THREADS, s, args, "eht_lk_dedup_mark");
 }
 
 int eht_gpu_expand_codes(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_hot *h, uint64_t n,
@@ -357,5 +358,5 @@ int eht_gpu_expand_codes(const struct eht_gpu_lookup *g, eht_stream s, const str
 	unsigned long long nn = n;
 	void *args[] = {(void *)&h->code, &nn, (void *)&h->rows, (void *)&h->dkeys, (void *)&h->dvals, &compact, &rb,
 			&out, &fmt, &vec};
-	return launch(g->expand_codes, row_blocks(g, n), THREADS, s, args, "eht_lk_expand_codes");
+	return launch(g, g->expand_codes, row_blocks(g, n), THREADS, s, args, "eht_lk_expand_codes");
 }

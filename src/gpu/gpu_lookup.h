@@ -24,6 +24,7 @@ struct eht_gpu_lookup {
 		dedup_assign, stage_in, ring, dedup_mark, expand_codes, expand_wide;
 	int sms;
 	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
+	bool urgent;     /* every launch EHT_LAUNCH_URGENT (gpu/dev.h; set after load) */
 };
 
 /* Loads the module on the current context of `device`. Returns 0, -ENOTSUP (no kernels built), or a

@@ -34,10 +34,11 @@ int eht_lookup_dequant(eht_lookup *lk, const void *raw, uint64_t count, void *ou
 	if (!eht_dev_is_device_ptr(raw) || !eht_dev_is_device_ptr(out))
 		return eht_err(EINVAL, "eht_lookup_dequant: %s is not GPU memory",
 			       eht_dev_is_device_ptr(raw) ? "out" : "raw");
-	/* No SM cap: on the caller's stream the kernel runs between the caller's kernels, not beside
-	 * them, and the whole GPU gets it over soonest. */
+	/* No SM cap and no priority: on the caller's stream the kernel runs between the caller's
+	 * kernels, not beside them, and the whole GPU gets it over soonest. */
 	struct eht_gpu_lookup g = lk->g;
 	g.sm_cap = 0;
+	g.urgent = false;
 	return eht_gpu_expand(&g, (eht_stream)stream, 0, count, (eht_dptr)(uintptr_t)raw, lk->rb,
 			      (eht_dptr)(uintptr_t)out, EHT_LOOKUP_BF16);
 }

@@ -145,6 +145,9 @@ static int create_gpu(eht_lookup *lk)
 		 * +32 us against +51-67 back to back. */
 		if (lk->background && !lk->g.sm_cap && lk->g.sms > 0)
 			lk->g.sm_cap = lk->g.sms >= 4 ? (unsigned)lk->g.sms / 2 : 2;
+		/* and its small kernels (the ring, the dequant) are scheduled ahead of the model's waiting
+		 * blocks, not after the GEMM before them has handed out all of its own. */
+		lk->g.urgent = lk->background;
 	}
 	if (krc && ((lk->st->caps & LK_GPU_TABLE) || lk->fmt == EHT_LOOKUP_BF16))
 		return krc;

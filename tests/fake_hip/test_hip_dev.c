@@ -29,7 +29,7 @@ static void check_load(void)
 	CHECK_RC(eht_dev_current(&ctx, &dev), 0);
 	CHECK(ctx != NULL && dev == 0);
 	for (int f = 0; f < EHT_DEV_FEAT_COUNT; f++)
-		CHECK(eht_dev_has((enum eht_dev_feature)f) == (f != EHT_DEV_FEAT_VMM));
+		CHECK(eht_dev_has((enum eht_dev_feature)f) == (f != EHT_DEV_FEAT_VMM && f != EHT_DEV_FEAT_PRIORITY));
 	int v = 0;
 	CHECK_RC(eht_dev_attr(0, EHT_DEV_ATTR_SM_COUNT, &v), 0);
 	CHECK(v == 104);

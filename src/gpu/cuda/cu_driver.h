@@ -87,7 +87,9 @@
 	X(cuMemSetAccess, VMM, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)) \
 	X(cuMemGetAccess, VMM, (unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)) \
 	X(cuStreamWriteValue32, MEM_OPS, (CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags)) \
-	X(cuStreamWaitValue32, MEM_OPS, (CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
+	X(cuStreamWaitValue32, MEM_OPS, (CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags)) \
+	X(cuCtxGetStreamPriorityRange, PRIORITY, (int *least, int *greatest)) \
+	X(cuLaunchKernelEx, PRIORITY, (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))
 
 #define EHT_CU_DECLARE(name, feature, params) CUresult (*name) params;
 struct eht_cu_api {

@@ -127,4 +127,23 @@ typedef struct CUmemFabricHandle_st {
 	unsigned char data[64];
 } CUmemFabricHandle;
 
+/* A launch with attributes (cuLaunchKernelEx): only the priority is used. */
+enum { CU_LAUNCH_ATTRIBUTE_PRIORITY = 8 };
+typedef int CUlaunchAttributeID;
+typedef union CUlaunchAttributeValue_union {
+	char pad[64];
+	int priority;
+} CUlaunchAttributeValue;
+typedef struct CUlaunchAttribute_st {
+	CUlaunchAttributeID id;
+	char pad[8 - sizeof(CUlaunchAttributeID)];
+	CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+	unsigned int gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
+
 #endif

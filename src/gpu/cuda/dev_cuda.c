@@ -4,6 +4,7 @@
 #include "gpu/dev.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,7 +61,7 @@ bool eht_dev_has(enum eht_dev_feature f) { return eht_cu_has(f); }
 const char *eht_dev_feature_name(enum eht_dev_feature f)
 {
 	static const char *const names[EHT_DEV_FEAT_COUNT] = {"core", "info", "pin", "graphs", "host-func",
-							       "mem-ops", "vmm"};
+							       "mem-ops", "vmm", "priority"};
 	return f >= 0 && f < EHT_DEV_FEAT_COUNT ? names[f] : "unknown";
 }
 
@@ -389,7 +390,29 @@ int eht_dev_kernel(eht_kernel *k, eht_module m, const char *name)
 	return rc;
 }
 
-int eht_dev_launch(eht_kernel k, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args)
+/* The current context's greatest stream priority (the lowest number), read once: 0 (the default
+ * priority) where it cannot be read. */
+static int greatest_priority(void)
 {
-	return CK(cuLaunchKernel, (CUfunction)k, grid, 1, 1, block, 1, 1, shmem, CS(s), args, NULL);
+	static _Atomic int cached = 1; /* 1: not read yet (priorities are <= 0) */
+	int p = atomic_load_explicit(&cached, memory_order_relaxed);
+	if (p == 1) {
+		int least = 0, greatest = 0;
+		if (eht_cu.cuCtxGetStreamPriorityRange(&least, &greatest) != CUDA_SUCCESS)
+			greatest = 0;
+		p = greatest <= 0 ? greatest : 0;
+		atomic_store_explicit(&cached, p, memory_order_relaxed);
+	}
+	return p;
+}
+
+int eht_dev_launch(eht_kernel k, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args,
+		   unsigned flags)
+{
+	if (!(flags & EHT_LAUNCH_URGENT) || !eht_cu_has(EHT_DEV_FEAT_PRIORITY))
+		return CK(cuLaunchKernel, (CUfunction)k, grid, 1, 1, block, 1, 1, shmem, CS(s), args, NULL);
+	CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY, .value.priority = greatest_priority()};
+	CUlaunchConfig cfg = {.gridDimX = grid, .gridDimY = 1, .gridDimZ = 1, .blockDimX = block, .blockDimY = 1,
+			      .blockDimZ = 1, .sharedMemBytes = shmem, .hStream = CS(s), .attrs = &attr, .numAttrs = 1};
+	return CK(cuLaunchKernelEx, &cfg, (CUfunction)k, args, NULL);
 }

@@ -73,7 +73,7 @@ bool eht_dev_has(enum eht_dev_feature f) { return eht_hip_has(f); }
 const char *eht_dev_feature_name(enum eht_dev_feature f)
 {
 	static const char *const names[EHT_DEV_FEAT_COUNT] = {"core", "info", "pin", "graphs", "host-func",
-							       "mem-ops", "vmm"};
+							       "mem-ops", "vmm", "priority"};
 	return f >= 0 && f < EHT_DEV_FEAT_COUNT ? names[f] : "unknown";
 }
 
@@ -443,7 +443,9 @@ int eht_dev_kernel(eht_kernel *k, eht_module m, const char *name)
 	return rc;
 }
 
-int eht_dev_launch(eht_kernel k, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args)
+int eht_dev_launch(eht_kernel k, unsigned grid, unsigned block, unsigned shmem, eht_stream s, void **args,
+		   unsigned flags)
 {
+	(void)flags; /* (feature PRIORITY is off: hip_rt.c) */
 	return CK(hipModuleLaunchKernel, (hipFunction_t)k, grid, 1, 1, block, 1, 1, shmem, HS(s), args, NULL);
 }

@@ -27,6 +27,10 @@ static int device_count, runtime_version;
  * NUMA node, which is what the host-NUMA tier needs. */
 #define VMM_WHY "host-NUMA allocations (hipMemCreate has no host-NUMA location; tables go to regions pinned with hipHostRegister)"
 
+/* Launch priority is not wired to HIP's launch attributes (untested on ROCm here): urgent launches
+ * are plain ones. */
+#define PRIORITY_WHY "launch priority (eht's HIP backend makes plain launches)"
+
 static void *open_runtime(char *why, size_t len)
 {
 	static const char *const names[] = {EHT_HIP_RUNTIME, "libamdhip64.so.7", "libamdhip64.so.6",
@@ -48,6 +52,7 @@ static void *open_runtime(char *why, size_t len)
 static void load_runtime(void)
 {
 	loader.missing[EHT_DEV_FEAT_VMM] = VMM_WHY;
+	loader.missing[EHT_DEV_FEAT_PRIORITY] = PRIORITY_WHY;
 	/* EHT_NO_CUDA=1: the GPU switch of every backend (tests, operators running the CPU paths). */
 	if (eht_setting_bool(EHT_SET_NO_CUDA)) {
 		snprintf(loader.msg, sizeof(loader.msg), "GPU disabled by EHT_NO_CUDA");
