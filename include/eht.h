@@ -920,9 +920,10 @@ enum eht_id_type { EHT_ID_INT32 = 0, EHT_ID_INT64 = 1 };
  * last copy for decode-sized ones).
  * AUTO runs as HOST (no in-place GPU share); every kernel is capped at sm_cap SMs (default half
  * the GPU's) and launched at the device's greatest priority (its blocks are scheduled ahead of the
- * model's waiting ones; where the driver has cuLaunchKernelEx). The distinct misses of a hot set or GPU dedup go the background way too
- * (their count exists only on the GPU: the stream copies it to the CPU, which gathers that many and
- * marks the groups past them ready at once; the copies move every group of the bound whole).
+ * model's waiting ones; where the driver has cuLaunchKernelEx). The distinct misses of a hot set or
+ * GPU dedup go the background way too (their count exists only on the GPU: the stream copies it to
+ * the CPU, which gathers that many and marks the groups past them ready at once; the copies move
+ * every group of the bound whole).
  * Runs over max_batch ids keep the kernel path.
  * Also set by EHT_LOOKUP_BACKGROUND=1. Falls back to the default mode where the driver lacks stream
  * memory operations. */
