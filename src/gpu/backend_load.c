@@ -8,6 +8,14 @@
 #include "util/err.h"
 #include "util/log.h"
 
+/* (one table for both backends: the features are gpu/dev.h's) */
+const char *eht_dev_feature_name(enum eht_dev_feature f)
+{
+	static const char *const names[EHT_DEV_FEAT_COUNT] = {"core", "info", "pin", "graphs", "host-func",
+							       "mem-ops", "vmm", "priority"};
+	return f >= 0 && f < EHT_DEV_FEAT_COUNT ? names[f] : "unknown";
+}
+
 bool eht_backend_found(struct eht_backend_load *b, const void *fn, enum eht_dev_feature f, const char *name)
 {
 	if (fn)

@@ -58,13 +58,6 @@ int eht_dev_current(void **ctx, int *device)
 
 bool eht_dev_has(enum eht_dev_feature f) { return eht_cu_has(f); }
 
-const char *eht_dev_feature_name(enum eht_dev_feature f)
-{
-	static const char *const names[EHT_DEV_FEAT_COUNT] = {"core", "info", "pin", "graphs", "host-func",
-							       "mem-ops", "vmm", "priority"};
-	return f >= 0 && f < EHT_DEV_FEAT_COUNT ? names[f] : "unknown";
-}
-
 static int get_dev(int device, CUdevice *d)
 {
 	int rc = eht_cu_load();

@@ -70,13 +70,6 @@ int eht_dev_current(void **ctx, int *device)
 
 bool eht_dev_has(enum eht_dev_feature f) { return eht_hip_has(f); }
 
-const char *eht_dev_feature_name(enum eht_dev_feature f)
-{
-	static const char *const names[EHT_DEV_FEAT_COUNT] = {"core", "info", "pin", "graphs", "host-func",
-							       "mem-ops", "vmm", "priority"};
-	return f >= 0 && f < EHT_DEV_FEAT_COUNT ? names[f] : "unknown";
-}
-
 /* The host NUMA node of a PCI device, from sysfs (HIP has no attribute for it); -1 where unknown
  * (an APU's GPU, a kernel without NUMA). */
 static int pci_numa_node(int device)
