@@ -172,9 +172,11 @@ int main(void)
 			prev = last;
 			last = eht_now_s();
 			run_one(lk, step_ids, 64, true, 1);
-			/* (the poller chooses the next window right after serving the ring) */
+			/* (the poller chooses the next window right after serving the ring; until it has,
+			 * a loaded machine can still show the window of the ring just made, which opened
+			 * before it: only a window about a period ahead is the next one's) */
 			for (int k = 0; k < 200 && replay >= 3 && !got; k++) {
-				got = eht_lk_poller_window(&f, &u) && f > last;
+				got = eht_lk_poller_window(&f, &u) && f > last + 0.5 * period;
 				if (!got)
 					nanosleep(&(struct timespec){0, 100000}, NULL);
 			}
