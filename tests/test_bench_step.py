@@ -238,9 +238,8 @@ def main():
 
     v = bs.parse_variant("copy")
     check(v.get("copy_only") and v["strategy"] is None and v["place"] == "side", "copy: the link's floor: %r" % v)
-    check(not v["copy_wait"] and bs.parse_variant("copy+wait")["copy_wait"], "copy+wait: the copies after a wait")
     for bad in ("auto", "fast-side", "auto+x-side", "auto+cap0-side", "auto-middle", "copy-side", "host+push-side",
-                "host+stream-side", "copy+wait-side"):
+                "host+stream-side"):
         try:
             bs.parse_variant(bad)
             check(False, "variant %r refused" % bad)

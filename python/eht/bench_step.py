@@ -15,8 +15,6 @@ the whole step is one CUDA graph. Variants:
   copy                 no lookup: only the bytes a decode or prefill batch's raw rows take, copied from
                        pinned host memory on the side stream in three pieces (the copy engine, as
                        the background mode moves them): what any host-table design must at least pay
-  copy+wait            a diagnostic: the same copies after a stream wait on a host word already set (the
-                       node the background way's copies wait on for the CPU's rows): what the node costs
   STRATEGY[+OPT..]-side    eht on one side stream forked at the step's start, joined by one event per
                        table before its layer (vLLM's prefetch)
   STRATEGY[+OPT..]-inline  eht on the main stream right before the layer
@@ -125,9 +123,9 @@ def parse_variant(spec):
         return {"name": spec, "strategy": "auto", "place": place, "background": place == "side", "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "layer": True, "no_hot": "nohot" in opts,
                 "push": True if "push" in opts else False if "stream" in opts else None}
-    if spec in ("copy", "copy+wait"):
-        return {"name": spec, "strategy": None, "place": "side", "background": False, "sm_cap": 0,
-                "dedup": False, "late_dequant": False, "copy_only": True, "copy_wait": spec == "copy+wait"}
+    if spec == "copy":
+        return {"name": "copy", "strategy": None, "place": "side", "background": False, "sm_cap": 0,
+                "dedup": False, "late_dequant": False, "copy_only": True}
     head, sep, place = spec.rpartition("-")
     if not sep or place not in ("side", "inline"):
         raise ValueError("variant %r: STRATEGY[+OPT]-side|inline, none or vllm" % spec)
@@ -374,7 +372,7 @@ def run(a, rep, log):
                 step.raw_only = bool(v.get("raw_only"))
                 try:
                     if v.get("copy_only"):
-                        engines = [LinkCopy(torch, cfg["rows_per_table"], dev, wait=v["copy_wait"]) for _ in range(2)]
+                        engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
                     if v["strategy"] or v.get("vllm"):
                         engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads, rank)
                         # What the engine runs, not what was asked: a flag that did not take once

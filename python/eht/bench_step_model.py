@@ -276,34 +276,20 @@ class LinkCopy:
     last_strategy = "copy"
     background = False
 
-    def __init__(self, torch, n, dev, pieces=3, wait=False):
+    def __init__(self, torch, n, dev, pieces=3):
         self.torch = torch
         self.src = torch.empty(n * ROW_BYTES, dtype=torch.uint8, pin_memory=True)
         self.dst = torch.empty(n * ROW_BYTES, dtype=torch.uint8, device=dev)
         step = (n + pieces - 1) // pieces * ROW_BYTES
         self.bounds = [(b, min(b + step, n * ROW_BYTES)) for b in range(0, n * ROW_BYTES, step)]
-        # wait (the copy+wait diagnostic): the copies follow a stream wait on a pinned host word that
-        # already holds its value, the node the background lookup's copies follow (its CPU's rows ready)
-        # without the wait for the CPU: what that node alone costs the step
-        self.word = self.wait_value = None
-        if wait:
-            import ctypes  # noqa: PLC0415
-            self.word = torch.ones(1, dtype=torch.int32, pin_memory=True)
-            self.wait_value = ctypes.CDLL("libcuda.so.1").cuStreamWaitValue32
-            self.wait_value.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
 
     def run(self, ids, out, stream=None):
-        stream = stream or self.torch.cuda.current_stream()
-        if self.wait_value is not None:
-            rc = self.wait_value(stream.cuda_stream, self.word.data_ptr(), 1, 0)  # CU_STREAM_WAIT_VALUE_GEQ
-            if rc:
-                raise RuntimeError("cuStreamWaitValue32 failed (CUresult %d)" % rc)
-        with self.torch.cuda.stream(stream):
+        with self.torch.cuda.stream(stream or self.torch.cuda.current_stream()):
             for b, e in self.bounds:
                 self.dst[b:e].copy_(self.src[b:e], non_blocking=True)
 
     def close(self):
-        self.src = self.dst = self.word = None
+        self.src = self.dst = None
 
 
 class VllmEngine:
