@@ -15,13 +15,22 @@
 #include "lookup/gather/bell/bell.h"
 #include "lookup/gather/bell/poller.h"
 #include "lookup/gather/bell/requests.h"
+#include "lookup/gather/bell/trace.h"
 #include "testutil.h"
 #include "util/cpu.h"
+#include "util/pool.h"
 
 #define RB 40
 
 static uint8_t *g_table;
 static const uint64_t g_rows = 7000;
+
+static void join_task(void *arg, size_t t, unsigned worker)
+{
+	(void)t;
+	eht_lk_joins_seen(arg, worker);
+	eht_lk_joins_seen(arg, worker);
+}
 
 /* Plays the stream's side of background request idx of n rows: rings the doorbell, then per group
  * waits for its ready value, copies it out of staging into out and writes 0. Returns h_dead as read
@@ -163,8 +172,37 @@ static void pushed_dequant(uint64_t *rs)
 	free(rows);
 }
 
+/* EHT_TEST_BELL_TRACE's count of the workers that joined a gather: each worker once, however many of
+ * the job's tasks it takes; none past LK_JOIN_WORKERS; the last join no earlier than the mean. */
+static void pool_joins(void)
+{
+	eht_pool *pool = NULL;
+	CHECK_RC(eht_pool_create(4, -1, 0, &pool), 0);
+	if (!pool)
+		return;
+	static struct lk_joins jn;
+	for (int rep = 0; rep < 3; rep++) {
+		eht_lk_joins_start(&jn);
+		eht_pool_run(pool, 1000, join_task, &jn);
+		eht_lk_joins_seen(&jn, LK_JOIN_WORKERS); /* not counted */
+		unsigned flags = 0;
+		for (unsigned w = 0; w < LK_JOIN_WORKERS; w++)
+			flags += atomic_load(&jn.seen[w]);
+		unsigned n = atomic_load(&jn.n);
+		CHECK(n >= 1 && n <= 5 && n == flags);
+		CHECK(atomic_load(&jn.sum_ns) <= (uint64_t)n * atomic_load(&jn.last_ns));
+	}
+	struct lk_bell b = {0};
+	eht_lk_joins_add(&b, 3, &jn);
+	eht_lk_joins_add(&b, 3, &jn);
+	CHECK(b.st_joined[3] == 2u * atomic_load(&jn.n) && b.st_joined[0] == 0);
+	CHECK(b.st_join_last_s[3] > 0 || atomic_load(&jn.last_ns) == 0);
+	eht_pool_destroy(pool);
+}
+
 int main(void)
 {
+	pool_joins();
 	uint64_t rs = 11;
 	g_table = t_rand_rows(g_rows, RB, &rs);
 	eht_table *t = NULL;
@@ -192,12 +230,19 @@ int main(void)
 	uint32_t groups, grows;
 	eht_lk_bell_bg_geom(lk, 20000, &groups, &grows);
 	CHECK(groups == LK_BG_GROUPS);
-	/* A "captured" request: the same ids buffer, new ids before each replay. */
+	/* A "captured" request: the same ids buffer, new ids before each replay; traced (the pool's joins
+	 * counted: at least the serving thread, at most the 3 workers and it, each request). */
+	const int k9000 = LK_AUTO_CLASS(9000);
+	const uint64_t joined0 = lk->bell->st_joined[k9000], traced0 = lk->bell->st_reqs[k9000];
+	lk->bell->trace = true;
 	for (int replay = 0; replay < 4; replay++) {
 		for (size_t i = 0; i < 9000; i++)
 			ids[i] = (int64_t)((t_rand(&rs) + (uint64_t)replay) % (g_rows + 10)) - 5;
 		run_bg(lk, ids, 9000, true, push);
 	}
+	lk->bell->trace = false;
+	const uint64_t joined = lk->bell->st_joined[k9000] - joined0;
+	CHECK(lk->bell->st_reqs[k9000] - traced0 == 4 && joined >= 4 && joined <= 4 * 4);
 	CHECK(atomic_load(&lk->bell->bg_reqs) - reqs0 == 3 * nns + 4);
 	/* Compact requests: bound n, count rows (0, a part of one group, several groups, all). */
 	static uint32_t rows[20000];

@@ -122,6 +122,10 @@ struct lk_bell {
 	 * gathering; printed when the engine is destroyed (where a step's time goes). */
 	uint64_t st_reqs[LK_AUTO_NCLASS], st_rows[LK_AUTO_NCLASS]; /* per batch-size class (LK_AUTO_CLASS) */
 	double st_wait_s[LK_AUTO_NCLASS], st_gather_s[LK_AUTO_NCLASS], st_first_s[LK_AUTO_NCLASS];
+	/* and how the pool joined each gather (trace.h, struct lk_joins): workers that took a task, the
+	 * seconds until the last of them and their sum */
+	uint64_t st_joined[LK_AUTO_NCLASS];
+	double st_join_last_s[LK_AUTO_NCLASS], st_join_sum_s[LK_AUTO_NCLASS];
 	bool trace;          /* EHT_TEST_BELL_TRACE: the kernel also stamps GPU times into gtrace */
 	uint64_t *gtrace;    /* pinned, mapped: start, ring, chunk 0 ready, last chunk ready, end; then the
 			      * CPU's marks and their GPU stamps (trace.c) */

@@ -25,12 +25,14 @@ struct bell_job {
 	uint32_t chunk, nslots;
 	double t0;
 	double t_first; /* EHT_TEST_BELL_TRACE: when chunk 0 was published */
+	struct lk_joins *joins; /* EHT_TEST_BELL_TRACE: when each worker joined */
 };
 
 static void bell_task(void *arg, size_t c, unsigned worker)
 {
-	(void)worker;
 	struct bell_job *j = arg;
+	if (j->joins)
+		eht_lk_joins_seen(j->joins, worker);
 	eht_lookup *lk = j->lk;
 	struct lk_bell *b = lk->bell;
 	const struct lk_req *r = j->r;
@@ -91,6 +93,11 @@ void eht_lk_bell_serve(eht_lookup *lk, unsigned i)
 	size_t nchunks = (n + j.chunk - 1) / j.chunk;
 	if (nchunks < j.nslots)
 		j.nslots = (uint32_t)nchunks; /* as the kernel's geometry for n rows: slots wrap at the same place */
+	struct lk_joins joins;
+	if (b->trace) {
+		eht_lk_joins_start(&joins);
+		j.joins = &joins;
+	}
 	double t1 = eht_now_s();
 	eht_lk_trace_mark(b, EHT_LK_TRACE_POOL);
 	eht_pool_run(lk->pool, nchunks, bell_task, &j);
@@ -101,4 +108,6 @@ void eht_lk_bell_serve(eht_lookup *lk, unsigned i)
 	b->st_wait_s[k] += t1 - j.t0;
 	b->st_gather_s[k] += eht_now_s() - t1;
 	b->st_first_s[k] += j.t_first > t1 ? j.t_first - t1 : 0;
+	if (j.joins)
+		eht_lk_joins_add(b, k, j.joins);
 }

@@ -10,6 +10,7 @@
 #include "lookup/gather/dequant.h"
 #include "lookup/gather/rows.h"
 #include "lookup/gather/bell/serve_bg.h"
+#include "lookup/gather/bell/trace.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -21,6 +22,7 @@ struct bg_job {
 	uint32_t groups, group_rows;
 	_Atomic uint64_t dead;
 	double t_first; /* EHT_TEST_BELL_TRACE: when group 0 was marked ready */
+	struct lk_joins *joins; /* EHT_TEST_BELL_TRACE: when each worker joined */
 };
 
 /* Whether pushed request r is dequantized group by group (push_rows), else once by push_done. */
@@ -105,8 +107,9 @@ static void push_done(eht_lookup *lk, unsigned i)
  * written. */
 static void bg_task(void *arg, size_t t, unsigned worker)
 {
-	(void)worker;
 	struct bg_job *j = arg;
+	if (j->joins)
+		eht_lk_joins_seen(j->joins, worker);
 	eht_lookup *lk = j->lk;
 	struct lk_bell *b = lk->bell;
 	size_t g = t / j->tasks_per_group, k = t % j->tasks_per_group;
@@ -151,6 +154,11 @@ void eht_lk_bell_serve_bg(eht_lookup *lk, unsigned i, size_t n)
 	j.tasks_per_group = (j.group_rows + j.chunk - 1) / j.chunk;
 	for (unsigned g = 0; g < j.groups; g++)
 		atomic_store_explicit(&b->slot_pub[g], 0, memory_order_relaxed);
+	struct lk_joins joins;
+	if (b->trace) {
+		eht_lk_joins_start(&joins);
+		j.joins = &joins;
+	}
 	double t1 = eht_now_s();
 	eht_pool_run(lk->pool, j.groups * j.tasks_per_group, bg_task, &j);
 	/* A plain background request is its run's only piece: its dead count is the run's. A compact
@@ -174,4 +182,6 @@ void eht_lk_bell_serve_bg(eht_lookup *lk, unsigned i, size_t n)
 	double t2 = eht_now_s();
 	b->st_gather_s[k] += t2 - t1;
 	b->st_first_s[k] += (j.t_first > t1 ? j.t_first : t2) - t1; /* (one group: at the end) */
+	if (j.joins)
+		eht_lk_joins_add(b, k, j.joins);
 }

@@ -3,14 +3,43 @@
  * stage-in kernel's GPU stamps, the CPU's marks it stamps too, and the sums printed when the engine
  * goes. */
 #include <stdio.h>
+#include <string.h>
 
 #include "gpu/kernels/lookup_const.h"
 #include "lookup/gather/bell/trace.h"
+#include "util/clock.h"
 
 /* EHT_TEST_BELL_TRACE: the CPU's marks (gtrace[EHT_LK_TRACE_SERVED]: the poller serves the request,
  * [EHT_LK_TRACE_POOL]: the pool starts its gather), which the ringing block waits for and stamps (in
  * the word after each) on the GPU's clock. */
 static bool trace_cpu_mark(int i) { return i == EHT_LK_TRACE_SERVED || i == EHT_LK_TRACE_POOL; }
+
+void eht_lk_joins_start(struct lk_joins *jn)
+{
+	memset(jn, 0, sizeof(*jn));
+	jn->t0 = eht_now_s();
+}
+
+void eht_lk_joins_seen(struct lk_joins *jn, unsigned worker)
+{
+	if (worker >= LK_JOIN_WORKERS || atomic_load_explicit(&jn->seen[worker], memory_order_relaxed) ||
+	    atomic_exchange_explicit(&jn->seen[worker], 1, memory_order_relaxed))
+		return;
+	double dt = eht_now_s() - jn->t0;
+	uint64_t ns = dt > 0 ? (uint64_t)(dt * 1e9) : 0, last = atomic_load_explicit(&jn->last_ns, memory_order_relaxed);
+	while (ns > last && !atomic_compare_exchange_weak_explicit(&jn->last_ns, &last, ns, memory_order_relaxed,
+								    memory_order_relaxed))
+		;
+	atomic_fetch_add_explicit(&jn->sum_ns, ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&jn->n, 1, memory_order_relaxed);
+}
+
+void eht_lk_joins_add(struct lk_bell *b, int k, const struct lk_joins *jn)
+{
+	b->st_joined[k] += atomic_load(&jn->n);
+	b->st_join_last_s[k] += (double)atomic_load(&jn->last_ns) * 1e-9;
+	b->st_join_sum_s[k] += (double)atomic_load(&jn->sum_ns) * 1e-9;
+}
 
 void eht_lk_trace_mark(struct lk_bell *b, int i)
 {
@@ -70,9 +99,12 @@ void eht_lk_trace_report(eht_lookup *lk)
 	for (int k = 0; k < LK_AUTO_NCLASS; k++)
 		if (b->st_reqs[k] && b->trace)
 			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
-				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s; chunk 0 after %.1f us)\n", lk->ti.name,
+				"%.1f us for free staging, gathered in %.1f us (%.1f M rows/s; chunk 0 after %.1f us); %.1f threads "
+				"took tasks, the last %.1f us after the start (on average %.1f us)\n", lk->ti.name,
 				lk->st->name, (unsigned long long)b->st_reqs[k],
 				(double)b->st_rows[k] / (double)b->st_reqs[k], b->st_wait_s[k] / (double)b->st_reqs[k] * 1e6,
 				b->st_gather_s[k] / (double)b->st_reqs[k] * 1e6,
-				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6, b->st_first_s[k] / (double)b->st_reqs[k] * 1e6);
+				(double)b->st_rows[k] / b->st_gather_s[k] / 1e6, b->st_first_s[k] / (double)b->st_reqs[k] * 1e6,
+				(double)b->st_joined[k] / (double)b->st_reqs[k], b->st_join_last_s[k] / (double)b->st_reqs[k] * 1e6,
+				b->st_joined[k] ? b->st_join_sum_s[k] / (double)b->st_joined[k] * 1e6 : 0.0);
 }

@@ -9,6 +9,23 @@
 
 #include "lookup/gather/bell/requests.h"
 
+/* EHT_TEST_BELL_TRACE: when each worker of the pool took its first task of one gather, counted from
+ * the gather's start: how long waking the sleeping pool takes (a worker that was spinning joins at
+ * once). Workers past LK_JOIN_WORKERS are not counted. */
+#define LK_JOIN_WORKERS 1025 /* the pool's 1024 threads and the caller */
+struct lk_joins {
+	double t0;
+	atomic_uchar seen[LK_JOIN_WORKERS];
+	atomic_uint n;
+	atomic_uint_fast64_t last_ns, sum_ns;
+};
+/* Zeroes jn and starts its clock. */
+void eht_lk_joins_start(struct lk_joins *jn);
+/* Worker `worker` took a task: counted the first time. Safe from every worker at once. */
+void eht_lk_joins_seen(struct lk_joins *jn, unsigned worker);
+/* Adds jn's count and times to b's sums of class k. */
+void eht_lk_joins_add(struct lk_bell *b, int k, const struct lk_joins *jn);
+
 /* The CPU's mark i (EHT_LK_TRACE_SERVED: the poller serves the request, EHT_LK_TRACE_POOL: the pool
  * starts its gather); nothing without a trace. */
 void eht_lk_trace_mark(struct lk_bell *b, int i);
