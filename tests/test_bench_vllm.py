@@ -49,12 +49,13 @@ def check_parser():
     a = bench_vllm.parse_args(["--table-gib", "0.5", "--ids", "196608,6144", "--reps", "3"])
     check(a.ids == [196608, 6144] and a.reps == 3 and a.batches == 5, "ids and reps: %r" % vars(a))
     check(a.rows == (1 << 29) // 264, "rows from GiB as the bench counts them: %d" % a.rows)
-    check(a.modes == ["gpu_ids", "graph"] and a.device == 0 and a.ids_file is None, "defaults: %r" % vars(a))
-    a = bench_vllm.parse_args(["--table-gib", "1", "--rows", "1000", "--ids", "24", "--modes", "graph"])
-    check(a.rows == 1000 and a.modes == ["graph"], "--rows and --modes: %r" % vars(a))
+    check(a.modes == ["gpu_ids", "graph"] and a.device == 0 and a.ids_file is None and a.gap_ms == 0.0,
+          "defaults: %r" % vars(a))
+    a = bench_vllm.parse_args(["--table-gib", "1", "--rows", "1000", "--ids", "24", "--modes", "graph", "--gap-ms", "2.5"])
+    check(a.rows == 1000 and a.modes == ["graph"] and a.gap_ms == 2.5, "--rows, --modes and --gap-ms: %r" % vars(a))
     e = bench_vllm.envelope(a)
     check(e["label"] == "vllm (Triton)" and e["layout"] == "split" and e["format"] == "bf16" and
-          e["ids_from"] == "uniform", "envelope: %r" % e)
+          e["ids_from"] == "uniform" and e["gap_ms"] == 2.5, "envelope: %r" % e)
     parse_fails(["--table-gib", "1"], "--ids")
     parse_fails(["--table-gib", "1", "--ids", "0"], "--ids")
     parse_fails(["--table-gib", "1", "--ids", "6144,x"], "--ids")
@@ -65,6 +66,7 @@ def check_parser():
     parse_fails(["--table-gib", "1e-7", "--ids", "24"], "no 264-byte row")
     parse_fails(["--table-gib", "1", "--ids", "24", "--ids-file", "/nonexistent/ids"], "no such file")
     parse_fails(["--table-gib", "1", "--ids", "24", "--bogus"], "--bogus")
+    parse_fails(["--table-gib", "1", "--ids", "24", "--gap-ms", "-1"], "--gap-ms")
 
 
 def check_skipped():
@@ -124,6 +126,10 @@ def check_bench_reads_helper():
         check(isinstance(r.get("best_rows_per_s"), float), "row %s %d: rows/s of its best mode" % (name, n))
     check(b.get("label") == "vllm (Triton)" and b.get("triton") == "fake" and b.get("ids_from") == "file",
           "the helper's facts carried: %r" % {k: v for k, v in b.items() if k != "results"})
+    # --gap: handed to the helper (--gap-ms), whose facts the report carries
+    b = baseline(bench(["--vllm", "--gap", "0.5", "--json"]), "with a gap")
+    check(b.get("gap_ms") == 0.5 and len(b.get("results") or []) == 4, "the helper's gap: %r" %
+          {k: v for k, v in b.items() if k != "results"})
     # without --graph: the eager mode only
     b = baseline(bench(["--vllm", "--json"]), "eager only")
     r = (b.get("results") or [{}])[0]

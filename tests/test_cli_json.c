@@ -260,6 +260,8 @@ static void check_gaps(void)
 	expect_usage("bench lookup --ids x --json", "eht bench lookup", "--ids needs counts");
 	expect_usage("bench lookup --tier nowhere --json", "eht bench lookup", "--tier is one of");
 	expect_usage("bench lookup --strategies fastest --json", "eht bench lookup", "fastest");
+	expect_usage("bench lookup --gap x --json", "eht bench lookup", "--gap needs milliseconds");
+	expect_usage("bench lookup --gap 10001 --json", "eht bench lookup", "--gap needs milliseconds in 0..10000");
 	expect_usage("bench region --bogus --json", "eht bench region", "unknown option '--bogus'");
 	expect_usage("bench region --sizes x --json", "eht bench region", "--sizes takes a number");
 	expect_usage("bench region --sizes -1 --json", "eht bench region", "--sizes takes positive GiB");
@@ -400,6 +402,30 @@ static void check_documented(const char *tmp)
 	}
 }
 
+/* eht bench lookup --gap: the idle before each call is slept (the run takes at least its 2 untimed
+ * and 3 timed calls' gaps) and left out of the call's time; the report says how long it was. */
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void check_bench_gap(void)
+{
+	int st;
+	double t0 = now_s();
+	json_t *j = run_json("bench lookup --table-gib 0.02 --ids 512 --reps 3 --gap 250 --cpu --strategies host --json", &st);
+	double wall = now_s() - t0;
+	CHECK(st == 0 && j);
+	CHECK(json_real_value(json_object_get(j, "gap_ms")) == 250.0);
+	CHECK(wall >= 5 * 0.25);
+	json_t *h = json_object_get(json_array_get(json_object_get(j, "results"), 0), "host_ids");
+	double med = json_real_value(json_object_get(h, "median_ms"));
+	CHECK(med > 0 && med < 250.0);
+	json_decref(j);
+}
+
 /* eht bench lookup's rows of the engine's own call (--strategies layer): after the strategies', per
  * shape, the inline way ("layer") then the background one ("layer+bg"), in the strategies' shape
  * and naming their way; without a GPU on host ids (an id count not a multiple of 24 included: its
@@ -480,6 +506,7 @@ int main(void)
 		      json_real_value(json_object_get(e, "staging_ms")) > 0);
 	}
 	json_decref(j);
+	check_bench_gap();
 	check_bench_layer();
 	expect_usage("bench hash --reps x --json", "eht bench hash", "bad value 'x' for --reps");
 	expect_usage("bench hash --bogus --json", "eht bench hash", "unknown option");

@@ -97,6 +97,8 @@ def parse_args(argv):
     ap.add_argument("--ids-file", help="the steps' ids: int32, per count in order, reps + 2 steps of it")
     ap.add_argument("--device", type=_bounded(int, 0, 1 << 16, "an integer"), default=0, help="the GPU (0)")
     ap.add_argument("--seed", type=int, default=1, help="seed of uniform ids (1)")
+    ap.add_argument("--gap-ms", type=_bounded(float, 0, 10000, "a number"), default=0.0,
+                    help="milliseconds of idle before each timed call (0: back to back; eht bench lookup --gap)")
     a = ap.parse_args(argv)
     if a.rows is None:
         a.rows = int(a.table_gib * (1 << 30)) // ROW_BYTES
@@ -112,7 +114,7 @@ def envelope(a):
     """What every answer says: the helper, the algorithm and what it was asked."""
     return {"helper": "eht.bench_vllm", "algorithm": "vllm", "label": "vllm (Triton)",
             "source": "eht.vllm_baseline", "python": platform.python_version(), "table_gib": a.table_gib,
-            "rows": a.rows, "row_bytes": ROW_BYTES, "layout": "split", "format": "bf16", "reps": a.reps,
+            "rows": a.rows, "row_bytes": ROW_BYTES, "layout": "split", "format": "bf16", "reps": a.reps, "gap_ms": a.gap_ms,
             "modes": a.modes, "ids": a.ids, "ids_from": "file" if a.ids_file else "uniform"}
 
 
@@ -189,9 +191,9 @@ def check_rows(out, n):
     return None
 
 
-def time_mode(torch, eng, ids, out, n, mode, reps, flush=None):
+def time_mode(torch, eng, ids, out, n, mode, reps, flush=None, gap_s=0.0):
     """One mode of one placement; a mode's figures or {"error": why}. flush: GPU memory written first
-    (the last run's rows out of the L2 cache)."""
+    (the last run's rows out of the L2 cache); gap_s: idle before each timed call."""
     stream = torch.cuda.current_stream()
     if flush is not None:
         flush.zero_()
@@ -222,6 +224,8 @@ def time_mode(torch, eng, ids, out, n, mode, reps, flush=None):
             c0 = cpu_s()
         if before:
             before(i)
+        if gap_s > 0:
+            time.sleep(gap_s)
         t0 = time.perf_counter()
         call(i)
         stream.synchronize()
@@ -264,7 +268,7 @@ def measure(torch, a, rep, log):
                            "grid": vllm_baseline.grid_size(T * HEADS, bg, dev)}
                     for m in a.modes:
                         try:
-                            row[m] = time_mode(torch, eng, ids, out[:T], n, m, a.reps, flush)
+                            row[m] = time_mode(torch, eng, ids, out[:T], n, m, a.reps, flush, a.gap_ms * 1e-3)
                         except Exception as e:  # noqa: BLE001 (one mode failing must not lose the others)
                             row[m] = {"error": "%s: %s" % (type(e).__name__, e)}
                     eng.close()

@@ -86,7 +86,8 @@ static void usage(FILE *f)
 	cli_strategy_names(strategies, sizeof(strategies));
 	fprintf(f, "usage: eht bench lookup [--table-gib G] [--tier T] [--ids N,N...] [--sweep]\n"
 		   "                        [--strategies S,S...]\n"
-		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--threads T] [--format raw|bf16]\n"
+		   "                        [--ids-on host|gpu|both] [--graph] [--reps R] [--gap MS] [--threads T]\n"
+		   "                        [--format raw|bf16]\n"
 		   "                        [--device D] [--cpu] [--workload uniform|text:FILE] [--hotset K|FILE] [--dedup]\n"
 		   "                        [--vllm|--no-vllm] [--json] [--help]\n"
 		   "  --strategies  which to time (default every one: %s; --list-strategies lists them), and\n"
@@ -103,6 +104,9 @@ static void usage(FILE *f)
 		   "  --ids-on   where the ids live: host memory, GPU memory, or both side by side (default: both with a GPU)\n"
 		   "  --graph    also capture each lookup once in a CUDA graph and replay it with fresh ids written into\n"
 		   "             its id buffer (ids in GPU memory)\n"
+		   "  --gap      milliseconds of idle before each timed call (default 0: back to back); a model's step\n"
+		   "             between its lookups is such a gap (a prefill step 40-50 ms, a decode step 3 ms), after\n"
+		   "             which a CPU gather runs slower than in a loop of calls\n"
 		   "  --sweep    batch sizes 256 ... 196,608 (latency against batch size) instead of prefill and decode\n"
 		   "  --workload uniform (default) or text:FILE: a stream of compressed token ids (uint32 LE, documents\n"
 		   "             listed by FILE.starts.json) hashed with the DeepSeek-V4.1 layout into per-step ids\n"
@@ -233,6 +237,11 @@ static int parse_opt(struct lk_opts *o, int opt, const char *arg)
 			return cli_errorf("bench lookup", 2, "--format is raw or bf16, not '%s'", arg);
 		o->fmt = !strcmp(arg, "bf16") ? EHT_LOOKUP_BF16 : EHT_LOOKUP_RAW;
 		return 0;
+	case 'P':
+		o->gap_ms = strtod(arg, &end);
+		if (*end || !*arg || !(o->gap_ms >= 0 && o->gap_ms <= 10000))
+			return cli_errorf("bench lookup", 2, "--gap needs milliseconds in 0..10000, not '%s'", arg);
+		return 0;
 	case 'd': o->dev = (int)strtol(arg, &end, 10); return 0;
 	case 'c': o->cpu = 1; return 0;
 	case 'j': o->json = 1; return 0;
@@ -257,7 +266,7 @@ const struct option cli_opts_bench_lookup[] = {
 	{"dedup", no_argument, NULL, 'D'},           {"list-strategies", no_argument, NULL, 'L'},
 	{"tier", required_argument, NULL, 'T'},      {"knob-sweep", no_argument, NULL, 'K'},
 	{"vllm", no_argument, NULL, 'V'},            {"no-vllm", no_argument, NULL, 'N'},
-	{NULL, 0, NULL, 0}};
+	{"gap", required_argument, NULL, 'P'},       {NULL, 0, NULL, 0}};
 
 /* The command line into o; -1 to run, else the exit status. */
 static int parse_args(int argc, char **argv, struct lk_opts *o)
@@ -450,7 +459,7 @@ static int lk_shapes(struct lk_run *d)
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
 			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times,
-			       .call_cpu = d->call_cpu};
+			       .call_cpu = d->call_cpu, .gap_s = o->gap_ms * 1e-3};
 	d->nres = (o->nstrat + 2 * d->layer) * o->nshapes;
 	for (int k = 0; k < o->nshapes; k++) {
 		double distinct = 0;
@@ -515,7 +524,7 @@ static int lk_knob_sweep(struct lk_run *d)
 	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
 			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
 			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times,
-			       .call_cpu = d->call_cpu};
+			       .call_cpu = d->call_cpu, .gap_s = o->gap_ms * 1e-3};
 	struct knob_set sets[64];
 	int ns = 0;
 	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
@@ -612,7 +621,7 @@ static void lk_vllm(struct lk_run *d)
 	fprintf(d->info, "vllm (Triton): timing vLLM's kernel in python3 -m eht.bench_vllm (this table closed first)\n");
 	struct lk_vllm_req q = {.gib = d->gib, .rows = d->rows, .shapes = d->o->shapes, .nshapes = d->o->nshapes,
 				.reps = d->o->reps, .dev = d->o->dev, .want_gpu = d->vwant[ON_GPU],
-				.want_graph = d->vwant[ON_GRAPH], .ids_fd = d->ids_fd};
+				.want_graph = d->vwant[ON_GRAPH], .ids_fd = d->ids_fd, .gap_ms = d->o->gap_ms};
 	if (lk_vllm_run(&q, d->vres, &d->vinfo, d->vwhy, sizeof(d->vwhy)) && d->o->json)
 		fprintf(stderr, "vllm (Triton): not measured: %s\n", d->vwhy);
 	for (int k = 0; d->vinfo && k < d->o->nshapes; k++)

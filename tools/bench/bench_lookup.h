@@ -66,6 +66,7 @@ struct bench_ctx {
 	void *out;          /* GPU or host output */
 	double *times;      /* reps */
 	double *call_cpu;   /* reps: the calling thread's CPU in each call (the launch, not the sync) */
+	double gap_s;       /* idle before each timed call (--gap): a model's step between its lookups */
 };
 
 /* One lookup call as timed: ids (host or GPU memory, per mode) of ncopy int32 elements into c->out on
@@ -126,6 +127,7 @@ struct lk_vllm_req {
 	const size_t *shapes;
 	int nshapes, reps, dev, want_gpu, want_graph;
 	int ids_fd; /* -1: the helper draws uniform ids itself */
+	double gap_ms; /* idle before each timed call (--gap) */
 };
 /* Runs the helper and reads its one JSON object. On success *rows holds 2 x nshapes results (per
  * shape: "vllm", then "vllm+bg"; ok / err per mode as the helper reported) and *info the helper's
@@ -142,7 +144,7 @@ int lk_vllm_ids_file(char *why, size_t wl);
 
 /* The command line (parse_args). */
 struct lk_opts {
-	double gib;
+	double gib, gap_ms;
 	size_t shapes[MAX_SHAPES];
 	int nshapes, strategies[CLI_MAX_STRATEGIES], nstrat, reps, json, fmt, dev, cpu, graph, ids_on, dedup, knob_sweep;
 	int layer; /* the engine's own call's rows: 1, 0, -1 (where a GPU serves the run) */

@@ -83,13 +83,13 @@ int lk_report_json(const struct lk_run *d)
 	const struct lk_opts *o = d->o;
 	json_t *rep = bench_report_new("lookup"), *jres = json_array();
 	if (rep && jres)
-		json_object_update_new(rep, json_pack("{s:s, s:s, s:I, s:s, s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:o, s:s}",
+		json_object_update_new(rep, json_pack("{s:s, s:s, s:I, s:s, s:f, s:I, s:i, s:s, s:b, s:o, s:i, s:f, s:o, s:s}",
 						      "tier", o->tier, "table_tier", eht_tier_name(d->table_tier),
 						      "cpu_page_size", (json_int_t)d->cpu_page, "cpu_pages", d->pages,
 						      "table_gib", d->gib,
 						      "rows", (json_int_t)d->rows, "row_bytes", RB, "format",
 						      o->fmt ? "bf16" : "raw", "gpu", d->gpu, "link_gbs",
-						      bench_real_or_null(d->link, d->link > 0), "reps", o->reps, "idle_cpu_cores",
+						      bench_real_or_null(d->link, d->link > 0), "reps", o->reps, "gap_ms", o->gap_ms, "idle_cpu_cores",
 						      bench_real_or_null(d->idle, d->idle >= 0), "workload",
 						      bench_workload_name(d->wl)));
 	for (int i = 0; i < d->nres; i++)
@@ -203,10 +203,13 @@ void lk_report_table(const struct lk_run *d)
 	lk_table_rows(d, d->res, d->nres, d->want);
 	lk_calling_thread(d->res, d->nres, d->want);
 	lk_baseline_table(d);
+	char gap[64] = "";
+	if (o->gap_ms > 0)
+		snprintf(gap, sizeof(gap), ", each after %g ms idle", o->gap_ms);
 	printf("(median time per step to the last byte in %s memory, after a stream sync; %d reps of fresh "
-	       "steps%s; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
+	       "steps%s%s; cpu ms: the process's CPU time per call, every thread; floor: the rows' %d bytes at the measured link\n"
 	       "rate; Mrows/s and link%% of the fastest mode)\n",
-	       d->gpu ? "GPU" : "host", o->reps, d->flush ? ", the same for every mode, the GPU's cache cleared before each" : "",
+	       d->gpu ? "GPU" : "host", o->reps, gap, d->flush ? ", the same for every mode, the GPU's cache cleared before each" : "",
 	       RB);
 	for (int k = 0; k < o->nshapes; k++)
 		if (d->lim[k].threads)

@@ -2,8 +2,10 @@
 /* bench_lookup_time.c: `eht bench lookup`'s timing of one call in one mode (ids on the host, in GPU
  * memory, or a CUDA graph replayed with fresh ids), the same for every row: strategies, the engine's
  * own call. */
+#include <errno.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "bench.h"
 #include "bench_lookup.h"
@@ -70,6 +72,11 @@ int lk_time_mode(struct bench_ctx *c, const struct bench_call *call, int mode, d
 			err = eht_dev_d2d_async(c->dcap, c->dids + off * sizeof(int32_t), call->ncopy * sizeof(int32_t), c->s);
 			if (!err)
 				err = eht_dev_stream_sync(c->s);
+		}
+		if (c->gap_s > 0) { /* the CPU and GPU idle, as between a model's lookups */
+			struct timespec ts = {(time_t)c->gap_s, (long)((c->gap_s - (double)(time_t)c->gap_s) * 1e9)};
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
 		}
 		double t0 = eht_thread_cpu_s(), a = eht_now_s();
 		if (!err)

@@ -113,9 +113,18 @@ static int helper_spawn(const struct lk_vllm_req *q, char **buf, int *status, ch
 	const char *py = getenv("EHT_PYTHON");
 	if (!py || !*py)
 		py = "python3";
-	char nums[6][64], *bufs[6] = {nums[0], nums[1], nums[2], nums[3], nums[4], nums[5]}, *argv[20];
+	char nums[6][64], *bufs[6] = {nums[0], nums[1], nums[2], nums[3], nums[4], nums[5]}, *argv[24];
 	helper_args(q, py, bufs, sizeof(nums[0]), argv);
-	char idsarg[64];
+	char idsarg[64], gaparg[64];
+	if (q->gap_ms > 0) { /* (only then: the option is the newest the helper takes) */
+		snprintf(gaparg, sizeof(gaparg), "%.17g", q->gap_ms);
+		int a = 0;
+		while (argv[a])
+			a++;
+		argv[a++] = "--gap-ms";
+		argv[a++] = gaparg;
+		argv[a] = NULL;
+	}
 	if (q->ids_fd >= 0) {
 		snprintf(idsarg, sizeof(idsarg), "/proc/self/fd/%d", q->ids_fd);
 		int a = 0;
