@@ -107,6 +107,17 @@ static void helper_args(const struct lk_vllm_req *q, const char *py, char *bufs[
 	argv[a] = NULL;
 }
 
+/* opt and its value after argv's last argument (argv has room for them and the NULL). */
+static void append_arg(char **argv, const char *opt, char *val)
+{
+	int a = 0;
+	while (argv[a])
+		a++;
+	argv[a++] = (char *)opt;
+	argv[a++] = val;
+	argv[a] = NULL;
+}
+
 /* Runs the helper; its stdout into *buf (NUL-terminated), its wait status into *status. 0, or -1 with why. */
 static int helper_spawn(const struct lk_vllm_req *q, char **buf, int *status, char *why, size_t wl)
 {
@@ -118,21 +129,11 @@ static int helper_spawn(const struct lk_vllm_req *q, char **buf, int *status, ch
 	char idsarg[64], gaparg[64];
 	if (q->gap_ms > 0) { /* (only then: the option is the newest the helper takes) */
 		snprintf(gaparg, sizeof(gaparg), "%.17g", q->gap_ms);
-		int a = 0;
-		while (argv[a])
-			a++;
-		argv[a++] = "--gap-ms";
-		argv[a++] = gaparg;
-		argv[a] = NULL;
+		append_arg(argv, "--gap-ms", gaparg);
 	}
 	if (q->ids_fd >= 0) {
 		snprintf(idsarg, sizeof(idsarg), "/proc/self/fd/%d", q->ids_fd);
-		int a = 0;
-		while (argv[a])
-			a++;
-		argv[a++] = "--ids-file";
-		argv[a++] = idsarg;
-		argv[a] = NULL;
+		append_arg(argv, "--ids-file", idsarg);
 	}
 	int p[2] = {-1, -1}, rc = -1;
 	char **env = helper_env();
