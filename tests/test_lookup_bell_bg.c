@@ -231,9 +231,10 @@ int main(void)
 	eht_lk_bell_bg_geom(lk, 20000, &groups, &grows);
 	CHECK(groups == LK_BG_GROUPS);
 	/* A "captured" request: the same ids buffer, new ids before each replay; traced (the pool's joins
-	 * counted: at least the serving thread, at most the 3 workers and it, each request). */
+	 * counted: at least one thread, at most the 3 workers and the serving one, each request; the
+	 * count is added before the request is done, so it is read here without a race). */
 	const int k9000 = LK_AUTO_CLASS(9000);
-	const uint64_t joined0 = lk->bell->st_joined[k9000], traced0 = lk->bell->st_reqs[k9000];
+	const uint64_t joined0 = lk->bell->st_joined[k9000];
 	lk->bell->trace = true;
 	for (int replay = 0; replay < 4; replay++) {
 		for (size_t i = 0; i < 9000; i++)
@@ -242,7 +243,7 @@ int main(void)
 	}
 	lk->bell->trace = false;
 	const uint64_t joined = lk->bell->st_joined[k9000] - joined0;
-	CHECK(lk->bell->st_reqs[k9000] - traced0 == 4 && joined >= 4 && joined <= 4 * 4);
+	CHECK(joined >= 4 && joined <= 4 * 4);
 	CHECK(atomic_load(&lk->bell->bg_reqs) - reqs0 == 3 * nns + 4);
 	/* Compact requests: bound n, count rows (0, a part of one group, several groups, all). */
 	static uint32_t rows[20000];

@@ -168,6 +168,9 @@ void eht_lk_bell_serve_bg(eht_lookup *lk, unsigned i, size_t n)
 	atomic_fetch_add_explicit(&b->bg_reqs, 1, memory_order_relaxed);
 	if (r->compact)
 		atomic_fetch_add_explicit(&b->bg_compact_reqs, 1, memory_order_relaxed);
+	int k = LK_AUTO_CLASS(r->n);
+	if (j.joins) /* (before the request is done: the tests read it then) */
+		eht_lk_joins_add(b, k, j.joins);
 	if (r->push_dst) {
 		push_rows(lk, r, j.groups - 1, (size_t)(j.groups - 1) * j.group_rows, n);
 		b->pushed_reqs++;
@@ -175,13 +178,10 @@ void eht_lk_bell_serve_bg(eht_lookup *lk, unsigned i, size_t n)
 	} else {
 		atomic_store_explicit(&eht_lk_ready(b)[j.groups - 1], LK_READY(i, j.groups - 1), memory_order_release);
 	}
-	int k = LK_AUTO_CLASS(r->n);
 	b->st_reqs[k]++;
 	b->st_rows[k] += n;
 	b->st_wait_s[k] += t1 - t0;
 	double t2 = eht_now_s();
 	b->st_gather_s[k] += t2 - t1;
 	b->st_first_s[k] += (j.t_first > t1 ? j.t_first : t2) - t1; /* (one group: at the end) */
-	if (j.joins)
-		eht_lk_joins_add(b, k, j.joins);
 }
