@@ -94,10 +94,7 @@ void eht_lk_bell_serve(eht_lookup *lk, unsigned i)
 	if (nchunks < j.nslots)
 		j.nslots = (uint32_t)nchunks; /* as the kernel's geometry for n rows: slots wrap at the same place */
 	struct lk_joins joins;
-	if (b->trace) {
-		eht_lk_joins_start(&joins);
-		j.joins = &joins;
-	}
+	j.joins = b->trace ? eht_lk_joins_start(&joins) : NULL;
 	double t1 = eht_now_s();
 	eht_lk_trace_mark(b, EHT_LK_TRACE_POOL);
 	eht_pool_run(lk->pool, nchunks, bell_task, &j);

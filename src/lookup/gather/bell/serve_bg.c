@@ -155,10 +155,7 @@ void eht_lk_bell_serve_bg(eht_lookup *lk, unsigned i, size_t n)
 	for (unsigned g = 0; g < j.groups; g++)
 		atomic_store_explicit(&b->slot_pub[g], 0, memory_order_relaxed);
 	struct lk_joins joins;
-	if (b->trace) {
-		eht_lk_joins_start(&joins);
-		j.joins = &joins;
-	}
+	j.joins = b->trace ? eht_lk_joins_start(&joins) : NULL;
 	double t1 = eht_now_s();
 	eht_pool_run(lk->pool, j.groups * j.tasks_per_group, bg_task, &j);
 	/* A plain background request is its run's only piece: its dead count is the run's. A compact

@@ -14,10 +14,11 @@
  * the word after each) on the GPU's clock. */
 static bool trace_cpu_mark(int i) { return i == EHT_LK_TRACE_SERVED || i == EHT_LK_TRACE_POOL; }
 
-void eht_lk_joins_start(struct lk_joins *jn)
+struct lk_joins *eht_lk_joins_start(struct lk_joins *jn)
 {
 	memset(jn, 0, sizeof(*jn));
 	jn->t0 = eht_now_s();
+	return jn;
 }
 
 void eht_lk_joins_seen(struct lk_joins *jn, unsigned worker)

@@ -19,8 +19,8 @@ struct lk_joins {
 	atomic_uint n;
 	atomic_uint_fast64_t last_ns, sum_ns;
 };
-/* Zeroes jn and starts its clock. */
-void eht_lk_joins_start(struct lk_joins *jn);
+/* Zeroes jn and starts its clock; returns jn. */
+struct lk_joins *eht_lk_joins_start(struct lk_joins *jn);
 /* Worker `worker` took a task: counted the first time. Safe from every worker at once. */
 void eht_lk_joins_seen(struct lk_joins *jn, unsigned worker);
 /* Adds jn's count and times to b's sums of class k. */
