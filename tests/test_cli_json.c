@@ -403,7 +403,8 @@ static void check_documented(const char *tmp)
 }
 
 /* eht bench lookup --gap: the idle before each call is slept (the run takes at least its 2 untimed
- * and 3 timed calls' gaps) and left out of the call's time; the report says how long it was. */
+ * and 3 timed calls' gaps, and the CPU limit's 5 batches twice) and left out of the call's time; the
+ * report says how long it was, and the CPU limit after it with its threads asleep and spinning. */
 static double now_s(void)
 {
 	struct timespec ts;
@@ -415,14 +416,18 @@ static void check_bench_gap(void)
 {
 	int st;
 	double t0 = now_s();
-	json_t *j = run_json("bench lookup --table-gib 0.02 --ids 512 --reps 3 --gap 250 --cpu --strategies host --json", &st);
+	json_t *j = run_json("bench lookup --table-gib 0.02 --ids 512 --reps 3 --gap 150 --cpu --strategies host --json", &st);
 	double wall = now_s() - t0;
 	CHECK(st == 0 && j);
-	CHECK(json_real_value(json_object_get(j, "gap_ms")) == 250.0);
-	CHECK(wall >= 5 * 0.25);
+	CHECK(json_real_value(json_object_get(j, "gap_ms")) == 150.0);
+	CHECK(wall >= 15 * 0.15);
 	json_t *h = json_object_get(json_array_get(json_object_get(j, "results"), 0), "host_ids");
 	double med = json_real_value(json_object_get(h, "median_ms"));
-	CHECK(med > 0 && med < 250.0);
+	CHECK(med > 0 && med < 150.0);
+	json_t *lim = json_array_get(json_object_get(j, "cpu_limit"), 0);
+	double asleep = json_real_value(json_object_get(lim, "gap_asleep_ms"));
+	double spinning = json_real_value(json_object_get(lim, "gap_spinning_ms"));
+	CHECK(asleep > 0 && asleep < 150.0 && spinning > 0 && spinning < 150.0);
 	json_decref(j);
 }
 
@@ -504,6 +509,7 @@ int main(void)
 		      json_integer_value(json_object_get(e, "piece_rows")) >= 1);
 		CHECK(json_real_value(json_object_get(e, "local_ms")) > 0 &&
 		      json_real_value(json_object_get(e, "staging_ms")) > 0);
+		CHECK(!json_object_get(e, "gap_asleep_ms")); /* no --gap: not run */
 	}
 	json_decref(j);
 	check_bench_gap();

@@ -4,12 +4,18 @@
  * doorbell, no GPU, no pool), prefetching rows ahead as the library does. Into a buffer per thread
  * that stays in its cache (the memory's read limit), and into one staging buffer of every row (what
  * the library's pool writes). The gap between these and an engine is what the engine's machinery
- * costs. */
+ * costs. With an idle gap before each batch (bench lookup --gap), into staging again twice: the
+ * threads asleep through it and spinning through it, which tells a host whose waking threads start
+ * late (a VM's vCPUs: docs/BENCHMARKS.md) from one whose rows come slower after any idle. */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bench_cpu_limit.h"
 #include "bench.h"
@@ -29,7 +35,14 @@ struct limit_run {
 	atomic_uint done;
 	atomic_size_t next; /* the current batch's next piece */
 	atomic_bool stop;
+	double gap_s;    /* idle before each batch, or 0 */
+	bool sleep_idle; /* the threads wait on a futex (else they spin) */
 };
+
+static void gen_futex(atomic_uint *w, int op, unsigned val)
+{
+	syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
 
 /* Rows a thread takes at a time: dynamic claims even out threads that run at different speeds
  * (a VM's vCPUs do), which fixed shares would not; as small as the library's decode chunks. */
@@ -71,8 +84,12 @@ static void *limit_main(void *arg)
 	for (;;) {
 		unsigned g;
 		while ((g = atomic_load_explicit(&r->gen, memory_order_acquire)) == seen &&
-		       !atomic_load_explicit(&r->stop, memory_order_relaxed))
-			eht_cpu_relax();
+		       !atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+			if (r->sleep_idle)
+				gen_futex(&r->gen, FUTEX_WAIT, seen);
+			else
+				eht_cpu_relax();
+		}
 		if (atomic_load_explicit(&r->stop, memory_order_relaxed))
 			return NULL;
 		seen = g;
@@ -102,8 +119,14 @@ static int limit_time(struct limit_run *r, int reps, double *median_s)
 	for (int k = 0; !rc && k < reps + 2; k++) { /* two warm-up batches, not timed */
 		atomic_store(&r->done, 0);
 		atomic_store(&r->next, 0);
+		if (r->gap_s > 0) {
+			struct timespec gap = {(time_t)r->gap_s, (long)((r->gap_s - (double)(time_t)r->gap_s) * 1e9)};
+			nanosleep(&gap, NULL);
+		}
 		double t0 = eht_now_s();
 		atomic_store_explicit(&r->gen, (unsigned)k + 1, memory_order_release);
+		if (r->sleep_idle)
+			gen_futex(&r->gen, FUTEX_WAKE, r->threads);
 		limit_share(r, 0, (unsigned)(k % r->batches));
 		while (atomic_load_explicit(&r->done, memory_order_acquire) < r->threads - 1)
 			eht_cpu_relax();
@@ -111,6 +134,8 @@ static int limit_time(struct limit_run *r, int reps, double *median_s)
 			v[k - 2] = eht_now_s() - t0;
 	}
 	atomic_store(&r->stop, true);
+	atomic_fetch_add(&r->gen, 1);
+	gen_futex(&r->gen, FUTEX_WAKE, r->threads);
 	for (unsigned t = 1; t < started; t++)
 		pthread_join(th[t], NULL);
 	if (!rc) {
@@ -123,7 +148,7 @@ static int limit_time(struct limit_run *r, int reps, double *median_s)
 }
 
 int bench_cpu_limit(const uint8_t *table, uint32_t rb, const int32_t *ids, size_t n, size_t batches,
-		    size_t stride, unsigned threads, unsigned prefetch, int reps, struct bench_cpu_limit *out)
+		    size_t stride, unsigned threads, unsigned prefetch, int reps, double gap_s, struct bench_cpu_limit *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!table || n == 0 || batches == 0 || reps < 1)
@@ -149,6 +174,15 @@ int bench_cpu_limit(const uint8_t *table, uint32_t rb, const int32_t *ids, size_
 	if (!rc) {
 		r.staging = staging;
 		rc = limit_time(&r, reps, &out->staging_s);
+	}
+	if (!rc && gap_s > 0) {
+		r.gap_s = gap_s;
+		r.sleep_idle = true;
+		rc = limit_time(&r, reps, &out->gap_asleep_s);
+		r.sleep_idle = false;
+		if (!rc)
+			rc = limit_time(&r, reps, &out->gap_spinning_s);
+		out->gap_s = gap_s;
 	}
 	out->threads = threads;
 	out->prefetch = prefetch;

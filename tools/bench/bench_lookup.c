@@ -106,7 +106,8 @@ static void usage(FILE *f)
 		   "             its id buffer (ids in GPU memory)\n"
 		   "  --gap      milliseconds of idle before each timed call (default 0: back to back); a model's step\n"
 		   "             between its lookups is such a gap (a prefill step 40-50 ms, a decode step 3 ms), after\n"
-		   "             which a CPU gather runs slower than in a loop of calls\n"
+		   "             which a CPU gather runs slower than in a loop of calls; the CPU limit is then also\n"
+		   "             timed after the gap with its threads asleep and spinning through it\n"
 		   "  --sweep    batch sizes 256 ... 196,608 (latency against batch size) instead of prefill and decode\n"
 		   "  --workload uniform (default) or text:FILE: a stream of compressed token ids (uint32 LE, documents\n"
 		   "             listed by FILE.starts.json) hashed with the DeepSeek-V4.1 layout into per-step ids\n"
@@ -422,7 +423,7 @@ static void lk_cpu_limit(struct lk_run *d, int k)
 	struct timespec calm = {0, 5000000}; /* the engines' threads stop their spin after the last call first */
 	nanosleep(&calm, NULL);
 	if (bench_cpu_limit(d->host, RB, d->ids, d->o->shapes[k], (size_t)d->batches, d->maxn, width, pf,
-			    d->o->reps, &d->lim[k]))
+			    d->o->reps, d->o->gap_ms * 1e-3, &d->lim[k]))
 		memset(&d->lim[k], 0, sizeof(d->lim[k]));
 }
 

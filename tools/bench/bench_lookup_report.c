@@ -95,13 +95,19 @@ int lk_report_json(const struct lk_run *d)
 	for (int i = 0; i < d->nres; i++)
 		json_array_append_new(jres, lk_result_json(d, &d->res[i], d->want, 0));
 	json_t *jlim = json_array();
-	for (int k = 0; jlim && k < o->nshapes; k++)
-		if (d->lim[k].threads)
-			json_array_append_new(jlim, json_pack("{s:I, s:I, s:I, s:I, s:f, s:f}", "ids", (json_int_t)o->shapes[k],
-							      "threads", (json_int_t)d->lim[k].threads, "piece_rows",
-							      (json_int_t)d->lim[k].piece, "prefetch",
-							      (json_int_t)d->lim[k].prefetch, "local_ms",
-							      d->lim[k].local_s * 1e3, "staging_ms", d->lim[k].staging_s * 1e3));
+	for (int k = 0; jlim && k < o->nshapes; k++) {
+		const struct bench_cpu_limit *l = &d->lim[k];
+		if (!l->threads)
+			continue;
+		json_t *e = json_pack("{s:I, s:I, s:I, s:I, s:f, s:f}", "ids", (json_int_t)o->shapes[k], "threads",
+				      (json_int_t)l->threads, "piece_rows", (json_int_t)l->piece, "prefetch",
+				      (json_int_t)l->prefetch, "local_ms", l->local_s * 1e3, "staging_ms", l->staging_s * 1e3);
+		if (e && l->gap_s > 0) {
+			json_object_set_new(e, "gap_asleep_ms", json_real(l->gap_asleep_s * 1e3));
+			json_object_set_new(e, "gap_spinning_ms", json_real(l->gap_spinning_s * 1e3));
+		}
+		json_array_append_new(jlim, e);
+	}
 	if (rep && jlim)
 		json_object_set_new(rep, "cpu_limit", jlim);
 	else
@@ -211,12 +217,17 @@ void lk_report_table(const struct lk_run *d)
 	       "rate; Mrows/s and link%% of the fastest mode)\n",
 	       d->gpu ? "GPU" : "host", o->reps, gap, d->flush ? ", the same for every mode, the GPU's cache cleared before each" : "",
 	       RB);
-	for (int k = 0; k < o->nshapes; k++)
-		if (d->lim[k].threads)
-			printf("CPU limit, %zu ids: %.3f ms into per-thread buffers, %.3f ms into staging (%u spinning threads, "
-			       "%u-row pieces, prefetch %u rows)\n",
-			       o->shapes[k], d->lim[k].local_s * 1e3, d->lim[k].staging_s * 1e3, d->lim[k].threads,
-			       d->lim[k].piece, d->lim[k].prefetch);
+	for (int k = 0; k < o->nshapes; k++) {
+		const struct bench_cpu_limit *l = &d->lim[k];
+		if (!l->threads)
+			continue;
+		printf("CPU limit, %zu ids: %.3f ms into per-thread buffers, %.3f ms into staging (%u spinning threads, "
+		       "%u-row pieces, prefetch %u rows)\n",
+		       o->shapes[k], l->local_s * 1e3, l->staging_s * 1e3, l->threads, l->piece, l->prefetch);
+		if (l->gap_s > 0)
+			printf("  after %g ms idle: %.3f ms into staging with the threads asleep through it, %.3f ms "
+			       "spinning\n", l->gap_s * 1e3, l->gap_asleep_s * 1e3, l->gap_spinning_s * 1e3);
+	}
 	if (d->idle >= 0)
 		printf("idle CPU with %d engines made and waiting: %.2f cores\n", o->nstrat + 2 * d->layer, d->idle);
 }
