@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -13,11 +12,11 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/cpu.h"
+#include "util/futex.h"
 #include "util/log.h"
 #include "util/clock.h"
 #include "util/thread.h"
@@ -56,11 +55,6 @@ struct eht_pool {
 	atomic_bool stop;
 };
 
-static long futex(atomic_uint *w, int op, unsigned val)
-{
-	return syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
-}
-
 struct worker_arg {
 	eht_pool *pool;
 	unsigned index;
@@ -96,7 +90,7 @@ static void sleep_for_work(eht_pool *p, unsigned seen)
 {
 	atomic_fetch_add(&p->sleepers, 1);
 	while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
-		futex(&p->gen, FUTEX_WAIT, seen);
+		eht_futex(&p->gen, FUTEX_WAIT, seen, NULL);
 	atomic_fetch_sub(&p->sleepers, 1);
 }
 
@@ -251,7 +245,7 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 	unsigned sl = atomic_load(&p->sleepers);
 	if (sl) {
 		size_t want = ntasks < sl ? ntasks : sl;
-		futex(&p->gen, FUTEX_WAKE, want > INT_MAX ? INT_MAX : (unsigned)want);
+		eht_futex(&p->gen, FUTEX_WAKE, want > INT_MAX ? INT_MAX : (unsigned)want, NULL);
 	}
 }
 
@@ -290,7 +284,7 @@ void eht_pool_destroy(eht_pool *p)
 		return;
 	atomic_store(&p->stop, true);
 	atomic_fetch_add(&p->gen, 1); /* a worker about to wait sees another value */
-	futex(&p->gen, FUTEX_WAKE, INT_MAX);
+	eht_futex(&p->gen, FUTEX_WAKE, INT_MAX, NULL);
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
 	pthread_cond_destroy(&p->done_cv);

@@ -29,6 +29,9 @@ struct bench_stats {
 };
 void bench_stats(double *v, int n, double scale, struct bench_stats *out);
 
+/* Sleeps s seconds (a signal does not cut it short): the idle a model's step leaves between lookups. */
+void bench_idle(double s);
+
 /* CPU seconds of eht's own threads in this process, by their names (util/thread.h: the lookup pool's
  * workers, the doorbell poller), from /proc's schedstat (nanoseconds; clock ticks of stat
  * where the kernel keeps no schedstat). Zeros without /proc (bench_threads.c). */

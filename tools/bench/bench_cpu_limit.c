@@ -7,20 +7,17 @@
  * costs. With an idle gap before each batch (bench lookup --gap), into staging again twice: the
  * threads asleep through it and spinning through it, which tells a host whose waking threads start
  * late (a VM's vCPUs: docs/BENCHMARKS.md) from one whose rows come slower after any idle. */
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "bench_cpu_limit.h"
 #include "bench.h"
 #include "util/clock.h"
 #include "util/cpu.h"
+#include "util/futex.h"
 #include "util/prefetch.h"
 
 struct limit_run {
@@ -38,11 +35,6 @@ struct limit_run {
 	double gap_s;    /* idle before each batch, or 0 */
 	bool sleep_idle; /* the threads wait on a futex (else they spin) */
 };
-
-static void gen_futex(atomic_uint *w, int op, unsigned val)
-{
-	syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
-}
 
 /* Rows a thread takes at a time: dynamic claims even out threads that run at different speeds
  * (a VM's vCPUs do), which fixed shares would not; as small as the library's decode chunks. */
@@ -86,7 +78,7 @@ static void *limit_main(void *arg)
 		while ((g = atomic_load_explicit(&r->gen, memory_order_acquire)) == seen &&
 		       !atomic_load_explicit(&r->stop, memory_order_relaxed)) {
 			if (r->sleep_idle)
-				gen_futex(&r->gen, FUTEX_WAIT, seen);
+				eht_futex(&r->gen, FUTEX_WAIT, seen, NULL);
 			else
 				eht_cpu_relax();
 		}
@@ -119,14 +111,12 @@ static int limit_time(struct limit_run *r, int reps, double *median_s)
 	for (int k = 0; !rc && k < reps + 2; k++) { /* two warm-up batches, not timed */
 		atomic_store(&r->done, 0);
 		atomic_store(&r->next, 0);
-		if (r->gap_s > 0) {
-			struct timespec gap = {(time_t)r->gap_s, (long)((r->gap_s - (double)(time_t)r->gap_s) * 1e9)};
-			nanosleep(&gap, NULL);
-		}
+		if (r->gap_s > 0)
+			bench_idle(r->gap_s);
 		double t0 = eht_now_s();
 		atomic_store_explicit(&r->gen, (unsigned)k + 1, memory_order_release);
 		if (r->sleep_idle)
-			gen_futex(&r->gen, FUTEX_WAKE, r->threads);
+			eht_futex(&r->gen, FUTEX_WAKE, r->threads, NULL);
 		limit_share(r, 0, (unsigned)(k % r->batches));
 		while (atomic_load_explicit(&r->done, memory_order_acquire) < r->threads - 1)
 			eht_cpu_relax();
@@ -135,7 +125,7 @@ static int limit_time(struct limit_run *r, int reps, double *median_s)
 	}
 	atomic_store(&r->stop, true);
 	atomic_fetch_add(&r->gen, 1);
-	gen_futex(&r->gen, FUTEX_WAKE, r->threads);
+	eht_futex(&r->gen, FUTEX_WAKE, r->threads, NULL);
 	for (unsigned t = 1; t < started; t++)
 		pthread_join(th[t], NULL);
 	if (!rc) {

@@ -16,6 +16,13 @@
 #include "eht.h"
 #include "util/clock.h"
 
+void bench_idle(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
 int bench_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -2,10 +2,8 @@
 /* bench_lookup_time.c: `eht bench lookup`'s timing of one call in one mode (ids on the host, in GPU
  * memory, or a CUDA graph replayed with fresh ids), the same for every row: strategies, the engine's
  * own call. */
-#include <errno.h>
 #include <stdint.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "bench.h"
 #include "bench_lookup.h"
@@ -73,11 +71,8 @@ int lk_time_mode(struct bench_ctx *c, const struct bench_call *call, int mode, d
 			if (!err)
 				err = eht_dev_stream_sync(c->s);
 		}
-		if (c->gap_s > 0) { /* the CPU and GPU idle, as between a model's lookups */
-			struct timespec ts = {(time_t)c->gap_s, (long)((c->gap_s - (double)(time_t)c->gap_s) * 1e9)};
-			while (nanosleep(&ts, &ts) && errno == EINTR)
-				;
-		}
+		if (c->gap_s > 0) /* the CPU and GPU idle, as between a model's lookups */
+			bench_idle(c->gap_s);
 		double t0 = eht_thread_cpu_s(), a = eht_now_s();
 		if (!err)
 			err = mode == ON_GRAPH ? eht_dev_graph_launch(ge, c->s)

@@ -3,10 +3,8 @@
  * doorbells and has the pool serve each request that rang (serve.c); the kicks that wake it, and the
  * arming of a request around its enqueue. */
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +14,7 @@
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/err.h"
+#include "util/futex.h"
 #include "util/thread.h"
 #include "util/settings.h"
 
@@ -40,11 +39,6 @@ static struct poller {
 	 * it reads it without (eht_lk_poller_window, for the tests, takes mu). */
 	double win_from, win_until;
 } P = {.life = PTHREAD_MUTEX_INITIALIZER, .mu = PTHREAD_MUTEX_INITIALIZER};
-
-static long futex(atomic_uint *w, int op, unsigned val, const struct timespec *ts)
-{
-	return syscall(SYS_futex, (unsigned *)(void *)w, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
-}
 
 /* Takes request i's ring (the poller, with P.mu held) and serves it when it is armed: a ring of a
  * request torn down is not ours to serve. */
@@ -155,7 +149,7 @@ static void *poll_main(void *arg)
 			nap_ns = (long)((P.win_from - t) * 1e9) + 1;
 		struct timespec ts = {0, nap_ns};
 		atomic_store(&P.napping, true);
-		futex(&P.kicks, FUTEX_WAIT, seen, &ts);
+		eht_futex(&P.kicks, FUTEX_WAIT, seen, &ts);
 		atomic_store(&P.napping, false);
 	}
 	return NULL;
@@ -175,7 +169,7 @@ static void poller_kick(void)
 {
 	atomic_fetch_add(&P.kicks, 1); /* seq_cst: either the poller sees it before sleeping, or we see napping */
 	if (atomic_load(&P.napping))
-		futex(&P.kicks, FUTEX_WAKE, 1, NULL);
+		eht_futex(&P.kicks, FUTEX_WAKE, 1, NULL);
 }
 
 int eht_lk_poller_join(eht_lookup *lk)
