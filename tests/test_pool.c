@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "testutil.h"
+#include "util/clock.h"
 #include "util/pool.h"
 #include "util/thread.h"
 
@@ -54,6 +55,31 @@ static void spinners(void)
 	for (int i = 0; i < 6; i++) /* back to back: every worker spins */
 		eht_pool_run(pool, 64, noop, NULL);
 	CHECK(sleeping_reaches(pool, 0));
+	eht_pool_destroy(pool);
+}
+
+/* eht_pool_warm wakes the sleeping workers and keeps them spinning until its deadline (a job due
+ * then starts on running threads); past it they sleep again, and a job run meanwhile is done whole. */
+static void warm(void)
+{
+	eht_pool *pool = NULL;
+	CHECK_RC(eht_pool_create(4, -1, 50, &pool), 0);
+	if (!pool)
+		return;
+	CHECK(sleeping_reaches(pool, 4));
+	eht_pool_warm(pool, eht_now_ns() + 1500000000ull); /* 1.5 s: the check below has 2 s */
+	CHECK(sleeping_reaches(pool, 0));
+	enum { N = 64 };
+	static atomic_int hits[N];
+	struct job j = {.hits = hits};
+	eht_pool_run(pool, N, task, &j);
+	int bad = 0;
+	for (size_t i = 0; i < N; i++)
+		bad += atomic_load(&hits[i]) != 1;
+	CHECK(bad == 0);
+	struct timespec s = {1, 600000000}; /* past the deadline */
+	nanosleep(&s, NULL);
+	CHECK(sleeping_reaches(pool, 4));
 	eht_pool_destroy(pool);
 }
 
@@ -105,6 +131,7 @@ static void thread_names(void)
 int main(void)
 {
 	thread_names();
+	warm();
 
 	eht_pool *pool = NULL;
 	CHECK_RC(eht_pool_create(0, -1, 50, &pool), 0);

@@ -50,6 +50,7 @@ struct eht_pool {
 	atomic_size_t finished;
 	atomic_uint gen; /* also the futex word sleeping workers wait on */
 	atomic_uint sleepers;
+	atomic_uint_fast64_t warm_until_ns; /* eht_pool_warm: idle workers spin until then */
 	atomic_uint spinners;
 	atomic_bool waiter_sleeping;
 	atomic_bool stop;
@@ -89,7 +90,7 @@ static void drain(eht_pool *p, unsigned gen, unsigned worker)
 static void sleep_for_work(eht_pool *p, unsigned seen)
 {
 	atomic_fetch_add(&p->sleepers, 1);
-	while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
+	while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop) && eht_now_ns() >= atomic_load(&p->warm_until_ns))
 		eht_futex(&p->gen, FUTEX_WAIT, seen, NULL);
 	atomic_fetch_sub(&p->sleepers, 1);
 }
@@ -122,6 +123,12 @@ static void *worker_main(void *v)
 				       eht_now_us() - start < spin)
 					eht_cpu_relax();
 				atomic_fetch_sub(&p->spinners, 1);
+			}
+			/* warmed (eht_pool_warm): spin until then or the job */
+			while (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed) &&
+			       eht_now_ns() < atomic_load_explicit(&p->warm_until_ns, memory_order_relaxed)) {
+				eht_cpu_relax();
+				g = atomic_load_explicit(&p->gen, memory_order_acquire);
 			}
 			if (g == seen)
 				sleep_for_work(p, seen);
@@ -247,6 +254,12 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 		size_t want = ntasks < sl ? ntasks : sl;
 		eht_futex(&p->gen, FUTEX_WAKE, want > INT_MAX ? INT_MAX : (unsigned)want, NULL);
 	}
+}
+
+void eht_pool_warm(eht_pool *p, uint64_t until_ns)
+{
+	if (atomic_exchange(&p->warm_until_ns, until_ns) < until_ns && atomic_load(&p->sleepers))
+		eht_futex(&p->gen, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 void eht_pool_wait(eht_pool *p)

@@ -4,6 +4,7 @@
 #define EHT_UTIL_POOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct eht_pool eht_pool;
 
@@ -23,6 +24,10 @@ void eht_pool_destroy(eht_pool *pool);
 unsigned eht_pool_size(const eht_pool *pool);
 /* Workers asleep on the futex now (the rest run a job or spin): for tests and diagnostics. */
 unsigned eht_pool_sleeping(eht_pool *pool);
+
+/* Idle workers spin until until_ns (eht_now_ns) or the next job, sleeping ones woken to: a job due
+ * then starts on running threads. */
+void eht_pool_warm(eht_pool *pool, uint64_t until_ns);
 
 /* Runs fn(arg, i, worker) for i in [0, ntasks) on the workers and the calling thread; returns
  * when every task has finished. Jobs on one pool are serialized. */

@@ -17,6 +17,7 @@
 #include "util/futex.h"
 #include "util/thread.h"
 #include "util/settings.h"
+#include "util/pool.h"
 
 #define MAX_ENGINES 256
 
@@ -237,6 +238,10 @@ void eht_lk_bell_arm(eht_lookup *lk, unsigned idx)
 	atomic_store_explicit(&lk->bell->reqs[idx].armed, true, memory_order_release);
 	atomic_fetch_add(&P.pending, 1);
 	poller_kick();
+	/* The ring follows within microseconds on an idle stream: the pool's sleeping threads are woken
+	 * now, beside the poller, not after it serves the ring (on a VM each wake starts tens of us late). */
+	if (lk->pool)
+		eht_pool_warm(lk->pool, eht_now_ns() + 200000);
 }
 
 /* lk's captured requests ring without waking the poller (nothing beside their kernels does): the
