@@ -193,6 +193,8 @@ def main():
     for reps in (15, 40):
         var, none = bt.time_paired(FakeTorch, Phased(3.0), Phased(3.01), lambda i: None, reps, 2, False, 0.0)
         check(abs(var["paired_added_ms"] * 1e3 - 10.0) < 0.5, "synced pairs, %d replays in phases: %r" % (reps, var))
+    check(bt.back_to_back_pairs(40) == 20 and bt.back_to_back_pairs(15) == 7 and bt.back_to_back_pairs(1) == 6,
+          "bursts per back-to-back figure: %r" % [bt.back_to_back_pairs(n) for n in (40, 15, 1)])
     check([f for _, f in bt.abba(5)] == [True, False, True, False, True, False], "abba(5): %r" % list(bt.abba(5)))
     # Runs by kind of thread: a thread named as eht names its poller that naps 40 times is put on a
     # CPU 40 times more, give or take a few preemptions (not its nanoseconds, schedstat's first field).
@@ -414,6 +416,29 @@ def main():
         check("pair by pair: back to back +30.0 us (+12.0 .. +40.0), synced +28.0 us" in ln
               and "over the copies pair by pair: back to back +20.0 us (+10.0 .. +35.0), synced +7.0 us" in ln,
               "summary line pair by pair: %s" % ln)
+    # Alternated with the copies' step itself (vs_copy): the rounds' pair-by-pair figures, summarized
+    # and on both lines; a round without it (no copy variant ran) is left out of them.
+    alt = []
+    for rnd, (ab, asy) in enumerate(((4.0, 9.0), (-2.0, 15.0), (7.0, 11.0))):
+        r = res("layer-side", rnd, 0.0, 0.0, 3.0)
+        r["vs_copy"] = {"added_us": asy + 1.0, "paired_added_us": asy, "back_to_back_added_us": ab + 1.0,
+                        "back_to_back_paired_added_us": ab}
+        alt.append(r)
+    alt.append(res("layer-side", 3, 0.0, 0.0, 3.0))
+    s5 = br.summarize_rounds(alt)
+    check(len(s5) == 1 and near(s5[0]["over_copy_alternated_back_to_back_us"], 4.0, -2.0, 7.0)
+          and near(s5[0]["over_copy_alternated_added_us"], 11.0, 9.0, 15.0), "alternated with the copies: %r" % s5)
+    if s5:
+        ln = br.summary_line(s5[0])
+        check("alternated with the copies, pair by pair: back to back +4.0 us (-2.0 .. +7.0), synced +11.0 us" in ln,
+              "summary line alternated with the copies: %s" % ln)
+    check(br.summarize_rounds([res("layer-side", 0, 0.0, 0.0, 3.0)])[0]["over_copy_alternated_added_us"] is None,
+          "no copy step alternated, no figure")
+    one = dict(res("layer-side", 0, None, 0.0, 3.0), vs_copy=alt[0]["vs_copy"], added_pct=0.0)
+    one["step"].update(median_ms=3.0, p90_ms=3.1)
+    ln = br.line(one)
+    check("alternated with the copies: added +5.0 us back to back (pair by pair +4.0), +10.0 synced (+9.0)" in ln,
+          "a round's line alternated with the copies: %s" % ln)
     # --trace's graph half over the rounds: both joins' stalls summed per round (ms -> us), queued
     # and synced; a round without the graph half (an older torch) is left out of them.
     traced = []

@@ -42,7 +42,9 @@ from run to run by more than some of the effects measured (on the lent H200 abou
 and +-0.5 ms in prefill), so one run's figure can mislead. The report then gets a summary per
 variant: the median and range over the rounds of both figures of time added and of the CPU, and,
 where the copy variant ran too, of the variant less the copies round by round (what a host table's
-lookup costs over moving its bytes alone, the yardstick of the engine-native targets).
+lookup costs over moving its bytes alone, the yardstick of the engine-native targets). Where copy is
+among the variants, every other variant is also alternated with the copies' step itself, synced and
+back to back (vs_copy: that cost as one paired figure, not a difference of two runs seconds apart).
 
 --tp N [--rank R] looks up as tensor-parallel rank R of N does (ENGRAM.md): the columns [R * part,
 (R + 1) * part) of the [T, 24] hash output, part = cdiv(24, N), padded heads zero, and only the rows of
@@ -310,6 +312,16 @@ def plan(a):
     return out
 
 
+def against_copy(torch, g_copy, g, feed, cfg, a, blocking, copy_alone):
+    """The variant's graph alternated with the copies' (ABBA, synced and back to back, as against the
+    step without lookups): what its lookups cost over moving their bytes alone, pair by pair (us)."""
+    var, cp = time_paired(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, copy_alone["cpu_ms_per_step"])
+    bb, bb_cp = time_back_to_back(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, a.burst)
+    return {"added_us": (var["median_ms"] - cp["median_ms"]) * 1e3, "paired_added_us": var["paired_added_ms"] * 1e3,
+            "back_to_back_added_us": (bb["median_ms"] - bb_cp["median_ms"]) * 1e3,
+            "back_to_back_paired_added_us": bb["paired_added_ms"] * 1e3}
+
+
 def envelope(a):
     try:
         import eht  # noqa: PLC0415
@@ -361,6 +373,20 @@ def run(a, rep, log):
                     step.ids[t].copy_(batches[i % batches.shape[0], t])
 
             base_trace = g_none = none_alone = base_tl = None
+            # The copies' step, kept for the cfg: every variant with lookups is also alternated with it
+            # (vs_copy), so that its cost over the copies is one paired figure, not the difference of
+            # two figures measured seconds apart, each against its own run of the step without lookups.
+            copy_engines = g_copy = copy_alone = None
+            if any(v.get("copy_only") for v in a.variant_list):
+                try:
+                    copy_engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
+                    feed(0)
+                    g_copy = step.capture(copy_engines, "side", side)
+                    copy_alone = time_graph(torch, g_copy, feed, cfg["reps"], a.warmup, blocking)
+                except Exception as e:  # noqa: BLE001 (the variants' own figures stand without it)
+                    log("%s: the copies' step to alternate the variants with failed (%s: %s)"
+                        % (cfg["mode"], type(e).__name__, e))
+                    g_copy = None
             for rnd, v in ((r, v) for r in range(a.rounds) for v in a.variant_list):
                 res = {"mode": cfg["mode"], "workload": "uniform" if wspec == "uniform" else "text",
                        "workload_spec": wspec, "variant": v["name"], "strategy": v["strategy"],
@@ -404,6 +430,8 @@ def run(a, rep, log):
                                                          / bb_none["median_ms"])
                         res["paired_added_us"] = res["step"]["paired_added_ms"] * 1e3
                         res["back_to_back_paired_added_us"] = bb["paired_added_ms"] * 1e3
+                        if g_copy is not None and not v.get("copy_only"):
+                            res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking, copy_alone)
                     if engines:
                         gl = step.capture_lookups(engines)
                         res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)
@@ -462,7 +490,10 @@ def run(a, rep, log):
                         eht._reload_settings()
                 rep["results"].append(res)
                 log(line(res))
-            del step, batches, g_none
+            if copy_engines:
+                for lk in copy_engines:
+                    lk.close()
+            del step, batches, g_none, g_copy, copy_engines
             torch.cuda.empty_cache()
     del tables, keep
     rep["summary"] = summarize_rounds(rep["results"])

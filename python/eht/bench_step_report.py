@@ -17,7 +17,9 @@ def summarize_rounds(results):
     and synced, us): the floor of any host table measured beside it, which the engine-native targets
     are stated against (None for copy itself and where no round has both). And the same two figures
     taken pair by pair (the median of each pair's difference), and those less the copies' round by
-    round (None where the rounds lack them). With --trace, the main
+    round (None where the rounds lack them). And the variant alternated with the copies' step itself
+    (vs_copy, pair by pair, back to back and synced: over_copy_alternated_*; None where the rounds
+    lack it): the same cost over the copies, without two runs' drift between. With --trace, the main
     stream's stalls at both joins in the graph's replays, queued and synced (us, None without the
     graph half). Rounds that failed are left out."""
     copies = {}
@@ -31,7 +33,8 @@ def summarize_rounds(results):
         k = (r["mode"], r["workload"], r["variant"])
         if k not in rows:
             rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": [],
-                       "gqueued": [], "gsynced": [], "pb2b": [], "psynced": [], "opb2b": [], "opsynced": []}
+                       "gqueued": [], "gsynced": [], "pb2b": [], "psynced": [], "opb2b": [], "opsynced": [],
+                       "ab2b": [], "asynced": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
@@ -47,6 +50,10 @@ def summarize_rounds(results):
             for key, name in (("opb2b", "back_to_back_paired_added_us"), ("opsynced", "paired_added_us")):
                 if name in r and name in c:
                     rows[k][key].append(r[name] - c[name])
+        vc = r.get("vs_copy") or {}
+        for key, name in (("ab2b", "back_to_back_paired_added_us"), ("asynced", "paired_added_us")):
+            if vc.get(name) is not None:
+                rows[k][key].append(vc[name])
         st = r["step"]
         rows[k]["cpu"].append(st["cpu_ms_per_step"])
         if st.get("cpu_ms_by_thread"):
@@ -69,6 +76,8 @@ def summarize_rounds(results):
              "over_copy_added_us": _spread(rows[k]["osynced"]),
              "over_copy_paired_back_to_back_us": _spread(rows[k]["opb2b"]),
              "over_copy_paired_added_us": _spread(rows[k]["opsynced"]),
+             "over_copy_alternated_back_to_back_us": _spread(rows[k]["ab2b"]),
+             "over_copy_alternated_added_us": _spread(rows[k]["asynced"]),
              "graph_stall_queued_us": _spread(rows[k]["gqueued"]),
              "graph_stall_synced_us": _spread(rows[k]["gsynced"])} for k in order]
 
@@ -92,6 +101,9 @@ def summary_line(s):
     if s.get("over_copy_paired_added_us"):
         out += "; over the copies pair by pair: back to back %s, synced %s" % (
             us(s.get("over_copy_paired_back_to_back_us")), us(s["over_copy_paired_added_us"]))
+    if s.get("over_copy_alternated_added_us") or s.get("over_copy_alternated_back_to_back_us"):
+        out += "; alternated with the copies, pair by pair: back to back %s, synced %s" % (
+            us(s.get("over_copy_alternated_back_to_back_us")), us(s.get("over_copy_alternated_added_us")))
     if s.get("graph_stall_queued_us") or s.get("graph_stall_synced_us"):
         out += "; stalls at the joins in the graph: queued %s, synced %s" % (
             us(s.get("graph_stall_queued_us")), us(s.get("graph_stall_synced_us")))
@@ -124,6 +136,10 @@ def line(r):
         out += "\n    back to back: step %.3f ms, added %+.1f us (%+.2f %%), cpu %.2f ms/step" % (
             r["back_to_back"]["median_ms"], r["back_to_back_added_us"], r["back_to_back_added_pct"],
             r["back_to_back"]["cpu_ms_per_step"])
+    vc = r.get("vs_copy")
+    if vc:
+        out += "\n    alternated with the copies: added %+.1f us back to back (pair by pair %+.1f), %+.1f synced (%+.1f)" % (
+            vc["back_to_back_added_us"], vc["back_to_back_paired_added_us"], vc["added_us"], vc["paired_added_us"])
     for q, label in (("timeline", "timeline"), ("timeline_queued", "timeline, queued")):
         tl = r.get(q)
         if not tl:

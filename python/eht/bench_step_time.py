@@ -167,6 +167,13 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     return var, none
 
 
+def back_to_back_pairs(reps):
+    """How many pairs of bursts time_back_to_back runs for reps timed replays: reps / 2 (at least 6).
+    Each pair gives one difference, and 6 of them (the count before) left a decode step's figure
+    spreading by tens of microseconds between rounds; a pair of decode bursts takes ~45 ms."""
+    return max(6, reps // 2)
+
+
 def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
     """Steps as a pipelining engine runs them: bursts of `burst` replays queued back to back (each fed
     new ids by a copy on the stream, no host sync between), so each launch hides behind the step
@@ -193,7 +200,7 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
         tv.append(burst_ms(g, warmup + k * burst))
         cpu += cpu_s() - c0
 
-    for k, var_first in abba(max(5, (reps + burst - 1) // burst)):
+    for k, var_first in abba(back_to_back_pairs(reps)):
         if var_first:
             variant(k)
         tn.append(burst_ms(g_none, warmup + k * burst))
