@@ -28,8 +28,12 @@ the whole step is one CUDA graph. Variants:
   pspinN / bspinN (the CPU pool's / the doorbell poller's spin after a job, us), ldq (late dequant:
   the engines look rows up raw and the main stream dequantizes them right before their layer,
   eht_lookup_dequant, instead of a dequant kernel beside the model's), raw (a diagnostic: the rows
-  are looked up raw and never dequantized, the layer reads zeros: what the dequant beside the model
-  costs the step, against the same variant without it)
+  are looked up raw and never dequantized, the layer reads the rows of one lookup made before the
+  variants: what the dequant beside the model costs the step, against the same variant without it)
+
+The layers of every variant consume rows of the tables' values: one inline lookup fills them before
+the variants, so the variants that write none (none, copy, raw) do not multiply zeros, which cost
+the GEMM less power, and so less time, than real rows.
 
 --trace adds, per variant, an eager run with CUDA events on both streams: the lookups' times under
 load, how long the main stream stalled waiting for each table's rows, and how much slower the layers
@@ -88,7 +92,8 @@ import socket
 import sys
 import time
 
-from .bench_step_model import HEADS, ROW_BYTES, LinkCopy, Rank, Step, Workload, make_engines, make_tables
+from .bench_step_model import (HEADS, ROW_BYTES, LinkCopy, Rank, Step, Workload, fill_rows, make_engines,
+                               make_tables)
 from .bench_step_report import line, summarize_rounds, summary_line
 from .bench_step_time import (TIMELINES, time_back_to_back, time_graph, time_paired, timeline, trace_graph,
                               trace_step)
@@ -372,6 +377,8 @@ def run(a, rep, log):
                 for t in range(2):
                     step.ids[t].copy_(batches[i % batches.shape[0], t])
 
+            feed(0)
+            fill_rows(torch, eht, tables, step, a.threads, rank)
             base_trace = g_none = none_alone = base_tl = None
             # The copies' step, kept for the cfg: every variant with lookups is also alternated with it
             # (vs_copy), so that its cost over the copies is one paired figure, not the difference of

@@ -336,6 +336,21 @@ class LayerEngine:
         self.layer.close()
 
 
+def fill_rows(torch, eht, tables, step, threads, rank):
+    """The rows every variant's layers consume, looked up once (the engine's inline call of the ids in
+    step.ids): variants that do not write them (none, copy, raw) then multiply the same values as the
+    lookups', not zeros, whose products cost the GEMM less power (and so time) than real rows'."""
+    v = {"layer": True, "background": False, "no_hot": True, "push": None}
+    engines, _ = make_engines(eht, tables, v, 0, [None, None], threads, rank)
+    try:
+        for t in range(2):
+            engines[t].run(step.ids[t], step.rows[t])
+        torch.cuda.synchronize()
+    finally:
+        for e in engines:
+            e.close()
+
+
 def make_engines(eht, tables, v, sms, hot, threads, rank):
     if v.get("vllm"):
         import torch  # noqa: PLC0415
