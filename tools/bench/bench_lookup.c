@@ -452,15 +452,23 @@ static void lk_save_ids(struct lk_run *d, size_t n)
 	}
 }
 
+/* The timing context of a run: its stream, batches, ids, output and buffers, as every timed call
+ * of the run uses them. */
+static struct bench_ctx run_ctx(const struct lk_run *d)
+{
+	const struct lk_opts *o = d->o;
+	return (struct bench_ctx){.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches,
+				  .stride = d->maxn, .ids = d->ids, .dids = d->dids, .dcap = d->dcap,
+				  .flush = d->flush, .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout,
+				  .times = d->times, .call_cpu = d->call_cpu, .gap_s = o->gap_ms * 1e-3};
+}
+
 /* Per shape the same steps for every strategy (shape-major, so a text workload is hashed into steps
  * once per shape); results stay strategy-major. 0 or 1. */
 static int lk_shapes(struct lk_run *d)
 {
 	const struct lk_opts *o = d->o;
-	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
-			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
-			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times,
-			       .call_cpu = d->call_cpu, .gap_s = o->gap_ms * 1e-3};
+	struct bench_ctx bc = run_ctx(d);
 	d->nres = (o->nstrat + 2 * d->layer) * o->nshapes;
 	for (int k = 0; k < o->nshapes; k++) {
 		double distinct = 0;
@@ -522,10 +530,7 @@ static int lk_knob_sweep(struct lk_run *d)
 	enum { NKNOBS = 2 };
 	static const char *names[NKNOBS] = {"EHT_LOOKUP_PREFETCH", "EHT_LOOKUP_CHUNK_MAX"};
 	const struct lk_opts *o = d->o;
-	struct bench_ctx bc = {.s = d->s, .gpu = d->gpu, .reps = o->reps, .batches = d->batches, .stride = d->maxn,
-			       .ids = d->ids, .dids = d->dids, .dcap = d->dcap, .flush = d->flush,
-			       .out = d->gpu ? (void *)(uintptr_t)d->dout : d->hout, .times = d->times,
-			       .call_cpu = d->call_cpu, .gap_s = o->gap_ms * 1e-3};
+	struct bench_ctx bc = run_ctx(d);
 	struct knob_set sets[64];
 	int ns = 0;
 	for (size_t a = 0; a < sizeof(pfs) / sizeof(pfs[0]); a++)
