@@ -67,7 +67,13 @@ static void warm(void)
 	if (!pool)
 		return;
 	CHECK(sleeping_reaches(pool, 4));
-	eht_pool_warm(pool, eht_now_ns() + 1500000000ull); /* 1.5 s: the check below has 2 s */
+	/* A two-task warm wakes two: the others sleep on (it would spin every thread for a few rows). */
+	eht_pool_warm(pool, eht_now_ns() + 1500000000ull, 2); /* 1.5 s: the checks below have 2 s */
+	CHECK(sleeping_reaches(pool, 2));
+	struct timespec settle = {0, 100000000};
+	nanosleep(&settle, NULL);
+	CHECK(eht_pool_sleeping(pool) == 2);
+	eht_pool_warm(pool, eht_now_ns() + 1500000000ull, 4);
 	CHECK(sleeping_reaches(pool, 0));
 	enum { N = 64 };
 	static atomic_int hits[N];

@@ -256,10 +256,12 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 	}
 }
 
-void eht_pool_warm(eht_pool *p, uint64_t until_ns)
+void eht_pool_warm(eht_pool *p, uint64_t until_ns, unsigned nwake)
 {
-	if (atomic_exchange(&p->warm_until_ns, until_ns) < until_ns && atomic_load(&p->sleepers))
-		eht_futex(&p->gen, FUTEX_WAKE, INT_MAX, NULL);
+	/* As eht_pool_start: only as many as the job will have tasks (a few-row request's warm must not
+	 * spin every thread). The rest sleep on; a worker ending a job meanwhile spins too, as any. */
+	if (atomic_exchange(&p->warm_until_ns, until_ns) < until_ns && nwake && atomic_load(&p->sleepers))
+		eht_futex(&p->gen, FUTEX_WAKE, nwake > INT_MAX ? INT_MAX : nwake, NULL);
 }
 
 void eht_pool_wait(eht_pool *p)

@@ -25,9 +25,9 @@ unsigned eht_pool_size(const eht_pool *pool);
 /* Workers asleep on the futex now (the rest run a job or spin): for tests and diagnostics. */
 unsigned eht_pool_sleeping(eht_pool *pool);
 
-/* Idle workers spin until until_ns (eht_now_ns) or the next job, sleeping ones woken to: a job due
- * then starts on running threads. */
-void eht_pool_warm(eht_pool *pool, uint64_t until_ns);
+/* Idle workers spin until until_ns (eht_now_ns) or the next job, and up to nwake sleeping ones are
+ * woken to (the job's tasks): a job due then starts on running threads. */
+void eht_pool_warm(eht_pool *pool, uint64_t until_ns, unsigned nwake);
 
 /* Runs fn(arg, i, worker) for i in [0, ntasks) on the workers and the calling thread; returns
  * when every task has finished. Jobs on one pool are serialized. */

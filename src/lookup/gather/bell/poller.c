@@ -3,6 +3,7 @@
  * doorbells and has the pool serve each request that rang (serve.c); the kicks that wake it, and the
  * arming of a request around its enqueue. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -11,6 +12,7 @@
 #include "lookup/gather/bell/poller.h"
 #include "lookup/gather/bell/requests.h"
 #include "lookup/gather/bell/serve.h"
+#include "lookup/gather/rows.h"
 #include "util/clock.h"
 #include "util/cpu.h"
 #include "util/err.h"
@@ -240,8 +242,11 @@ void eht_lk_bell_arm(eht_lookup *lk, unsigned idx)
 	poller_kick();
 	/* The ring follows within microseconds on an idle stream: the pool's sleeping threads are woken
 	 * now, beside the poller, not after it serves the ring (on a VM each wake starts tens of us late). */
-	if (lk->pool)
-		eht_pool_warm(lk->pool, eht_now_ns() + 200000);
+	if (lk->pool) {
+		const size_t n = lk->bell->reqs[idx].n, chunk = eht_lk_chunk_for(lk, n ? n : 1);
+		const size_t tasks = (n + chunk - 1) / chunk; /* the gather's, about: its threads at most */
+		eht_pool_warm(lk->pool, eht_now_ns() + 200000, tasks > UINT_MAX ? UINT_MAX : (unsigned)tasks);
+	}
 }
 
 /* lk's captured requests ring without waking the poller (nothing beside their kernels does): the
