@@ -59,7 +59,8 @@ static void spinners(void)
 }
 
 /* eht_pool_warm wakes the sleeping workers and keeps them spinning until its deadline (a job due
- * then starts on running threads); past it they sleep again, and a job run meanwhile is done whole. */
+ * then starts on running threads); the next job ends the warm, done whole, and they sleep again; a
+ * warm that no job follows ends at its deadline. */
 static void warm(void)
 {
 	eht_pool *pool = NULL;
@@ -68,12 +69,12 @@ static void warm(void)
 		return;
 	CHECK(sleeping_reaches(pool, 4));
 	/* A two-task warm wakes two: the others sleep on (it would spin every thread for a few rows). */
-	eht_pool_warm(pool, eht_now_ns() + 1500000000ull, 2); /* 1.5 s: the checks below have 2 s */
+	eht_pool_warm(pool, eht_now_ns() + 30000000000ull, 2); /* 30 s: longer than any check below */
 	CHECK(sleeping_reaches(pool, 2));
 	struct timespec settle = {0, 100000000};
 	nanosleep(&settle, NULL);
 	CHECK(eht_pool_sleeping(pool) == 2);
-	eht_pool_warm(pool, eht_now_ns() + 1500000000ull, 4);
+	eht_pool_warm(pool, eht_now_ns() + 30000000000ull, 4);
 	CHECK(sleeping_reaches(pool, 0));
 	enum { N = 64 };
 	static atomic_int hits[N];
@@ -83,7 +84,10 @@ static void warm(void)
 	for (size_t i = 0; i < N; i++)
 		bad += atomic_load(&hits[i]) != 1;
 	CHECK(bad == 0);
-	struct timespec s = {1, 600000000}; /* past the deadline */
+	CHECK(sleeping_reaches(pool, 4)); /* the job ended the warm, 30 s early */
+	eht_pool_warm(pool, eht_now_ns() + 300000000ull, 4); /* no job: asleep again past 0.3 s */
+	CHECK(sleeping_reaches(pool, 0));
+	struct timespec s = {0, 400000000};
 	nanosleep(&s, NULL);
 	CHECK(sleeping_reaches(pool, 4));
 	eht_pool_destroy(pool);

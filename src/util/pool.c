@@ -246,6 +246,9 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 	p->arg = arg;
 	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
 	atomic_store_explicit(&p->ntasks, ntasks, memory_order_release);
+	/* A warm (eht_pool_warm) was for this job: after it the workers spin or sleep as after any job,
+	 * not through the rest of the warm's window (15 threads spinning ~0.1 ms more a call). */
+	atomic_store_explicit(&p->warm_until_ns, 0, memory_order_relaxed);
 	atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check */
 	/* Only as many threads as there are tasks (spinning ones take tasks first; a woken one that
 	 * finds none goes back to sleep). */

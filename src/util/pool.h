@@ -26,7 +26,7 @@ unsigned eht_pool_size(const eht_pool *pool);
 unsigned eht_pool_sleeping(eht_pool *pool);
 
 /* Idle workers spin until until_ns (eht_now_ns) or the next job, and up to nwake sleeping ones are
- * woken to (the job's tasks): a job due then starts on running threads. */
+ * woken to (the job's tasks): a job due then starts on running threads. The next job ends the warm. */
 void eht_pool_warm(eht_pool *pool, uint64_t until_ns, unsigned nwake);
 
 /* Runs fn(arg, i, worker) for i in [0, ntasks) on the workers and the calling thread; returns
