@@ -59,8 +59,8 @@ static void spinners(void)
 }
 
 /* eht_pool_warm wakes the sleeping workers and keeps them spinning until its deadline (a job due
- * then starts on running threads); the next job ends the warm, done whole, and they sleep again; a
- * warm that no job follows ends at its deadline. */
+ * then starts on running threads); the jobs it announced end the warm, each done whole, and they
+ * sleep again; a warm that no job follows ends at its deadline. */
 static void warm(void)
 {
 	eht_pool *pool = NULL;
@@ -84,7 +84,10 @@ static void warm(void)
 	for (size_t i = 0; i < N; i++)
 		bad += atomic_load(&hits[i]) != 1;
 	CHECK(bad == 0);
-	CHECK(sleeping_reaches(pool, 4)); /* the job ended the warm, 30 s early */
+	nanosleep(&settle, NULL); /* two warms announced two jobs: one is still due */
+	CHECK(eht_pool_sleeping(pool) == 0);
+	eht_pool_run(pool, N, task, &j);
+	CHECK(sleeping_reaches(pool, 4)); /* the second job ended the warm, 30 s early */
 	eht_pool_warm(pool, eht_now_ns() + 300000000ull, 4); /* no job: asleep again past 0.3 s */
 	CHECK(sleeping_reaches(pool, 0));
 	struct timespec s = {0, 400000000};

@@ -51,6 +51,7 @@ struct eht_pool {
 	atomic_uint gen; /* also the futex word sleeping workers wait on */
 	atomic_uint sleepers;
 	atomic_uint_fast64_t warm_until_ns; /* eht_pool_warm: idle workers spin until then */
+	atomic_uint warm_jobs;  /* while jobs announced by eht_pool_warm have not started */
 	atomic_uint spinners;
 	atomic_bool waiter_sleeping;
 	atomic_bool stop;
@@ -85,12 +86,20 @@ static void drain(eht_pool *p, unsigned gen, unsigned worker)
 	}
 }
 
+/* Whether idle workers spin for a job announced by eht_pool_warm: one has not started yet, and its
+ * deadline has not passed. */
+static bool warm(eht_pool *p)
+{
+	return atomic_load_explicit(&p->warm_jobs, memory_order_relaxed) &&
+	       eht_now_ns() < atomic_load_explicit(&p->warm_until_ns, memory_order_relaxed);
+}
+
 /* Sleeps until generation `seen` is over: registered as a sleeper first, so that a starter that
  * bumps gen either sees the registration (and wakes us) or we see its new gen (futex's value check). */
 static void sleep_for_work(eht_pool *p, unsigned seen)
 {
 	atomic_fetch_add(&p->sleepers, 1);
-	while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop) && eht_now_ns() >= atomic_load(&p->warm_until_ns))
+	while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop) && !warm(p))
 		eht_futex(&p->gen, FUTEX_WAIT, seen, NULL);
 	atomic_fetch_sub(&p->sleepers, 1);
 }
@@ -124,9 +133,8 @@ static void *worker_main(void *v)
 					eht_cpu_relax();
 				atomic_fetch_sub(&p->spinners, 1);
 			}
-			/* warmed (eht_pool_warm): spin until then or the job */
-			while (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed) &&
-			       eht_now_ns() < atomic_load_explicit(&p->warm_until_ns, memory_order_relaxed)) {
+			/* warmed (eht_pool_warm): spin until the job or the deadline */
+			while (g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed) && warm(p)) {
 				eht_cpu_relax();
 				g = atomic_load_explicit(&p->gen, memory_order_acquire);
 			}
@@ -246,9 +254,13 @@ void eht_pool_start(eht_pool *p, size_t ntasks, eht_pool_fn fn, void *arg)
 	p->arg = arg;
 	atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
 	atomic_store_explicit(&p->ntasks, ntasks, memory_order_release);
-	/* A warm (eht_pool_warm) was for this job: after it the workers spin or sleep as after any job,
-	 * not through the rest of the warm's window (15 threads spinning ~0.1 ms more a call). */
-	atomic_store_explicit(&p->warm_until_ns, 0, memory_order_relaxed);
+	/* A job announced by eht_pool_warm has started: once none is still due, the workers spin or
+	 * sleep after it as after any job, not through the rest of the warm's window (15 threads
+	 * spinning ~0.1 ms more a call); while another is due (a second table's request armed beside
+	 * the first) they spin on for it. */
+	unsigned w = atomic_load(&p->warm_jobs);
+	while (w && !atomic_compare_exchange_weak(&p->warm_jobs, &w, w - 1))
+		;
 	atomic_store(&p->gen, gen); /* seq_cst: pairs with the sleepers check */
 	/* Only as many threads as there are tasks (spinning ones take tasks first; a woken one that
 	 * finds none goes back to sleep). */
@@ -263,7 +275,12 @@ void eht_pool_warm(eht_pool *p, uint64_t until_ns, unsigned nwake)
 {
 	/* As eht_pool_start: only as many as the job will have tasks (a few-row request's warm must not
 	 * spin every thread). The rest sleep on; a worker ending a job meanwhile spins too, as any. */
-	if (atomic_exchange(&p->warm_until_ns, until_ns) < until_ns && nwake && atomic_load(&p->sleepers))
+	const uint64_t old = atomic_exchange(&p->warm_until_ns, until_ns);
+	if (old <= eht_now_ns()) /* the last warm's window is over: a job it announced that never came is forgotten */
+		atomic_store(&p->warm_jobs, 1);
+	else
+		atomic_fetch_add(&p->warm_jobs, 1);
+	if (nwake && atomic_load(&p->sleepers))
 		eht_futex(&p->gen, FUTEX_WAKE, nwake > INT_MAX ? INT_MAX : nwake, NULL);
 }
 

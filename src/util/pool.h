@@ -25,8 +25,9 @@ unsigned eht_pool_size(const eht_pool *pool);
 /* Workers asleep on the futex now (the rest run a job or spin): for tests and diagnostics. */
 unsigned eht_pool_sleeping(eht_pool *pool);
 
-/* Idle workers spin until until_ns (eht_now_ns) or the next job, and up to nwake sleeping ones are
- * woken to (the job's tasks): a job due then starts on running threads. The next job ends the warm. */
+/* Announces a job due before until_ns (eht_now_ns): idle workers spin until it starts or the deadline
+ * passes, and up to nwake sleeping ones (the job's tasks) are woken to, so that the job starts on
+ * running threads. Each call announces one job; each job started takes one announcement. */
 void eht_pool_warm(eht_pool *pool, uint64_t until_ns, unsigned nwake);
 
 /* Runs fn(arg, i, worker) for i in [0, ntasks) on the workers and the calling thread; returns
