@@ -22,6 +22,9 @@
 #include "util/pool.h"
 
 #define MAX_ENGINES 256
+/* How long the pool's threads woken by an eager arm spin for its gather at most (the gather's start
+ * ends it): an eager call's ring follows its arm within microseconds unless its stream is busy. */
+#define ARM_WARM_NS 200000u
 
 static struct poller {
 	pthread_mutex_t life; /* serializes register / unregister (thread start and join) */
@@ -245,7 +248,7 @@ void eht_lk_bell_arm(eht_lookup *lk, unsigned idx)
 	if (lk->pool) {
 		const size_t n = lk->bell->reqs[idx].n, chunk = eht_lk_chunk_for(lk, n ? n : 1);
 		const size_t tasks = (n + chunk - 1) / chunk; /* the gather's, about: its threads at most */
-		eht_pool_warm(lk->pool, eht_now_ns() + 200000, tasks > UINT_MAX ? UINT_MAX : (unsigned)tasks);
+		eht_pool_warm(lk->pool, eht_now_ns() + ARM_WARM_NS, tasks > UINT_MAX ? UINT_MAX : (unsigned)tasks);
 	}
 }
 
