@@ -439,6 +439,11 @@ def main():
     ln = br.line(one)
     check("alternated with the copies: added +5.0 us back to back (pair by pair +4.0), +10.0 synced (+9.0)" in ln,
           "a round's line alternated with the copies: %s" % ln)
+    del one["vs_copy"]
+    one["vs_copy_error"] = "OutOfMemoryError: boom"
+    ln = br.line(one)
+    check("alternated with the copies: not measured (OutOfMemoryError: boom)" in ln and "step " in ln,
+          "a round whose alternation failed keeps its own line: %s" % ln)
     # --trace's graph half over the rounds: both joins' stalls summed per round (ms -> us), queued
     # and synced; a round without the graph half (an older torch) is left out of them.
     traced = []

@@ -438,7 +438,10 @@ def run(a, rep, log):
                         res["paired_added_us"] = res["step"]["paired_added_ms"] * 1e3
                         res["back_to_back_paired_added_us"] = bb["paired_added_ms"] * 1e3
                         if g_copy is not None and not v.get("copy_only"):
-                            res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking, copy_alone)
+                            try:
+                                res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking, copy_alone)
+                            except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
+                                res["vs_copy_error"] = "%s: %s" % (type(e).__name__, e)
                     if engines:
                         gl = step.capture_lookups(engines)
                         res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)

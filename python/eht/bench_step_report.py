@@ -137,6 +137,8 @@ def line(r):
             r["back_to_back"]["median_ms"], r["back_to_back_added_us"], r["back_to_back_added_pct"],
             r["back_to_back"]["cpu_ms_per_step"])
     vc = r.get("vs_copy")
+    if r.get("vs_copy_error"):
+        out += "\n    alternated with the copies: not measured (%s)" % r["vs_copy_error"]
     if vc:
         out += "\n    alternated with the copies: added %+.1f us back to back (pair by pair %+.1f), %+.1f synced (%+.1f)" % (
             vc["back_to_back_added_us"], vc["back_to_back_paired_added_us"], vc["added_us"], vc["paired_added_us"])
