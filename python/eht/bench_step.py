@@ -33,7 +33,8 @@ the whole step is one CUDA graph. Variants:
 
 The layers of every variant consume rows of the tables' values: one inline lookup fills them before
 the variants, so the variants that write none (none, copy, raw) do not multiply zeros, which cost
-the GEMM less power, and so less time, than real rows.
+the GEMM less power, and so less time, than real rows (rows_filled in each result: false where that
+lookup failed and they do).
 
 --trace adds, per variant, an eager run with CUDA events on both streams: the lookups' times under
 load, how long the main stream stalled waiting for each table's rows, and how much slower the layers
@@ -378,7 +379,13 @@ def run(a, rep, log):
                     step.ids[t].copy_(batches[i % batches.shape[0], t])
 
             feed(0)
-            fill_rows(torch, eht, tables, step, a.threads, rank)
+            try:
+                fill_rows(torch, eht, tables, step, a.threads, rank)
+                rows_filled = True
+            except Exception as e:  # noqa: BLE001 (the variants still run, over rows of zeros: said in each result)
+                log("%s: the rows could not be filled by a lookup (%s: %s); the layers multiply zeros where a "
+                    "variant writes none" % (cfg["mode"], type(e).__name__, e))
+                rows_filled = False
             base_trace = g_none = none_alone = base_tl = None
             # The copies' step, kept for the cfg: every variant with lookups is also alternated with it
             # (vs_copy), so that its cost over the copies is one paired figure, not the difference of
@@ -399,7 +406,8 @@ def run(a, rep, log):
                        "workload_spec": wspec, "variant": v["name"], "strategy": v["strategy"],
                        "place": v["place"], "background": v["background"], "sm_cap": None,
                        "distinct_fraction": distinct, "hot_rows": None, "hot_coverage": None,
-                       "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"], "round": rnd}
+                       "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"], "round": rnd,
+                       "rows_filled": rows_filled}
                 engines = []
                 step.late = bool(v.get("late_dequant"))
                 step.raw_only = bool(v.get("raw_only"))
