@@ -318,10 +318,11 @@ def plan(a):
     return out
 
 
-def against_copy(torch, g_copy, g, feed, cfg, a, blocking, copy_alone):
+def against_copy(torch, g_copy, g, feed, cfg, a, blocking):
     """The variant's graph alternated with the copies' (ABBA, synced and back to back, as against the
-    step without lookups): what its lookups cost over moving their bytes alone, pair by pair (us)."""
-    var, cp = time_paired(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, copy_alone["cpu_ms_per_step"])
+    step without lookups): what its lookups cost over moving their bytes alone, pair by pair (us; the
+    CPU is the variant's own run's, against the step without lookups)."""
+    var, cp = time_paired(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, 0.0)
     bb, bb_cp = time_back_to_back(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, a.burst)
     return {"added_us": (var["median_ms"] - cp["median_ms"]) * 1e3, "paired_added_us": var["paired_added_ms"] * 1e3,
             "back_to_back_added_us": (bb["median_ms"] - bb_cp["median_ms"]) * 1e3,
@@ -390,13 +391,11 @@ def run(a, rep, log):
             # The copies' step, kept for the cfg: every variant with lookups is also alternated with it
             # (vs_copy), so that its cost over the copies is one paired figure, not the difference of
             # two figures measured seconds apart, each against its own run of the step without lookups.
-            copy_engines = g_copy = copy_alone = None
+            copy_engines = g_copy = None
             if any(v.get("copy_only") for v in a.variant_list):
                 try:
                     copy_engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
-                    feed(0)
-                    g_copy = step.capture(copy_engines, "side", side)
-                    copy_alone = time_graph(torch, g_copy, feed, cfg["reps"], a.warmup, blocking)
+                    g_copy = step.capture(copy_engines, "side", side)  # (over the ids fed above)
                 except Exception as e:  # noqa: BLE001 (the variants' own figures stand without it)
                     log("%s: the copies' step to alternate the variants with failed (%s: %s)"
                         % (cfg["mode"], type(e).__name__, e))
@@ -447,7 +446,7 @@ def run(a, rep, log):
                         res["back_to_back_paired_added_us"] = bb["paired_added_ms"] * 1e3
                         if g_copy is not None and not v.get("copy_only"):
                             try:
-                                res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking, copy_alone)
+                                res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking)
                             except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
                                 res["vs_copy_error"] = "%s: %s" % (type(e).__name__, e)
                     if engines:
