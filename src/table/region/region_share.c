@@ -14,7 +14,6 @@
 #include "os/region_impl.h"
 #include "table/numa_copy.h"
 #include "table/region/region_table.h"
-#include "os/region_impl.h"
 #include "table/table_impl.h"
 #include "util/err.h"
 
@@ -102,6 +101,17 @@ static int share_verdict(struct region_result *all, int size, int tier, int *pin
 	return bad;
 }
 
+/* The share failed: the region rank 0 made for it loses its name (a rank that mapped it keeps its
+ * mapping). A ready region is unlinked by the last of the expected peers to map it, so one that
+ * some peer never maps would otherwise stay in /dev/shm after the group. */
+static void abandon(eht_region **rp)
+{
+	const eht_region *r = *rp;
+	if (r && r->creator && !r->anon && r->pid == getpid())
+		(void)region_unlink_if_same(r->path, r->dev, r->ino); /* (gone already: nothing to do) */
+	eht_region_close(rp);
+}
+
 /* The region step, a collective of its own: rank 0 creates a fresh region (a name no earlier run can
  * have left behind), marks it ready, and tells the others its name; they open it; each rank pins it
  * unless tier is EHT_TIER_REGION; an all-gather makes the tier the same everywhere: region-pinned
@@ -140,7 +150,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 		create_named(bytes, base, &ro, &h, &r);
 	int grc = eht_group_broadcast(g, &h, sizeof(h));
 	if (grc) {
-		eht_region_close(&r);
+		abandon(&r);
 		return grc;
 	}
 	if (h.rc)
@@ -148,7 +158,7 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	h.name[sizeof(h.name) - 1] = '\0';
 	int fd = rank == 0 && h.anon ? r->fd : -1;
 	if (h.anon && (grc = eht_group_broadcast_fds(g, &fd, 1)) != 0) {
-		eht_region_close(&r);
+		abandon(&r);
 		return grc;
 	}
 	if (rank != 0) {
@@ -169,18 +179,18 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	eht_err_clear();
 	all = calloc((size_t)size, sizeof(*all));
 	if (!all) {
-		eht_region_close(&r);
+		abandon(&r);
 		return eht_err(ENOMEM, "share: out of memory");
 	}
 	grc = eht_group_allgather(g, &mine, sizeof(mine), all);
 	if (grc) {
-		eht_region_close(&r);
+		abandon(&r);
 		free(all);
 		return grc;
 	}
 	int pinned = 1, bad = share_verdict(all, size, tier, &pinned);
 	if (bad >= 0) {
-		eht_region_close(&r);
+		abandon(&r);
 		rc = eht_err(all[bad].rc, "region %s, rank %d: %s", h.name, bad, all[bad].msg);
 		free(all);
 		return rc;
@@ -190,6 +200,6 @@ int eht_region_share(uint64_t bytes, eht_group *g, const struct eht_share_opts *
 	 * reports the unpinned tier: GPU strategies must not run on some ranks only. */
 	rc = eht_table_from_region_ex(&r, base, pinned, out);
 	if (rc)
-		eht_region_close(&r);
+		abandon(&r);
 	return rc;
 }
