@@ -108,7 +108,9 @@ static void abandon(eht_region **rp)
 {
 	const eht_region *r = *rp;
 	if (r && r->creator && !r->anon && r->pid == getpid())
-		(void)region_unlink_if_same(r->path, r->dev, r->ino); /* (gone already: nothing to do) */
+		/* (quietly: eht_region_unlink_if_same would replace the share's own error message; a
+		 * name gone already needs nothing) */
+		(void)region_unlink_if_same(r->path, r->dev, r->ino);
 	eht_region_close(rp);
 }
 
