@@ -41,14 +41,46 @@ __device__ __forceinline__ uint32_t dq1(uint32_t w, uint32_t s)
 	return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
+#if !EHT_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+/* GPUs with e4m3 conversions (sm_89 on): two weights (the low 16 bits of w2) times the scale float f
+ * into bf16x2 in 6 instructions where dq1 takes about 20 a weight: e4m3 -> f16 is exact (NaN stays
+ * NaN), f16 -> f32 exact, the same IEEE multiply as dq1 (no flush: subnormals kept), then RNE to
+ * bf16, which is dq1's integer rounding for every non-NaN. A NaN half becomes dq1's 0x7fc0. */
+__device__ __forceinline__ uint32_t dq2_hw(uint32_t w2, float f)
+{
+	uint32_t r;
+	asm("{\n\t.reg .b16 w, lo, hi;\n\t.reg .b32 h;\n\t.reg .f32 a, b;\n\t"
+	    "cvt.u16.u32 w, %1;\n\tcvt.rn.f16x2.e4m3x2 h, w;\n\tmov.b32 {lo, hi}, h;\n\t"
+	    "cvt.f32.f16 a, lo;\n\tcvt.f32.f16 b, hi;\n\tmul.rn.f32 a, a, %2;\n\tmul.rn.f32 b, b, %2;\n\t"
+	    "cvt.rn.bf16x2.f32 %0, b, a;\n\t}"
+	    : "=r"(r)
+	    : "r"(w2), "f"(f));
+	/* a half whose magnitude is above 0x7f80 is a NaN: 0x7fc0 as dq1 (no carry crosses the halves) */
+	uint32_t nan = ((r & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u;
+	nan = (nan >> 15) * 0xffffu;
+	return (r & ~nan) | (0x7fc07fc0u & nan);
+}
+#define EHT_LK_HW_E4M3 1
+#else
+#define EHT_LK_HW_E4M3 0
+#endif
+
 /* 8 weights (one 8-byte word) with their group's scale into 8 bf16 (one 16-byte word). */
 __device__ __forceinline__ uint4 dq8(uint2 w, uint32_t s)
 {
 	uint4 r;
+#if EHT_LK_HW_E4M3
+	const float f = __uint_as_float(s << 23);
+	r.x = dq2_hw(w.x, f);
+	r.y = dq2_hw(w.x >> 16, f);
+	r.z = dq2_hw(w.y, f);
+	r.w = dq2_hw(w.y >> 16, f);
+#else
 	r.x = dq1(w.x & 0xff, s) | (dq1((w.x >> 8) & 0xff, s) << 16);
 	r.y = dq1((w.x >> 16) & 0xff, s) | (dq1(w.x >> 24, s) << 16);
 	r.z = dq1(w.y & 0xff, s) | (dq1((w.y >> 8) & 0xff, s) << 16);
 	r.w = dq1((w.y >> 16) & 0xff, s) | (dq1(w.y >> 24, s) << 16);
+#endif
 	return r;
 }
 
