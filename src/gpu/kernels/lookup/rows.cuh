@@ -43,9 +43,10 @@ __device__ __forceinline__ uint32_t dq1(uint32_t w, uint32_t s)
 
 #if !EHT_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 /* GPUs with e4m3 conversions (sm_89 on): two weights (the low 16 bits of w2) times the scale float f
- * into bf16x2 in 6 instructions where dq1 takes about 20 a weight: e4m3 -> f16 is exact (NaN stays
- * NaN), f16 -> f32 exact, the same IEEE multiply as dq1 (no flush: subnormals kept), then RNE to
- * bf16, which is dq1's integer rounding for every non-NaN. A NaN half becomes dq1's 0x7fc0. */
+ * into bf16x2 with the hardware's conversions instead of dq1's integer steps a weight: e4m3 -> f16
+ * is exact (NaN stays NaN), f16 -> f32 exact, the same IEEE multiply as dq1 (no flush: subnormals
+ * kept), then RNE to bf16, which is dq1's integer rounding for every non-NaN. A NaN half becomes
+ * dq1's 0x7fc0. */
 __device__ __forceinline__ uint32_t dq2_hw(uint32_t w2, float f)
 {
 	uint32_t r;
