@@ -3,14 +3,17 @@
 makes DeepSeek-V4.1's Engram layers look their rows up through eht. vLLM calls register() in every
 process it starts; it patches nothing unless VLLM_EHT=1.
 
-With VLLM_EHT=1 each `ParallelEngramEmbedding` (vllm.models.deepseek_v41.common.engram) keeps its own
-`lookup(indices, out, background=False)` signature, but the call goes to an eht.torch.EngramLayer made
-for that layer and rank, with the per-call `background` passed through:
+With VLLM_EHT=1 each `ParallelEngramEmbedding` (vllm.models.deepseek_v41.common.engram, or
+deepseek_v4_1 as some vLLM trees name it; with the subclasses of the `nvidia` module beside it) keeps
+its own `lookup(indices, out, background=False)` signature, but the call goes to an
+eht.torch.EngramLayer made for that layer and rank, with the per-call `background` passed through:
 - VLLM_EHT_KEY=K: the tables `eht serve --key K` hosts on the node (one copy for every worker), the
   layer's table found by its row count (V4.1's two Engram tables differ in rows);
 - else vLLM's own storage, wrapped without a copy (eht.wrap(..., layout="split") over its weights
-  [rows, 256] and scales [rows, 8], readable in place by the rank's GPU): vLLM keeps its loader and
-  memory and swaps only the lookup.
+  [rows, 256] and scales [rows, 8], all the table's rows or the rank's own from its row 0, readable in
+  place by the rank's GPU): vLLM keeps its loader and memory and swaps only the lookup. A layer whose
+  storage is in GPU memory (vLLM without cpu_offload) keeps vLLM's own lookup: there is no host table
+  to serve.
 The rank's columns and rows follow vLLM's rule (part = cdiv(24, shards), head_start = rank * part,
 the rows of those head ranges); the layer's own attributes are used where it has them. The eht layer
 is made at the end of the weights' loading (before vLLM profiles its memory), or at the first lookup.
@@ -28,7 +31,9 @@ import os
 
 _log = logging.getLogger("eht")
 
-ENGRAM_MODULE = "vllm.models.deepseek_v41.common.engram"
+# The module's name as ENGRAM.md gives it, then as other vLLM trees spell it; the first that imports.
+ENGRAM_MODULES = ("vllm.models.deepseek_v41.common.engram", "vllm.models.deepseek_v4_1.common.engram")
+ENGRAM_MODULE = ENGRAM_MODULES[0]
 ENGRAM_CLASS = "ParallelEngramEmbedding"
 N_COLS = 24  # 8 heads x 3 n-gram orders per Engram layer
 _PATCHED = "_eht_patched"
@@ -46,39 +51,79 @@ def enabled(env=None):
     return _switch_on("VLLM_EHT", env)
 
 
+def _import_engram():
+    """(module, its name) of the first of ENGRAM_MODULES that imports, or (None, why not)."""
+    errors = []
+    for name in ENGRAM_MODULES:
+        try:
+            return importlib.import_module(name), name
+        except ImportError as e:
+            errors.append("%s: %s" % (name, e))
+    return None, "; ".join(errors)
+
+
+def _engram_classes(cls, name):
+    """cls and its subclasses, after importing the platform module beside the common one (vLLM's NVIDIA
+    subclass lives in <model>.nvidia.engram) so that they exist when register() runs."""
+    platform = name.replace(".common.", ".nvidia.")
+    try:
+        importlib.import_module(platform)
+    except Exception as e:  # noqa: BLE001 (optional: whatever it raises must not stop vLLM's start)
+        _log.debug("eht.vllm: %s not imported (%s)", platform, e)
+    found, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        if c not in found:
+            found.append(c)
+            todo.extend(c.__subclasses__())
+    return found
+
+
 def register():
-    """vLLM's general plug-in hook: patches the Engram layer class when VLLM_EHT=1. Returns whether it
-    patched (False: off, or this vLLM has no DeepSeek-V4.1 Engram module)."""
+    """vLLM's general plug-in hook: patches the Engram layer class (and its subclasses that define their
+    own lookup) when VLLM_EHT=1. Returns whether it patched (False: off, or this vLLM has no
+    DeepSeek-V4.1 Engram module)."""
     if not enabled():
         return False
-    try:
-        mod = importlib.import_module(ENGRAM_MODULE)
-    except ImportError as e:
-        _log.warning("eht.vllm: VLLM_EHT=1 but %s cannot be imported (%s): Engram lookups stay vLLM's", ENGRAM_MODULE, e)
+    mod, name = _import_engram()
+    if mod is None:
+        _log.warning("eht.vllm: VLLM_EHT=1 but no DeepSeek-V4.1 Engram module imports (%s): Engram lookups stay vLLM's",
+                     name)
         return False
     cls = getattr(mod, ENGRAM_CLASS, None)
     if cls is None:
-        _log.warning("eht.vllm: %s has no %s: Engram lookups stay vLLM's", ENGRAM_MODULE, ENGRAM_CLASS)
+        _log.warning("eht.vllm: %s has no %s: Engram lookups stay vLLM's", name, ENGRAM_CLASS)
         return False
-    patch_class(cls)
+    for c in _engram_classes(cls, name):
+        patch_class(c)
     if os.environ.get("VLLM_EHT_PREFETCH_ALL", "1") != "0":
         prefetch_all(mod, cls)
-    _log.info("eht.vllm: %s.%s looks up through eht (%s)", ENGRAM_MODULE, ENGRAM_CLASS,
+    _log.info("eht.vllm: %s.%s looks up through eht (%s)", name, ENGRAM_CLASS,
               "served key %s" % os.environ["VLLM_EHT_KEY"] if os.environ.get("VLLM_EHT_KEY") else "vLLM's own storage")
     return True
 
 
 def patch_class(cls):
-    """Routes cls.lookup through eht and makes the eht layer after cls.load_weights (when it has one)."""
-    if getattr(cls, _PATCHED, False):
+    """Routes cls.lookup through eht and makes the eht layer after cls.load_weights (when it has one; a
+    subclass of a patched class only where it defines its own). A layer whose storage is in GPU memory
+    keeps the lookup it had."""
+    if cls.__dict__.get(_PATCHED, False):
         return
-    orig_load = getattr(cls, "load_weights", None)
+    under_patched = any(b.__dict__.get(_PATCHED, False) for b in cls.__mro__[1:])
+    own_lookup = cls.__dict__.get("lookup")
+    orig_load = cls.__dict__.get("load_weights") if under_patched else getattr(cls, "load_weights", None)
+    if own_lookup is not None or not under_patched:
+        orig_lookup = own_lookup or getattr(cls, "lookup")
 
-    def lookup(self, indices, out, background=False):
-        layer = getattr(self, "_eht_layer", None) or make_layer(self)
-        return layer.lookup(indices, out, background=bool(background))
+        def lookup(self, indices, out, background=False):
+            layer = getattr(self, "_eht_layer", None)
+            if layer is None:
+                layer = make_layer(self)
+            if layer is _VLLMS:
+                return orig_lookup(self, indices, out, background=background)
+            return layer.lookup(indices, out, background=bool(background))
 
-    cls.lookup = lookup
+        cls.lookup = lookup
     if orig_load is not None:
         def load_weights(self, *args, **kwargs):
             result = orig_load(self, *args, **kwargs)
@@ -114,12 +159,20 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+# The rank's geometry as a layer may hold it: ENGRAM.md's names, then those of vLLM trees that name it
+# part_n_hash_cols and vocab_start_idx / vocab_end_idx.
+GEOMETRY_ATTRS = (("head_start", "part", "vocab_start", "vocab_end"),
+                  ("head_start", "part_n_hash_cols", "vocab_start_idx", "vocab_end_idx"))
+
+
 def rank_geometry(module, shards=None, rank=None):
     """(head_start, part, vocab_start, vocab_end) of this rank: the module's own attributes where it has
-    them, else vLLM's rule from its head_sizes and the tensor-parallel group."""
-    have = [getattr(module, a, None) for a in ("head_start", "part", "vocab_start", "vocab_end")]
-    if all(isinstance(v, int) for v in have):
-        return tuple(have)
+    them (either naming of GEOMETRY_ATTRS), else vLLM's rule from its head_sizes and the tensor-parallel
+    group."""
+    for names in GEOMETRY_ATTRS:
+        have = [getattr(module, a, None) for a in names]
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in have):
+            return tuple(have)
     if shards is None or rank is None:
         shards, rank = _group_shape()
     part = _cdiv(N_COLS, shards)
@@ -169,7 +222,15 @@ def _served_table(module, key, who="eht.vllm"):
 
 
 _clients = {}
-STORAGE_ATTRS = (("weight", "scale"), ("weights", "scales"), ("embed_weight", "embed_scale"))
+STORAGE_ATTRS = (("weight", "scale"), ("weight", "weight_scale_inv"), ("weights", "scales"),
+                 ("embed_weight", "embed_scale"))
+
+
+class _InGpuMemory(ValueError):
+    """The engine's storage is GPU memory: no host table to serve (eht.vllm keeps vLLM's lookup)."""
+
+
+_VLLMS = object()  # a module's _eht_layer when its lookup stays vLLM's
 
 
 def _own_table(module, who="eht.vllm"):
@@ -179,6 +240,8 @@ def _own_table(module, who="eht.vllm"):
     for wa, sa in STORAGE_ATTRS:
         w, s = getattr(module, wa, None), getattr(module, sa, None)
         if w is not None and s is not None:
+            if getattr(w, "is_cuda", False) or getattr(s, "is_cuda", False):
+                raise _InGpuMemory("%s: the storage %s/%s is in GPU memory, not a host table" % (who, wa, sa))
             rows = int(w.shape[0])
             # device: readable in place by this rank's GPU (every strategy serves it); None: no GPU
             return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
@@ -195,7 +258,13 @@ def make_layer(module):
         return layer
     from eht import torch as et  # noqa: PLC0415 (needs torch)
     key = os.environ.get("VLLM_EHT_KEY")
-    table = _served_table(module, key) if key else _own_table(module)
+    try:
+        table = _served_table(module, key) if key else _own_table(module)
+    except _InGpuMemory as e:
+        _log.warning("%s: its lookups stay vLLM's (serve the tables with `eht serve` and set VLLM_EHT_KEY to "
+                     "look them up from host memory)", e)
+        module._eht_layer = _VLLMS
+        return _VLLMS
     hs, part, vs, ve = rank_geometry(module)
     layer = et.EngramLayer(table, head_start=hs, part=part, n_heads=N_COLS, vocab_start=vs, vocab_end=ve,
                            format="bf16", device=_device())

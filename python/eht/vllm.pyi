@@ -3,11 +3,13 @@
 from types import ModuleType
 from typing import Any, List, Mapping, Optional, Tuple
 
+ENGRAM_MODULES: Tuple[str, ...]
 ENGRAM_MODULE: str
 ENGRAM_CLASS: str
 N_COLS: int
 NO_INLINE: int
 STORAGE_ATTRS: Tuple[Tuple[str, str], ...]
+GEOMETRY_ATTRS: Tuple[Tuple[str, str, str, str], ...]
 
 def enabled(env: Optional[Mapping[str, str]] = None) -> bool: ...
 def register() -> bool: ...

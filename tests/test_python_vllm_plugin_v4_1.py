@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: Apache-2.0
+"""test_python_vllm_plugin_v4_1.py: eht.vllm against a vLLM tree that spells the model
+`deepseek_v4_1` (tests/fakes/vllm/models/deepseek_v4_1; ENGRAM.md's `deepseek_v41` made unimportable
+here): the plug-in patches that module's ParallelEngramEmbedding and the NVIDIA subclass's own lookup,
+raises the subclass's inline threshold, reads the rank's geometry from head_start / part_n_hash_cols /
+vocab_start_idx / vocab_end_idx, wraps the rank's own rows (weight + weight_scale_inv, stored from row
+0) without a copy, and leaves a layer whose storage is in GPU memory on vLLM's own lookup. Runs without
+torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
+import array
+import logging
+import os
+import sys
+
+import pyutil
+
+eht, check = pyutil.engine_fakes_eht()
+sys.modules["vllm.models.deepseek_v41"] = None  # this vLLM tree has only deepseek_v4_1
+FakeLayer = pyutil.stand_in_engram_layer()
+import eht.vllm as ev  # noqa: E402
+from vllm.distributed import parallel_state as ps  # noqa: E402
+
+
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+log = Records()
+logging.getLogger("eht").addHandler(log)
+logging.getLogger("eht").setLevel(logging.INFO)
+
+os.environ["VLLM_EHT"] = "1"
+os.environ.pop("VLLM_EHT_KEY", None)
+ps.TP = ps.GroupCoordinator(rank_in_group=1, world_size=4)
+check(ev.register() is True, "VLLM_EHT=1 patches the deepseek_v4_1 module: %r" % log.messages)
+import vllm.models.deepseek_v4_1.common.engram as eng  # noqa: E402
+import vllm.models.deepseek_v4_1.nvidia.engram as nv  # noqa: E402
+check(nv.ParallelEngramEmbedding.INLINE_LOOKUP_THRESHOLD >= 1 << 60, "the NVIDIA subclass's inline threshold raised")
+
+# ---- the rank's own rows, its geometry from the layer's attributes (tp 4, rank 1) ----
+sizes = [100 + i for i in range(24)]
+off = [sum(sizes[:i]) for i in range(25)]
+m = eng.ParallelEngramEmbedding(off[24], 256, sizes)
+check(ev.rank_geometry(m) == (6, 6, off[6], off[12]), "geometry from the layer's own names: %r" % (ev.rank_geometry(m),))
+m.weight[5, 0] = 0x42
+m.weight_scale_inv[5, 7] = 0x7e
+m.lookup("ids", "out", background=True)
+check(len(FakeLayer.made) == 1 and m.vllm_lookups == 0, "the first lookup made the eht layer; vLLM's did not run")
+layer = FakeLayer.made[0]
+check(layer.kw.get("head_start") == 6 and layer.kw.get("part") == 6 and layer.kw.get("vocab_start") == off[6]
+      and layer.kw.get("vocab_end") == off[12], "tp 4 rank 1's geometry passed on: %r" % layer.kw)
+t = layer.table
+check(t.rows == off[12] - off[6] and t.row_bytes == 264,
+      "the rank's rows only, weight then weight_scale_inv: %d rows of %d" % (t.rows, t.row_bytes))
+got = bytearray(264)
+t.lookup(array.array("q", [5]), got, strategy="host")
+check(got[0] == 0x42 and got[256 + 7] == 0x7e, "no copy: vLLM's bytes read through eht (the rank's row 5)")
+check(layer.calls == [("ids", "out", True)], "the background flag passed through: %r" % layer.calls)
+
+# ---- the NVIDIA subclass: its own lookup is routed too ----
+m2 = nv.ParallelEngramEmbedding(off[24], 256, sizes)
+m2.lookup("ids", "out")
+check(len(FakeLayer.made) == 2 and m2.vllm_lookups == 0 and FakeLayer.made[1].calls == [("ids", "out", False)],
+      "the subclass's own lookup goes through eht")
+
+# ---- storage in GPU memory: vLLM's lookup stays, once warned ----
+m3 = nv.ParallelEngramEmbedding(off[24], 256, sizes, cpu_offload=False)
+m3.lookup("ids", "out")
+m3.lookup("ids", "out", background=True)
+warned = [x for x in log.messages if "GPU memory" in x]
+check(m3.vllm_lookups == 2 and len(FakeLayer.made) == 2, "GPU storage: vLLM's own lookup ran (%d), no eht layer"
+      % m3.vllm_lookups)
+check(len(warned) == 1 and "weight_scale_inv" in warned[0], "one warning naming the storage: %r" % warned)
+m4 = eng.ParallelEngramEmbedding(off[24], 256, sizes, cpu_offload=False)
+m4.lookup("ids", "out")
+check(m4.vllm_lookups == 1, "the common class keeps its own lookup for GPU storage too")
+
+print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
+sys.exit(1 if check.failures else 0)
