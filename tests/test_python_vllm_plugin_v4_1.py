@@ -4,8 +4,8 @@
 here): the plug-in patches that module's ParallelEngramEmbedding and the NVIDIA subclass's own lookup,
 raises the subclass's inline threshold, reads the rank's geometry from head_start / part_n_hash_cols /
 vocab_start_idx / vocab_end_idx, wraps the rank's own rows (weight + weight_scale_inv, stored from row
-0) without a copy, and leaves a layer whose storage is in GPU memory on vLLM's own lookup. Runs without
-torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
+0) without a copy, and leaves a layer whose storage is in GPU memory, or under names it does not know,
+on vLLM's own lookup. Runs without torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
 import array
 import logging
 import os
@@ -78,6 +78,15 @@ check(len(warned) == 1 and "weight_scale_inv" in warned[0], "one warning naming 
 m4 = eng.ParallelEngramEmbedding(off[24], 256, sizes, cpu_offload=False)
 m4.lookup("ids", "out")
 check(m4.vllm_lookups == 1, "the common class keeps its own lookup for GPU storage too")
+
+# ---- storage under names the plug-in does not know: vLLM's lookup stays, the names in the warning ----
+m5 = eng.ParallelEngramEmbedding(off[24], 256, sizes)
+m5.qweight, m5.qscale = m5.weight, m5.weight_scale_inv
+del m5.weight, m5.weight_scale_inv
+m5.lookup("ids", "out")
+unknown = [x for x in log.messages if "none of the storage attributes" in x]
+check(m5.vllm_lookups == 1 and len(FakeLayer.made) == 2 and len(unknown) == 1 and "weight_scale_inv" in unknown[0],
+      "unknown storage names: vLLM's lookup, one warning listing the names looked for: %r" % unknown)
 
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
 sys.exit(1 if check.failures else 0)

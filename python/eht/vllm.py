@@ -12,8 +12,8 @@ eht.torch.EngramLayer made for that layer and rank, with the per-call `backgroun
 - else vLLM's own storage, wrapped without a copy (eht.wrap(..., layout="split") over its weights
   [rows, 256] and scales [rows, 8], all the table's rows or the rank's own from its row 0, readable in
   place by the rank's GPU): vLLM keeps its loader and memory and swaps only the lookup. A layer whose
-  storage is in GPU memory (vLLM without cpu_offload) keeps vLLM's own lookup: there is no host table
-  to serve.
+  storage is in GPU memory (vLLM without cpu_offload), or under names it does not know, keeps vLLM's
+  own lookup, with a warning.
 The rank's columns and rows follow vLLM's rule (part = cdiv(24, shards), head_start = rank * part,
 the rows of those head ranges); the layer's own attributes are used where it has them. The eht layer
 is made at the end of the weights' loading (before vLLM profiles its memory), or at the first lookup.
@@ -230,6 +230,10 @@ class _InGpuMemory(ValueError):
     """The engine's storage is GPU memory: no host table to serve (eht.vllm keeps vLLM's lookup)."""
 
 
+class _NoStorage(LookupError):
+    """The engine's layer has none of STORAGE_ATTRS (eht.vllm keeps vLLM's lookup)."""
+
+
 _VLLMS = object()  # a module's _eht_layer when its lookup stays vLLM's
 
 
@@ -241,14 +245,16 @@ def _own_table(module, who="eht.vllm"):
         w, s = getattr(module, wa, None), getattr(module, sa, None)
         if w is not None and s is not None:
             if getattr(w, "is_cuda", False) or getattr(s, "is_cuda", False):
-                raise _InGpuMemory("%s: the storage %s/%s is in GPU memory, not a host table" % (who, wa, sa))
+                raise _InGpuMemory("%s: the storage %s/%s is in GPU memory, not a host table (serve the tables "
+                                   "with `eht serve` and set %s_EHT_KEY to look them up from host memory)"
+                                   % (who, wa, sa, who.rsplit(".", 1)[-1].upper()))
             rows = int(w.shape[0])
             # device: readable in place by this rank's GPU (every strategy serves it); None: no GPU
             return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
                             device=_device(), name="%s-engram-%d" % (who.rsplit(".", 1)[-1], rows))
-    raise LookupError("%s: the Engram layer has none of the storage attributes %s; serve the tables "
-                      "with `eht serve` and set %s_EHT_KEY" % (who, ", ".join("%s/%s" % p for p in STORAGE_ATTRS),
-                                                             who.rsplit(".", 1)[-1].upper()))
+    raise _NoStorage("%s: the Engram layer has none of the storage attributes %s; serve the tables "
+                     "with `eht serve` and set %s_EHT_KEY" % (who, ", ".join("%s/%s" % p for p in STORAGE_ATTRS),
+                                                            who.rsplit(".", 1)[-1].upper()))
 
 
 def make_layer(module):
@@ -260,9 +266,8 @@ def make_layer(module):
     key = os.environ.get("VLLM_EHT_KEY")
     try:
         table = _served_table(module, key) if key else _own_table(module)
-    except _InGpuMemory as e:
-        _log.warning("%s: its lookups stay vLLM's (serve the tables with `eht serve` and set VLLM_EHT_KEY to "
-                     "look them up from host memory)", e)
+    except (_InGpuMemory, _NoStorage) as e:  # vLLM's behaviour rather than a guess
+        _log.warning("%s: its lookups stay vLLM's", e)
         module._eht_layer = _VLLMS
         return _VLLMS
     hs, part, vs, ve = rank_geometry(module)
