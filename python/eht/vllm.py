@@ -112,9 +112,10 @@ def patch_class(cls):
     under_patched = any(b.__dict__.get(_PATCHED, False) for b in cls.__mro__[1:])
     own_lookup = cls.__dict__.get("lookup")
     orig_load = cls.__dict__.get("load_weights") if under_patched else getattr(cls, "load_weights", None)
-    if own_lookup is not None or not under_patched:
-        orig_lookup = own_lookup or getattr(cls, "lookup")
-
+    orig_lookup = own_lookup or (None if under_patched else getattr(cls, "lookup", None))
+    if orig_lookup is None and not under_patched:
+        _log.warning("eht.vllm: %s has no lookup method: nothing is routed through eht", cls.__name__)
+    if orig_lookup is not None:
         def lookup(self, indices, out, background=False):
             layer = getattr(self, "_eht_layer", None)
             if layer is None:
