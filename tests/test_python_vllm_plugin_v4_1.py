@@ -5,7 +5,7 @@ here): the plug-in patches that module's ParallelEngramEmbedding and the NVIDIA 
 raises the subclass's inline threshold, reads the rank's geometry from head_start / part_n_hash_cols /
 vocab_start_idx / vocab_end_idx, wraps the rank's own rows (weight + weight_scale_inv, stored from row
 0) without a copy, and leaves a layer whose storage is in GPU memory, or under names it does not know,
-on vLLM's own lookup. Runs without torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
+or a rank that owns no rows, on vLLM's own lookup. Runs without torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
 import array
 import logging
 import os
@@ -87,6 +87,13 @@ m5.lookup("ids", "out")
 unknown = [x for x in log.messages if "none of the storage attributes" in x]
 check(m5.vllm_lookups == 1 and len(FakeLayer.made) == 2 and len(unknown) == 1 and "weight_scale_inv" in unknown[0],
       "unknown storage names: vLLM's lookup, one warning listing the names looked for: %r" % unknown)
+
+# ---- a shard count that leaves the last rank only padded heads (tp 16: rank 15's columns [30, 32)) ----
+ps.TP = ps.GroupCoordinator(rank_in_group=15, world_size=16)
+m6 = eng.ParallelEngramEmbedding(off[24], 256, sizes)
+check(ev.rank_geometry(m6) == (30, 2, off[24], off[24]), "rank 15 of 16 owns no rows: %r" % (ev.rank_geometry(m6),))
+m6.lookup("ids", "out")
+check(m6.vllm_lookups == 1 and len(FakeLayer.made) == 2, "a rank without rows keeps vLLM's lookup (its zero rows)")
 
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
 sys.exit(1 if check.failures else 0)

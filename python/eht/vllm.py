@@ -264,6 +264,11 @@ def make_layer(module):
     if layer is not None:
         return layer
     from eht import torch as et  # noqa: PLC0415 (needs torch)
+    hs, part, vs, ve = rank_geometry(module)
+    if ve <= vs:  # only padded heads (a shard count that leaves this rank none): vLLM's zero rows
+        _log.info("eht.vllm: this rank's Engram columns [%d, %d) hold no rows: its lookups stay vLLM's", hs, hs + part)
+        module._eht_layer = _VLLMS
+        return _VLLMS
     key = os.environ.get("VLLM_EHT_KEY")
     try:
         table = _served_table(module, key) if key else _own_table(module)
@@ -271,7 +276,6 @@ def make_layer(module):
         _log.warning("%s: its lookups stay vLLM's", e)
         module._eht_layer = _VLLMS
         return _VLLMS
-    hs, part, vs, ve = rank_geometry(module)
     layer = et.EngramLayer(table, head_start=hs, part=part, n_heads=N_COLS, vocab_start=vs, vocab_end=ve,
                            format="bf16", device=_device())
     module._eht_layer = layer

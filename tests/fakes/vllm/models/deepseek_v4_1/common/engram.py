@@ -13,8 +13,15 @@ class GpuBuffer:
         self.shape, self.is_cuda = (rows, cols), True
 
 
+class NoRows:
+    """A rank's empty host storage (a memoryview cannot have a zero in its shape)."""
+
+    def __init__(self, rows, cols):
+        self.shape, self.is_cuda = (rows, cols), False
+
+
 def _host(rows, cols):
-    return memoryview(bytearray(rows * cols)).cast("B", (rows, cols))
+    return memoryview(bytearray(rows * cols)).cast("B", (rows, cols)) if rows else NoRows(rows, cols)
 
 
 class ParallelEngramEmbedding:
