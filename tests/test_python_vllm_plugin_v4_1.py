@@ -95,5 +95,25 @@ check(ev.rank_geometry(m6) == (30, 2, off[24], off[24]), "rank 15 of 16 owns no 
 m6.lookup("ids", "out")
 check(m6.vllm_lookups == 1 and len(FakeLayer.made) == 2, "a rank without rows keeps vLLM's lookup (its zero rows)")
 
+# ---- a served table, found by the rows of the layer's head_sizes (it keeps no num_embeddings) ----
+cli = os.environ.get("EHT_CLI")
+if cli:
+    key = "vllm-plugin-v4-1-%d" % os.getpid()
+    with pyutil.serve_synth(cli, key, 3000):
+        os.environ["VLLM_EHT_KEY"] = key
+        ps.TP = ps.GroupCoordinator(rank_in_group=0, world_size=1)
+        m7 = eng.ParallelEngramEmbedding(3000, 256, [125] * 24)
+        del m7.num_embeddings
+        m7.lookup("ids", "out", background=True)
+        served = FakeLayer.made[-1]
+        check(len(FakeLayer.made) == 3 and served.table.rows == 3000 and m7.vllm_lookups == 0,
+              "the served table of sum(head_sizes) = 3000 rows: %r" % (served.table.rows,))
+        m8 = eng.ParallelEngramEmbedding(3000, 256, [125] * 24)
+        del m8.num_embeddings, m8.head_sizes
+        check.raises(LookupError, "neither num_embeddings nor head_sizes", lambda: m8.lookup("ids", "out"))
+        ev._clients.clear()
+        del m7, served
+        os.environ.pop("VLLM_EHT_KEY")
+
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
 sys.exit(1 if check.failures else 0)

@@ -214,7 +214,13 @@ def _served_table(module, key, who="eht.vllm"):
     if client is None:
         dev = _device()
         client = _clients[key] = eht.attach(key, device=-1 if dev is None else dev)
-    rows = int(getattr(module, "num_embeddings"))
+    rows = getattr(module, "num_embeddings", None)
+    if rows is None and getattr(module, "head_sizes", None) is not None:
+        rows = sum(int(x) for x in module.head_sizes)  # the whole table's rows: every head's buckets
+    if rows is None:
+        raise LookupError("%s: the Engram layer has neither num_embeddings nor head_sizes: which table served "
+                          "under key %r is its own is unknown" % (who, key))
+    rows = int(rows)
     for t in client.tables.values():
         if t.rows == rows:
             return t

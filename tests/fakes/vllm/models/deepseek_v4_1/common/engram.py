@@ -28,6 +28,7 @@ class ParallelEngramEmbedding:
     def __init__(self, num_embeddings, dim, head_sizes, block_size=32, cpu_offload=True):
         g = get_tp_group()
         self.num_embeddings, self.dim, self.block_size = num_embeddings, dim, block_size
+        self.head_sizes = list(head_sizes)
         self.n_hash_cols, self.tp_size, self.cpu_offload = len(head_sizes), g.world_size, cpu_offload
         self.part_n_hash_cols = -(-self.n_hash_cols // self.tp_size)
         self.head_start = g.rank_in_group * self.part_n_hash_cols
