@@ -126,3 +126,19 @@ def serve_synth(cli, key, rows):
             srv.kill()
             srv.wait()
             srv.stdout.close()
+
+
+@contextlib.contextmanager
+def vllm_served_key(cli, ev, ps, tag):
+    """For eht.vllm's tests: a 3000-row synthetic checkpoint served under a fresh key (serve_synth),
+    VLLM_EHT_KEY set to it and vLLM's (fake) tensor-parallel group one rank; after the block the
+    plug-in's clients are dropped and the variable unset. ev: eht.vllm, ps: the fake parallel_state."""
+    key = "%s-%d" % (tag, os.getpid())
+    with serve_synth(cli, key, 3000):
+        os.environ["VLLM_EHT_KEY"] = key
+        ps.TP = ps.GroupCoordinator(rank_in_group=0, world_size=1)
+        try:
+            yield key
+        finally:
+            ev._clients.clear()
+            os.environ.pop("VLLM_EHT_KEY", None)

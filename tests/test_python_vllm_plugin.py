@@ -86,10 +86,7 @@ check(len(FakeLayer.made) == 2 and FakeLayer.made[1].calls, "a layer without loa
 # ---- a served table, found by its rows ----
 cli = os.environ.get("EHT_CLI")
 if cli:
-    key = "vllm-plugin-%d" % os.getpid()
-    with pyutil.serve_synth(cli, key, 3000):
-        os.environ["VLLM_EHT_KEY"] = key
-        ps.TP = ps.GroupCoordinator(rank_in_group=0, world_size=1)
+    with pyutil.vllm_served_key(cli, ev, ps, "vllm-plugin"):
         m3 = eng.ParallelEngramEmbedding(3000, 256, [125] * 24)
         m3.lookup("ids", "out", background=True)
         served = FakeLayer.made[-1]
@@ -101,8 +98,6 @@ if cli:
             check(False, "a layer whose rows no served table has")
         except LookupError as e:
             check("3000" in str(e) or "rows" in str(e), "no table of those rows: %s" % e)
-        ev._clients.clear()
         del m3, served
-        os.environ.pop("VLLM_EHT_KEY")
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
 sys.exit(1 if check.failures else 0)

@@ -98,10 +98,7 @@ check(m6.vllm_lookups == 1 and len(FakeLayer.made) == 2, "a rank without rows ke
 # ---- a served table, found by the rows of the layer's head_sizes (it keeps no num_embeddings) ----
 cli = os.environ.get("EHT_CLI")
 if cli:
-    key = "vllm-plugin-v4-1-%d" % os.getpid()
-    with pyutil.serve_synth(cli, key, 3000):
-        os.environ["VLLM_EHT_KEY"] = key
-        ps.TP = ps.GroupCoordinator(rank_in_group=0, world_size=1)
+    with pyutil.vllm_served_key(cli, ev, ps, "vllm-plugin-v4-1"):
         m7 = eng.ParallelEngramEmbedding(3000, 256, [125] * 24)
         del m7.num_embeddings
         m7.lookup("ids", "out", background=True)
@@ -111,9 +108,7 @@ if cli:
         m8 = eng.ParallelEngramEmbedding(3000, 256, [125] * 24)
         del m8.num_embeddings, m8.head_sizes
         check.raises(LookupError, "neither num_embeddings nor head_sizes", lambda: m8.lookup("ids", "out"))
-        ev._clients.clear()
         del m7, served
-        os.environ.pop("VLLM_EHT_KEY")
 
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
 sys.exit(1 if check.failures else 0)
