@@ -248,20 +248,21 @@ def _own_table(module, who="eht.vllm"):
     """The engine's own storage (weights [rows, 256] then scales [rows, 8]) wrapped without a copy; named
     after the adapter (who) so that `eht status` and errors say whose storage it is."""
     import eht  # noqa: PLC0415
+    adapter = who.rsplit(".", 1)[-1]  # "vllm", "sglang": the table's name and the adapter's KEY variable
     for wa, sa in STORAGE_ATTRS:
         w, s = getattr(module, wa, None), getattr(module, sa, None)
         if w is not None and s is not None:
             if getattr(w, "is_cuda", False) or getattr(s, "is_cuda", False):
                 raise _InGpuMemory("%s: the storage %s/%s is in GPU memory, not a host table (serve the tables "
                                    "with `eht serve` and set %s_EHT_KEY to look them up from host memory)"
-                                   % (who, wa, sa, who.rsplit(".", 1)[-1].upper()))
+                                   % (who, wa, sa, adapter.upper()))
             rows = int(w.shape[0])
             # device: readable in place by this rank's GPU (every strategy serves it); None: no GPU
             return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
-                            device=_device(), name="%s-engram-%d" % (who.rsplit(".", 1)[-1], rows))
+                            device=_device(), name="%s-engram-%d" % (adapter, rows))
     raise _NoStorage("%s: the Engram layer has none of the storage attributes %s; serve the tables "
                      "with `eht serve` and set %s_EHT_KEY" % (who, ", ".join("%s/%s" % p for p in STORAGE_ATTRS),
-                                                            who.rsplit(".", 1)[-1].upper()))
+                                                            adapter.upper()))
 
 
 def make_layer(module):
