@@ -292,7 +292,7 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 	eht_dptr mirror = a->mirror && a->nslots <= EHT_LK_RELAY_SLOTS && cap >= 2 ? a->mirror : 0;
 	if (mirror) /* the relay block is one of them */
 		cap--;
-	/* A chunk in parts of at most EHT_LK_STAGE_PART_BYTES (one round trip of a block's loads), each
+	/* A chunk in parts of at most EHT_LK_STAGE_PART_BYTES (a block's loads in flight), each
 	 * copied by its own block: a 256-row prefill chunk in 3. On the lent H200 (24 GiB, graph
 	 * replays, alternated runs) the last chunk's copy took 11-12 us against 24-25 in one piece, and
 	 * the kernel ended 31 us after it was ready against 51-60. */

@@ -21,8 +21,9 @@
  * value of each in shared memory: 4 bytes a slot); launches with more slots poll host memory. */
 #define EHT_LK_RELAY_SLOTS 8192
 /* eht_lk_stage_in copies a staged chunk in parts of at most this many bytes, one block each: what a
- * block's threads have in flight at once (EHT_LK_THREADS x 8 loads of 16 bytes), so each part costs
- * one PCIe round trip; at most EHT_LK_STAGE_PARTS_MAX parts a chunk. */
+ * block's threads have in flight at once with 16-byte words (EHT_LK_THREADS x 8 loads of 16 bytes),
+ * one PCIe round trip each (264-byte rows move in 8-byte words: several); at most
+ * EHT_LK_STAGE_PARTS_MAX parts a chunk. */
 #define EHT_LK_STAGE_PART_BYTES 32768
 #define EHT_LK_STAGE_PARTS_MAX 8
 /* A dead id's slot or code. */

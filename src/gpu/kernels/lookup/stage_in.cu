@@ -97,8 +97,11 @@ __device__ __forceinline__ void block_copy_cv(const uint8_t *src, uint8_t *dst, 
 }
 
 /* vec: the widest word that divides the row size and aligns both (eht_gpu_vec), so every chunk's
- * bytes too. 16-byte words (264-byte rows) keep 8 in flight a thread: 32 KiB a round trip for the
- * block, a decode chunk in one; narrower words (other row sizes) 2, within the register cap below. */
+ * bytes too. 16-byte words (rows of a multiple of 16 bytes) keep 8 in flight a thread, 32 KiB a
+ * round trip for the block; narrower words 2, within the register cap below. Engram's 264-byte rows
+ * take 8-byte words (4 KiB a round trip): 16-byte words for them (chunks and parts cut even) halved
+ * a decode chunk's copy on an H100 (6.4 to 3.1 us) but moved no lookup's time (BENCHMARKS.md,
+ * 2026-12-06). */
 __device__ __forceinline__ void block_copy_chunk(const uint8_t *src, uint8_t *dst, unsigned long long bytes, int vec)
 {
 	switch (vec) {
