@@ -10,6 +10,7 @@
  * pushed (the CPU copies every group to the request's destination itself and then sets the request's
  * done word, the one thing the stream waits for; no ready word is touched), and a pushed bf16 request of
  * Engram rows whose groups the CPU also dequantizes (push_out) before the done word. */
+#include <math.h>
 #include <string.h>
 
 #include "lookup/gather/bell/bell.h"
@@ -200,8 +201,37 @@ static void pool_joins(void)
 	eht_pool_destroy(pool);
 }
 
+/* EHT_TEST_BELL_TRACE's GPU times: medians and means per class over the last LK_TRACE_KEEP launches. */
+static void trace_medians(void)
+{
+	static struct lk_trace_samples g;
+	CHECK(eht_lk_trace_median(&g, 2, LK_TR_ANS) == 0 && eht_lk_trace_mean(&g, 2, LK_TR_ANS) == 0);
+	const double ans[] = {4, 5, 500, 4.5, 6};
+	for (int i = 0; i < 5; i++) {
+		double us[LK_TR_METRICS] = {0};
+		us[LK_TR_ANS] = ans[i];
+		us[LK_TR_END] = 70 + i;
+		eht_lk_trace_sample(&g, 2, us);
+	}
+	CHECK(g.n[2] == 5 && g.n[3] == 0);
+	CHECK(eht_lk_trace_median(&g, 2, LK_TR_ANS) == 5.0);        /* the outlier does not move it */
+	CHECK(fabs(eht_lk_trace_mean(&g, 2, LK_TR_ANS) - 103.9) < 1e-9); /* the mean it does */
+	CHECK(eht_lk_trace_median(&g, 2, LK_TR_END) == 72.0);
+	CHECK(eht_lk_trace_median(&g, 1, LK_TR_END) == 0);          /* another class: none */
+	/* past LK_TRACE_KEEP launches the oldest go: the kept are 10 .. LK_TRACE_KEEP + 9 */
+	for (int i = 0; i < LK_TRACE_KEEP + 10; i++) {
+		double us[LK_TR_METRICS] = {0};
+		us[LK_TR_SPAN] = i;
+		eht_lk_trace_sample(&g, 3, us);
+	}
+	CHECK(g.n[3] == LK_TRACE_KEEP + 10);
+	CHECK(eht_lk_trace_median(&g, 3, LK_TR_SPAN) == 9.5 + LK_TRACE_KEEP / 2.0);
+	CHECK(fabs(eht_lk_trace_mean(&g, 3, LK_TR_SPAN) - (9.5 + LK_TRACE_KEEP / 2.0)) < 1e-9);
+}
+
 int main(void)
 {
+	trace_medians();
 	pool_joins();
 	uint64_t rs = 11;
 	g_table = t_rand_rows(g_rows, RB, &rs);

@@ -47,8 +47,11 @@ int eht_lk_bell_init(eht_lookup *lk)
 	b->arena = eht_lk_bell_alloc(lk, b->arena_cap, &b->d_arena, &rc);
 	b->h_count = eht_lk_bell_alloc(lk, LK_REQS * sizeof(uint64_t), &b->d_h_count, &rc);
 	b->trace = eht_setting_bool(EHT_SET_TEST_BELL_TRACE);
-	if (b->trace)
+	if (b->trace) {
 		b->gtrace = eht_lk_bell_alloc(lk, 11 * sizeof(uint64_t), &b->d_gtrace, &rc);
+		if (!rc && !(b->gs = calloc(1, sizeof(*b->gs))))
+			rc = eht_err(ENOMEM, "lookup: out of memory for the bell trace");
+	}
 	for (unsigned i = 0; i < LK_EAGER_REQS && !rc; i++) {
 		b->reqs[i].h_cap = lk->max_batch * 8;
 		b->reqs[i].h_ids = eht_lk_bell_alloc(lk, b->reqs[i].h_cap, &b->reqs[i].d_h_ids, &rc);
@@ -135,6 +138,7 @@ void eht_lk_bell_fini(eht_lookup *lk)
 	eht_lk_bell_free(lk, b->arena);
 	eht_lk_bell_free(lk, b->h_count);
 	eht_lk_bell_free(lk, b->gtrace);
+	free(b->gs);
 	eht_lk_bell_free(lk, b->staging);
 	eht_lk_bell_free(lk, (void *)b->words);
 	eht_lk_bell_free(lk, b->cdead);

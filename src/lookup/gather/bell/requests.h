@@ -75,6 +75,8 @@ struct lk_req {
 };
 
 /* State of the stream-triggered path (lk->bell), made by the strategy that uses it (HOST's init). */
+struct lk_trace_samples;
+
 struct lk_bell {
 	uint8_t *staging;   /* pinned, mapped: slots of chunk rows */
 	size_t staging_rows;
@@ -132,9 +134,7 @@ struct lk_bell {
 	eht_dptr d_gtrace;
 	uint64_t gprev[2];   /* start and ring of the launch served last (its later stamps are in gtrace) */
 	int gclass;          /* class of the launch served last */
-	uint64_t g_n[LK_AUTO_NCLASS];
-	double g_ring_s[LK_AUTO_NCLASS], g_first_s[LK_AUTO_NCLASS], g_span_s[LK_AUTO_NCLASS], g_tail_s[LK_AUTO_NCLASS];
-	double g_ans_s[LK_AUTO_NCLASS], g_pool_s[LK_AUTO_NCLASS], g_copy0_s[LK_AUTO_NCLASS], g_copyl_s[LK_AUTO_NCLASS];
+	struct lk_trace_samples *gs; /* the launches' GPU times per class (trace.h); with gtrace */
 };
 
 /* The doorbell words: bells[LK_REQS] (rung by the stream, request i's at i), then ready[max_chunks]

@@ -3,6 +3,7 @@
  * stage-in kernel's GPU stamps, the CPU's marks it stamps too, and the sums printed when the engine
  * goes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/kernels/lookup_const.h"
@@ -48,7 +49,45 @@ void eht_lk_trace_mark(struct lk_bell *b, int i)
 		((volatile uint64_t *)b->gtrace)[i] = 1;
 }
 
-/* EHT_TEST_BELL_TRACE: adds the GPU times of the last finished stage-in launch to the sums. Called as the
+void eht_lk_trace_sample(struct lk_trace_samples *s, int k, const double us[LK_TR_METRICS])
+{
+	size_t at = (size_t)(s->n[k]++ % LK_TRACE_KEEP);
+	for (int m = 0; m < LK_TR_METRICS; m++)
+		s->us[k][m][at] = (float)us[m];
+}
+
+static size_t kept(const struct lk_trace_samples *s, int k)
+{
+	return s->n[k] < LK_TRACE_KEEP ? (size_t)s->n[k] : LK_TRACE_KEEP;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return (x > y) - (x < y);
+}
+
+double eht_lk_trace_median(const struct lk_trace_samples *s, int k, int m)
+{
+	size_t n = kept(s, k);
+	if (!n)
+		return 0;
+	float v[LK_TRACE_KEEP];
+	memcpy(v, s->us[k][m], n * sizeof(float));
+	qsort(v, n, sizeof(float), cmp_float);
+	return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
+}
+
+double eht_lk_trace_mean(const struct lk_trace_samples *s, int k, int m)
+{
+	size_t n = kept(s, k);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += s->us[k][m][i];
+	return n ? sum / (double)n : 0;
+}
+
+/* EHT_TEST_BELL_TRACE: keeps the GPU times of the last finished stage-in launch. Called as the
  * next launch is served (started_next) or at teardown. By the time a launch rings it has already
  * stamped its own start and ring over the previous launch's, so those two are kept here when it is
  * served, and matched with its chunk and end stamps (g[2..4]) one launch later. */
@@ -63,17 +102,13 @@ void eht_lk_trace_take(struct lk_bell *b, bool started_next)
 	bool ok = t[0] && t[1] >= t[0];
 	for (int i = 2; i < 11; i++)
 		ok = ok && (trace_cpu_mark(i) || t[i] >= t[1]);
-	int k = b->gclass;
-	if (ok) {
-		b->g_n[k]++;
-		b->g_ring_s[k] += (double)(t[1] - t[0]) * 1e-9;  /* start -> ids copied, doorbell rung */
-		b->g_first_s[k] += (double)(t[2] - t[1]) * 1e-9; /* ring -> chunk 0 ready (CPU noticed, gathered it) */
-		b->g_span_s[k] += (double)(t[3] - t[1]) * 1e-9;  /* ring -> last chunk ready */
-		b->g_tail_s[k] += (double)(t[4] - t[1]) * 1e-9;  /* ring -> kernel done */
-		b->g_ans_s[k] += (double)(t[6] - t[1]) * 1e-9;   /* ring -> the GPU saw the poller's answer */
-		b->g_pool_s[k] += (double)(t[8] - t[1]) * 1e-9;  /* ring -> the GPU saw the pool's start */
-		b->g_copy0_s[k] += (double)(t[9] - t[2]) * 1e-9; /* chunk 0 ready -> copied */
-		b->g_copyl_s[k] += (double)(t[10] - t[3]) * 1e-9; /* the last chunk ready -> copied */
+	if (ok && b->gs) {
+		const double us[LK_TR_METRICS] = {
+			[LK_TR_RING] = (double)(t[1] - t[0]) * 1e-3,  [LK_TR_ANS] = (double)(t[6] - t[1]) * 1e-3,
+			[LK_TR_POOL] = (double)(t[8] - t[1]) * 1e-3,  [LK_TR_FIRST] = (double)(t[2] - t[1]) * 1e-3,
+			[LK_TR_SPAN] = (double)(t[3] - t[1]) * 1e-3,  [LK_TR_END] = (double)(t[4] - t[1]) * 1e-3,
+			[LK_TR_COPY0] = (double)(t[9] - t[2]) * 1e-3, [LK_TR_COPYL] = (double)(t[10] - t[3]) * 1e-3};
+		eht_lk_trace_sample(b->gs, b->gclass, us);
 	}
 	b->gprev[0] = started_next ? g[0] : 0;
 	b->gprev[1] = started_next ? g[1] : 0;
@@ -86,17 +121,22 @@ void eht_lk_trace_report(eht_lookup *lk)
 {
 	struct lk_bell *b = lk->bell;
 	eht_lk_trace_take(b, false);
-	for (int k = 0; k < LK_AUTO_NCLASS; k++)
-		if (b->g_n[k])
-			fprintf(stderr, "eht: %s (%s): GPU side of %llu stage-in launches (class %s): start to doorbell %.1f us, "
-				"doorbell to the poller's answer %.1f us, to the pool's start %.1f us, to chunk 0 ready %.1f us, "
-				"to the last chunk ready %.1f us, to the kernel's end %.1f us; copying chunk 0 took %.1f us, "
-				"the last chunk %.1f us\n", lk->ti.name, lk->st->name,
-				(unsigned long long)b->g_n[k], k == 3 ? "prefill" : k == 2 ? "decode" : k == 1 ? "small" : "tiny", b->g_ring_s[k] / (double)b->g_n[k] * 1e6,
-				b->g_ans_s[k] / (double)b->g_n[k] * 1e6, b->g_pool_s[k] / (double)b->g_n[k] * 1e6,
-				b->g_first_s[k] / (double)b->g_n[k] * 1e6, b->g_span_s[k] / (double)b->g_n[k] * 1e6,
-				b->g_tail_s[k] / (double)b->g_n[k] * 1e6, b->g_copy0_s[k] / (double)b->g_n[k] * 1e6,
-				b->g_copyl_s[k] / (double)b->g_n[k] * 1e6);
+	static const char *const cls[LK_AUTO_NCLASS] = {"tiny", "small", "decode", "prefill"};
+	for (int k = 0; k < LK_AUTO_NCLASS && b->gs; k++) {
+		const struct lk_trace_samples *g = b->gs;
+		if (!g->n[k])
+			continue;
+		double md[LK_TR_METRICS];
+		for (int m = 0; m < LK_TR_METRICS; m++)
+			md[m] = eht_lk_trace_median(g, k, m);
+		fprintf(stderr, "eht: %s (%s): GPU side of %llu stage-in launches (class %s), medians: start to doorbell %.1f us, "
+			"doorbell to the poller's answer %.1f us, to the pool's start %.1f us, to chunk 0 ready %.1f us, "
+			"to the last chunk ready %.1f us, to the kernel's end %.1f us; copying chunk 0 took %.1f us, "
+			"the last chunk %.1f us (means: the answer %.1f us, the end %.1f us)\n", lk->ti.name, lk->st->name,
+			(unsigned long long)g->n[k], cls[k], md[LK_TR_RING], md[LK_TR_ANS], md[LK_TR_POOL], md[LK_TR_FIRST],
+			md[LK_TR_SPAN], md[LK_TR_END], md[LK_TR_COPY0], md[LK_TR_COPYL], eht_lk_trace_mean(g, k, LK_TR_ANS),
+			eht_lk_trace_mean(g, k, LK_TR_END));
+	}
 	for (int k = 0; k < LK_AUTO_NCLASS; k++)
 		if (b->st_reqs[k] && b->trace)
 			fprintf(stderr, "eht: %s (%s): %llu stream-triggered requests of %.0f rows on average: CPU waited "
