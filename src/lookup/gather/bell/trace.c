@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* trace.c: EHT_TEST_BELL_TRACE=1, where stream-triggered lookups spend their time (trace.h): the
- * stage-in kernel's GPU stamps, the CPU's marks it stamps too, and the sums printed when the engine
- * goes. */
+ * stage-in kernel's GPU stamps, the CPU's marks it stamps too, and what is printed when the engine
+ * goes (the GPU times' medians, the CPU times' means). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
