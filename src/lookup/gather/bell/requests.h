@@ -74,9 +74,9 @@ struct lk_req {
 	struct lk_ring_clock clock; /* captured: when it rang (the poller's alone, ring_clock.h) */
 };
 
-/* State of the stream-triggered path (lk->bell), made by the strategy that uses it (HOST's init). */
-struct lk_trace_samples;
+struct lk_trace_samples; /* trace.h */
 
+/* State of the stream-triggered path (lk->bell), made by the strategy that uses it (HOST's init). */
 struct lk_bell {
 	uint8_t *staging;   /* pinned, mapped: slots of chunk rows */
 	size_t staging_rows;
