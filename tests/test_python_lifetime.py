@@ -68,6 +68,30 @@ class TestLifetime(unittest.TestCase):
         with self.assertRaises(eht.EhtError):
             t.host_view()
 
+    def test_wrap_readonly_mmap(self):
+        """A read-only mmap is wrapped in place, not copied (ctypes copies read-only buffers), and
+        stays mapped (mmap.close refuses) while the table lives."""
+        import mmap
+        rows = 8
+        with tempfile.TemporaryFile() as f:
+            f.write(bytes(range(256)) * (rows * 264 // 256) + bytes(rows * 264 % 256))
+            f.flush()
+            ro = mmap.mmap(f.fileno(), rows * 264, access=mmap.ACCESS_READ)
+            t = eht.wrap(ro, rows, 264)
+            lk = t.lookup_engine(strategy="host", cpu_only=True)
+            rw = mmap.mmap(f.fileno(), rows * 264, access=mmap.ACCESS_WRITE)
+            rw[2 * 264:3 * 264] = b"\xab" * 264  # the same file pages, seen through the wrapped mapping
+            out = bytearray(264)
+            lk.run(array.array("q", [2]), out)
+            self.assertEqual(bytes(out), b"\xab" * 264, "the table reads a copy, not the mapping")
+            with self.assertRaises(BufferError):
+                ro.close()
+            t.close()
+            t = lk = None
+            gc.collect()
+            ro.close()  # the table's hold on it is gone
+            rw.close()
+
 
 ROWS, RB = 4096, 264
 

@@ -553,8 +553,9 @@ class Table(_Closing):
 
 
 def wrap(buffer, rows, row_bytes, device=-1, name="memory", layout="packed"):
-    """A table over caller-owned memory (bytearray, mmap, torch CPU tensor, ...); pinned for
-    `device` when device >= 0.
+    """A table over caller-owned memory (bytearray, mmap, torch CPU tensor, ...), never copied (a
+    read-only mmap included: it cannot be closed while the table lives); pinned for `device` when
+    device >= 0.
 
     layout="split": an engine's own storage in vLLM's layout, weights [rows, 256] then scales
     [rows, row_bytes - 256] (one buffer holding both, or a (weights, scales) pair), wrapped without a

@@ -136,7 +136,8 @@ def metrics_prometheus(prefix: str = "eht") -> str:
 
 def wrap(buffer: Union[Buffer, Tuple[Buffer, Buffer]], rows: int, row_bytes: int, device: Device = -1, name: str = "memory",
          layout: str = "packed") -> Table:
-    """A table over caller-owned host memory; pinned for `device` when device >= 0. layout="split":
+    """A table over caller-owned host memory, never copied (a read-only mmap included); pinned for
+    `device` when device >= 0. layout="split":
     vLLM's weights-then-scales storage (one buffer or a (weights, scales) pair) without a copy, read in
     place by `device` too (every strategy, raw and bf16) when device >= 0."""
 

@@ -38,10 +38,41 @@ def _buffer_address(obj, writable):
     if mv.nbytes == 0:
         return 0, 0, False, mv
     if mv.readonly:
-        arr = (ctypes.c_char * mv.nbytes).from_buffer_copy(mv)
-    else:
-        arr = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+        # ctypes takes no address of read-only memory but by a copy, and a copy of a read-only mmap
+        # wrapped as a table is the whole table: the buffer protocol gives the address itself.
+        export = _ReadOnlyExport(mv)
+        return export.address, mv.nbytes, False, (mv, export)
+    arr = (ctypes.c_char * mv.nbytes).from_buffer(mv)
     return ctypes.addressof(arr), mv.nbytes, False, (mv, arr)
+
+
+class _PyBuffer(ctypes.Structure):
+    """CPython's Py_buffer (stable ABI since 3.11, the same layout since 3.3)."""
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+class _ReadOnlyExport:
+    """A contiguous read-only buffer held exported (PyObject_GetBuffer) while this lives: its address
+    stays valid, and an mmap under it refuses to close or resize (BufferError) until it is gone."""
+
+    def __init__(self, mv):
+        api = ctypes.pythonapi
+        api.PyObject_GetBuffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+        api.PyObject_GetBuffer.restype = ctypes.c_int
+        api.PyBuffer_Release.argtypes = [ctypes.POINTER(_PyBuffer)]
+        api.PyBuffer_Release.restype = None
+        self._view = _PyBuffer()
+        self._release = api.PyBuffer_Release
+        if api.PyObject_GetBuffer(mv, ctypes.byref(self._view), 0) != 0:  # PyBUF_SIMPLE: contiguous bytes
+            raise ValueError("buffer must be contiguous")
+        self.address = self._view.buf
+
+    def __del__(self):
+        if self._view.obj:
+            self._release(ctypes.byref(self._view))
 
 
 def _id_type(obj, nbytes, count):
