@@ -352,7 +352,8 @@ EHT_API EHT_MUST_CHECK int eht_table_get_info(const eht_table *table, struct eht
 EHT_API uint64_t eht_table_page_size(const eht_table *table);
 
 /* Wraps caller-owned memory as a table of the memory tier. With device >= 0 the memory is
- * registered for DMA to that GPU (in chunks of at most 64 GiB) so GPU strategies can read it; if
+ * registered for DMA to that GPU (in chunks of at most 64 GiB) so GPU strategies can read it
+ * (read-only where the process can only read it, such as a PROT_READ mmap of a file); if
  * registration fails, one warning is logged and the table stays CPU-only. The memory must outlive
  * the table. Returns 0, -EINVAL (NULL memory, zero row size, size overflow) or -ENOMEM. */
 EHT_API EHT_MUST_CHECK int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device,
@@ -387,8 +388,8 @@ struct eht_wrap_split_opts {
  * distinct rows; raw and bf16 rows bit for bit those of the packed table of the same rows): memory
  * the engine has GPU-mapped already (cuMemHostAlloc, cudaHostRegister, a cuMem host-NUMA mapping
  * that GPU may read, as vLLM's storages are) is read at its device address as it is; other memory is
- * registered for DMA (pinned; one range where both arrays share a page) until the table is closed.
- * eht_table_info then has device set and device_ptr 0 (there are no packed rows to point at). bf16
+ * registered for DMA (pinned, read-only where the process can only read it; one range where both
+ * arrays share a page) until the table is closed. eht_table_info then has device set and device_ptr 0 (there are no packed rows to point at). bf16
  * in place needs weight_bytes 256, scale_bytes 8 and both arrays 8-byte aligned (else the engine
  * reads such a table with HOST). opts NULL: defaults (CPU only). Returns 0; -EINVAL (NULL out,
  * weights or scales, zero sizes, overlapping arrays, unknown flags, device below -1, opts->size

@@ -5,10 +5,13 @@
  * bytes bit for bit (and the CPU reference's), eager, captured in a CUDA graph and replayed, through GPU
  * dedup, a hot set and AUTO's split of the distinct rows. Storage: one allocation, two, memory the
  * engine pinned itself (cuMemHostAlloc, cuMemHostRegister: left registered at close), a cuMem
- * host-NUMA mapping, and unaligned arrays (raw in place, bf16 refused by the in-place strategies).
+ * host-NUMA mapping, unaligned arrays (raw in place, bf16 refused by the in-place strategies), and a
+ * read-only mapping of a file (packed too: registered read-only).
  * The errors: memory no GPU can register. Exit 77 without a GPU. */
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "gpu/vmm.h"
 #include "gpu_lookup_ref.h"
@@ -223,6 +226,19 @@ static void check_vmm(eht_stream s, uint64_t *rs)
 	eht_vmm_release(h);
 }
 
+/* 6,144 ids through sp and an engine of the same options over `ref`, 4 ways (int32 / int64 ids, in
+ * host / GPU memory): the same bytes. Destroys sp. */
+static void same_with(const char *name, eht_lookup *sp, eht_table *ref, const struct eht_lookup_opts *o, int strategy,
+		      int fmt, eht_stream s, uint64_t *rs)
+{
+	eht_lookup *pk = NULL;
+	CHECK_RC(eht_lookup_create(ref, o, &pk), 0);
+	for (int v = 0; sp && pk && v < 4; v++)
+		same_run(name, sp, pk, strategy, fmt, 6144, v & 1, 3, v >> 1, s, rs);
+	eht_lookup_destroy(sp);
+	eht_lookup_destroy(pk);
+}
+
 /* Arrays at odd addresses: raw rows in place with byte loads; bf16 refused by the in-place strategies
  * (naming why), served by AUTO (as HOST) and HOST. */
 static void check_unaligned(eht_stream s, uint64_t *rs)
@@ -236,7 +252,7 @@ static void check_unaligned(eht_stream s, uint64_t *rs)
 		for (int fmt = 0; fmt < 2; fmt++) {
 			struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .format = fmt, .device = 0,
 						    .numa_node = -1, .threads = 4, .max_batch = NMAX};
-			eht_lookup *sp = NULL, *pk = NULL;
+			eht_lookup *sp = NULL;
 			int rc = eht_lookup_create(t, &o, &sp);
 			if (fmt == EHT_LOOKUP_BF16 && (strategy == EHT_LOOKUP_DIRECT || strategy == EHT_LOOKUP_SORTED)) {
 				CHECK_RC(rc, -EINVAL);
@@ -244,14 +260,55 @@ static void check_unaligned(eht_stream s, uint64_t *rs)
 				continue;
 			}
 			CHECK_RC(rc, 0);
-			CHECK_RC(eht_lookup_create(g_packed, &o, &pk), 0);
-			for (int v = 0; sp && pk && v < 4; v++)
-				same_run("split-odd", sp, pk, strategy, fmt, 6144, v & 1, 3, v >> 1, s, rs);
-			eht_lookup_destroy(sp);
-			eht_lookup_destroy(pk);
+			same_with("split-odd", sp, g_packed, &o, strategy, fmt, s, rs);
 		}
 	CHECK_RC(eht_table_close(t), 0);
 	free(buf);
+}
+
+/* A read-only mapping of a file (a reader's mmap of an engine's table file), packed and split: the
+ * driver registers such memory only read-only, so the wrap must ask for that; then every strategy
+ * reads it in place like the writable tables. */
+static void check_readonly_file(eht_stream s, uint64_t *rs)
+{
+	const size_t n = (size_t)ROWS * RB;
+	uint8_t *buf = malloc(2 * n);
+	char *dir = t_tmpdir("split-ro"), path[600];
+	snprintf(path, sizeof(path), "%s/rows", dir);
+	if (!buf)
+		return;
+	memcpy(buf, g_ref.rows, n);
+	split_rows(buf + n, buf + n + (size_t)ROWS * 256);
+	CHECK_RC(t_write_file(path, buf, 2 * n), 0);
+	free(buf);
+	int fd = open(path, O_RDONLY);
+	void *p = fd < 0 ? MAP_FAILED : mmap(NULL, 2 * n, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(p != MAP_FAILED);
+	if (fd >= 0)
+		close(fd);
+	if (p == MAP_FAILED) {
+		t_rmtree(dir);
+		return;
+	}
+	const uint8_t *packed = p, *one = packed + n;
+	eht_table *pt = NULL, *st = wrap(one, one + (size_t)ROWS * 256, "split-readonly-file", 0);
+	CHECK_RC(eht_table_wrap((void *)(uintptr_t)packed, ROWS, RB, 0, "packed-readonly-file", &pt), 0);
+	struct eht_table_info pi = {.size = sizeof(pi)};
+	CHECK(pt && eht_table_get_info(pt, &pi) == 0 && pi.device == 0 && pi.device_ptr != 0);
+	if (st)
+		check_info(st);
+	for (int strategy = 0; st && pt && pi.device_ptr && strategy < eht_lookup_strategy_count(); strategy++)
+		for (int fmt = 0; fmt < 2; fmt++) {
+			struct eht_lookup_opts o = {.size = sizeof(o), .strategy = strategy, .format = fmt, .device = 0,
+						    .numa_node = -1, .threads = 4, .max_batch = NMAX};
+			eht_lookup *sp = NULL;
+			CHECK_RC(eht_lookup_create(st, &o, &sp), 0);
+			same_with("readonly-file", sp, pt, &o, strategy, fmt, s, rs);
+		}
+	CHECK_RC(eht_table_close(st), 0);
+	CHECK_RC(eht_table_close(pt), 0);
+	munmap(p, 2 * n);
+	t_rmtree(dir);
 }
 
 /* Memory no GPU can register (PROT_NONE): an error naming the table and the array; with
@@ -319,6 +376,7 @@ int main(void)
 	check_engine_pinned(s, &rs);
 	check_vmm(s, &rs);
 	check_unaligned(s, &rs);
+	check_readonly_file(s, &rs);
 	check_errors();
 	eht_table_close(g_packed);
 	eht_dev_stream_destroy(s);

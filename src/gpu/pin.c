@@ -51,6 +51,21 @@ fail:;
 	return rc;
 }
 
+int eht_gpu_pin_reads(void *host, size_t bytes, int device, uint64_t *dptr)
+{
+	int rc = eht_gpu_pin(host, bytes, device, 0, dptr);
+	if (rc == 0 || rc == -ENODEV || rc == -ENOTSUP)
+		return rc;
+	struct eht_err_saved cause;
+	eht_err_save(&cause);
+	if (eht_gpu_pin(host, bytes, device, EHT_DEV_HOST_READ_ONLY, dptr) == 0) {
+		eht_debug("pinned %zu bytes read-only for GPU %d (writable: %s)", bytes, device, cause.msg);
+		return 0;
+	}
+	eht_err_restore(&cause, rc);
+	return rc;
+}
+
 int eht_gpu_unpin(void *host, size_t bytes)
 {
 	if (eht_dev_load() != 0)

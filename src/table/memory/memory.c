@@ -78,7 +78,7 @@ int eht_table_wrap(void *host, uint64_t rows, uint64_t row_bytes, int device, co
 	if (!m->page_size)
 		m->page_size = 4096;
 	if (device >= 0 && rows > 0) {
-		if (eht_gpu_pin(host, rows * row_bytes, device, 0, &m->dptr) == 0) {
+		if (eht_gpu_pin_reads(host, rows * row_bytes, device, &m->dptr) == 0) {
 			m->pinned = true;
 			m->device = device;
 		} else {

@@ -105,7 +105,7 @@ static const struct eht_table_ops split_ops = {.describe = split_describe, .read
 /* Registers [p, p + n) for GPU `device` for the table's life (pin slot k): *d its device address. */
 static int pin_range(struct split_impl *m, int k, const uint8_t *p, size_t n, int device, uint64_t *d)
 {
-	int rc = eht_gpu_pin((void *)(uintptr_t)p, n, device, 0, d); /* registering writes nothing */
+	int rc = eht_gpu_pin_reads((void *)(uintptr_t)p, n, device, d); /* registering writes nothing */
 	if (!rc)
 		m->pin[k] = (struct split_pin){(void *)(uintptr_t)p, n};
 	return rc;
