@@ -58,21 +58,26 @@ class _ReadOnlyExport:
     """A contiguous read-only buffer held exported (PyObject_GetBuffer) while this lives: its address
     stays valid, and an mmap under it refuses to close or resize (BufferError) until it is gone."""
 
+    _get = _release = None
+
     def __init__(self, mv):
-        api = ctypes.pythonapi
-        api.PyObject_GetBuffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
-        api.PyObject_GetBuffer.restype = ctypes.c_int
-        api.PyBuffer_Release.argtypes = [ctypes.POINTER(_PyBuffer)]
-        api.PyBuffer_Release.restype = None
+        cls = _ReadOnlyExport
+        if cls._get is None:  # the C API's signatures, declared once
+            api = ctypes.pythonapi
+            api.PyObject_GetBuffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+            api.PyObject_GetBuffer.restype = ctypes.c_int
+            api.PyBuffer_Release.argtypes = [ctypes.POINTER(_PyBuffer)]
+            api.PyBuffer_Release.restype = None
+            cls._get, cls._release = api.PyObject_GetBuffer, api.PyBuffer_Release
         self._view = _PyBuffer()
-        self._release = api.PyBuffer_Release
-        if api.PyObject_GetBuffer(mv, ctypes.byref(self._view), 0) != 0:  # PyBUF_SIMPLE: contiguous bytes
+        if cls._get(mv, ctypes.byref(self._view), 0) != 0:  # PyBUF_SIMPLE: contiguous bytes
             raise ValueError("buffer must be contiguous")
         self.address = self._view.buf
 
     def __del__(self):
-        if self._view.obj:
-            self._release(ctypes.byref(self._view))
+        view = getattr(self, "_view", None)
+        if view is not None and view.obj:
+            _ReadOnlyExport._release(ctypes.byref(view))
 
 
 def _id_type(obj, nbytes, count):
