@@ -273,10 +273,10 @@ static void check_readonly_file(eht_stream s, uint64_t *rs)
 {
 	const size_t n = (size_t)ROWS * RB;
 	uint8_t *buf = malloc(2 * n);
-	char *dir = t_tmpdir("split-ro"), path[600];
-	snprintf(path, sizeof(path), "%s/rows", dir);
 	if (!buf)
 		return;
+	char *dir = t_tmpdir("split-ro"), path[600];
+	snprintf(path, sizeof(path), "%s/rows", dir);
 	memcpy(buf, g_ref.rows, n);
 	split_rows(buf + n, buf + n + (size_t)ROWS * 256);
 	CHECK_RC(t_write_file(path, buf, 2 * n), 0);

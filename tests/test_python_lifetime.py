@@ -8,6 +8,7 @@ prefetch ticket after its table's close raises EhtError (wait, release once) or 
 a hang. Run under ASan by `make asan` (LD_PRELOAD)."""
 import array
 import gc
+import mmap
 import os
 import signal
 import sys
@@ -71,7 +72,6 @@ class TestLifetime(unittest.TestCase):
     def test_wrap_readonly_mmap(self):
         """A read-only mmap is wrapped in place, not copied (ctypes copies read-only buffers), and
         stays mapped (mmap.close refuses) while the table lives."""
-        import mmap
         rows = 8
         with tempfile.TemporaryFile() as f:
             f.write(bytes(range(256)) * (rows * 264 // 256) + bytes(rows * 264 % 256))
