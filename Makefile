@@ -117,12 +117,16 @@ check-aarch64-if-possible:
 
 # libeht with the HIP backend (-DEHT_GPU_BACKEND=hip) and its kernels built by Debian's hipcc 5.2 for
 # gfx90a and gfx1030, then the CPU tests of that build, the fake-runtime tests and the ABI check of
-# src/gpu/hip/hip_types.h against ROCm's header. No AMD GPU here: test_gpu_* skip. Then the clang
+# src/gpu/hip/hip_types.h against ROCm's header. No AMD GPU here: test_gpu_* skip. The build runs with
+# its own empty TMPDIR, which must stay empty (hipcc leaves folders there unless told where). Then the clang
 # static analyzer over the kernels, which hipcc reads as HIP device code (make analyze-kernels).
 check-hip:
 	@scripts/deps.sh hip
 	@$(call configure,$(BUILD)/hip,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_GPU_BACKEND=hip)
-	@cmake --build $(BUILD)/hip -j$(JOBS)
+	@rm -rf $(BUILD)/hip-tmp && mkdir -p $(BUILD)/hip-tmp
+	@TMPDIR=$(abspath $(BUILD))/hip-tmp cmake --build $(BUILD)/hip -j$(JOBS)
+	@if [ -n "$$(ls -A $(BUILD)/hip-tmp)" ]; then echo "eht: the HIP build left temporary files behind:"; \
+		ls -A $(BUILD)/hip-tmp; exit 1; fi; rmdir $(BUILD)/hip-tmp
 	cd $(BUILD)/hip && ctest --output-on-failure -j$(JOBS) -LE '(gpu|python|install|user)'
 	@scripts/analyze-kernels.sh
 # The clang static analyzer over src/gpu/kernels/*.cu as HIP device code, both wave sizes; fails on any

@@ -52,11 +52,15 @@ foreach(cu ${EHT_CU_SOURCES})
   get_filename_component(stem ${cu} NAME_WE)
   set(co ${CMAKE_BINARY_DIR}/kernels/${stem}.hipfb)
   # -Wno-pass-failed: "loop not unrolled" for the row movers' loops that break early (as nvcc does
-  # silently); -x hip: the sources are .cu files.
+  # silently); -x hip: the sources are .cu files. hipcc leaves its per-architecture temporary folders
+  # (<stem>-xxxxxx) behind in TMPDIR: it gets a folder of the build tree, removed once it is done.
+  set(hiptmp ${CMAKE_BINARY_DIR}/kernels/hipcc-tmp-${stem})
   add_custom_command(OUTPUT ${co}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/kernels
-    COMMAND ${EHT_HIPCC_USE} --genco -x hip -O3 -std=c++17 -Wno-pass-failed -I${CMAKE_SOURCE_DIR}/src
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/kernels ${hiptmp}
+    COMMAND ${CMAKE_COMMAND} -E env TMPDIR=${hiptmp}
+      ${EHT_HIPCC_USE} --genco -x hip -O3 -std=c++17 -Wno-pass-failed -I${CMAKE_SOURCE_DIR}/src
       ${EHT_HIP_OFFLOAD} -o ${co} ${cu}
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${hiptmp}
     DEPENDS ${cu} ${EHT_CU_DEPS}
     COMMENT "hipcc ${stem}.cu -> code objects (${EHT_HIP_ARCH_LIST})")
   list(APPEND EHT_HIP_IMAGES ${co})
