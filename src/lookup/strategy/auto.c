@@ -246,10 +246,10 @@ static double time_runs(eht_lookup *lk, int64_t *ids, eht_dptr d_ids, size_t n, 
 	return t[reps / 2];
 }
 
-/* For each place of the ids and batch-size class, times DIRECT alone, HOST alone and both at once on
- * uniform ids (the shape of Engram lookups), and keeps the fastest for AUTO. The two gatherers share
- * the host's memory and IOMMU, so running both at once is not always a win; measuring is the only
- * honest way to choose. */
+/* For each place of the ids and batch-size class, times DIRECT alone, HOST alone and both at once
+ * (at three GPU shares) on uniform ids (the shape of Engram lookups), and keeps the fastest for AUTO.
+ * The two gatherers share the host's memory and IOMMU, so running both at once is not always a win;
+ * measuring is the only honest way to choose. */
 static void auto_calibrate(eht_lookup *lk)
 {
 	if (!lk->table_gpu || !lk->kernels || !lk->in_memory || lk->background) /* background: always HOST */
@@ -284,10 +284,21 @@ static void auto_calibrate(eht_lookup *lk)
 				eht_warn("lookup: calibration failed (%s); AUTO uses HOST", eht_last_error());
 				goto out;
 			}
-			*a = (struct lk_auto){.mode = AUTO_SPLIT, .f = th / (td + th), .f0 = th / (td + th)};
-			double ts = time_runs(lk, ids, di, n, out, EHT_LOOKUP_AUTO, reps + 4, &seed);
-			if (ts < 0)
-				ts = 1e30;
+			/* Both at once: th / (td + th) would have both sides finish together if they did not
+			 * slow each other down, but they share the link and the host's memory, so smaller
+			 * GPU shares are timed too and the fastest kept. */
+			const double ideal = th / (td + th), scale[] = {1.0, 0.5, 0.25};
+			double ts = 1e30, fs = ideal;
+			for (size_t i = 0; i < sizeof(scale) / sizeof(scale[0]); i++) {
+				double f = ideal * scale[i];
+				*a = (struct lk_auto){.mode = AUTO_SPLIT, .f = f, .f0 = f};
+				if (split_k(a, n) == 0)
+					break; /* a share that small is not split (split_k): neither is a smaller one */
+				double t = time_runs(lk, ids, di, n, out, EHT_LOOKUP_AUTO, reps + 4, &seed);
+				if (t >= 0 && t < ts)
+					ts = t, fs = f;
+			}
+			*a = (struct lk_auto){.mode = AUTO_SPLIT, .f = fs, .f0 = fs};
 			/* HOST unless another choice is clearly (5%) faster: it has the steadiest times. */
 			double best = th;
 			a->mode = AUTO_CPU;
