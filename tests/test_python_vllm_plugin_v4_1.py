@@ -107,7 +107,7 @@ if cli:
               "the served table of sum(head_sizes) = 3000 rows: %r" % (served.table.rows,))
         m8 = eng.ParallelEngramEmbedding(3000, 256, [125] * 24)
         del m8.num_embeddings, m8.head_sizes
-        check.raises(LookupError, "neither num_embeddings nor head_sizes", lambda: m8.lookup("ids", "out"))
+        check.raises(LookupError, "neither num_embeddings, head_sizes nor table_rows", lambda: m8.lookup("ids", "out"))
         del m7, served
 
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)

@@ -15,7 +15,9 @@ eht.torch.EngramLayer made for that layer and rank, with the per-call `backgroun
   storage is in GPU memory (vLLM without cpu_offload), or under names it does not know, keeps vLLM's
   own lookup, with a warning.
 The rank's columns and rows follow vLLM's rule (part = cdiv(24, shards), head_start = rank * part,
-the rows of those head ranges); the layer's own attributes are used where it has them. The eht layer
+the rows of those head ranges); the layer's own attributes are used where it has them, a row block
+(shard_start / table_rows on the layer or its plan) in the trees that shard a table by rows. A layer
+with none of these keeps its own lookup, with a warning. The eht layer
 is made at the end of the weights' loading (before vLLM profiles its memory), or at the first lookup.
 Placement: vLLM looks up inline, on the model's stream right before the layer, from 4,096 tokens,
 because its kernel takes the SMs the model needs; eht's background way takes none, and measured in the
@@ -26,6 +28,7 @@ background=True. VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's placement; the per-call ba
 always passed through as vLLM gives it.
 """
 import importlib
+import inspect
 import logging
 import os
 
@@ -64,13 +67,17 @@ def _import_engram():
 
 def _engram_classes(cls, name):
     """cls and its subclasses, after importing the platform module beside the common one (vLLM's NVIDIA
-    subclass lives in <model>.nvidia.engram) so that they exist when register() runs."""
+    subclass lives in <model>.nvidia.engram) so that they exist when register() runs; and that module's
+    own class of the same name where it is not one of them (trees whose platform layer stands alone)."""
     platform = name.replace(".common.", ".nvidia.")
+    todo = [cls]
     try:
-        importlib.import_module(platform)
+        own = getattr(importlib.import_module(platform), ENGRAM_CLASS, None)
+        if isinstance(own, type):
+            todo.append(own)
     except Exception as e:  # noqa: BLE001 (optional: whatever it raises must not stop vLLM's start)
         _log.debug("eht.vllm: %s not imported (%s)", platform, e)
-    found, todo = [], [cls]
+    found = []
     while todo:
         c = todo.pop()
         if c not in found:
@@ -103,6 +110,26 @@ def register():
     return True
 
 
+def _takes_background(fn):
+    """Whether fn (a layer's own lookup) takes a background argument: vLLM's does, the trees that
+    shard the table by rows call lookup(indices, out)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: pass it, as vLLM's takes it
+        return True
+    return any(p.name == "background" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _token_rows(out, indices):
+    """out as [T, columns, 256]: a [>= T, columns * 256] output (the row-sharded trees' staging of
+    every token the step may hold) is viewed as its first T tokens' rows, without a copy."""
+    dim = getattr(out, "dim", None)
+    if dim is None or dim() != 2:
+        return out
+    T = int(indices.shape[0])
+    return out[:T].view(T, -1, 256)
+
+
 def patch_class(cls):
     """Routes cls.lookup through eht and makes the eht layer after cls.load_weights (when it has one; a
     subclass of a patched class only where it defines its own). A layer whose storage is in GPU memory
@@ -116,13 +143,18 @@ def patch_class(cls):
     if orig_lookup is None and not under_patched:
         _log.warning("eht.vllm: %s has no lookup method: nothing is routed through eht", cls.__name__)
     if orig_lookup is not None:
+        takes_background = _takes_background(orig_lookup)
+
         def lookup(self, indices, out, background=False):
             layer = getattr(self, "_eht_layer", None)
             if layer is None:
                 layer = make_layer(self)
             if layer is _VLLMS:
-                return orig_lookup(self, indices, out, background=background)
-            return layer.lookup(indices, out, background=bool(background))
+                if takes_background:
+                    return orig_lookup(self, indices, out, background=background)
+                return orig_lookup(self, indices, out)
+            layer.lookup(indices, _token_rows(out, indices), background=bool(background))
+            return out
 
         cls.lookup = lookup
     if orig_load is not None:
@@ -166,14 +198,52 @@ GEOMETRY_ATTRS = (("head_start", "part", "vocab_start", "vocab_end"),
                   ("head_start", "part_n_hash_cols", "vocab_start_idx", "vocab_end_idx"))
 
 
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def row_shard(module):
+    """(table_rows, shard_start, shard_end) where the layer's tree shards the table by rows instead of
+    heads (every rank looks up all 24 columns, ids outside its contiguous block of rows give zero rows,
+    and an all-reduce sums the ranks' outputs; the block stored from its row 0): shard_start and
+    table_rows on the layer or on its plan, the block's end from shard_end, shard_rows, the plan's
+    weight_shape, or cdiv(table_rows, tp_size). None for vLLM's head ranges."""
+    for src in (module, getattr(module, "plan", None)):
+        start, rows = getattr(src, "shard_start", None), getattr(src, "table_rows", None)
+        if not (_is_int(start) and _is_int(rows)):
+            continue
+        end = getattr(src, "shard_end", None)
+        if not _is_int(end):
+            n = getattr(src, "shard_rows", None)
+            shape = getattr(src, "weight_shape", None)
+            caps = getattr(src, "caps", None)
+            tp = getattr(src, "tp_size", getattr(caps, "tp_size", None))
+            if not _is_int(n) and shape is not None and len(shape) == 2 and _is_int(shape[0]):
+                n = shape[0]
+            if not _is_int(n) and _is_int(tp) and tp > 0:
+                n = _cdiv(rows, tp)
+            if not _is_int(n):
+                continue
+            end = start + n
+        return rows, min(start, rows), min(end, rows)
+    return None
+
+
 def rank_geometry(module, shards=None, rank=None):
     """(head_start, part, vocab_start, vocab_end) of this rank: the module's own attributes where it has
-    them (either naming of GEOMETRY_ATTRS), else vLLM's rule from its head_sizes and the tensor-parallel
-    group."""
+    them (either naming of GEOMETRY_ATTRS; a row shard, row_shard(), as all columns and the block's
+    rows), else vLLM's rule from its head_sizes and the tensor-parallel group. LookupError where the
+    layer has none of them."""
     for names in GEOMETRY_ATTRS:
         have = [getattr(module, a, None) for a in names]
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in have):
+        if all(_is_int(v) for v in have):
             return tuple(have)
+    shard = row_shard(module)
+    if shard is not None:
+        return 0, N_COLS, shard[1], shard[2]
+    if getattr(module, "head_sizes", None) is None:
+        raise _NoGeometry("eht.vllm: the Engram layer has neither its rank's geometry (%s), a row shard "
+                          "(shard_start and table_rows) nor head_sizes" % " or ".join("/".join(n) for n in GEOMETRY_ATTRS))
     if shards is None or rank is None:
         shards, rank = _group_shape()
     part = _cdiv(N_COLS, shards)
@@ -217,9 +287,11 @@ def _served_table(module, key, who="eht.vllm"):
     rows = getattr(module, "num_embeddings", None)
     if rows is None and getattr(module, "head_sizes", None) is not None:
         rows = sum(int(x) for x in module.head_sizes)  # the whole table's rows: every head's buckets
+    if rows is None and row_shard(module) is not None:
+        rows = row_shard(module)[0]
     if rows is None:
-        raise LookupError("%s: the Engram layer has neither num_embeddings nor head_sizes: which table served "
-                          "under key %r is its own is unknown" % (who, key))
+        raise LookupError("%s: the Engram layer has neither num_embeddings, head_sizes nor table_rows: which "
+                          "table served under key %r is its own is unknown" % (who, key))
     rows = int(rows)
     for t in client.tables.values():
         if t.rows == rows:
@@ -229,8 +301,10 @@ def _served_table(module, key, who="eht.vllm"):
 
 
 _clients = {}
-STORAGE_ATTRS = (("weight", "scale"), ("weight", "weight_scale_inv"), ("weights", "scales"),
-                 ("embed_weight", "embed_scale"))
+# The host views of storage that the GPU reads through mapped pointers come first: there, weight /
+# weight_scale_inv are the device views of the same memory.
+STORAGE_ATTRS = (("weight_load_view", "weight_scale_load_view"), ("weight", "scale"), ("weight", "weight_scale_inv"),
+                 ("weights", "scales"), ("embed_weight", "embed_scale"))
 
 
 class _InGpuMemory(ValueError):
@@ -239,6 +313,11 @@ class _InGpuMemory(ValueError):
 
 class _NoStorage(LookupError):
     """The engine's layer has none of STORAGE_ATTRS (eht.vllm keeps vLLM's lookup)."""
+
+
+class _NoGeometry(LookupError):
+    """The engine's layer says neither its rank's head range nor its row shard (eht.vllm keeps vLLM's
+    lookup rather than guess which rows are the rank's)."""
 
 
 _VLLMS = object()  # a module's _eht_layer when its lookup stays vLLM's
@@ -271,7 +350,12 @@ def make_layer(module):
     if layer is not None:
         return layer
     from eht import torch as et  # noqa: PLC0415 (needs torch)
-    hs, part, vs, ve = rank_geometry(module)
+    try:
+        hs, part, vs, ve = rank_geometry(module)
+    except _NoGeometry as e:
+        _log.warning("%s: its lookups stay vLLM's", e)
+        module._eht_layer = _VLLMS
+        return _VLLMS
     if ve <= vs:  # only padded heads (a shard count that leaves this rank none): vLLM's zero rows
         _log.info("eht.vllm: this rank's Engram columns [%d, %d) hold no rows: its lookups stay vLLM's", hs, hs + part)
         module._eht_layer = _VLLMS
@@ -283,8 +367,11 @@ def make_layer(module):
         _log.warning("%s: its lookups stay vLLM's", e)
         module._eht_layer = _VLLMS
         return _VLLMS
+    # A row shard's storage holds the rank's block from its row 0, padded past the table's end on the
+    # last rank: the id shift is given (eht's own rule takes a table of exactly the window's rows).
+    kw = {"id_shift": -vs} if not key and row_shard(module) is not None else {}
     layer = et.EngramLayer(table, head_start=hs, part=part, n_heads=N_COLS, vocab_start=vs, vocab_end=ve,
-                           format="bf16", device=_device())
+                           format="bf16", device=_device(), **kw)
     module._eht_layer = layer
     module._eht_table = table  # the table must outlive the layer
     _log.info("eht.vllm: Engram layer of %d rows: heads [%d, %d), rows [%d, %d), from %s", table.rows, hs, hs + part,
