@@ -88,6 +88,14 @@ unknown = [x for x in log.messages if "none of the storage attributes" in x]
 check(m5.vllm_lookups == 1 and len(FakeLayer.made) == 2 and len(unknown) == 1 and "weight_scale_inv" in unknown[0],
       "unknown storage names: vLLM's lookup, one warning listing the names looked for: %r" % unknown)
 
+# ---- storage that holds no rows (vLLM's Mooncake placement keeps [0, dim] parameters): vLLM's lookup ----
+m9 = eng.ParallelEngramEmbedding(off[24], 256, sizes)
+m9.weight, m9.weight_scale_inv = eng.NoRows(0, 256), eng.NoRows(0, 8)
+m9.lookup("ids", "out")
+empty = [x for x in log.messages if "holds no rows" in x]
+check(m9.vllm_lookups == 1 and len(FakeLayer.made) == 2 and len(empty) == 1,
+      "empty storage: vLLM's lookup, one warning: %r" % empty)
+
 # ---- a shard count that leaves the last rank only padded heads (tp 16: rank 15's columns [30, 32)) ----
 ps.TP = ps.GroupCoordinator(rank_in_group=15, world_size=16)
 m6 = eng.ParallelEngramEmbedding(off[24], 256, sizes)

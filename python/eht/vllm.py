@@ -336,6 +336,9 @@ def _own_table(module, who="eht.vllm"):
                                    "with `eht serve` and set %s_EHT_KEY to look them up from host memory)"
                                    % (who, wa, sa, adapter.upper()))
             rows = int(w.shape[0])
+            if rows == 0:  # e.g. vLLM's Mooncake placement: the rows live in an external store
+                raise _NoStorage("%s: the storage %s/%s holds no rows (the table lives elsewhere); serve the "
+                                 "tables with `eht serve` and set %s_EHT_KEY" % (who, wa, sa, adapter.upper()))
             # device: readable in place by this rank's GPU (every strategy serves it); None: no GPU
             return eht.wrap((w, s), rows, int(w.shape[-1]) + int(s.shape[-1]), layout="split",
                             device=_device(), name="%s-engram-%d" % (adapter, rows))
