@@ -4,6 +4,7 @@ failure-counting check, eht imported for a CPU-only run or a skip, torch with CU
 serve` of a synthetic checkpoint until it says it serves, and a recording stand-in of
 eht.torch.EngramLayer for the engine adapters' tests."""
 import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -102,6 +103,27 @@ def stand_in_engram_layer():
     the engine adapters' tests to import eht.vllm / eht.sglang after; returns RecordingLayer."""
     sys.modules["eht.torch"] = types.SimpleNamespace(EngramLayer=RecordingLayer)
     return RecordingLayer
+
+
+class LogRecords:
+    """The messages logged to the "eht" logger (from INFO on) while a test runs: log_records()."""
+
+    def __init__(self):
+        self.messages = []
+
+
+def log_records():
+    """Starts recording what eht logs (logger "eht", INFO and up) and returns the LogRecords whose
+    messages list fills as it logs."""
+    rec = LogRecords()
+
+    class _Handler(logging.Handler):
+        def emit(self, record):
+            rec.messages.append(record.getMessage())
+
+    logging.getLogger("eht").addHandler(_Handler())
+    logging.getLogger("eht").setLevel(logging.INFO)
+    return rec
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ the staging as the call's [T, 24, 256]; and where it cannot serve the layer (sto
 no geometry it knows, a rank without rows) it calls the layer's own lookup as that lookup takes it.
 Runs without torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
 import array
-import logging
 import os
 import sys
 import types
@@ -23,18 +22,7 @@ import eht.vllm as ev  # noqa: E402
 from vllm.distributed import parallel_state as ps  # noqa: E402
 
 
-class Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
-log = Records()
-logging.getLogger("eht").addHandler(log)
-logging.getLogger("eht").setLevel(logging.INFO)
+log = pyutil.log_records()
 
 
 class DeviceView:

@@ -7,7 +7,6 @@ vocab_start_idx / vocab_end_idx, wraps the rank's own rows (weight + weight_scal
 0) without a copy, and leaves a layer whose storage is in GPU memory, or under names it does not know,
 or a rank that owns no rows, on vLLM's own lookup. Runs without torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
 import array
-import logging
 import os
 import sys
 
@@ -20,18 +19,7 @@ import eht.vllm as ev  # noqa: E402
 from vllm.distributed import parallel_state as ps  # noqa: E402
 
 
-class Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
-log = Records()
-logging.getLogger("eht").addHandler(log)
-logging.getLogger("eht").setLevel(logging.INFO)
+log = pyutil.log_records()
 
 os.environ["VLLM_EHT"] = "1"
 os.environ.pop("VLLM_EHT_KEY", None)
