@@ -287,8 +287,9 @@ def _served_table(module, key, who="eht.vllm"):
     rows = getattr(module, "num_embeddings", None)
     if rows is None and getattr(module, "head_sizes", None) is not None:
         rows = sum(int(x) for x in module.head_sizes)  # the whole table's rows: every head's buckets
-    if rows is None and row_shard(module) is not None:
-        rows = row_shard(module)[0]
+    shard = row_shard(module) if rows is None else None
+    if shard is not None:
+        rows = shard[0]
     if rows is None:
         raise LookupError("%s: the Engram layer has neither num_embeddings, head_sizes nor table_rows: which "
                           "table served under key %r is its own is unknown" % (who, key))
@@ -353,20 +354,16 @@ def make_layer(module):
     if layer is not None:
         return layer
     from eht import torch as et  # noqa: PLC0415 (needs torch)
-    try:
-        hs, part, vs, ve = rank_geometry(module)
-    except _NoGeometry as e:
-        _log.warning("%s: its lookups stay vLLM's", e)
-        module._eht_layer = _VLLMS
-        return _VLLMS
-    if ve <= vs:  # only padded heads (a shard count that leaves this rank none): vLLM's zero rows
-        _log.info("eht.vllm: this rank's Engram columns [%d, %d) hold no rows: its lookups stay vLLM's", hs, hs + part)
-        module._eht_layer = _VLLMS
-        return _VLLMS
     key = os.environ.get("VLLM_EHT_KEY")
     try:
+        hs, part, vs, ve = rank_geometry(module)
+        if ve <= vs:  # only padded heads (a shard count that leaves this rank none): vLLM's zero rows
+            _log.info("eht.vllm: this rank's Engram columns [%d, %d) hold no rows: its lookups stay vLLM's", hs,
+                      hs + part)
+            module._eht_layer = _VLLMS
+            return _VLLMS
         table = _served_table(module, key) if key else _own_table(module)
-    except (_InGpuMemory, _NoStorage) as e:  # vLLM's behaviour rather than a guess
+    except (_NoGeometry, _InGpuMemory, _NoStorage) as e:  # vLLM's behaviour rather than a guess
         _log.warning("%s: its lookups stay vLLM's", e)
         module._eht_layer = _VLLMS
         return _VLLMS
