@@ -6,6 +6,7 @@
  * It composes HOST (its CPU piece, through the ops) and the gather mechanisms: the in-place gather,
  * the doorbell, the distinct rows' split. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -309,9 +310,12 @@ static void auto_calibrate(eht_lookup *lk)
 			if (ts < 0.95 * best)
 				a->mode = AUTO_SPLIT;
 			a->f0 = a->f;
-			eht_info("lookup %s, %zu ids in %s memory: DIRECT %.3f ms, HOST %.3f ms, both at once %.3f ms (GPU "
-				 "share %.2f): AUTO uses %s", lk->ti.name, n, place ? "GPU" : "host", td * 1e3, th * 1e3,
-				 ts * 1e3, a->f, a->mode == AUTO_SPLIT ? "both" : a->mode == AUTO_GPU ? "direct" : "host");
+			char both[64] = "both at once: not split at this size";
+			if (ts < 1e30)
+				snprintf(both, sizeof(both), "both at once %.3f ms (GPU share %.2f)", ts * 1e3, a->f);
+			eht_info("lookup %s, %zu ids in %s memory: DIRECT %.3f ms, HOST %.3f ms, %s: AUTO uses %s",
+				 lk->ti.name, n, place ? "GPU" : "host", td * 1e3, th * 1e3, both,
+				 a->mode == AUTO_SPLIT ? "both" : a->mode == AUTO_GPU ? "direct" : "host");
 			if (n == nmax) { /* batches never reach the larger classes: the same choice */
 				for (int k = c + 1; k < LK_AUTO_NCLASS; k++)
 					A(lk)->a[place][k] = *a;
