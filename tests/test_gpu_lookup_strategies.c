@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpu_lookup_strategies.c: every strategy (DIRECT, SORTED, HOST, AUTO) on the GPU, raw and bf16,
  * ids in host and GPU memory, both id types, offsets, dead ids, 0/1/small/multi-tile/split batches,
- * against the CPU reference, into outputs poisoned with 0xAB; CUDA-graph capture of every strategy. Exit 77
- * without a GPU. */
+ * against the CPU reference, into outputs poisoned with 0xAB (host ids scribbled over as soon as the
+ * call returns); CUDA-graph capture of every strategy. Exit 77 without a GPU. */
 #include <string.h>
 
 #include "gpu/dev.h"
@@ -35,7 +35,7 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 		      uint64_t *rs, eht_stream s)
 {
 	size_t ob = fmt == EHT_LOOKUP_BF16 ? 512 : RB, isz = id64 ? 8 : 4;
-	void *ids = malloc(n * 8 + 8);
+	void *ids = malloc(n * 8 + 8), *kept = malloc(n * 8 + 8);
 	uint8_t *out = malloc(n * ob + 64), *want = malloc(ob);
 	uint64_t want_dead = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -71,16 +71,25 @@ static void check_run(eht_lookup *lk, int strategy, int fmt, size_t n, int id64,
 	uint64_t dead = 777;
 	const void *pid = ids_on_gpu ? (const void *)(uintptr_t)d_ids : ids;
 	int rc = eht_lookup_run(lk, pid, id64 ? EHT_ID_INT64 : EHT_ID_INT32, off, n, (void *)(uintptr_t)d_out, s,
-				EHT_LOOKUP_RUN_STRATEGY(strategy), &dead);
+				EHT_LOOKUP_RUN_STRATEGY(strategy), off ? NULL : &dead);
 	if (rc) {
 		fprintf(stderr, "run %s n %zu: %s\n", eht_lookup_strategy_name(strategy), n, eht_last_error());
 		t_failures++;
 		goto out;
 	}
-	if (ids_on_gpu) /* ids changed after the call must not matter once the stream passed it */
+	if (ids_on_gpu) { /* ids changed after the call must not matter once the stream passed it */
 		cu(eht_dev_stream_sync(s));
+	} else if (n) { /* host ids are the caller's again once the call returns: scribbled before the sync */
+		memcpy(kept, ids, n * isz);
+		memset(ids, 0x5a, n * isz);
+		void *tmp = ids; /* the reference reads the ids as they were */
+		ids = kept;
+		kept = tmp;
+	}
 	cu(eht_dev_stream_sync(s));
 	cu(eht_dev_d2h(out, d_out, n * ob + 64));
+	if (off) /* no dead count asked for: the call need not wait for the stream (read now instead) */
+		dead = eht_lookup_last_dead_count(lk);
 	if (dead != want_dead || eht_lookup_last_dead_count(lk) != want_dead)
 		fprintf(stderr, "%s fmt %d n %zu id64 %d gpu-ids %d off %lld: dead %llu (last %llu), want %llu\n",
 			eht_lookup_strategy_name(strategy), fmt, n, id64, ids_on_gpu, (long long)off,
@@ -122,6 +131,7 @@ out:
 	if (d_ids)
 		eht_dev_free(d_ids);
 	free(ids);
+	free(kept);
 	free(out);
 	free(want);
 }

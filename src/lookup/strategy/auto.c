@@ -175,20 +175,21 @@ static int auto_cpu(eht_lookup *lk, struct lk_piece *p)
 	return rc;
 }
 
-/* Ids the calling thread does not read (GPU memory, or a capture): the same split, the CPU part
- * triggered by the stream (gather/bell/). With host ids in a capture the GPU cannot read the ids: CPU. */
+/* Ids the calling thread does not read (GPU memory, a capture, or a large eager batch of host ids:
+ * LK_BELL_HOST_IDS_MIN): the same split, the CPU part triggered by the stream (gather/bell/). With
+ * host ids in a capture the GPU cannot read the ids: CPU. */
 static int auto_gpu(eht_lookup *lk, struct lk_piece *p)
 {
 	size_t n = p->n, k = 0, isz = p->id64 ? 8 : 4;
-	if (p->ids_dev && lk->table_gpu)
-		k = split_k(&A(lk)->a[1][LK_AUTO_CLASS(n)], n);
+	if (lk->table_gpu && (p->ids_dev || !p->capture))
+		k = split_k(&A(lk)->a[p->ids_dev ? 1 : 0][LK_AUTO_CLASS(n)], n);
 	eht_dptr out = (eht_dptr)(uintptr_t)p->out;
 	if (k == n) /* (from the view itself where it is the run's only piece) */
 		return eht_lk_inplace_whole(lk, p);
 	int rc = k ? eht_lk_piece_flatten(p) : 0; /* (a split's in-place part reads flat ids) */
 	if (rc)
 		return rc;
-	if (k && (rc = fork_direct(lk, p->ids, true, p->id64, p->off, k, out, p->s, false)))
+	if (k && (rc = fork_direct(lk, p->ids, p->ids_dev, p->id64, p->off, k, out, p->s, false)))
 		return rc;
 	p->dead_published = p->publish_dead && k == 0;
 	rc = eht_lk_bell_piece(lk, (const uint8_t *)p->ids + k * isz, p->ids_dev, p->id64, p->off, n - k,
