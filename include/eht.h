@@ -819,6 +819,10 @@ EHT_API int eht_node_id(char *buf, size_t len);
  *   into host memory from such a tier), ids are sorted and deduplicated on the CPU, the distinct
  *   rows gathered in address order and an expand kernel (or the CPU, for host output) writes the
  *   requested order: fewer reads where ids repeat a lot. Without a GPU, HOST writes into host memory.
+ *   An eager batch of 16,384 host ids or more into GPU memory (a table with a host pointer, not a
+ *   background engine, no EHT_LOOKUP_HOST_SORT) is copied into pinned memory and goes the way of
+ *   ids in GPU memory (below): the calling thread no longer gathers, and each chunk moves as soon as
+ *   it is ready.
  * - AUTO: with a GPU-readable table and GPU output, a short calibration in
  *   eht_lookup_create (opts strategy AUTO; tens of ms) times DIRECT alone, HOST alone, and both at
  *   once (the batch split between the GPU's in-place gather on an internal stream and the CPU
@@ -855,8 +859,9 @@ EHT_API int eht_node_id(char *buf, size_t len);
  * enough for a graph per batch size as engines capture them: -ENOSPC beyond; DIRECT and SORTED keep
  * none).
  *
- * Dead count: for HOST and AUTO with host ids it is known when the call returns. Where the GPU
- * counts (DIRECT, SORTED, and HOST / AUTO with GPU ids or under capture), a non-NULL dead_count
+ * Dead count: for HOST and AUTO with host ids it is known when the call returns (below 16,384 ids into
+ * GPU memory; any count into host memory). Where the GPU counts (DIRECT, SORTED, and HOST / AUTO with
+ * GPU ids, larger eager host-id batches, or under capture), a non-NULL dead_count
  * makes the call synchronize the stream to read it (not capturable); pass NULL to stay asynchronous
  * and read eht_lookup_last_dead_count() after the stream has passed the call or a replay.
  *
