@@ -291,9 +291,10 @@ static int run_plan(eht_lookup *lk, uint64_t count, void *out, bool want_dead, s
 	bool use_gpu = gpu_host_ids || (c->out_dev && bell && (c->ids_dev || c->capture));
 	/* A large eager batch of host ids too (LK_BELL_HOST_IDS_MIN): its chunks reach the GPU as the
 	 * pool finishes them, where the calling thread's DMA calls added about a millisecond to a
-	 * 196,608-id prefill (docs/BENCHMARKS.md). Not a background engine's, nor sorted host ids. */
+	 * 196,608-id prefill (docs/BENCHMARKS.md). Not a background engine's, nor sorted host ids. (Only
+	 * strategies with a CPU piece, HOST and AUTO, get here without use_gpu.) */
 	if (!use_gpu && c->out_dev && bell && count >= LK_BELL_HOST_IDS_MIN && lk->ti.host && !lk->background &&
-	    !(lk->flags & EHT_LOOKUP_HOST_SORT) && (r->st->id == EHT_LOOKUP_HOST || r->st->id == EHT_LOOKUP_AUTO))
+	    !(lk->flags & EHT_LOOKUP_HOST_SORT))
 		use_gpu = true;
 	/* A hot set (and GPU dedup) serves GPU output only, through the GPU pieces (hot/hot.c), and only
 	 * batches of dedup_min ids or more (LK_DEDUP_MIN: below, its two passes cost more than they save).

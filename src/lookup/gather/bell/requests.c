@@ -167,11 +167,12 @@ int eht_lk_bell_prepare(eht_lookup *lk, const void *ids, bool ids_dev, int id64,
 			eht_cpu_relax();
 		/* Host ids of an eager call: the caller may reuse its buffer as soon as the call returns,
 		 * before the pool reads them, so they go into the request's own pinned buffer. */
-		if (!ids_dev && bytes > r->h_cap)
-			return eht_err(EINVAL, "lookup: %zu ids in one request of table %s (at most %zu)", n,
-				       lk->ti.name, r->h_cap / 8);
-		if (!ids_dev)
+		if (!ids_dev) {
+			if (bytes > r->h_cap)
+				return eht_err(EINVAL, "lookup: %zu ids in one request of table %s (at most %zu)", n,
+					       lk->ti.name, r->h_cap / 8);
 			memcpy(r->h_ids, ids, bytes);
+		}
 		r->ids = r->h_ids;
 	} else {
 		unsigned scan = atomic_load(&b->scan);
