@@ -77,7 +77,8 @@ def broken_links(root, files):
 def markdown_files(root):
     out = []
     for d, dirs, names in os.walk(root):
-        dirs[:] = [x for x in dirs if not x.startswith(".") and x not in ("build", "shared", "__pycache__")]
+        # build trees (.gitignore's /build*/, python/build), packaging output and hidden folders are not ours
+        dirs[:] = [x for x in dirs if not x.startswith((".", "build", "dist", "__pycache__")) and not x.endswith(".egg-info")]
         out += [os.path.relpath(os.path.join(d, x), root) for x in names if x.endswith(".md")]
     return sorted(out)
 
