@@ -7,6 +7,7 @@ range of each variant's rounds. With torch and a GPU the real run is the
 device script's (scripts/gpu-step.sh); here a run without them must exit 77."""
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -179,11 +180,18 @@ def main():
         added = (var["median_ms"] - none["median_ms"]) * 1e3
         check(abs(added - 10.0) < 0.5, "synced pairs, %d replays under a drift: +%.2f us, not +10" % (reps, added))
         check(abs(var["paired_added_ms"] * 1e3 - 10.0) < 0.5, "synced pairs, %d replays, pair by pair: %r" % (reps, var))
+        # every pair is kept, in order, and gives the median the report prints
+        pairs = var["pairs_ms"]
+        check(len(pairs) == reps + reps % 2 and all(v > n for v, n in pairs)
+              and abs(statistics.median(v - n for v, n in pairs) - var["paired_added_ms"]) < 1e-3,
+              "synced pairs kept, %d replays: %r" % (reps, pairs))
     for burst in (2, 8):
         var, none = bt.time_back_to_back(FakeTorch, Graph(3.0), Graph(3.01), lambda i: None, 40, 2, False, burst)
         added = (var["median_ms"] - none["median_ms"]) * 1e3
         check(abs(added - 10.0) < 0.5, "bursts of %d under a drift: +%.2f us, not +10" % (burst, added))
         check(abs(var["paired_added_ms"] * 1e3 - 10.0) < 0.5, "bursts of %d, pair by pair: %r" % (burst, var))
+        check(len(var["pairs_ms"]) == bt.back_to_back_pairs(40) + bt.back_to_back_pairs(40) % 2,
+              "bursts of %d: the pairs kept: %r" % (burst, var["pairs_ms"]))
     # Pair by pair under clocks that change in phases (a slow phase of 1 ms a replay, 9 replays
     # long, every 25): each pair's difference is the variant's, whatever the phase it ran in.
     class Phased(Graph):

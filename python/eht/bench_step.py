@@ -326,7 +326,8 @@ def against_copy(torch, g_copy, g, feed, cfg, a, blocking):
     bb, bb_cp = time_back_to_back(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, a.burst)
     return {"added_us": (var["median_ms"] - cp["median_ms"]) * 1e3, "paired_added_us": var["paired_added_ms"] * 1e3,
             "back_to_back_added_us": (bb["median_ms"] - bb_cp["median_ms"]) * 1e3,
-            "back_to_back_paired_added_us": bb["paired_added_ms"] * 1e3}
+            "back_to_back_paired_added_us": bb["paired_added_ms"] * 1e3,
+            "pairs_ms": var["pairs_ms"], "back_to_back_pairs_ms": bb["pairs_ms"]}
 
 
 def envelope(a):

@@ -127,6 +127,11 @@ def time_graph(torch, g, feed, reps, warmup, blocking):
             "cpu_ms_per_step": (c1 - c0) * 1e3 / reps, "wall_ms_per_step": (w1 - w0) * 1e3 / reps}
 
 
+def _pairs(tv, tn):
+    """[[variant, none], ...] (ms, to 0.1 us) of pairs timed in order."""
+    return [[round(v, 4), round(n, 4)] for v, n in zip(tv, tn)]
+
+
 def abba(n):
     """The order of n pairs of runs (variant, none), n rounded up to even: the variant first in one pair,
     second in the next (ABBA), so that neither is always the one run first, or always the one that
@@ -155,6 +160,8 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
            # the median of each pair's difference: a GPU whose clocks change over seconds moves both
            # runs of a pair alike, where it moves the two medians apart by chance
            "paired_added_ms": statistics.median(v - n for v, n in zip(tv, tn)),
+           # every pair (variant, none) in the order run: how far the pairs spread, for a reader's own statistic
+           "pairs_ms": _pairs(tv, tn),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
            "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
            # eht's threads work for the variant's steps only; "rest" includes the none steps' own
@@ -207,7 +214,8 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
         if not var_first:
             variant(k)
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst),
-           "paired_added_ms": statistics.median(v - n for v, n in zip(tv, tn))}  # (as time_paired's)
+           "paired_added_ms": statistics.median(v - n for v, n in zip(tv, tn)),  # (as time_paired's)
+           "pairs_ms": _pairs(tv, tn)}
     return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
 
 
