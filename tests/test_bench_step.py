@@ -201,7 +201,8 @@ def main():
     for reps in (15, 40):
         var, none = bt.time_paired(FakeTorch, Phased(3.0), Phased(3.01), lambda i: None, reps, 2, False, 0.0)
         check(abs(var["paired_added_ms"] * 1e3 - 10.0) < 0.5, "synced pairs, %d replays in phases: %r" % (reps, var))
-    check(bt.back_to_back_pairs(40) == 20 and bt.back_to_back_pairs(15) == 7 and bt.back_to_back_pairs(1) == 6,
+    check(bt.back_to_back_pairs(40) == 20 and bt.back_to_back_pairs(15) == 7 and bt.back_to_back_pairs(1) == 6
+          and bt.back_to_back_pairs(48, 6) == 8 and bt.back_to_back_pairs(15, 6) == 6,
           "bursts per back-to-back figure: %r" % [bt.back_to_back_pairs(n) for n in (40, 15, 1)])
     check([f for _, f in bt.abba(5)] == [True, False, True, False, True, False], "abba(5): %r" % list(bt.abba(5)))
     # Runs by kind of thread: a thread named as eht names its poller that naps 40 times is put on a
@@ -442,6 +443,35 @@ def main():
               "summary line alternated with the copies: %s" % ln)
     check(br.summarize_rounds([res("layer-side", 0, 0.0, 0.0, 3.0)])[0]["over_copy_alternated_added_us"] is None,
           "no copy step alternated, no figure")
+    # The median's confidence interval from order statistics: 16 values keep the 4th to the 13th
+    # (1 - 2 P(B(16, 1/2) <= 3) = 97.9 %, where dropping one more would give 92.3 %), 64 the 24th to
+    # the 41st; 5 values are too few for 95 % (min, max); the values' order does not matter.
+    ci16 = bt.median_ci([float(x) for x in reversed(range(16))])
+    check(ci16 == (3.0, 12.0) and bt.median_ci(list(range(64))) == (23, 40) and bt.median_ci([5, 1, 3, 2, 4]) == (1, 5)
+          and bt.median_ci([]) is None, "median_ci: %r" % (ci16,))
+    # ... and it covers the true median at least 95 % of the time (skewed draws, 20 pairs each).
+    rng = __import__("random").Random(7)
+    cover = sum(lo <= 1.0 <= hi for lo, hi in (bt.median_ci([rng.expovariate(1.0) / 0.6931471805599453
+                                                             for _ in range(20)]) for _ in range(2000)))
+    check(1900 <= cover <= 2000, "median_ci covered the median in %d of 2000 draws" % cover)
+    # Every round's pairs against the copies pooled: the median of the 12 differences and its interval.
+    pooled = []
+    for rnd in range(3):
+        r = res("layer-side", rnd, 0.0, 0.0, 3.0)
+        r["vs_copy"] = {"added_us": 1.0, "paired_added_us": 0.0, "back_to_back_added_us": 1.0,
+                        "back_to_back_paired_added_us": 0.0,
+                        "pairs_ms": [[46.0 + 0.001 * (4 * rnd + i), 46.0] for i in range(4)],
+                        "back_to_back_pairs_ms": [[47.002, 47.0]] * 3}
+        pooled.append(r)
+    s6 = br.summarize_rounds(pooled)[0]
+    q = s6["over_copy_pooled_added_us"]
+    check(q is not None and q["pairs"] == 12 and abs(q["median"] - 5.5) < 1e-6
+          and [round(x, 6) for x in q["ci"]] == [2.0, 9.0]
+          and s6["over_copy_pooled_back_to_back_us"]["pairs"] == 9, "pooled pairs: %r" % s6)
+    ln = br.summary_line(s6)
+    check("every round's pairs pooled (95 % CI of the median): back to back +2.0 us [+2.0 .. +2.0] of 9 pairs, "
+          "synced +5.5 us [+2.0 .. +9.0] of 12 pairs" in ln, "summary line, pooled: %s" % ln)
+    check(s5[0]["over_copy_pooled_added_us"] is None, "rounds without pairs: no pooled figure: %r" % s5)
     one = dict(res("layer-side", 0, None, 0.0, 3.0), vs_copy=alt[0]["vs_copy"], added_pct=0.0)
     one["step"].update(median_ms=3.0, p90_ms=3.1)
     ln = br.line(one)

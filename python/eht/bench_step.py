@@ -99,8 +99,11 @@ from .bench_step_report import line, summarize_rounds, summary_line
 from .bench_step_time import (TIMELINES, time_back_to_back, time_graph, time_paired, timeline, trace_graph,
                               trace_step)
 
-MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40},
-         "prefill": {"tokens": 8192, "ffn": 8192, "reps": 15}}
+# reps: synced pairs a figure; back_to_back_share: reps per pair of back-to-back bursts. A prefill step
+# on a power-capped H100 moves by milliseconds with the clocks, synced (pairs spread 1.3-1.5 ms, bursts
+# of 8 a fifth of that): 48 pairs put a round's median within about +-0.3 ms, where 15 left +-0.8.
+MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40, "back_to_back_share": 2},
+         "prefill": {"tokens": 8192, "ffn": 8192, "reps": 48, "back_to_back_share": 6}}
 DEFAULT_VARIANTS = ("none,copy,vllm,vllm-inline,layer-side,layer-inline,auto+bg-side,auto+bg+push-side,"
                     "host+bg-side")
 
@@ -245,7 +248,7 @@ def parse_args(argv):
     ap.add_argument("--hotset-rows", type=int, default=1 << 20,
                     help="hot set of a text workload (most frequent rows of its first half; 0: none)")
     ap.add_argument("--variants", default=DEFAULT_VARIANTS, help="comma-separated (default %(default)s)")
-    ap.add_argument("--reps", type=_pos_int, help="timed replays (decode 40, prefill 15)")
+    ap.add_argument("--reps", type=_pos_int, help="timed replays (decode 40, prefill 48)")
     ap.add_argument("--warmup", type=_pos_int, default=5, help="untimed replays first (5)")
     ap.add_argument("--burst", type=_pos_int, default=8, help="replays per back-to-back burst (see above)")
     ap.add_argument("--rounds", type=_pos_int, default=1,
@@ -312,7 +315,7 @@ def plan(a):
     for m in a.modes:
         d = MODES[m]
         out.append({"mode": m, "tokens": a.tokens or d["tokens"], "hidden": a.hidden, "ffn": a.ffn or d["ffn"],
-                    "layers": a.layers, "reps": a.reps or d["reps"],
+                    "layers": a.layers, "reps": a.reps or d["reps"], "back_to_back_share": d["back_to_back_share"],
                     "ids_per_table": (a.tokens or d["tokens"]) * HEADS,
                     "rows_per_table": (a.tokens or d["tokens"]) * a.part})
     return out
@@ -323,7 +326,8 @@ def against_copy(torch, g_copy, g, feed, cfg, a, blocking):
     step without lookups): what its lookups cost over moving their bytes alone, pair by pair (us; the
     CPU is the variant's own run's, against the step without lookups)."""
     var, cp = time_paired(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, 0.0)
-    bb, bb_cp = time_back_to_back(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, a.burst)
+    bb, bb_cp = time_back_to_back(torch, g_copy, g, feed, cfg["reps"], a.warmup, blocking, a.burst,
+                                  cfg["back_to_back_share"])
     return {"added_us": (var["median_ms"] - cp["median_ms"]) * 1e3, "paired_added_us": var["paired_added_ms"] * 1e3,
             "back_to_back_added_us": (bb["median_ms"] - bb_cp["median_ms"]) * 1e3,
             "back_to_back_paired_added_us": bb["paired_added_ms"] * 1e3,
@@ -437,7 +441,7 @@ def run(a, rep, log):
                         res["step"], res["none_paired"] = time_paired(
                             torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
                         bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking,
-                                                        a.burst)
+                                                        a.burst, cfg["back_to_back_share"])
                         res["back_to_back"] = bb
                         res["back_to_back_none"] = bb_none
                         res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3

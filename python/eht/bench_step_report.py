@@ -3,9 +3,21 @@
 and the summary per variant over --rounds."""
 import statistics
 
+from .bench_step_time import median_ci
+
 
 def _spread(xs):
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs)} if xs else None
+
+
+def _pooled(pair_lists):
+    """Every round's pairs (variant, other) pooled: the median of their differences with its 95 %
+    confidence interval and the pair count (us), None without pairs."""
+    diffs = [(v - n) * 1e3 for pairs in pair_lists for v, n in pairs]
+    if not diffs:
+        return None
+    lo, hi = median_ci(diffs)
+    return {"median": statistics.median(diffs), "ci": [lo, hi], "pairs": len(diffs)}
 
 
 def summarize_rounds(results):
@@ -19,7 +31,9 @@ def summarize_rounds(results):
     taken pair by pair (the median of each pair's difference), and those less the copies' round by
     round (None where the rounds lack them). And the variant alternated with the copies' step itself
     (vs_copy, pair by pair, back to back and synced: over_copy_alternated_*; None where the rounds
-    lack it): the same cost over the copies, without two runs' drift between. With --trace, the main
+    lack it): the same cost over the copies, without two runs' drift between; and its pairs of every
+    round pooled, with the 95 % confidence interval of their median (over_copy_pooled_*: what the
+    figure resolves, None without pairs in the JSON). With --trace, the main
     stream's stalls at both joins in the graph's replays, queued and synced (us, None without the
     graph half). Rounds that failed are left out."""
     copies = {}
@@ -34,7 +48,7 @@ def summarize_rounds(results):
         if k not in rows:
             rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": [],
                        "gqueued": [], "gsynced": [], "pb2b": [], "psynced": [], "opb2b": [], "opsynced": [],
-                       "ab2b": [], "asynced": []}
+                       "ab2b": [], "asynced": [], "qb2b": [], "qsynced": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
@@ -53,6 +67,9 @@ def summarize_rounds(results):
         vc = r.get("vs_copy") or {}
         for key, name in (("ab2b", "back_to_back_paired_added_us"), ("asynced", "paired_added_us")):
             if vc.get(name) is not None:
+                rows[k][key].append(vc[name])
+        for key, name in (("qb2b", "back_to_back_pairs_ms"), ("qsynced", "pairs_ms")):
+            if vc.get(name):
                 rows[k][key].append(vc[name])
         st = r["step"]
         rows[k]["cpu"].append(st["cpu_ms_per_step"])
@@ -78,6 +95,8 @@ def summarize_rounds(results):
              "over_copy_paired_added_us": _spread(rows[k]["opsynced"]),
              "over_copy_alternated_back_to_back_us": _spread(rows[k]["ab2b"]),
              "over_copy_alternated_added_us": _spread(rows[k]["asynced"]),
+             "over_copy_pooled_back_to_back_us": _pooled(rows[k]["qb2b"]),
+             "over_copy_pooled_added_us": _pooled(rows[k]["qsynced"]),
              "graph_stall_queued_us": _spread(rows[k]["gqueued"]),
              "graph_stall_synced_us": _spread(rows[k]["gsynced"])} for k in order]
 
@@ -104,6 +123,12 @@ def summary_line(s):
     if s.get("over_copy_alternated_added_us") or s.get("over_copy_alternated_back_to_back_us"):
         out += "; alternated with the copies, pair by pair: back to back %s, synced %s" % (
             us(s.get("over_copy_alternated_back_to_back_us")), us(s.get("over_copy_alternated_added_us")))
+    if s.get("over_copy_pooled_added_us") or s.get("over_copy_pooled_back_to_back_us"):
+        def ci(d):
+            return "-" if d is None else "%+.1f us [%+.1f .. %+.1f] of %d pairs" % (
+                d["median"], d["ci"][0], d["ci"][1], d["pairs"])
+        out += "; the same, every round's pairs pooled (95 %% CI of the median): back to back %s, synced %s" % (
+            ci(s.get("over_copy_pooled_back_to_back_us")), ci(s.get("over_copy_pooled_added_us")))
     if s.get("graph_stall_queued_us") or s.get("graph_stall_synced_us"):
         out += "; stalls at the joins in the graph: queued %s, synced %s" % (
             us(s.get("graph_stall_queued_us")), us(s.get("graph_stall_synced_us")))

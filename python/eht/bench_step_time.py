@@ -4,6 +4,7 @@ a graph's replays timed synced, alternated with the step without lookups or queu
 eager steps traced with events, and profiled timelines (torch.profiler) summarized."""
 import bisect
 import json
+import math
 import os
 import resource
 import statistics
@@ -162,6 +163,7 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
            "paired_added_ms": statistics.median(v - n for v, n in zip(tv, tn)),
            # every pair (variant, none) in the order run: how far the pairs spread, for a reader's own statistic
            "pairs_ms": _pairs(tv, tn),
+           "paired_added_ci_ms": median_ci([v - n for v, n in zip(tv, tn)]),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
            "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
            # eht's threads work for the variant's steps only; "rest" includes the none steps' own
@@ -174,14 +176,31 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
     return var, none
 
 
-def back_to_back_pairs(reps):
-    """How many pairs of bursts time_back_to_back runs for reps timed replays: reps / 2 (at least 6).
-    Each pair gives one difference, and 6 of them (the count before) left a decode step's figure
-    spreading by tens of microseconds between rounds; a pair of decode bursts takes ~45 ms."""
-    return max(6, reps // 2)
+def back_to_back_pairs(reps, share=2):
+    """How many pairs of bursts time_back_to_back runs for reps timed replays: reps / share (at least
+    6). Each pair gives one difference, and 6 of them (the count before) left a decode step's figure
+    spreading by tens of microseconds between rounds; a pair of decode bursts takes ~45 ms (share 2).
+    A prefill's takes ~0.75 s and its bursts spread a fifth as far as its synced pairs (share 6)."""
+    return max(6, reps // share)
 
 
-def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
+def median_ci(xs, level=0.95):
+    """The distribution-free confidence interval of the median of xs, (low, high), from their order
+    statistics (the binomial's tails); (min, max) where xs are too few for the level, None for none.
+    A power-capped GPU's prefill steps spread by milliseconds: this says what a median resolves."""
+    s = sorted(xs)
+    n = len(s)
+    if n == 0:
+        return None
+    # [s[j], s[n-1-j]] covers the median with 1 - 2 P(Binomial(n, 1/2) <= j): the largest such j
+    j, tail = -1, math.comb(n, 0) / 2.0 ** n
+    while tail <= (1.0 - level) / 2:
+        j += 1
+        tail += math.comb(n, j + 1) / 2.0 ** n
+    return (s[j], s[n - 1 - j]) if j >= 0 else (s[0], s[-1])
+
+
+def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8, share=2):
     """Steps as a pipelining engine runs them: bursts of `burst` replays queued back to back (each fed
     new ids by a copy on the stream, no host sync between), so each launch hides behind the step
     before it and what is left is the GPU's time per step. Bursts of the variant and of the step
@@ -207,7 +226,7 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
         tv.append(burst_ms(g, warmup + k * burst))
         cpu += cpu_s() - c0
 
-    for k, var_first in abba(back_to_back_pairs(reps)):
+    for k, var_first in abba(back_to_back_pairs(reps, share)):
         if var_first:
             variant(k)
         tn.append(burst_ms(g_none, warmup + k * burst))
@@ -215,7 +234,7 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8):
             variant(k)
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst),
            "paired_added_ms": statistics.median(v - n for v, n in zip(tv, tn)),  # (as time_paired's)
-           "pairs_ms": _pairs(tv, tn)}
+           "pairs_ms": _pairs(tv, tn), "paired_added_ci_ms": median_ci([v - n for v, n in zip(tv, tn)])}
     return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
 
 
