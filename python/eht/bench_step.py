@@ -101,7 +101,8 @@ from .bench_step_time import (TIMELINES, time_back_to_back, time_graph, time_pai
 
 # reps: synced pairs a figure; back_to_back_share: reps per pair of back-to-back bursts. A prefill step
 # on a power-capped H100 moves by milliseconds with the clocks, synced (pairs spread 1.3-1.5 ms, bursts
-# of 8 a fifth of that): 48 pairs put a round's median within about +-0.3 ms, where 15 left +-0.8.
+# of 8 a fifth of that): 48 pairs put a round's median within about +-0.5 ms (95 %), where 15 left
+# +-0.9, and three rounds' pairs pooled within +-0.3.
 MODES = {"decode": {"tokens": 256, "ffn": 16384, "reps": 40, "back_to_back_share": 2},
          "prefill": {"tokens": 8192, "ffn": 8192, "reps": 48, "back_to_back_share": 6}}
 DEFAULT_VARIANTS = ("none,copy,vllm,vllm-inline,layer-side,layer-inline,auto+bg-side,auto+bg+push-side,"
