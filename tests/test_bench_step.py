@@ -205,6 +205,19 @@ def main():
           and bt.back_to_back_pairs(48, 6) == 8 and bt.back_to_back_pairs(15, 6) == 6,
           "bursts per back-to-back figure: %r" % [bt.back_to_back_pairs(n) for n in (40, 15, 1)])
     check([f for _, f in bt.abba(5)] == [True, False, True, False, True, False], "abba(5): %r" % list(bt.abba(5)))
+    # A variant alternated with the copies' step: its pairs and each median's interval, in us, around +10.
+    vc = bs.against_copy(FakeTorch, Graph(3.0), Graph(3.01), lambda i: None,
+                         {"reps": 16, "back_to_back_share": 2}, type("A", (), {"warmup": 2, "burst": 4})(), False)
+    def ci_us(pairs):
+        return [x * 1e3 for x in bt.median_ci([v - n for v, n in pairs])]
+    check(len(vc["pairs_ms"]) == 16 and len(vc["back_to_back_pairs_ms"]) == 8
+          # (the pairs are kept to 0.1 us: their interval is the figure's within that)
+          and all(lo <= m <= hi and lo < 10.0 < hi and all(abs(x - y) < 0.2 for x, y in zip((lo, hi), ci_us(p)))
+                  for (lo, hi), m, p in (
+                      (vc["paired_added_ci_us"], vc["paired_added_us"], vc["pairs_ms"]),
+                      (vc["back_to_back_paired_added_ci_us"], vc["back_to_back_paired_added_us"],
+                       vc["back_to_back_pairs_ms"]))),
+          "against the copies, pairs and intervals: %r" % vc)
     # Runs by kind of thread: a thread named as eht names its poller that naps 40 times is put on a
     # CPU 40 times more, give or take a few preemptions (not its nanoseconds, schedstat's first field).
     r0 = bt.thread_runs()
@@ -477,6 +490,10 @@ def main():
     ln = br.line(one)
     check("alternated with the copies: added +5.0 us back to back (pair by pair +4.0), +10.0 synced (+9.0)" in ln,
           "a round's line alternated with the copies: %s" % ln)
+    one["vs_copy"] = dict(alt[0]["vs_copy"], paired_added_ci_us=[-3.0, 20.5], back_to_back_paired_added_ci_us=[1.0, 6.0])
+    ln = br.line(one)
+    check("(pair by pair +4.0 [+1.0 .. +6.0]), +10.0 synced (+9.0 [-3.0 .. +20.5])" in ln,
+          "a round's line with the pairs' intervals: %s" % ln)
     del one["vs_copy"]
     one["vs_copy_error"] = "OutOfMemoryError: boom"
     ln = br.line(one)

@@ -332,7 +332,9 @@ def against_copy(torch, g_copy, g, feed, cfg, a, blocking):
     return {"added_us": (var["median_ms"] - cp["median_ms"]) * 1e3, "paired_added_us": var["paired_added_ms"] * 1e3,
             "back_to_back_added_us": (bb["median_ms"] - bb_cp["median_ms"]) * 1e3,
             "back_to_back_paired_added_us": bb["paired_added_ms"] * 1e3,
-            "pairs_ms": var["pairs_ms"], "back_to_back_pairs_ms": bb["pairs_ms"]}
+            "pairs_ms": var["pairs_ms"], "back_to_back_pairs_ms": bb["pairs_ms"],
+            "paired_added_ci_us": [x * 1e3 for x in var["paired_added_ci_ms"]],
+            "back_to_back_paired_added_ci_us": [x * 1e3 for x in bb["paired_added_ci_ms"]]}
 
 
 def envelope(a):

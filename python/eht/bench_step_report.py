@@ -165,8 +165,13 @@ def line(r):
     if r.get("vs_copy_error"):
         out += "\n    alternated with the copies: not measured (%s)" % r["vs_copy_error"]
     if vc:
-        out += "\n    alternated with the copies: added %+.1f us back to back (pair by pair %+.1f), %+.1f synced (%+.1f)" % (
-            vc["back_to_back_added_us"], vc["back_to_back_paired_added_us"], vc["added_us"], vc["paired_added_us"])
+        def ci(key):  # the pair-by-pair median's 95 % interval, where the result has it
+            c = vc.get(key)
+            return " [%+.1f .. %+.1f]" % (c[0], c[1]) if c else ""
+        out += ("\n    alternated with the copies: added %+.1f us back to back (pair by pair %+.1f%s), %+.1f synced "
+                "(%+.1f%s)") % (vc["back_to_back_added_us"], vc["back_to_back_paired_added_us"],
+                                ci("back_to_back_paired_added_ci_us"), vc["added_us"], vc["paired_added_us"],
+                                ci("paired_added_ci_us"))
     for q, label in (("timeline", "timeline"), ("timeline_queued", "timeline, queued")):
         tl = r.get(q)
         if not tl:
