@@ -7,9 +7,11 @@ range of each variant's rounds. With torch and a GPU the real run is the
 device script's (scripts/gpu-step.sh); here a run without them must exit 77."""
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 src = os.environ.get("EHT_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..")
@@ -29,6 +31,69 @@ def run(args):
     cmd = [cli, "bench", "step"] if cli else [sys.executable, "-m", "eht.bench_step"]
     env = dict(os.environ, PYTHONPATH=os.path.join(src, "python"))
     return subprocess.run(cmd + args, capture_output=True, text=True, env=env, timeout=120)
+
+
+FAKE_SMI = """#!/bin/sh
+echo "$@" > "$0.args"
+[ -n "$FAKE_SMI_SILENT" ] && exit 3
+while :; do
+  echo "1440, 697.38, 700.00, 0x0000000000000004"
+  echo "1500, 690.00, 700.00, 0x0000000000000004"
+  echo "1980, 650.00, 700.00, 0x0000000000000000"
+  echo "1410, 699.00, 700.00, 0x0000000000000024"
+  echo "345, 72.62, 700.00, 0x0000000000000001"
+  echo "[N/A], [N/A], 700.00, [N/A]"
+  sleep 0.02
+done
+"""
+
+
+def clocks_checks():
+    """The clocks beside a mode's runs: nvidia-smi's lines summarized, and the sampler run over a fake
+    nvidia-smi (its arguments, its samples, its end), or saying why it measured nothing."""
+    from eht import bench_step_clocks as bc
+    lines = ["1440, 697.38, 700.00, 0x0000000000000004", "1500, 690.00, 700.00, 0x4",
+             "1980, 650.00, 700.00, 0x0", "1410, 699.00, 700.00, 0x24", "345, 72.62, 700.00, 0x1",
+             "[N/A], [N/A], 700.00, [N/A]", ""]
+    c = bc.summarize(lines)
+    check(c["samples"] == 5 and c["busy_samples"] == 4 and c["unread_lines"] == 1 and c["power_limit_w"] == 700.0
+          and c["sm_clock_mhz"] == {"median": 1470.0, "p10": 1410, "p90": 1980}
+          and abs(c["power_w"] - 693.69) < 1e-9 and c["power_capped_fraction"] == 0.75
+          and c["thermal_fraction"] == 0.25, "nvidia-smi's lines summarized: %r" % c)
+    ln = bc.clocks_line("prefill", "uniform", dict(c, mode="prefill", workload="uniform"))
+    check("SM clock 1470 MHz (p10 1410, p90 1980), 694 W of 700 W, at the power cap in 75 % of 4 busy samples, "
+          "thermally slowed in 25 %" in ln, "the clocks' line: %s" % ln)
+    idle = bc.summarize(["345, 72.62, 700.00, 0x1"])
+    check(idle["busy_samples"] == 0 and "sm_clock_mhz" not in idle
+          and "idle in all 1 samples" in bc.clocks_line("decode", "text", idle), "an idle GPU: %r" % idle)
+    check(bc.gpu_id(type("P", (), {"uuid": "8c7b-1"})()) == "GPU-8c7b-1" and bc.gpu_id(object()) is None, "gpu_id")
+    with tempfile.TemporaryDirectory() as d:
+        smi = os.path.join(d, "nvidia-smi")
+        with open(smi, "w") as f:
+            f.write(FAKE_SMI)
+        os.chmod(smi, 0o755)
+        sampler = bc.ClockSampler("GPU-8c7b-1", 50, smi)
+        time.sleep(0.3)
+        c = sampler.stop()
+        with open(smi + ".args") as f:
+            args = f.read().split()
+        check(args == ["--id=GPU-8c7b-1", "--query-gpu=" + bc.QUERY, "--format=csv,noheader,nounits", "-lms", "50"],
+              "nvidia-smi's arguments: %r" % args)
+        check("error" not in c and c["busy_samples"] >= 4 and c["busy_samples"] == 4 * c["samples"] // 5
+              and c["power_capped_fraction"] == 0.75, "sampled beside the runs: %r" % c)
+        check(sampler.proc is None and sampler.stop() == {"error": None}, "stopped once, and it is gone")
+        os.environ["FAKE_SMI_SILENT"] = "1"
+        try:
+            silent = bc.ClockSampler("GPU-8c7b-1", 50, smi)
+            silent.proc.wait(timeout=10)
+            c = silent.stop()
+        finally:
+            del os.environ["FAKE_SMI_SILENT"]
+        check(c.get("error") == "nvidia-smi gave no sample (exit 3)" and "not measured (nvidia-smi gave no sample"
+              in bc.clocks_line("decode", "uniform", c), "an nvidia-smi that fails at once: %r" % c)
+    c = bc.ClockSampler("GPU-8c7b-1", 50, "/nonexistent/nvidia-smi").stop()
+    check("nonexistent" in (c.get("error") or ""), "no such nvidia-smi: %r" % c)
+    check(bc.ClockSampler(None, 50, "/bin/true").stop() == {"error": "the GPU's UUID is unknown"}, "no UUID")
 
 
 def main():
@@ -564,6 +629,7 @@ def main():
         r = run(bad + ["--dry-run"])
         check(r.returncode == 2 and r.stderr.strip(), "%s exits 2 with a message (%d)" % (bad, r.returncode))
 
+    clocks_checks()
     try:
         import torch  # noqa: F401,PLC0415
         have_gpu = torch.cuda.is_available()
@@ -577,7 +643,13 @@ def main():
                  "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json",
                  "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+raw-side,host+bg+push-side"])
         check(r.returncode == 0, "small GPU run exits 0: %s" % r.stderr[-2000:])
-        res = {x["variant"]: x for x in json.loads(r.stdout)["results"]} if r.returncode == 0 else {}
+        rep = json.loads(r.stdout) if r.returncode == 0 else {}
+        res = {x["variant"]: x for x in rep.get("results", [])}
+        # the GPU's clocks beside the mode's runs: sampled by nvidia-smi where the machine has it
+        gc = rep.get("gpu_clocks") or [{}]
+        check(len(gc) == 1 and gc[0].get("mode") == "decode" and gc[0].get("workload") == "uniform"
+              and (gc[0].get("samples", 0) > 0 if shutil.which("nvidia-smi") else "error" in gc[0]),
+              "the GPU's clocks beside the runs: %r" % gc)
         for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+raw-side", "host+bg+push-side"):
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,

@@ -95,6 +95,7 @@ import time
 
 from .bench_step_model import (HEADS, ROW_BYTES, LinkCopy, Rank, Step, Workload, fill_rows, make_engines,
                                make_tables)
+from .bench_step_clocks import ClockSampler, clocks_line, gpu_id
 from .bench_step_report import line, summarize_rounds, summary_line
 from .bench_step_time import (TIMELINES, time_back_to_back, time_graph, time_paired, timeline, trace_graph,
                               trace_step)
@@ -349,7 +350,7 @@ def envelope(a):
             "engram_layers": a.engram_layers, "sync": a.sync, "burst": a.burst, "threads": a.threads, "rounds": a.rounds,
             "tp": a.tp, "rank": a.rank, "head_start": a.head_start, "part": a.part,
             "variants": [v["name"] for v in a.variant_list], "workloads": a.workloads, "plan": plan(a),
-            "gpu": None, "results": []}
+            "gpu": None, "gpu_clocks": [], "results": []}
 
 
 def run(a, rep, log):
@@ -365,6 +366,7 @@ def run(a, rep, log):
     props = torch.cuda.get_device_properties(dev)
     sms = props.multi_processor_count
     rep["gpu"] = {"name": props.name, "sms": sms}
+    gid = gpu_id(props)
     tables, keep, rows, t_setup = make_tables(torch, eht, a.table_gib, a.device)
     rep["rows"] = rows
     rep["setup_s"] = t_setup
@@ -378,6 +380,7 @@ def run(a, rep, log):
                                                            " and ".join("[%d, %d)" % r for r in rank.vocab)))
     for wspec in a.workloads:
         wl = Workload(torch, wspec, rows, dev, a.hotset_rows, a.seed, rank)
+        wl_name = "uniform" if wspec == "uniform" else "text"
         for cfg in plan(a):
             steps = max(8, min(64, cfg["reps"] + a.warmup))
             batches, distinct = wl.batches(cfg["tokens"], steps, cfg["mode"] == "decode")
@@ -408,113 +411,123 @@ def run(a, rep, log):
                     log("%s: the copies' step to alternate the variants with failed (%s: %s)"
                         % (cfg["mode"], type(e).__name__, e))
                     g_copy = None
-            for rnd, v in ((r, v) for r in range(a.rounds) for v in a.variant_list):
-                res = {"mode": cfg["mode"], "workload": "uniform" if wspec == "uniform" else "text",
-                       "workload_spec": wspec, "variant": v["name"], "strategy": v["strategy"],
-                       "place": v["place"], "background": v["background"], "sm_cap": None,
-                       "distinct_fraction": distinct, "hot_rows": None, "hot_coverage": None,
-                       "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"], "round": rnd,
-                       "rows_filled": rows_filled}
-                engines = []
-                step.late = bool(v.get("late_dequant"))
-                step.raw_only = bool(v.get("raw_only"))
-                try:
-                    if v.get("copy_only"):
-                        engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
-                    if v["strategy"] or v.get("vllm"):
-                        engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads, rank)
-                        # What the engine runs, not what was asked: a flag that did not take once
-                        # made every background variant measure the default mode.
-                        res["background_active"] = engines[0].background
-                        if v["background"] and not res["background_active"]:
-                            log("%s: the background mode is off (the driver has no stream memory operations?); "
-                                "this variant measures the default mode" % v["name"])
-                        if wl.hot[0]:
-                            res["hot_rows"] = len(wl.hot[0])
-                            res["hot_coverage"] = wl.hot_coverage[0]
-                    feed(0)
-                    if v["name"] == "none" or g_none is None:
-                        if g_none is None:
-                            g_none = step.capture([], None, side)
-                        res["step"] = time_graph(torch, g_none, feed, cfg["reps"], a.warmup, blocking)
-                        none_alone = res["step"]
-                    g = g_none
-                    if v["name"] != "none":
-                        g = step.capture(engines, v["place"], side)
-                        res["step"], res["none_paired"] = time_paired(
-                            torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
-                        bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking,
-                                                        a.burst, cfg["back_to_back_share"])
-                        res["back_to_back"] = bb
-                        res["back_to_back_none"] = bb_none
-                        res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3
-                        res["back_to_back_added_pct"] = (100.0 * (bb["median_ms"] - bb_none["median_ms"])
-                                                         / bb_none["median_ms"])
-                        res["paired_added_us"] = res["step"]["paired_added_ms"] * 1e3
-                        res["back_to_back_paired_added_us"] = bb["paired_added_ms"] * 1e3
-                        if g_copy is not None and not v.get("copy_only"):
-                            try:
-                                res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking)
-                            except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
-                                res["vs_copy_error"] = "%s: %s" % (type(e).__name__, e)
-                    if engines:
-                        gl = step.capture_lookups(engines)
-                        res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)
-                        res["last_strategy"] = engines[0].last_strategy
-                        del gl
-                    if a.timeline and rnd == 0:  # (one profile per variant is enough)
-                        os.makedirs(a.timeline, exist_ok=True)
-                        stem = os.path.join(a.timeline, "%s-%s-" % (cfg["mode"], res["workload"]))
-                        if base_tl is None:  # the step without lookups: what the model's kernels take alone
-                            base_tl = {q: timeline(torch, g_none, feed, reps, stem + "none" + suffix + ".json", queued)
-                                       for q, reps, queued, suffix in TIMELINES}
-                        for q, reps, queued, suffix in TIMELINES:
-                            if g is g_none:
-                                res[q] = base_tl[q]
-                                continue
-                            path = stem + v["name"].replace("+", "_") + suffix + ".json"
-                            res[q] = timeline(torch, g, feed, reps, path, queued)
-                            if res[q] and base_tl[q]:
-                                res[q]["model_slowdown_us"] = res[q]["model_kernel_us"] - base_tl[q]["model_kernel_us"]
-                                for k in ("gap", "main_idle"):
-                                    if res[q].get(k + "_us") is not None and base_tl[q].get(k + "_us") is not None:
-                                        res[q][k + "_added_us"] = res[q][k + "_us"] - base_tl[q][k + "_us"]
-                    del g
-                    if a.trace:
-                        res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,
-                                                  max(5, min(cfg["reps"], 20)))
-                        if base_trace is not None and res["trace"]["layers_ms"] is not None:
-                            res["trace"]["interference_ms"] = res["trace"]["layers_ms"] - base_trace["layers_ms"]
-                        try:
-                            res["trace"]["graph"] = trace_graph(torch, step, engines, v["place"], side, feed,
-                                                                max(5, min(cfg["reps"], 20)), a.burst)
-                        except RuntimeError as e:  # (timing inside a graph refused: the variant's rest stands)
-                            res["trace"]["graph_error"] = "%s: %s" % (type(e).__name__, e)
-                    if v["name"] == "none":
-                        base_trace = res.get("trace")
-                    base = res.get("none_paired", res["step"])
-                    add = res["step"]["median_ms"] - base["median_ms"]
-                    res["added_us"] = add * 1e3
-                    res["added_pct"] = 100.0 * add / base["median_ms"]
-                    # Against the none step's own run too: on the H200 the two baselines differed by up
-                    # to 0.15 ms (decode) and 0.9 ms (prefill), so both are reported.
-                    res["added_vs_none_alone_us"] = (res["step"]["median_ms"] - none_alone["median_ms"]) * 1e3
-                    res["cpu_added_ms_per_step"] = res["step"]["cpu_ms_per_step"] - none_alone["cpu_ms_per_step"]
-                except Exception as e:  # noqa: BLE001 (one variant failing must not lose the others)
-                    res["error"] = "%s: %s" % (type(e).__name__, e)
-                finally:
-                    for lk in engines:
-                        lk.close()
+            # nvidia-smi beside the runs: whether the GPU ran them at its power cap (a synced prefill
+            # moves by milliseconds with the clock the cap picks)
+            sampler = ClockSampler(gid)
+            try:
+                for rnd, v in ((r, v) for r in range(a.rounds) for v in a.variant_list):
+                    res = {"mode": cfg["mode"], "workload": "uniform" if wspec == "uniform" else "text",
+                           "workload_spec": wspec, "variant": v["name"], "strategy": v["strategy"],
+                           "place": v["place"], "background": v["background"], "sm_cap": None,
+                           "distinct_fraction": distinct, "hot_rows": None, "hot_coverage": None,
+                           "tokens": cfg["tokens"], "ids_per_table": cfg["ids_per_table"], "round": rnd,
+                           "rows_filled": rows_filled}
                     engines = []
-                    torch.cuda.synchronize()
-                    if "bell_spin_us" in v:  # back to what the process was started with
-                        if bell_env is None:
-                            os.environ.pop("EHT_BELL_SPIN_US", None)
-                        else:
-                            os.environ["EHT_BELL_SPIN_US"] = bell_env
-                        eht._reload_settings()
-                rep["results"].append(res)
-                log(line(res))
+                    step.late = bool(v.get("late_dequant"))
+                    step.raw_only = bool(v.get("raw_only"))
+                    try:
+                        if v.get("copy_only"):
+                            engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
+                        if v["strategy"] or v.get("vllm"):
+                            engines, res["sm_cap"] = make_engines(eht, tables, v, sms, wl.hot, a.threads, rank)
+                            # What the engine runs, not what was asked: a flag that did not take once
+                            # made every background variant measure the default mode.
+                            res["background_active"] = engines[0].background
+                            if v["background"] and not res["background_active"]:
+                                log("%s: the background mode is off (the driver has no stream memory operations?); "
+                                    "this variant measures the default mode" % v["name"])
+                            if wl.hot[0]:
+                                res["hot_rows"] = len(wl.hot[0])
+                                res["hot_coverage"] = wl.hot_coverage[0]
+                        feed(0)
+                        if v["name"] == "none" or g_none is None:
+                            if g_none is None:
+                                g_none = step.capture([], None, side)
+                            res["step"] = time_graph(torch, g_none, feed, cfg["reps"], a.warmup, blocking)
+                            none_alone = res["step"]
+                        g = g_none
+                        if v["name"] != "none":
+                            g = step.capture(engines, v["place"], side)
+                            res["step"], res["none_paired"] = time_paired(
+                                torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
+                            bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking,
+                                                            a.burst, cfg["back_to_back_share"])
+                            res["back_to_back"] = bb
+                            res["back_to_back_none"] = bb_none
+                            res["back_to_back_added_us"] = (bb["median_ms"] - bb_none["median_ms"]) * 1e3
+                            res["back_to_back_added_pct"] = (100.0 * (bb["median_ms"] - bb_none["median_ms"])
+                                                             / bb_none["median_ms"])
+                            res["paired_added_us"] = res["step"]["paired_added_ms"] * 1e3
+                            res["back_to_back_paired_added_us"] = bb["paired_added_ms"] * 1e3
+                            if g_copy is not None and not v.get("copy_only"):
+                                try:
+                                    res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking)
+                                except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
+                                    res["vs_copy_error"] = "%s: %s" % (type(e).__name__, e)
+                        if engines:
+                            gl = step.capture_lookups(engines)
+                            res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)
+                            res["last_strategy"] = engines[0].last_strategy
+                            del gl
+                        if a.timeline and rnd == 0:  # (one profile per variant is enough)
+                            os.makedirs(a.timeline, exist_ok=True)
+                            stem = os.path.join(a.timeline, "%s-%s-" % (cfg["mode"], res["workload"]))
+                            if base_tl is None:  # the step without lookups: what the model's kernels take alone
+                                base_tl = {q: timeline(torch, g_none, feed, reps, stem + "none" + suffix + ".json",
+                                                       queued)
+                                           for q, reps, queued, suffix in TIMELINES}
+                            for q, reps, queued, suffix in TIMELINES:
+                                if g is g_none:
+                                    res[q] = base_tl[q]
+                                    continue
+                                path = stem + v["name"].replace("+", "_") + suffix + ".json"
+                                res[q] = timeline(torch, g, feed, reps, path, queued)
+                                if res[q] and base_tl[q]:
+                                    res[q]["model_slowdown_us"] = (res[q]["model_kernel_us"]
+                                                                   - base_tl[q]["model_kernel_us"])
+                                    for k in ("gap", "main_idle"):
+                                        if res[q].get(k + "_us") is not None and base_tl[q].get(k + "_us") is not None:
+                                            res[q][k + "_added_us"] = res[q][k + "_us"] - base_tl[q][k + "_us"]
+                        del g
+                        if a.trace:
+                            res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,
+                                                      max(5, min(cfg["reps"], 20)))
+                            if base_trace is not None and res["trace"]["layers_ms"] is not None:
+                                res["trace"]["interference_ms"] = res["trace"]["layers_ms"] - base_trace["layers_ms"]
+                            try:
+                                res["trace"]["graph"] = trace_graph(torch, step, engines, v["place"], side, feed,
+                                                                    max(5, min(cfg["reps"], 20)), a.burst)
+                            except RuntimeError as e:  # (timing inside a graph refused: the variant's rest stands)
+                                res["trace"]["graph_error"] = "%s: %s" % (type(e).__name__, e)
+                        if v["name"] == "none":
+                            base_trace = res.get("trace")
+                        base = res.get("none_paired", res["step"])
+                        add = res["step"]["median_ms"] - base["median_ms"]
+                        res["added_us"] = add * 1e3
+                        res["added_pct"] = 100.0 * add / base["median_ms"]
+                        # Against the none step's own run too: on the H200 the two baselines differed by up
+                        # to 0.15 ms (decode) and 0.9 ms (prefill), so both are reported.
+                        res["added_vs_none_alone_us"] = (res["step"]["median_ms"] - none_alone["median_ms"]) * 1e3
+                        res["cpu_added_ms_per_step"] = res["step"]["cpu_ms_per_step"] - none_alone["cpu_ms_per_step"]
+                    except Exception as e:  # noqa: BLE001 (one variant failing must not lose the others)
+                        res["error"] = "%s: %s" % (type(e).__name__, e)
+                    finally:
+                        for lk in engines:
+                            lk.close()
+                        engines = []
+                        torch.cuda.synchronize()
+                        if "bell_spin_us" in v:  # back to what the process was started with
+                            if bell_env is None:
+                                os.environ.pop("EHT_BELL_SPIN_US", None)
+                            else:
+                                os.environ["EHT_BELL_SPIN_US"] = bell_env
+                            eht._reload_settings()
+                    rep["results"].append(res)
+                    log(line(res))
+            finally:
+                clocks = dict(mode=cfg["mode"], workload=wl_name, **sampler.stop())
+            rep["gpu_clocks"].append(clocks)
+            log(clocks_line(cfg["mode"], wl_name, clocks))
             if copy_engines:
                 for lk in copy_engines:
                     lk.close()
