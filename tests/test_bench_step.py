@@ -73,14 +73,18 @@ def clocks_checks():
             f.write(FAKE_SMI)
         os.chmod(smi, 0o755)
         sampler = bc.ClockSampler("GPU-8c7b-1", 50, smi)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 20  # (a loaded CI machine may start the fake late)
+        while os.fstat(sampler.out.fileno()).st_size < 240 and time.monotonic() < deadline:  # (a whole loop)
+            time.sleep(0.05)
         c = sampler.stop()
         with open(smi + ".args") as f:
             args = f.read().split()
         check(args == ["--id=GPU-8c7b-1", "--query-gpu=" + bc.QUERY, "--format=csv,noheader,nounits", "-lms", "50"],
               "nvidia-smi's arguments: %r" % args)
-        check("error" not in c and c["busy_samples"] >= 4 and c["busy_samples"] == 4 * c["samples"] // 5
-              and c["power_capped_fraction"] == 0.75, "sampled beside the runs: %r" % c)
+        # (stopped anywhere in its loop after the first: 4 busy and 1 idle sample at least)
+        check("error" not in c and c["busy_samples"] >= 4 and c["samples"] >= 5
+              and 0.5 <= c["power_capped_fraction"] <= 1.0 and c["power_limit_w"] == 700.0,
+              "sampled beside the runs: %r" % c)
         check(sampler.proc is None and sampler.stop() == {"error": None}, "stopped once, and it is gone")
         os.environ["FAKE_SMI_SILENT"] = "1"
         try:
@@ -555,7 +559,8 @@ def main():
     ln = br.line(one)
     check("alternated with the copies: added +5.0 us back to back (pair by pair +4.0), +10.0 synced (+9.0)" in ln,
           "a round's line alternated with the copies: %s" % ln)
-    one["vs_copy"] = dict(alt[0]["vs_copy"], paired_added_ci_us=[-3.0, 20.5], back_to_back_paired_added_ci_us=[1.0, 6.0])
+    one["vs_copy"] = dict(alt[0]["vs_copy"], paired_added_ci_us=[-3.0, 20.5],
+                          back_to_back_paired_added_ci_us=[1.0, 6.0])
     ln = br.line(one)
     check("(pair by pair +4.0 [+1.0 .. +6.0]), +10.0 synced (+9.0 [-3.0 .. +20.5])" in ln,
           "a round's line with the pairs' intervals: %s" % ln)
