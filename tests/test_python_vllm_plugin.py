@@ -66,8 +66,12 @@ m = eng.ParallelEngramEmbedding(off[24], 256, sizes)
 m.weight[5, 0] = 0x42
 m.scale[5, 3] = 0x7f
 m.load_weights(["w"])
-check(m.loaded == 1 and len(FakeLayer.made) == 1, "load_weights ran vLLM's loader, then made the eht layer")
-layer = FakeLayer.made[0]
+# vLLM's lookup takes packed (newer trees): its packed calls' layer (raw rows) is made there too
+check(m.loaded == 1 and len(FakeLayer.made) == 2, "load_weights ran vLLM's loader, then made the eht layers")
+layer, raw = FakeLayer.made[0], FakeLayer.made[-1]
+check(layer.kw.get("format") == "bf16" and raw.kw.get("format") == "raw" and raw.table is layer.table
+      and {k: v for k, v in raw.kw.items() if k != "format"} == {k: v for k, v in layer.kw.items() if k != "format"},
+      "the packed calls' layer: raw rows, the same table and geometry: %r / %r" % (layer.kw, raw.kw))
 check(layer.kw.get("head_start") == 6 and layer.kw.get("part") == 6 and layer.kw.get("vocab_start") == off[6]
       and layer.kw.get("vocab_end") == off[12], "tp 4 rank 1's geometry: %r" % layer.kw)
 t = layer.table
@@ -79,9 +83,24 @@ for bg in (False, True):
     m.lookup("ids", "out", background=bg)
 check([c[2] for c in layer.calls] == [False, True], "the per-call background flag passed through: %r" % layer.calls)
 check(m.vllm_lookups == 0, "vLLM's own lookup is not called")
+for bg in (True, False):
+    m.lookup("ids", "packed-out", background=bg, packed=True)
+check(raw.calls == [("ids", "packed-out", True), ("ids", "packed-out", False)] and len(layer.calls) == 2
+      and m.vllm_lookups == 0, "packed calls go to the raw layer, background passed: %r" % raw.calls)
+log = pyutil.log_records()
+for _ in range(2):
+    m.lookup("ids", "out", background=True, future_flag=1)
+check(m.vllm_lookups == 2 and m.vllm_args == (True, False, {"future_flag": 1}) and len(layer.calls) == 2,
+      "an argument eht does not know: vLLM's lookup, with its arguments: %r" % (m.vllm_args,))
+check(sum("future_flag" in x for x in log.messages) == 1, "said once: %r" % log.messages)
+made = len(FakeLayer.made)
 m2 = eng.NvidiaParallelEngramEmbedding(off[24], 256, sizes)
 m2.lookup("ids", "out")
-check(len(FakeLayer.made) == 2 and FakeLayer.made[1].calls, "a layer without load_weights gets its eht layer at the first lookup")
+check(len(FakeLayer.made) == made + 1 and FakeLayer.made[-1].calls and FakeLayer.made[-1].kw["format"] == "bf16",
+      "a layer without load_weights gets its eht layer at the first lookup")
+m2.lookup("ids", "packed-out", packed=True)
+check(len(FakeLayer.made) == made + 2 and FakeLayer.made[-1].kw["format"] == "raw" and FakeLayer.made[-1].calls,
+      "... and its packed calls' layer at the first packed call")
 
 # ---- a served table, found by its rows ----
 cli = os.environ.get("EHT_CLI")

@@ -6,7 +6,9 @@ process it starts; it patches nothing unless VLLM_EHT=1.
 With VLLM_EHT=1 each `ParallelEngramEmbedding` (vllm.models.deepseek_v41.common.engram, or
 deepseek_v4_1 as some vLLM trees name it; with the subclasses of the `nvidia` module beside it) keeps
 its own `lookup(indices, out, background=False)` signature, but the call goes to an
-eht.torch.EngramLayer made for that layer and rank, with the per-call `background` passed through:
+eht.torch.EngramLayer made for that layer and rank, with the per-call `background` passed through (and
+newer vLLM's `packed=True`, uint8 [T, part, 264] rows out, to a second layer of eht's raw rows over
+the same table; an argument eht does not know keeps vLLM's lookup for that call, with a warning):
 - VLLM_EHT_KEY=K: the tables `eht serve --key K` hosts on the node (one copy for every worker), the
   layer's table found by its row count (V4.1's two Engram tables differ in rows);
 - else vLLM's own storage, wrapped without a copy (eht.wrap(..., layout="split") over its weights
@@ -110,14 +112,19 @@ def register():
     return True
 
 
-def _takes_background(fn):
-    """Whether fn (a layer's own lookup) takes a background argument: vLLM's does, the trees that
-    shard the table by rows call lookup(indices, out)."""
+def _takes(fn, name, unreadable=True):
+    """Whether fn (a layer's own lookup) takes the argument name: vLLM's takes background (and, in newer
+    trees, packed), the trees that shard the table by rows call lookup(indices, out). unreadable: the
+    answer where fn has no signature to read."""
     try:
         params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # no signature to read: pass it, as vLLM's takes it
-        return True
-    return any(p.name == "background" or p.kind is p.VAR_KEYWORD for p in params)
+    except (TypeError, ValueError):
+        return unreadable
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _takes_background(fn):
+    return _takes(fn, "background")  # (no signature to read: pass it, as vLLM's takes it)
 
 
 def _token_rows(out, indices):
@@ -142,18 +149,30 @@ def patch_class(cls):
     orig_lookup = own_lookup or (None if under_patched else getattr(cls, "lookup", None))
     if orig_lookup is None and not under_patched:
         _log.warning("eht.vllm: %s has no lookup method: nothing is routed through eht", cls.__name__)
+    takes_packed = False
     if orig_lookup is not None:
         takes_background = _takes_background(orig_lookup)
+        takes_packed = _takes(orig_lookup, "packed", unreadable=False)
 
-        def lookup(self, indices, out, background=False):
-            layer = getattr(self, "_eht_layer", None)
-            if layer is None:
-                layer = make_layer(self)
+        def vllms(self, indices, out, background, packed, kwargs):
+            """vLLM's own lookup, with the arguments it takes."""
+            if takes_background:
+                kwargs["background"] = background
+            if packed or takes_packed:
+                kwargs["packed"] = packed
+            return orig_lookup(self, indices, out, **kwargs)
+
+        def lookup(self, indices, out, background=False, packed=False, **kwargs):
+            # packed (newer vLLM): out is uint8 [T, part, 264], each row's fp8 weights then its ue8m0
+            # scales, eht's raw rows; an argument eht does not know keeps vLLM's lookup for that call.
+            if kwargs:
+                _warn_once(cls, "eht.vllm: %s.lookup got %s, which eht does not know: those calls stay vLLM's"
+                           % (cls.__name__, ", ".join(sorted(kwargs))))
+                return vllms(self, indices, out, background, packed, kwargs)
+            layer = make_layer(self, packed=bool(packed))
             if layer is _VLLMS:
-                if takes_background:
-                    return orig_lookup(self, indices, out, background=background)
-                return orig_lookup(self, indices, out)
-            layer.lookup(indices, _token_rows(out, indices), background=bool(background))
+                return vllms(self, indices, out, background, packed, {})
+            layer.lookup(indices, out if packed else _token_rows(out, indices), background=bool(background))
             return out
 
         cls.lookup = lookup
@@ -161,10 +180,23 @@ def patch_class(cls):
         def load_weights(self, *args, **kwargs):
             result = orig_load(self, *args, **kwargs)
             make_layer(self)  # before vLLM profiles its memory: eht's buffers are counted
+            if takes_packed or getattr(self, "_eht_takes_packed", False):
+                make_layer(self, packed=True)  # its packed calls' layer too
             return result
 
         cls.load_weights = load_weights
+    if takes_packed:
+        cls._eht_takes_packed = True  # (for a subclass that patches load_weights alone)
     setattr(cls, _PATCHED, True)
+
+
+_warned = set()
+
+
+def _warn_once(key, msg):
+    if key not in _warned:
+        _warned.add(key)
+        _log.warning(msg)
 
 
 NO_INLINE = 1 << 62
@@ -184,7 +216,8 @@ def prefetch_all(mod, cls):
     if changed:
         _log.info("eht.vllm: every Engram lookup prefetched beside the model (%s raised)", ", ".join(changed))
     else:
-        _log.warning("eht.vllm: found no inline-lookup threshold to raise: vLLM's placement stays")
+        _log.warning("eht.vllm: found no inline-lookup threshold to raise: vLLM's placement stays (trees that "
+                     "prefetch every batch of an offloaded table on a side stream have none)")
     return changed
 
 
@@ -348,11 +381,23 @@ def _own_table(module, who="eht.vllm"):
                                                             adapter.upper()))
 
 
-def make_layer(module):
-    """The eht.torch.EngramLayer of one vLLM Engram layer and rank (made once, kept on the module)."""
+def make_layer(module, packed=False):
+    """The eht.torch.EngramLayer of one vLLM Engram layer and rank (made once, kept on the module): bf16
+    rows out, or with packed eht's raw rows (vLLM's packed lookup: fp8 weights then ue8m0 scales, 264
+    bytes), a second layer over the same table."""
     layer = getattr(module, "_eht_layer", None)
+    if packed and layer is not None and layer is not _VLLMS:
+        raw = getattr(module, "_eht_layer_raw", None)
+        if raw is None:
+            from eht import torch as et  # noqa: PLC0415 (needs torch)
+            kw = dict(getattr(module, "_eht_layer_kw"), format="raw")
+            raw = module._eht_layer_raw = et.EngramLayer(module._eht_table, **kw)
+        return raw
     if layer is not None:
         return layer
+    if packed:
+        layer = make_layer(module)
+        return layer if layer is _VLLMS else make_layer(module, packed=True)
     from eht import torch as et  # noqa: PLC0415 (needs torch)
     key = os.environ.get("VLLM_EHT_KEY")
     try:
@@ -370,10 +415,11 @@ def make_layer(module):
     # A row shard's storage holds the rank's block from its row 0, padded past the table's end on the
     # last rank: the id shift is given (eht's own rule takes a table of exactly the window's rows).
     kw = {"id_shift": -vs} if not key and row_shard(module) is not None else {}
-    layer = et.EngramLayer(table, head_start=hs, part=part, n_heads=N_COLS, vocab_start=vs, vocab_end=ve,
-                           format="bf16", device=_device(), **kw)
+    kw.update(head_start=hs, part=part, n_heads=N_COLS, vocab_start=vs, vocab_end=ve, device=_device())
+    layer = et.EngramLayer(table, format="bf16", **kw)
     module._eht_layer = layer
     module._eht_table = table  # the table must outlive the layer
+    module._eht_layer_kw = kw  # (a packed call's layer: the same but raw rows)
     _log.info("eht.vllm: Engram layer of %d rows: heads [%d, %d), rows [%d, %d), from %s", table.rows, hs, hs + part,
               vs, ve, "key %s" % key if key else "vLLM's storage")
     return layer

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fake vllm.models.deepseek_v41.common.engram: ParallelEngramEmbedding with the constructor and call
-ENGRAM.md describes, storage in vLLM's split layout (weight [rows, 256], scale [rows, 8])."""
+ENGRAM.md describes (and newer vLLM's packed flag), storage in vLLM's split layout (weight [rows, 256],
+scale [rows, 8])."""
 
 INLINE_LOOKUP_THRESHOLD = 4096
 
@@ -20,8 +21,11 @@ class ParallelEngramEmbedding:
         self.loaded += 1
         return set(weights)
 
-    def lookup(self, indices, out, background=False):
+    def lookup(self, indices, out, background=False, packed=False, **later):
+        # (packed: newer vLLM's uint8 [T, part, 264] out, fp8 weights then ue8m0 scales; later: an
+        # argument a vLLM after this one may add)
         self.vllm_lookups += 1
+        self.vllm_args = (background, packed, later)
         return out
 
 
