@@ -102,6 +102,47 @@ m2.lookup("ids", "packed-out", packed=True)
 check(len(FakeLayer.made) == made + 2 and FakeLayer.made[-1].kw["format"] == "raw" and FakeLayer.made[-1].calls,
       "... and its packed calls' layer at the first packed call")
 
+# ---- newer vLLM: no load_weights on the layer; its eht layers made when vLLM's loader finishes ----
+from vllm.model_executor.model_loader import base_loader, utils as loader_utils  # noqa: E402
+
+
+class Model:  # the loaded model: an nn.Module's modules()
+    def __init__(self, *mods):
+        self.mods = mods
+
+    def modules(self):
+        return iter((self,) + self.mods)
+
+
+check(getattr(base_loader.process_weights_after_loading, "_eht_patched", False)
+      and getattr(loader_utils.process_weights_after_loading, "_eht_patched", False),
+      "both bindings of vLLM's process_weights_after_loading followed")
+made = len(FakeLayer.made)
+m5 = eng.ParallelEngramEmbedding(off[24], 256, sizes)   # loaded through per-parameter loaders: no load_weights
+m6 = eng.ParallelEngramEmbedding(off[24], 256, sizes)
+m6.weight = None                                         # storage eht cannot read: left to vLLM, loading goes on
+model = Model(m5, m6, m)                                 # m's layers exist already
+base_loader.load_model(model)
+check(model.processed == 1 and len(FakeLayer.made) == made + 2 and FakeLayer.made[-2].kw["format"] == "bf16"
+      and FakeLayer.made[-1].kw["format"] == "raw" and m5._eht_layer is FakeLayer.made[-2]
+      and m5._eht_layer_raw is FakeLayer.made[-1], "loaded: m5's two layers made, m's not again: %d" % len(FakeLayer.made))
+m6.lookup("ids", "out")
+check(m6._eht_layer is ev._VLLMS and m6.vllm_lookups == 1, "m6 keeps vLLM's lookup")
+ev.register()
+loader_utils.process_weights_after_loading(model, None, None)
+check(model.processed == 2 and len(FakeLayer.made) == made + 2, "registered twice: followed once, nothing made twice")
+
+
+class Broken(eng.ParallelEngramEmbedding):  # storage whose wrap fails: the first lookup tries again
+    pass
+
+
+ev.patch_class(Broken)
+b = Broken(off[24], 256, sizes)
+b.weight = "not a buffer"
+base_loader.load_model(Model(b))
+check(getattr(b, "_eht_layer", None) is None, "a layer that could not be made after loading: left to its first lookup")
+
 # ---- a served table, found by its rows ----
 cli = os.environ.get("EHT_CLI")
 if cli:

@@ -20,7 +20,9 @@ The rank's columns and rows follow vLLM's rule (part = cdiv(24, shards), head_st
 the rows of those head ranges); the layer's own attributes are used where it has them, a row block
 (shard_start / table_rows on the layer or its plan) in the trees that shard a table by rows. A layer
 with none of these keeps its own lookup, with a warning. The eht layer
-is made at the end of the weights' loading (before vLLM profiles its memory), or at the first lookup.
+is made at the end of the weights' loading (before vLLM profiles its memory): after the layer's
+load_weights, or, where it has none (newer vLLM loads each parameter), when vLLM's
+process_weights_after_loading returns; else at the first lookup.
 Placement: vLLM looks up inline, on the model's stream right before the layer, from 4,096 tokens,
 because its kernel takes the SMs the model needs; eht's background way takes none, and measured in the
 same step it added 0.26-0.40 ms to a prefill step beside the model where the inline way added 4.5 ms
@@ -105,6 +107,7 @@ def register():
         return False
     for c in _engram_classes(cls, name):
         patch_class(c)
+    hook_loader()
     if os.environ.get("VLLM_EHT_PREFETCH_ALL", "1") != "0":
         prefetch_all(mod, cls)
     _log.info("eht.vllm: %s.%s looks up through eht (%s)", name, ENGRAM_CLASS,
@@ -197,6 +200,61 @@ def _warn_once(key, msg):
     if key not in _warned:
         _warned.add(key)
         _log.warning(msg)
+
+
+# Where vLLM's model loaders finish: process_weights_after_loading(model, model_config, target_device)
+# in utils, and the same function as base_loader imports it by name (its own binding).
+LOADER_MODULES = ("vllm.model_executor.model_loader.utils", "vllm.model_executor.model_loader.base_loader")
+LOADER_HOOK = "process_weights_after_loading"
+
+
+def make_layers(model):
+    """The eht layers of every patched Engram module of a loaded model not made yet (newer vLLM's layer
+    has no load_weights: its weights come through per-parameter loaders), before vLLM profiles its
+    memory. A layer that cannot be made here is left to its first lookup, with a warning: loading
+    goes on. Returns how many modules got their layers."""
+    made = 0
+    for module in getattr(model, "modules", lambda: ())():
+        if not getattr(type(module), _PATCHED, False) or getattr(module, "_eht_layer", None) is not None:
+            continue
+        try:
+            make_layer(module)
+            if getattr(module, "_eht_takes_packed", False):
+                make_layer(module, packed=True)
+            made += 1
+        except Exception as e:  # noqa: BLE001 (the first lookup tries again and says why)
+            _log.warning("eht.vllm: an Engram layer's eht layer was not made after loading (%s: %s): it is made at "
+                         "its first lookup", type(e).__name__, e)
+    return made
+
+
+def hook_loader():
+    """Wraps vLLM's process_weights_after_loading (each module of LOADER_MODULES that holds it) so that
+    make_layers runs on the loaded model right after it. Returns the modules hooked (none in a vLLM
+    without them: the layers are then made at their first lookup)."""
+    hooked = []
+    for name in LOADER_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 (optional: whatever it raises must not stop vLLM's start)
+            _log.debug("eht.vllm: %s not imported (%s)", name, e)
+            continue
+        orig = getattr(mod, LOADER_HOOK, None)
+        if not callable(orig) or getattr(orig, _PATCHED, False):
+            continue
+
+        def after_loading(model, *args, _orig=orig, **kwargs):
+            result = _orig(model, *args, **kwargs)
+            make_layers(model)
+            return result
+
+        setattr(after_loading, _PATCHED, True)
+        setattr(mod, LOADER_HOOK, after_loading)
+        hooked.append(name)
+    if not hooked:
+        _log.info("eht.vllm: no %s to follow: Engram layers without load_weights get their eht layer at the "
+                  "first lookup", LOADER_HOOK)
+    return hooked
 
 
 NO_INLINE = 1 << 62
