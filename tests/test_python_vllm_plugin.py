@@ -87,6 +87,33 @@ for bg in (True, False):
     m.lookup("ids", "packed-out", background=bg, packed=True)
 check(raw.calls == [("ids", "packed-out", True), ("ids", "packed-out", False)] and len(layer.calls) == 2
       and m.vllm_lookups == 0, "packed calls go to the raw layer, background passed: %r" % raw.calls)
+
+
+class Out:  # a staging tensor: records how eht.vllm slices it
+    def __init__(self, *shape):
+        self.shape, self.ops = shape, []
+
+    def dim(self):
+        return len(self.shape)
+
+    def __getitem__(self, key):
+        self.ops.append(key)
+        return Out(len(range(*key.indices(self.shape[0]))), *self.shape[1:])
+
+
+class Ids:
+    shape = (7, 24)
+
+
+whole, exact = Out(64, 6, 256), Out(7, 6, 256)
+m.lookup(Ids, whole, background=True)       # forks that pass their whole staging (vLLM's kernel writes T rows)
+m.lookup(Ids, exact, background=True)
+check(whole.ops == [slice(None, 7)] and layer.calls[-2][1].shape == (7, 6, 256) and layer.calls[-1][1] is exact
+      and exact.ops == [], "a staging of more tokens than the call's: its first T rows; T rows: as given")
+packed_whole = Out(64, 6, 264)
+m.lookup(Ids, packed_whole, packed=True)
+check(packed_whole.ops == [slice(None, 7)] and raw.calls[-1][1].shape == (7, 6, 264), "the same for packed calls")
+del layer.calls[-2:], raw.calls[-1:]
 log = pyutil.log_records()
 for _ in range(2):
     m.lookup("ids", "out", background=True, future_flag=1)

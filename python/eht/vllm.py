@@ -130,14 +130,20 @@ def _takes_background(fn):
     return _takes(fn, "background")  # (no signature to read: pass it, as vLLM's takes it)
 
 
-def _token_rows(out, indices):
-    """out as [T, columns, 256]: a [>= T, columns * 256] output (the row-sharded trees' staging of
-    every token the step may hold) is viewed as its first T tokens' rows, without a copy."""
+def _token_rows(out, indices, row_len=256):
+    """out as [T, columns, row_len], without a copy: a [>= T, columns * row_len] output (the row-sharded
+    trees' staging of every token the step may hold) viewed as its first T tokens' rows, and a
+    [> T, columns, row_len] one (trees that pass their whole staging, as vLLM's kernel writes only the
+    first T tokens' rows) sliced to them."""
     dim = getattr(out, "dim", None)
-    if dim is None or dim() != 2:
+    if dim is None:
         return out
     T = int(indices.shape[0])
-    return out[:T].view(T, -1, 256)
+    if dim() == 2:
+        return out[:T].view(T, -1, row_len)
+    if dim() == 3 and int(out.shape[0]) > T:
+        return out[:T]
+    return out
 
 
 def patch_class(cls):
@@ -175,7 +181,7 @@ def patch_class(cls):
             layer = make_layer(self, packed=bool(packed))
             if layer is _VLLMS:
                 return vllms(self, indices, out, background, packed, {})
-            layer.lookup(indices, out if packed else _token_rows(out, indices), background=bool(background))
+            layer.lookup(indices, _token_rows(out, indices, 264 if packed else 256), background=bool(background))
             return out
 
         cls.lookup = lookup
