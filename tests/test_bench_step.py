@@ -48,6 +48,123 @@ done
 """
 
 
+def pieces_checks(bm):
+    """bench_step_model.Pieces over a fake torch that logs every stream operation: the pieces captured
+    once each (after an eager warm-up), and each replay launching both lookups eagerly on the side
+    stream after the ids, the graphs in order with the main stream waiting for each table's lookup
+    before the piece that reads it, and the side stream joined at the end."""
+    log = []
+
+    class Stream:
+        def __init__(self, name):
+            self.name = name
+
+        def wait_stream(self, other):
+            log.append(("wait_stream", self.name, other.name))
+
+        def wait_event(self, ev):
+            log.append(("wait_event", self.name, ev.name))
+
+    main = Stream("main")
+    cur = [main]
+
+    class Ev:
+        made = 0
+
+        def __init__(self):
+            self.name = "ev%d" % Ev.made
+            Ev.made += 1
+
+        def record(self, stream):
+            log.append(("record", self.name, stream.name))
+
+    class Graph:
+        def __init__(self):
+            self.piece = None
+
+        def replay(self):
+            log.append(("replay", self.piece))
+
+    capturing = [None]
+
+    class Ctx:
+        def __init__(self, on_enter, on_exit):
+            self.on_enter, self.on_exit = on_enter, on_exit
+
+        def __enter__(self):
+            self.on_enter()
+
+        def __exit__(self, *a):
+            self.on_exit()
+
+    class Cuda:
+        Event = Ev
+        CUDAGraph = Graph
+
+        @staticmethod
+        def Stream():
+            return Stream("warm")
+
+        @staticmethod
+        def current_stream():
+            return cur[-1]
+
+        @staticmethod
+        def stream(s):
+            return Ctx(lambda: cur.append(s), cur.pop)
+
+        @staticmethod
+        def graph(g):
+            return Ctx(lambda: capturing.__setitem__(0, g), lambda: capturing.__setitem__(0, None))
+
+        @staticmethod
+        def synchronize():
+            pass
+
+    class Torch:
+        cuda = Cuda
+
+    class FakeStep:
+        torch, elayers, L, ids = Torch, [1, 14], 16, ["ids0", "ids1"]
+
+        def piece(self, lo, hi, first):
+            if capturing[0] is not None:
+                capturing[0].piece = (lo, hi)
+            log.append(("piece", lo, hi, first, cur[-1].name, capturing[0] is not None))
+
+        def dst(self, t):
+            return "rows%d" % t
+
+    class Engine:
+        def __init__(self, t):
+            self.t = t
+
+        def run(self, ids, out, stream=None):
+            log.append(("run", self.t, ids, out, stream.name, cur[-1].name))
+
+    side = Stream("side")
+    p = bm.Pieces(FakeStep(), [Engine(0), Engine(1)], side)
+    made = [x for x in log if x[0] == "piece"]
+    check(made == [("piece", 0, 1, True, "warm", False), ("piece", 1, 14, False, "warm", False),
+                   ("piece", 14, 16, False, "warm", False), ("piece", 0, 1, True, "main", True),
+                   ("piece", 1, 14, False, "main", True), ("piece", 14, 16, False, "main", True)],
+          "the pieces warmed up eagerly, then captured once each: %r" % made)
+    del log[:]
+    p.replay()
+    e0, e1 = p.events[0].name, p.events[1].name
+    want = [("wait_stream", "side", "main"), ("run", 0, "ids0", "rows0", "side", "side"), ("record", e0, "side"),
+            ("run", 1, "ids1", "rows1", "side", "side"), ("record", e1, "side"), ("replay", (0, 1)),
+            ("wait_event", "main", e0), ("replay", (1, 14)), ("wait_event", "main", e1), ("replay", (14, 16)),
+            ("wait_stream", "main", "side")]
+    check(log == want, "a replay: eager lookups on the side stream, the pieces in order, each waiting for its "
+          "table: %r" % log)
+    bare = bm.Pieces(FakeStep(), [], side)
+    del log[:]
+    bare.replay()
+    check(log == [("replay", (0, 1)), ("replay", (1, 14)), ("replay", (14, 16))],
+          "without engines: the pieces alone: %r" % log)
+
+
 def clocks_checks():
     """The clocks beside a mode's runs: nvidia-smi's lines summarized, and the sampler run over a fake
     nvidia-smi (its arguments, its samples, its end), or saying why it measured nothing."""
@@ -145,6 +262,20 @@ def main():
         pass
     check(bs.parse_variant("layer+stream-side")["push"] is False and bs.parse_variant("layer-side")["push"] is None,
           "layer ways: %r" % bs.parse_variant("layer+stream-side"))
+    # vLLM's newer placement: eager lookups on the side stream between graph pieces
+    pcs = {n: bs.parse_variant(n) for n in ("layer-pieces", "copy-pieces", "vllm-pieces", "layer+stream-pieces")}
+    check(all(v["place"] == "pieces" for v in pcs.values()) and pcs["layer-pieces"]["background"]
+          and pcs["layer-pieces"].get("layer") and pcs["copy-pieces"].get("copy_only")
+          and not pcs["copy-pieces"]["background"] and pcs["vllm-pieces"].get("vllm")
+          and pcs["vllm-pieces"]["background"] and pcs["layer+stream-pieces"]["push"] is False,
+          "the -pieces variants: %r" % pcs)
+    for bad in ("vllm-pieced", "layer-piece", "copy-side"):
+        try:
+            bs.parse_variant(bad)
+            check(bad == "copy-side", "%s accepted" % bad)  # (copy-side: a strategy name eht lacks)
+        except ValueError:
+            pass
+    pieces_checks(bm)
     v = bs.parse_variant("layer+nohot-inline")
     check(v.get("layer") and v["no_hot"] and not v["background"] and not bs.parse_variant("layer-inline")["no_hot"],
           "layer+nohot: the inline way without the hot set: %r" % v)
@@ -646,7 +777,8 @@ def main():
     else:  # a small step on the GPU: every kind of variant runs and reports
         r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
                  "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json",
-                 "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+raw-side,host+bg+push-side"])
+                 "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+raw-side,host+bg+push-side,"
+                 "copy-pieces,layer-pieces"])
         check(r.returncode == 0, "small GPU run exits 0: %s" % r.stderr[-2000:])
         rep = json.loads(r.stdout) if r.returncode == 0 else {}
         res = {x["variant"]: x for x in rep.get("results", [])}
@@ -655,10 +787,13 @@ def main():
         check(len(gc) == 1 and gc[0].get("mode") == "decode" and gc[0].get("workload") == "uniform"
               and (gc[0].get("samples", 0) > 0 if shutil.which("nvidia-smi") else "error" in gc[0]),
               "the GPU's clocks beside the runs: %r" % gc)
-        for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+raw-side", "host+bg+push-side"):
+        for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+raw-side", "host+bg+push-side",
+                     "copy-pieces", "layer-pieces"):
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
                   "%s measured: %r" % (name, x))
+        check("paired_added_us" in (res.get("layer-pieces", {}).get("vs_copy") or {}),
+              "layer-pieces alternated with the copies' pieces: %r" % res.get("layer-pieces", {}).get("vs_copy_error"))
         check(res.get("copy", {}).get("last_strategy") == "copy", "copy: no eht engine ran")
         byt = res.get("host+bg-side", {}).get("step", {}).get("cpu_ms_by_thread") or {}
         check(byt.get("pool", 0) > 0 and byt.get("poller", 0) > 0, "host+bg: its pool's and poller's CPU: %r" % byt)

@@ -22,6 +22,11 @@ the whole step is one CUDA graph. Variants:
                        out, background) with vLLM's arguments: background=True on the side stream,
                        False inline (what an engine's natural call gets, nothing hand-picked)
   layer+stream-side    the same made with push=False (captured lookups the stream's way)
+  layer-pieces, copy-pieces, vllm-pieces  vLLM's newer placement (eager_break_during_capture): the
+                       layers as three graphs cut at the Engram layers, the lookups (or the copies)
+                       called eagerly on the side stream at the step's start, the main stream waiting
+                       for each before the piece that reads it; such a variant is alternated with
+                       copy-pieces (vs_copy) where copy ran. Not traced (--trace)
   STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push / stream (with bg:
   captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way), capN (SM cap N), dedup,
   nohot (a text workload's hot set left out),
@@ -93,7 +98,7 @@ import socket
 import sys
 import time
 
-from .bench_step_model import (HEADS, ROW_BYTES, LinkCopy, Rank, Step, Workload, fill_rows, make_engines,
+from .bench_step_model import (HEADS, ROW_BYTES, LinkCopy, Pieces, Rank, Step, Workload, fill_rows, make_engines,
                                make_tables)
 from .bench_step_clocks import ClockSampler, clocks_line, gpu_id
 from .bench_step_report import line, summarize_rounds, summary_line
@@ -116,11 +121,12 @@ def parse_variant(spec):
     if spec == "none":
         return {"name": "none", "strategy": None, "place": None, "background": False, "sm_cap": 0,
                 "dedup": False, "late_dequant": False}
-    if spec in ("vllm", "vllm-side", "vllm-inline"):
+    if spec in ("vllm", "vllm-side", "vllm-inline", "vllm-pieces"):
         # vLLM's own lookup algorithm (eht.vllm_baseline, Triton): on the side stream with its background
-        # grid (SMs / 2), or inline before the layer with the full grid (vLLM's placement from 4,096 tokens)
-        place = "inline" if spec == "vllm-inline" else "side"
-        return {"name": spec, "strategy": None, "place": place, "background": place == "side", "sm_cap": 0,
+        # grid (SMs / 2), or inline before the layer with the full grid (vLLM's placement from 4,096 tokens);
+        # -pieces: called eagerly on the side stream between graph pieces (vLLM's newer placement)
+        place = {"vllm-inline": "inline", "vllm-pieces": "pieces"}.get(spec, "side")
+        return {"name": spec, "strategy": None, "place": place, "background": place != "inline", "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "vllm": True}
     if spec.startswith("layer"):
         # the engine's own call: eht.torch.EngramLayer.lookup(ids, out, background) with vLLM's arguments,
@@ -128,17 +134,18 @@ def parse_variant(spec):
         # workload its inline way loads the hot set as a served table's would; +nohot: without it
         head, _, place = spec.rpartition("-")
         opts = head.split("+")
-        if opts[0] != "layer" or place not in ("side", "inline") or \
+        if opts[0] != "layer" or place not in ("side", "inline", "pieces") or \
                 any(o not in ("push", "stream", "nohot") for o in opts[1:]) or ("push" in opts and "stream" in opts):
-            raise ValueError("variant %r: layer[+push|+stream][+nohot]-side|inline" % spec)
+            raise ValueError("variant %r: layer[+push|+stream][+nohot]-side|inline|pieces" % spec)
         if place == "inline" and ("push" in opts or "stream" in opts):
-            raise ValueError("variant %r: push and stream are ways of the background call (-side)" % spec)
-        return {"name": spec, "strategy": "auto", "place": place, "background": place == "side", "sm_cap": 0,
+            raise ValueError("variant %r: push and stream are ways of the background call (-side, -pieces)" % spec)
+        return {"name": spec, "strategy": "auto", "place": place, "background": place != "inline", "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "layer": True, "no_hot": "nohot" in opts,
                 "push": True if "push" in opts else False if "stream" in opts else None}
-    if spec == "copy":
-        return {"name": "copy", "strategy": None, "place": "side", "background": False, "sm_cap": 0,
-                "dedup": False, "late_dequant": False, "copy_only": True}
+    if spec in ("copy", "copy-pieces"):
+        # the bytes' copies alone, in the graph's side stream or (-pieces) eager between graph pieces
+        return {"name": spec, "strategy": None, "place": "pieces" if spec == "copy-pieces" else "side",
+                "background": False, "sm_cap": 0, "dedup": False, "late_dequant": False, "copy_only": True}
     head, sep, place = spec.rpartition("-")
     if not sep or place not in ("side", "inline"):
         raise ValueError("variant %r: STRATEGY[+OPT]-side|inline, none or vllm" % spec)
@@ -402,7 +409,7 @@ def run(a, rep, log):
             # The copies' step, kept for the cfg: every variant with lookups is also alternated with it
             # (vs_copy), so that its cost over the copies is one paired figure, not the difference of
             # two figures measured seconds apart, each against its own run of the step without lookups.
-            copy_engines = g_copy = None
+            copy_engines = g_copy = g_copy_pieces = None
             if any(v.get("copy_only") for v in a.variant_list):
                 try:
                     copy_engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
@@ -447,7 +454,8 @@ def run(a, rep, log):
                             none_alone = res["step"]
                         g = g_none
                         if v["name"] != "none":
-                            g = step.capture(engines, v["place"], side)
+                            g = (Pieces(step, engines, side) if v["place"] == "pieces"
+                                 else step.capture(engines, v["place"], side))
                             res["step"], res["none_paired"] = time_paired(
                                 torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
                             bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking,
@@ -461,7 +469,12 @@ def run(a, rep, log):
                             res["back_to_back_paired_added_us"] = bb["paired_added_ms"] * 1e3
                             if g_copy is not None and not v.get("copy_only"):
                                 try:
-                                    res["vs_copy"] = against_copy(torch, g_copy, g, feed, cfg, a, blocking)
+                                    gc = g_copy
+                                    if v["place"] == "pieces":  # like for like: the copies eager too
+                                        if g_copy_pieces is None:
+                                            g_copy_pieces = Pieces(step, copy_engines, side)
+                                        gc = g_copy_pieces
+                                    res["vs_copy"] = against_copy(torch, gc, g, feed, cfg, a, blocking)
                                 except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
                                     res["vs_copy_error"] = "%s: %s" % (type(e).__name__, e)
                         if engines:
@@ -489,7 +502,7 @@ def run(a, rep, log):
                                         if res[q].get(k + "_us") is not None and base_tl[q].get(k + "_us") is not None:
                                             res[q][k + "_added_us"] = res[q][k + "_us"] - base_tl[q][k + "_us"]
                         del g
-                        if a.trace:
+                        if a.trace and v["place"] != "pieces":  # (the traced step is one graph)
                             res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,
                                                       max(5, min(cfg["reps"], 20)))
                             if base_trace is not None and res["trace"]["layers_ms"] is not None:
@@ -531,7 +544,7 @@ def run(a, rep, log):
             if copy_engines:
                 for lk in copy_engines:
                     lk.close()
-            del step, batches, g_none, g_copy, copy_engines
+            del step, batches, g_none, g_copy, g_copy_pieces, copy_engines
             torch.cuda.empty_cache()
     del tables, keep
     rep["summary"] = summarize_rounds(rep["results"])

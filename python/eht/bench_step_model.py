@@ -254,6 +254,20 @@ class Step:
         torch.cuda.synchronize()
         return g
 
+    def piece(self, lo, hi, first):
+        """Layers [lo, hi) as enqueued on the current stream (first: the step's input copied in before
+        them); an Engram layer among them reads its rows as they are (Pieces makes the main stream wait
+        for its lookup before the piece that holds it)."""
+        x = self.x
+        if first:
+            x.copy_(self.x0)
+        for layer in range(lo, hi):
+            if layer in self.elayers:
+                t = self.elayers.index(layer)
+                x.add_(self.rows[t].view(self.T, self.part * DIM) @ self.E[t])
+            x.copy_(self.torch.relu(x @ self.W1[layer]) @ self.W2[layer])
+        return x
+
     def capture_lookups(self, engines):
         torch = self.torch
         g = torch.cuda.CUDAGraph()
@@ -265,6 +279,52 @@ class Step:
                     engines[t].dequant(self.raw[t], self.rows[t], stream=cur)
         torch.cuda.synchronize()
         return g
+
+
+class Pieces:
+    """The step as vLLM's newer code runs it (`eager_break_during_capture`): the layers as CUDA graphs
+    cut at the two Engram layers, the lookups called eagerly on the side stream at the step's start
+    (engines' run, as vLLM's prefetch calls lookup(..., background=True)), and the main stream waiting
+    for each table's lookup before the piece that reads it. replay() enqueues one step on the current
+    stream, as CUDAGraph.replay does, so the timers take it as a graph; its eager calls' CPU is part
+    of the step's."""
+
+    def __init__(self, step, engines, side):
+        torch = step.torch
+        self.step, self.engines, self.side = step, engines, side
+        e0, e1 = step.elayers
+        self.bounds = [(0, e0), (e0, e1), (e1, step.L)]
+        s = torch.cuda.Stream()  # warm up eagerly on a side stream first (torch's rule for capture)
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for i, (lo, hi) in enumerate(self.bounds):
+                step.piece(lo, hi, i == 0)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        self.graphs = []
+        for i, (lo, hi) in enumerate(self.bounds):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                step.piece(lo, hi, i == 0)
+            self.graphs.append(g)
+        torch.cuda.synchronize()
+        self.events = [torch.cuda.Event(), torch.cuda.Event()]
+
+    def replay(self):
+        torch, step = self.step.torch, self.step
+        main = torch.cuda.current_stream()
+        if self.engines:
+            self.side.wait_stream(main)  # the ids fed on the main stream
+            with torch.cuda.stream(self.side):
+                for t in range(2):
+                    self.engines[t].run(step.ids[t], step.dst(t), stream=self.side)
+                    self.events[t].record(self.side)
+        for i, g in enumerate(self.graphs):
+            if i and self.engines:
+                main.wait_event(self.events[i - 1])
+            g.replay()
+        if self.engines:
+            main.wait_stream(self.side)  # nothing of the step left on the side stream after it
 
 
 # --------------------------------------------------------------------------- the engines
