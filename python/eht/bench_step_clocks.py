@@ -9,6 +9,8 @@ import statistics
 import subprocess
 import tempfile
 
+from .bench_step_time import pct
+
 # nvmlClocksEventReasons bits (nvidia-smi prints the mask in hex)
 IDLE = 0x1
 POWER = 0x4 | 0x80            # the software power cap; the hardware power brake
@@ -20,11 +22,6 @@ def gpu_id(props):
     """nvidia-smi's --id for a torch device's properties ("GPU-<uuid>"), None where torch has no UUID."""
     uuid = getattr(props, "uuid", None)
     return "GPU-%s" % uuid if uuid else None
-
-
-def _pct(xs, q):
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
 
 
 def summarize(lines):
@@ -48,8 +45,8 @@ def summarize(lines):
     out = {"samples": len(busy) + idle, "busy_samples": len(busy), "unread_lines": unread, "power_limit_w": limit}
     if busy:
         clocks = [c for c, _, _ in busy]
-        out.update({"sm_clock_mhz": {"median": statistics.median(clocks), "p10": _pct(clocks, 0.1),
-                                     "p90": _pct(clocks, 0.9)},
+        out.update({"sm_clock_mhz": {"median": statistics.median(clocks), "p10": pct(clocks, 0.1),
+                                     "p90": pct(clocks, 0.9)},
                     "power_w": statistics.median(d for _, d, _ in busy),
                     "power_capped_fraction": sum(1 for _, _, r in busy if r & POWER) / len(busy),
                     "thermal_fraction": sum(1 for _, _, r in busy if r & THERMAL) / len(busy)})
