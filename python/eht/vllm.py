@@ -188,15 +188,20 @@ def patch_class(cls):
     if orig_load is not None:
         def load_weights(self, *args, **kwargs):
             result = orig_load(self, *args, **kwargs)
-            make_layer(self)  # before vLLM profiles its memory: eht's buffers are counted
-            if takes_packed or getattr(self, "_eht_takes_packed", False):
-                make_layer(self, packed=True)  # its packed calls' layer too
+            _make_module_layers(self)  # before vLLM profiles its memory: eht's buffers are counted
             return result
 
         cls.load_weights = load_weights
     if takes_packed:
-        cls._eht_takes_packed = True  # (for a subclass that patches load_weights alone)
+        cls._eht_takes_packed = True  # (its subclasses inherit it: _make_module_layers reads it)
     setattr(cls, _PATCHED, True)
+
+
+def _make_module_layers(module):
+    """A patched module's eht layer, and its packed calls' layer where its lookup takes packed."""
+    make_layer(module)
+    if getattr(module, "_eht_takes_packed", False):
+        make_layer(module, packed=True)
 
 
 _warned = set()
@@ -224,9 +229,7 @@ def make_layers(model):
         if not getattr(type(module), _PATCHED, False) or getattr(module, "_eht_layer", None) is not None:
             continue
         try:
-            make_layer(module)
-            if getattr(module, "_eht_takes_packed", False):
-                make_layer(module, packed=True)
+            _make_module_layers(module)
             made += 1
         except Exception as e:  # noqa: BLE001 (the first lookup tries again and says why)
             _log.warning("eht.vllm: an Engram layer's eht layer was not made after loading (%s: %s): it is made at "
