@@ -2,6 +2,7 @@
 """eht bench step's simulated model (bench_step.py says what it measures): V4.1's Engram hashing of
 the ids (uniform or a text's), the tables, the step (a CUDA graph of layers consuming two tables' rows)
 and the engines each variant looks its rows up with (eht's, vLLM's algorithm, the copies alone)."""
+import functools
 import json
 import os
 import statistics
@@ -163,6 +164,26 @@ def make_tables(torch, eht, gib, dev):
 
 
 # --------------------------------------------------------------------------- the step
+def capture_graphs(torch, pieces):
+    """CUDA graphs of pieces, [(warm, enqueue)]: every warm() run eagerly on a side stream first
+    (torch's rule for capture; engines included), then each enqueue() captured as one graph."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for warm, _ in pieces:
+            warm()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graphs = []
+    for _, enqueue in pieces:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            enqueue()
+        graphs.append(g)
+    torch.cuda.synchronize()
+    return graphs
+
+
 class Step:
     def __init__(self, torch, cfg, engram_layers, dev, seed, part=HEADS):
         self.torch = torch
@@ -240,19 +261,9 @@ class Step:
 
     def capture(self, engines, place, side, marks=None):
         """The step as a CUDA graph; marks: a dict that gets its timing events (event nodes)."""
-        torch = self.torch
-        g = torch.cuda.CUDAGraph()
-        # Warm up eagerly on a side stream first (torch's rule for capture), engines included.
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            self.body(engines, place, side)
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g):
-            self.body(engines, place, side, marks=marks, external=marks is not None)
-        torch.cuda.synchronize()
-        return g
+        return capture_graphs(self.torch, [(lambda: self.body(engines, place, side),
+                                            lambda: self.body(engines, place, side, marks=marks,
+                                                              external=marks is not None))])[0]
 
     def piece(self, lo, hi, first):
         """Layers [lo, hi) as enqueued on the current stream (first: the step's input copied in before
@@ -294,20 +305,8 @@ class Pieces:
         self.step, self.engines, self.side = step, engines, side
         e0, e1 = step.elayers
         self.bounds = [(0, e0), (e0, e1), (e1, step.L)]
-        s = torch.cuda.Stream()  # warm up eagerly on a side stream first (torch's rule for capture)
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for i, (lo, hi) in enumerate(self.bounds):
-                step.piece(lo, hi, i == 0)
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        self.graphs = []
-        for i, (lo, hi) in enumerate(self.bounds):
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                step.piece(lo, hi, i == 0)
-            self.graphs.append(g)
-        torch.cuda.synchronize()
+        fns = [functools.partial(step.piece, lo, hi, i == 0) for i, (lo, hi) in enumerate(self.bounds)]
+        self.graphs = capture_graphs(torch, [(f, f) for f in fns])
         self.events = [torch.cuda.Event(), torch.cuda.Event()]
 
     def replay(self):
