@@ -423,7 +423,7 @@ def run(a, rep, log):
             sampler = ClockSampler(gid)
             try:
                 for rnd, v in ((r, v) for r in range(a.rounds) for v in a.variant_list):
-                    res = {"mode": cfg["mode"], "workload": "uniform" if wspec == "uniform" else "text",
+                    res = {"mode": cfg["mode"], "workload": wl_name,
                            "workload_spec": wspec, "variant": v["name"], "strategy": v["strategy"],
                            "place": v["place"], "background": v["background"], "sm_cap": None,
                            "distinct_fraction": distinct, "hot_rows": None, "hot_coverage": None,
