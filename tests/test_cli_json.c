@@ -509,6 +509,8 @@ int main(void)
 		      json_integer_value(json_object_get(e, "piece_rows")) >= 1);
 		CHECK(json_real_value(json_object_get(e, "local_ms")) > 0 &&
 		      json_real_value(json_object_get(e, "staging_ms")) > 0);
+		/* the pass over the rows the engines read, beside those over rows nobody read */
+		CHECK(json_real_value(json_object_get(e, "staging_engines_rows_ms")) > 0);
 		CHECK(!json_object_get(e, "gap_asleep_ms")); /* no --gap: not run */
 	}
 	json_decref(j);

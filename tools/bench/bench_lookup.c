@@ -422,7 +422,7 @@ static void lk_cpu_limit(struct lk_run *d, int k)
 	unsigned pf = eht_lk_prefetch_rows();
 	struct timespec calm = {0, 5000000}; /* the engines' threads stop their spin after the last call first */
 	nanosleep(&calm, NULL);
-	if (bench_cpu_limit(d->host, RB, d->ids, d->o->shapes[k], (size_t)d->batches, d->maxn, width, pf,
+	if (bench_cpu_limit(d->host, d->rows, RB, d->ids, d->o->shapes[k], (size_t)d->batches, d->maxn, width, pf,
 			    d->o->reps, d->o->gap_ms * 1e-3, &d->lim[k]))
 		memset(&d->lim[k], 0, sizeof(d->lim[k]));
 }
