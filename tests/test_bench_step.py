@@ -141,6 +141,8 @@ def pieces_checks(bm):
 
         def run(self, ids, out, stream=None):
             log.append(("run", self.t, ids, out, stream.name, cur[-1].name))
+            if self.t == 1:
+                time.sleep(0.003)  # table 1's call is the slow one: its time must be table 1's
 
     side = Stream("side")
     p = bm.Pieces(FakeStep(), [Engine(0), Engine(1)], side)
@@ -158,6 +160,12 @@ def pieces_checks(bm):
             ("wait_stream", "main", "side")]
     check(log == want, "a replay: eager lookups on the side stream, the pieces in order, each waiting for its "
           "table: %r" % log)
+    p.replay()
+    calls = p.take_call_us()  # (the warm-up made no call: capture_graphs warms the pieces only)
+    check(calls is not None and [c["calls"] for c in calls] == [2, 2] and calls[0]["median"] < 2500
+          and calls[1]["median"] >= 2900 and calls[1]["p90"] >= calls[1]["median"],
+          "each table's eager calls timed on its own: %r" % calls)
+    check(p.take_call_us() is None, "taken once: %r" % p.call_us)
     bare = bm.Pieces(FakeStep(), [], side)
     del log[:]
     bare.replay()
@@ -549,6 +557,10 @@ def main():
                   "trace": dict(tr, graph=None, graph_error="RuntimeError: capture refused")})
     check("\n    graph: not timed (RuntimeError: capture refused)" in ln and "graph, " not in ln,
           "a graph trace that failed: %s" % ln)
+    ln = br.line({"mode": "decode", "workload": "uniform", "variant": "layer-pieces",
+                  "step": {"median_ms": 3.0, "p90_ms": 3.1, "cpu_ms_per_step": 2.8},
+                  "eager_call_us": [{"median": 21.5, "p90": 40.25, "calls": 40}, None]})
+    check("  eager calls 21.5 (p90 40.2) / - us" in ln, "a -pieces variant's eager calls: %s" % ln)
     # The report's line for a variant profiled after each sync and queued.
     tl = {"span_us": 3000, "model_kernel_us": 2900, "model_slowdown_us": 12.0, "eht_kernels": 4, "eht_kernel_us": 70,
           "eht_max_grid": 48, "eht_copies": 0, "eht_copy_us": 0, "eht_first_us": 0, "eht_last_us": 500}
@@ -792,6 +804,10 @@ def main():
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
                   "%s measured: %r" % (name, x))
+        for name in ("layer-pieces", "copy-pieces"):  # (the copies' run: a table's three copies)
+            ec = res.get(name, {}).get("eager_call_us") or []
+            check(len(ec) == 2 and all(c and c["calls"] >= 3 and c["median"] > 0 for c in ec),
+                  "%s: each table's eager calls on the launching thread: %r" % (name, ec))
         check("paired_added_us" in (res.get("layer-pieces", {}).get("vs_copy") or {}),
               "layer-pieces alternated with the copies' pieces: %r" % res.get("layer-pieces", {}).get("vs_copy_error"))
         check(res.get("copy", {}).get("last_strategy") == "copy", "copy: no eht engine ran")

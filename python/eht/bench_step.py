@@ -26,7 +26,9 @@ the whole step is one CUDA graph. Variants:
                        layers as three graphs cut at the Engram layers, the lookups (or the copies)
                        called eagerly on the side stream at the step's start, the main stream waiting
                        for each before the piece that reads it; such a variant is alternated with
-                       copy-pieces (vs_copy) where copy ran. Not traced (--trace)
+                       copy-pieces (vs_copy) where copy ran, and reports each table's eager call's
+                       wall time on the launching thread over its synced steps (eager_call_us: a
+                       synced step waits for it). Not traced (--trace)
   STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push / stream (with bg:
   captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way), capN (SM cap N), dedup,
   nohot (a text workload's hot set left out),
@@ -456,8 +458,13 @@ def run(a, rep, log):
                         if v["name"] != "none":
                             g = (Pieces(step, engines, side) if v["place"] == "pieces"
                                  else step.capture(engines, v["place"], side))
+                            if isinstance(g, Pieces):
+                                g.take_call_us()  # (its warm-up calls)
                             res["step"], res["none_paired"] = time_paired(
                                 torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
+                            if isinstance(g, Pieces) and engines:
+                                # the eager calls' wall time on the launching thread, which a synced step waits for
+                                res["eager_call_us"] = g.take_call_us()
                             bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking,
                                                             a.burst, cfg["back_to_back_share"])
                             res["back_to_back"] = bb

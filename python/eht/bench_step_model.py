@@ -8,6 +8,8 @@ import os
 import statistics
 import time
 
+from .bench_step_time import pct
+
 ROW_BYTES = 264
 HEADS = 24
 DIM = 256
@@ -298,11 +300,13 @@ class Pieces:
     (engines' run, as vLLM's prefetch calls lookup(..., background=True)), and the main stream waiting
     for each table's lookup before the piece that reads it. replay() enqueues one step on the current
     stream, as CUDAGraph.replay does, so the timers take it as a graph; its eager calls' CPU is part
-    of the step's."""
+    of the step's: call_us keeps each table's calls' wall time on the launching thread (us), which a
+    synced step waits for (take_call_us reads and clears them)."""
 
     def __init__(self, step, engines, side):
         torch = step.torch
         self.step, self.engines, self.side = step, engines, side
+        self.call_us = [[] for _ in engines]
         e0, e1 = step.elayers
         self.bounds = [(0, e0), (e0, e1), (e1, step.L)]
         fns = [functools.partial(step.piece, lo, hi, i == 0) for i, (lo, hi) in enumerate(self.bounds)]
@@ -316,7 +320,9 @@ class Pieces:
             self.side.wait_stream(main)  # the ids fed on the main stream
             with torch.cuda.stream(self.side):
                 for t in range(2):
+                    t0 = time.perf_counter()
                     self.engines[t].run(step.ids[t], step.dst(t), stream=self.side)
+                    self.call_us[t].append((time.perf_counter() - t0) * 1e6)
                     self.events[t].record(self.side)
         for i, g in enumerate(self.graphs):
             if i and self.engines:
@@ -324,6 +330,13 @@ class Pieces:
             g.replay()
         if self.engines:
             main.wait_stream(self.side)  # nothing of the step left on the side stream after it
+
+    def take_call_us(self):
+        """Each table's eager calls since the last take: [{"median", "p90", "calls"}] (us), or None."""
+        out = [{"median": statistics.median(c), "p90": pct(c, 0.9), "calls": len(c)} if c else None
+               for c in self.call_us]
+        self.call_us = [[] for _ in self.engines]
+        return out if any(out) else None
 
 
 # --------------------------------------------------------------------------- the engines

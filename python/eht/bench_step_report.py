@@ -157,6 +157,9 @@ def line(r):
         out += "  launch %.0f us (%+.0f)" % (s["launch_us"], s["launch_us"] - r["none_paired"]["launch_us"])
     if "lookups_alone" in r:
         out += "  lookups alone %7.3f ms" % r["lookups_alone"]["median_ms"]
+    if r.get("eager_call_us"):  # -pieces: each table's eager call on the launching thread, synced steps
+        out += "  eager calls %s us" % " / ".join("%.1f (p90 %.1f)" % (c["median"], c["p90"]) if c else "-"
+                                                  for c in r["eager_call_us"])
     if "back_to_back_added_us" in r:
         out += "\n    back to back: step %.3f ms, added %+.1f us (%+.2f %%), cpu %.2f ms/step" % (
             r["back_to_back"]["median_ms"], r["back_to_back_added_us"], r["back_to_back_added_pct"],
