@@ -52,7 +52,6 @@ _PATCHED = "_eht_sglang_patched"
 _FULL_LAYOUTS = ("shared", "numa_shared")  # every row on each rank, no all-reduce
 _SHARD_LAYOUTS = ("private", "per_rank")  # the rank's own rows, SGLang's all-reduce sums
 _state = threading.local()  # depth of `prefetch` calls on this thread: lookups inside run in the background
-_warned = set()
 
 
 def enabled(env: Optional[Mapping[str, str]] = None) -> bool:
@@ -224,9 +223,9 @@ def storage_mode(module: Any) -> Optional[str]:
         return FULL
     host = getattr(module, "host_table", None)
     if host is None:
-        _warn_once("device", "eht.sglang: an Engram table in device memory and no %s: SGLang's lookup stays "
-                   "(SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1 keeps it in host memory; or serve it with `eht serve`)"
-                   % KEY_ENV)
+        _vllm._warn_once("device", "eht.sglang: an Engram table in device memory and no %s: SGLang's lookup "
+                         "stays (SGLANG_ENABLE_DSV41_ENGRAM_HOST_TABLE=1 keeps it in host memory; or serve it "
+                         "with `eht serve`)" % KEY_ENV)
         return None
     shared = getattr(module, "_shared", None)
     layout = getattr(host, "layout", None)
@@ -234,15 +233,9 @@ def storage_mode(module: Any) -> Optional[str]:
         return FULL
     if layout in _SHARD_LAYOUTS:
         return SHARD
-    _warn_once("layout " + str(layout), "eht.sglang: SGLang's host-table layout %r is not one this adapter knows: "
-               "SGLang's lookup stays" % (layout,))
+    _vllm._warn_once("layout " + str(layout), "eht.sglang: SGLang's host-table layout %r is not one this "
+                     "adapter knows: SGLang's lookup stays" % (layout,))
     return None
-
-
-def _warn_once(what: str, msg: str) -> None:
-    if what not in _warned:
-        _warned.add(what)
-        _log.warning(msg)
 
 
 def _num_embeddings(module: Any) -> int:

@@ -208,6 +208,8 @@ _warned = set()
 
 
 def _warn_once(key, msg):
+    """One warning per key on the package's logger (eht.sglang's adapter shares it: its keys are
+    strings, this module's classes)."""
     if key not in _warned:
         _warned.add(key)
         _log.warning(msg)
