@@ -128,9 +128,14 @@ def time_graph(torch, g, feed, reps, warmup, blocking):
             "cpu_ms_per_step": (c1 - c0) * 1e3 / reps, "wall_ms_per_step": (w1 - w0) * 1e3 / reps}
 
 
-def _pairs(tv, tn):
-    """[[variant, none], ...] (ms, to 0.1 us) of pairs timed in order."""
-    return [[round(v, 4), round(n, 4)] for v, n in zip(tv, tn)]
+def _paired(tv, tn):
+    """The figures of pairs (variant, none) timed in order, ms: the median of each pair's difference (a
+    GPU whose clocks change over seconds moves both runs of a pair alike, where it moves the two
+    medians apart by chance), its 95 % confidence interval (median_ci), and every pair in the order
+    run (to 0.1 us: how far the pairs spread, for a reader's own statistic)."""
+    diffs = [v - n for v, n in zip(tv, tn)]
+    return {"paired_added_ms": statistics.median(diffs), "paired_added_ci_ms": median_ci(diffs),
+            "pairs_ms": [[round(v, 4), round(n, 4)] for v, n in zip(tv, tn)]}
 
 
 def abba(n):
@@ -157,14 +162,7 @@ def time_paired(torch, g_none, g, feed, reps, warmup, blocking, none_cpu_ms):
             feed(warmup + i)
             times.append(_replay_ms(start, end, graph, launches))
     c1, w1, (t1, r1) = cpu_s(), time.perf_counter(), thread_stats()
-    diffs = [v - n for v, n in zip(tv, tn)]
-    var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9),
-           # the median of each pair's difference: a GPU whose clocks change over seconds moves both
-           # runs of a pair alike, where it moves the two medians apart by chance
-           "paired_added_ms": statistics.median(diffs),
-           # every pair (variant, none) in the order run: how far the pairs spread, for a reader's own statistic
-           "pairs_ms": _pairs(tv, tn),
-           "paired_added_ci_ms": median_ci(diffs),
+    var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), **_paired(tv, tn),
            "cpu_ms_per_step": (c1 - c0) * 1e3 / reps - none_cpu_ms,
            "wall_ms_per_step": (w1 - w0) * 1e3 / reps - statistics.median(tn),
            # eht's threads work for the variant's steps only; "rest" includes the none steps' own
@@ -233,10 +231,8 @@ def time_back_to_back(torch, g_none, g, feed, reps, warmup, blocking, burst=8, s
         tn.append(burst_ms(g_none, warmup + k * burst))
         if not var_first:
             variant(k)
-    diffs = [v - n for v, n in zip(tv, tn)]
     var = {"median_ms": statistics.median(tv), "p90_ms": pct(tv, 0.9), "cpu_ms_per_step": cpu * 1e3 / (len(tv) * burst),
-           "paired_added_ms": statistics.median(diffs),  # (as time_paired's)
-           "pairs_ms": _pairs(tv, tn), "paired_added_ci_ms": median_ci(diffs)}
+           **_paired(tv, tn)}
     return var, {"median_ms": statistics.median(tn), "p90_ms": pct(tn, 0.9)}
 
 
