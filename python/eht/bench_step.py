@@ -456,13 +456,13 @@ def run(a, rep, log):
                             none_alone = res["step"]
                         g = g_none
                         if v["name"] != "none":
-                            g = (Pieces(step, engines, side) if v["place"] == "pieces"
-                                 else step.capture(engines, v["place"], side))
-                            if isinstance(g, Pieces):
+                            pieces = v["place"] == "pieces"
+                            g = Pieces(step, engines, side) if pieces else step.capture(engines, v["place"], side)
+                            if pieces:
                                 g.take_call_us()  # (its warm-up calls)
                             res["step"], res["none_paired"] = time_paired(
                                 torch, g_none, g, feed, cfg["reps"], a.warmup, blocking, none_alone["cpu_ms_per_step"])
-                            if isinstance(g, Pieces) and engines:
+                            if pieces:
                                 # the eager calls' wall time on the launching thread, which a synced step waits for
                                 res["eager_call_us"] = g.take_call_us()
                             bb, bb_none = time_back_to_back(torch, g_none, g, feed, cfg["reps"], a.warmup, blocking,
@@ -477,7 +477,7 @@ def run(a, rep, log):
                             if g_copy is not None and not v.get("copy_only"):
                                 try:
                                     gc = g_copy
-                                    if v["place"] == "pieces":  # like for like: the copies eager too
+                                    if pieces:  # like for like: the copies eager too
                                         if g_copy_pieces is None:
                                             g_copy_pieces = Pieces(step, copy_engines, side)
                                         gc = g_copy_pieces
