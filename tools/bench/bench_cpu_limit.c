@@ -49,6 +49,19 @@ struct limit_run {
 /* Rows a thread's local buffer holds (it wraps): small enough to stay in its L1/L2. */
 #define LOCAL_ROWS 64
 
+/* The row a pass reads for id: moved by the pass's offset, modulo the table's rows. */
+static inline uint64_t limit_row(int32_t id, uint64_t shift, uint64_t rows)
+{
+	return ((uint64_t)(uint32_t)id + shift) % rows;
+}
+
+/* Pass p's offset: p eighths of the table, so that no pass reads rows an earlier one or an engine
+ * (offset 0) read. */
+static uint64_t pass_shift(uint64_t p, uint64_t rows)
+{
+	return p * (rows / 8) % rows;
+}
+
 /* Takes pieces of batch `batch` until none is left. */
 static void limit_share(struct limit_run *r, unsigned t, unsigned batch)
 {
@@ -56,20 +69,18 @@ static void limit_share(struct limit_run *r, unsigned t, unsigned batch)
 	const uint8_t *tab = r->table;
 	const uint32_t rb = r->rb;
 	const uint64_t rows = r->rows, shift = r->shift;
-#define LIMIT_ROW(i) (((uint64_t)(uint32_t)ids[i] + shift) % rows)
 	size_t b;
 	while ((b = atomic_fetch_add_explicit(&r->next, LIMIT_CHUNK, memory_order_relaxed)) < r->n) {
 		size_t e = b + LIMIT_CHUNK < r->n ? b + LIMIT_CHUNK : r->n;
 		for (size_t i = b; i < b + r->prefetch && i < e; i++)
-			eht_prefetch_row(tab + LIMIT_ROW(i) * rb, rb);
+			eht_prefetch_row(tab + limit_row(ids[i], shift, rows) * rb, rb);
 		for (size_t i = b; i < e; i++) {
 			if (i + r->prefetch < e)
-				eht_prefetch_row(tab + LIMIT_ROW(i + r->prefetch) * rb, rb);
+				eht_prefetch_row(tab + limit_row(ids[i + r->prefetch], shift, rows) * rb, rb);
 			uint8_t *dst = r->staging ? r->staging + i * rb : r->local[t] + ((i - b) % LOCAL_ROWS) * rb;
-			memcpy(dst, tab + LIMIT_ROW(i) * rb, rb);
+			memcpy(dst, tab + limit_row(ids[i], shift, rows) * rb, rb);
 		}
 	}
-#undef LIMIT_ROW
 }
 
 struct limit_worker {
@@ -160,10 +171,7 @@ int bench_cpu_limit(const uint8_t *table, uint64_t rows, uint32_t rb, const int3
 		threads = (unsigned)n;
 	struct limit_run r = {.table = table, .rb = rb, .ids = ids, .rows = rows, .n = n, .stride = stride,
 			      .batches = batches, .threads = threads, .prefetch = prefetch};
-	/* pass p reads rows moved by p eighths of the table: none an earlier pass or an engine read (the
-	 * engines' own rows, offset 0, last) */
-	uint64_t pass = 0;
-#define NEXT_PASS() (r.shift = ++pass * (rows / 8) % rows)
+	uint64_t pass = 0; /* passes over rows nobody read: 1, 2, ...; the engines' own rows (0) last */
 	r.local = calloc(threads, sizeof(*r.local));
 	uint8_t *staging = malloc(n * rb);
 	int rc = r.local && staging ? 0 : -1;
@@ -172,21 +180,21 @@ int bench_cpu_limit(const uint8_t *table, uint64_t rows, uint32_t rb, const int3
 			rc = -1;
 	if (!rc) {
 		memset(staging, 0, n * rb); /* faulted in before it is timed */
-		NEXT_PASS();
+		r.shift = pass_shift(++pass, rows);
 		rc = limit_time(&r, reps, &out->local_s);
 	}
 	if (!rc) {
 		r.staging = staging;
-		NEXT_PASS();
+		r.shift = pass_shift(++pass, rows);
 		rc = limit_time(&r, reps, &out->staging_s);
 	}
 	if (!rc && gap_s > 0) {
 		r.gap_s = gap_s;
 		r.sleep_idle = true;
-		NEXT_PASS();
+		r.shift = pass_shift(++pass, rows);
 		rc = limit_time(&r, reps, &out->gap_asleep_s);
 		r.sleep_idle = false;
-		NEXT_PASS();
+		r.shift = pass_shift(++pass, rows);
 		if (!rc)
 			rc = limit_time(&r, reps, &out->gap_spinning_s);
 		out->gap_s = gap_s;
@@ -196,7 +204,6 @@ int bench_cpu_limit(const uint8_t *table, uint64_t rows, uint32_t rb, const int3
 		r.shift = 0;
 		rc = limit_time(&r, reps, &out->seen_s);
 	}
-#undef NEXT_PASS
 	out->threads = threads;
 	out->prefetch = prefetch;
 	out->piece = LIMIT_CHUNK;
