@@ -174,6 +174,7 @@ EHT_API EHT_MUST_CHECK int eht_engram_layer_create(eht_table *table, const struc
 						   eht_engram_layer **out);
 #define EHT_ENGRAM_LAYER_BACKGROUND 0x1u /* the way beside the model's layers (else inline) */
 #define EHT_ENGRAM_LAYER_HOST 0x2u       /* ids and out are host memory (else both GPU memory) */
+#define EHT_ENGRAM_LAYER_START 0x4u      /* the background way, started only: eht_engram_layer_wait ends it */
 /* Looks tokens x part rows up: ids[t * s_tok + c * s_head] (elements) for the rank's columns c, into
  * out (see above), on stream (a CUstream; NULL: the legacy default), asynchronously for GPU memory.
  * Returns 0; -EINVAL (NULL pointers, bad id_type / flags, a negative or overlapping out_stride, out
@@ -182,6 +183,18 @@ EHT_API EHT_MUST_CHECK int eht_engram_layer_create(eht_table *table, const struc
 EHT_API EHT_MUST_CHECK int eht_engram_layer_lookup(eht_engram_layer *layer, const void *ids, int id_type,
 						   uint64_t tokens, int64_t s_tok, int64_t s_head, void *out,
 						   uint64_t out_stride, unsigned flags, void *stream);
+/* A background lookup in two stream operations placed apart, for an engine that starts a prefetch in
+ * one CUDA graph and joins it in another (vLLM's piecewise graphs): eht_engram_layer_lookup with
+ * EHT_ENGRAM_LAYER_START enqueues what starts it (the ids handed to the CPU, which moves the rows by
+ * copy engines while the stream goes on); eht_engram_layer_wait(layer, stream) enqueues the wait for
+ * them (and their dequant where the CPU does not do it): work on that stream after the wait reads the
+ * rows. No side stream: both capture, into the same graph or different ones. The wait goes on the
+ * start's stream (or one ordered after it), both captured or both eager, before the layer's next
+ * background call (-EBUSY until then). A call that is not one request (host memory, more than
+ * max_tokens tokens, a strided out, a table in GPU memory, the stream's own way EHT_LOOKUP_BG_STREAM)
+ * runs whole at START and its wait is a no-op. wait returns 0 (also with nothing started); -EINVAL
+ * (a NULL layer; a start and wait one captured and one not: the start is dropped); driver errors. */
+EHT_API EHT_MUST_CHECK int eht_engram_layer_wait(eht_engram_layer *layer, void *stream);
 /* The lookup engine of one way (flags EHT_ENGRAM_LAYER_BACKGROUND or 0), e.g. for hot sets, counters
  * and eht_lookup_last_dead_count; owned by the layer. */
 EHT_API struct eht_lookup *eht_engram_layer_engine(eht_engram_layer *layer, unsigned flags);

@@ -2,7 +2,8 @@
 /* test_engram_layer.c: the engine's own call (eht_engram_layer) on the CPU, bit-exact against the
  * reference of engram_layer_ref.h for every (head_start, part) of tp 1/2/3/4/5/6/8, both vocab windows,
  * T in {1, 7, 256, 2048}, int32 / int64 ids of other strides, raw and bf16 rows, dense and strided
- * outputs (the bytes between strided rows untouched), calls split over max_tokens; and its argument
+ * outputs (the bytes between strided rows untouched), calls split over max_tokens, started calls
+ * (EHT_ENGRAM_LAYER_START: whole at the start in host memory, the wait a no-op); and its argument
  * errors. Runs without a GPU (test_gpu_engram_layer runs the GPU ways). */
 #include <string.h>
 
@@ -25,10 +26,14 @@ static void run_case(eht_engram_layer *l, struct lr_case *c, const uint8_t *tabl
 	void *ids = lr_ids(c, m, &s_tok, &s_head, &ib);
 	CHECK(ids != NULL);
 	memset(out, 0xee, c->T * stride + 16);
+	/* odd cases started and waited for (host memory: the whole lookup at the start, the wait a no-op) */
+	const unsigned start = (c->T & 1) ? EHT_ENGRAM_LAYER_START : 0;
 	CHECK_RC(eht_engram_layer_lookup(l, ids, c->id64 ? EHT_ID_INT64 : EHT_ID_INT32, c->T, s_tok, s_head, out,
-					 c->out_pad ? stride : 0, EHT_ENGRAM_LAYER_HOST, NULL),
+					 c->out_pad ? stride : 0, EHT_ENGRAM_LAYER_HOST | start, NULL),
 		 0);
 	CHECK(lr_compare(c, m, table, first, local, shift, out, stride) == 0);
+	if (start)
+		CHECK_RC(eht_engram_layer_wait(l, NULL), 0);
 	/* the gaps of a strided output and the bytes after it are left alone */
 	for (uint64_t t = 0; c->out_pad && t < c->T; t++)
 		for (uint64_t k = c->part * R; k < stride; k++)
@@ -90,6 +95,8 @@ static void errors(eht_table *t)
 	CHECK_RC(eht_engram_layer_lookup(l, NULL, EHT_ID_INT32, 1, 24, 1, out, 0, EHT_ENGRAM_LAYER_HOST, NULL), -EINVAL);
 	CHECK_RC(eht_engram_layer_lookup(l, ids, 9, 1, 24, 1, out, 0, EHT_ENGRAM_LAYER_HOST, NULL), -EINVAL);
 	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 1, 24, 1, out, 0, 0x40, NULL), -EINVAL);
+	CHECK_RC(eht_engram_layer_wait(NULL, NULL), -EINVAL);
+	CHECK_RC(eht_engram_layer_wait(l, NULL), 0); /* nothing started */
 	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 1, 24, 1, out, 100, EHT_ENGRAM_LAYER_HOST, NULL), -EINVAL);
 	CHECK(strstr(eht_last_error(), "out_stride") != NULL);
 	/* GPU memory to a layer without a GPU */

@@ -3,7 +3,8 @@
  * reference of engram_layer_ref.h: ids and out in GPU memory, both ways (inline and background) on one
  * object, eager and captured in a CUDA graph replayed with new ids written into the captured id
  * buffer, for every (head_start, part) of tp 1/2/3/4/5/6/8, both vocab windows, T in {1, 7, 256,
- * 2048}, int32 / int64 ids of other strides, raw and bf16, dense and strided outputs; a strided output
+ * 2048}, int32 / int64 ids of other strides, raw and bf16, dense and strided outputs, the background
+ * way also started and waited for apart (EHT_ENGRAM_LAYER_START: a graph each); a strided output
  * first met inside a capture is refused; none of these calls runs an ids kernel before the lookup (the
  * doorbell kernels and a whole DIRECT piece take the rank's view). Exit 77 without a GPU. */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include "engram_layer_ref.h"
 #include "gpu/dev.h"
 #include "gpu_lookup_ref.h"
+#include "lookup/split.h"
 #include "lookup/view.h"
 #include "testutil.h"
 
@@ -31,6 +33,9 @@ typedef int (*lr_call)(void *ctx, const struct lr_case *c, eht_dptr ids, int64_t
  * shift, rows), and `extra` (when not NULL: non-zero when wrong) after each call besides. */
 struct lr_run {
 	lr_call call;
+	/* where not NULL, the call's second half (a started lookup's wait): made after it eagerly, or
+	 * captured into a graph of its own replayed after the call's */
+	int (*wait)(void *ctx, eht_stream s);
 	int (*extra)(void *ctx, const struct lr_case *c, const int64_t *m);
 	void *ctx;
 	int eager, replays;
@@ -45,8 +50,8 @@ static void run_reps(struct lr_case *c, const struct lr_run *x, eht_stream s, st
 	const uint64_t stride = c->part * R + c->out_pad;
 	int64_t *m = malloc(c->T * LR_H * sizeof(int64_t)), s_tok, s_head;
 	size_t ib = 0;
-	eht_graph gr = NULL;
-	eht_graph_exec gx = NULL;
+	eht_graph gr = NULL, gr2 = NULL;
+	eht_graph_exec gx = NULL, gx2 = NULL;
 	CHECK(m != NULL);
 	for (int rep = 0; m && rep < x->eager + x->replays; rep++) {
 		const bool eager = rep < x->eager;
@@ -60,15 +65,25 @@ static void run_reps(struct lr_case *c, const struct lr_run *x, eht_stream s, st
 		free(ids);
 		if (eager) {
 			CHECK_RC(x->call(x->ctx, c, g->ids, s_tok, s_head, g->out, stride, s), 0);
+			if (x->wait)
+				CHECK_RC(x->wait(x->ctx, s), 0);
 		} else {
 			if (rep == x->eager) {
 				CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
 				CHECK_RC(x->call(x->ctx, c, g->ids, s_tok, s_head, g->out, stride, s), 0);
 				CHECK_RC(eht_dev_capture_end(s, &gr), 0);
 				CHECK_RC(eht_dev_graph_instantiate(&gx, gr), 0);
+				if (x->wait) {
+					CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
+					CHECK_RC(x->wait(x->ctx, s), 0);
+					CHECK_RC(eht_dev_capture_end(s, &gr2), 0);
+					CHECK_RC(eht_dev_graph_instantiate(&gx2, gr2), 0);
+				}
 			}
 			if (gx)
 				CHECK_RC(eht_dev_graph_launch(gx, s), 0);
+			if (gx2)
+				CHECK_RC(eht_dev_graph_launch(gx2, s), 0);
 		}
 		CHECK_RC(eht_dev_stream_sync(s), 0);
 		CHECK_RC(eht_dev_d2h(g->h, g->out, c->T * stride), 0);
@@ -88,32 +103,51 @@ static void run_reps(struct lr_case *c, const struct lr_run *x, eht_stream s, st
 		eht_dev_graph_exec_destroy(gx);
 	if (gr)
 		eht_dev_graph_destroy(gr);
+	if (gx2)
+		eht_dev_graph_exec_destroy(gx2);
+	if (gr2)
+		eht_dev_graph_destroy(gr2);
 	free(m);
 }
 
 struct layer_call {
 	eht_engram_layer *l;
 	unsigned way;
+	uint64_t *starts, *splits; /* START calls made, and those left a request to wait for */
 };
 
 static int layer_call(void *ctx, const struct lr_case *c, eht_dptr ids, int64_t s_tok, int64_t s_head, eht_dptr out,
 		      uint64_t stride, eht_stream s)
 {
 	const struct layer_call *lc = ctx;
-	return eht_engram_layer_lookup(lc->l, (void *)(uintptr_t)ids, c->id64 ? EHT_ID_INT64 : EHT_ID_INT32, c->T, s_tok,
-				       s_head, (void *)(uintptr_t)out, c->out_pad ? stride : 0, lc->way, s);
+	int rc = eht_engram_layer_lookup(lc->l, (void *)(uintptr_t)ids, c->id64 ? EHT_ID_INT64 : EHT_ID_INT32, c->T, s_tok,
+					 s_head, (void *)(uintptr_t)out, c->out_pad ? stride : 0, lc->way, s);
+	if (!rc && (lc->way & EHT_ENGRAM_LAYER_START)) {
+		++*lc->starts;
+		*lc->splits += eht_lk_split_pending(eht_engram_layer_engine(lc->l, EHT_ENGRAM_LAYER_BACKGROUND), NULL);
+	}
+	return rc;
 }
 
-/* One case through one way of layer l: eager, or (graph) captured once and replayed three times. */
+static int layer_wait(void *ctx, eht_stream s) { return eht_engram_layer_wait(((struct layer_call *)ctx)->l, s); }
+
+/* One case through one way of layer l: eager, or (graph) captured once and replayed three times. The
+ * way EHT_ENGRAM_LAYER_START is the background way started, then waited for (a graph each). */
+static uint64_t split_starts, split_made; /* over the whole test */
+
 static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int graph, const uint8_t *table,
 		     int64_t local, int64_t shift, int64_t rows, eht_stream s, struct gbufs *g, uint64_t *rs)
 {
-	struct layer_call lc = {l, way};
-	const struct lr_run x = {.call = layer_call, .ctx = &lc, .eager = graph ? 0 : 1, .replays = graph ? 3 : 0,
-				 .what = way ? "background way" : "inline way", .table = table, .local = local,
-				 .shift = shift, .rows = rows};
+	struct layer_call lc = {l, way, &split_starts, &split_made};
+	const bool split = way & EHT_ENGRAM_LAYER_START;
+	const struct lr_run x = {.call = layer_call, .wait = split ? layer_wait : NULL, .ctx = &lc,
+				 .eager = graph ? 0 : 1, .replays = graph ? 3 : 0,
+				 .what = split ? "background way, started and waited for" : way ? "background way" : "inline way",
+				 .table = table, .local = local, .shift = shift, .rows = rows};
 	run_reps(c, &x, s, g, rs);
 }
+
+static const unsigned ways[3] = {0, EHT_ENGRAM_LAYER_BACKGROUND, EHT_ENGRAM_LAYER_START};
 
 struct run_arg {
 	int64_t rows;
@@ -129,10 +163,9 @@ static void each_case(const struct lr_at *at, void *arg)
 {
 	struct run_arg *ra = arg;
 	const uint64_t f0 = eht_engram_layer_flattens(at->l);
-	for (unsigned way = 0; way < 2; way++)
+	for (unsigned way = 0; way < 3; way++)
 		for (int graph = 0; graph < (at->small_max ? 1 : 2); graph++) {
-			run_case(at->l, at->c, way ? EHT_ENGRAM_LAYER_BACKGROUND : 0, graph, at->base, at->local, at->shift,
-				 ra->rows, ra->s, ra->g, ra->rs);
+			run_case(at->l, at->c, ways[way], graph, at->base, at->local, at->shift, ra->rows, ra->s, ra->g, ra->rs);
 			ra->calls++;
 		}
 	ra->flattens += eht_engram_layer_flattens(at->l) - f0;
@@ -154,15 +187,21 @@ static void view_fused(const eht_engram_layout *lay, uint8_t *table, struct run_
 	if (t)
 		CHECK_RC(eht_engram_layer_create(t, &o, &l), 0);
 	static const uint64_t Ts[] = {7, 256};
+	const uint64_t st0 = split_starts, sp0 = split_made;
 	for (size_t k = 0; l && k < 2; k++)
-		for (unsigned way = 0; way < 2; way++)
+		for (unsigned way = 0; way < 3; way++)
 			for (int graph = 0; graph < 2; graph++) {
 				c.T = Ts[k];
 				c.id64 = (int)k;
 				c.layout = graph;
-				run_case(l, &c, way ? EHT_ENGRAM_LAYER_BACKGROUND : 0, graph, table, ra->rows, 0, ra->rows,
-					 ra->s, ra->g, ra->rs);
+				run_case(l, &c, ways[way], graph, table, ra->rows, 0, ra->rows, ra->s, ra->g, ra->rs);
 			}
+	/* every started call here is one pushed request: each left its wait to eht_engram_layer_wait */
+	if (split_made - sp0 != split_starts - st0 || split_starts == st0) {
+		fprintf(stderr, "a CPU-only table's started calls: %llu of %llu split\n",
+			(unsigned long long)(split_made - sp0), (unsigned long long)(split_starts - st0));
+		t_failures++;
+	}
 	if (l && eht_engram_layer_flattens(l) != 0) {
 		fprintf(stderr, "a CPU-only table's layer made flat ids first %llu times\n",
 			(unsigned long long)eht_engram_layer_flattens(l));
@@ -262,6 +301,57 @@ static void strided_first_in_capture(eht_table *t, eht_stream s, struct gbufs *g
 	eht_engram_layer_destroy(l);
 }
 
+/* A started lookup's misuse on a CPU-only table (where START splits): the way's next call before the
+ * wait is refused (-EBUSY), the inline way is not held; a second wait is a no-op; a start and a wait one
+ * inside a capture and one outside are refused (-EINVAL) and the start dropped, after which the layer
+ * works. */
+static void split_misuse(uint8_t *table, int64_t rows, eht_stream s, struct gbufs *g)
+{
+	eht_table *t = NULL;
+	CHECK_RC(eht_table_wrap(table, (uint64_t)rows, LR_RB, -1, "cpu-only", &t), 0);
+	struct eht_engram_layer_opts o = {.size = sizeof(o), .format = EHT_LOOKUP_BF16, .device = 0};
+	eht_engram_layer *l = NULL;
+	if (t)
+		CHECK_RC(eht_engram_layer_create(t, &o, &l), 0);
+	if (!l) {
+		eht_table_close(t);
+		return;
+	}
+	void *ids = (void *)(uintptr_t)g->ids, *out = (void *)(uintptr_t)g->out;
+	const unsigned bgw = EHT_ENGRAM_LAYER_BACKGROUND, st = EHT_ENGRAM_LAYER_START;
+	CHECK_RC(eht_dev_memset8(g->ids, 0, 8 * 24 * 4), 0);
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, st, s), 0);
+	CHECK(eht_lk_split_pending(eht_engram_layer_engine(l, bgw), NULL));
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, st, s), -EBUSY);
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, bgw, s), -EBUSY);
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, 0, s), 0);
+	CHECK_RC(eht_engram_layer_wait(l, s), 0);
+	CHECK_RC(eht_engram_layer_wait(l, s), 0);
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, bgw, s), 0);
+	/* started eagerly, waited inside a capture; then started inside one, waited eagerly */
+	eht_graph gr = NULL;
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, st, s), 0);
+	CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
+	CHECK_RC(eht_engram_layer_wait(l, s), -EINVAL);
+	CHECK_RC(eht_dev_capture_end(s, &gr), 0);
+	if (gr)
+		eht_dev_graph_destroy(gr);
+	gr = NULL;
+	CHECK(!eht_lk_split_pending(eht_engram_layer_engine(l, bgw), NULL));
+	CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, st, s), 0);
+	CHECK_RC(eht_dev_capture_end(s, &gr), 0);
+	if (gr)
+		eht_dev_graph_destroy(gr);
+	CHECK_RC(eht_engram_layer_wait(l, s), -EINVAL);
+	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 8, 24, 1, out, 0, st, s), 0);
+	CHECK_RC(eht_engram_layer_wait(l, s), 0);
+	CHECK_RC(eht_dev_stream_sync(s), 0);
+	CHECK_RC(eht_engram_layer_wait(NULL, s), -EINVAL);
+	eht_engram_layer_destroy(l);
+	eht_table_close(t);
+}
+
 int main(void)
 {
 	eht_stream s = t_gpu_test_stream();
@@ -292,6 +382,9 @@ int main(void)
 	/* (AUTO may send a class of batches to the GPU's in-place gather here: those need flat ids) */
 	CHECK(ra.calls > 0 && ra.flattens < ra.calls);
 	view_fused(lay, table, &ra);
+	split_misuse(table, rows, s, &g);
+	printf("%llu started calls, %llu of them split\n", (unsigned long long)split_starts,
+	       (unsigned long long)split_made);
 	view_direct(lay, whole, table, &ra);
 	eht_dev_free(g.ids);
 	eht_dev_free(g.out);

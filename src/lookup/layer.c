@@ -16,6 +16,7 @@
 #include "eht.h"
 #include "gpu/dev.h"
 #include "gpu/gpu_layer.h"
+#include "lookup/split.h"
 #include "lookup/view.h"
 #include "util/err.h"
 
@@ -181,7 +182,7 @@ static void host_ids(const eht_engram_layer *l, int64_t *hids, const void *ids, 
 static int args_check(const eht_engram_layer *l, const void *ids, int id_type, const void *out, uint64_t out_stride,
 		      unsigned flags)
 {
-	const unsigned known = EHT_ENGRAM_LAYER_BACKGROUND | EHT_ENGRAM_LAYER_HOST;
+	const unsigned known = EHT_ENGRAM_LAYER_BACKGROUND | EHT_ENGRAM_LAYER_HOST | EHT_ENGRAM_LAYER_START;
 	if (!l || !ids || !out)
 		return eht_err(EINVAL, "eht_engram_layer_lookup: NULL %s", !l ? "layer" : !ids ? "ids" : "out");
 	if (flags & ~known)
@@ -279,15 +280,53 @@ int eht_engram_layer_lookup(eht_engram_layer *l, const void *ids, int id_type, u
 	const uint64_t tw = (uint64_t)l->part * l->R;
 	const uint64_t stride = out_stride ? out_stride : tw;
 	const bool host = flags & EHT_ENGRAM_LAYER_HOST;
-	struct layer_way *w = &l->way[(flags & EHT_ENGRAM_LAYER_BACKGROUND) && l->way[1].lk ? 1 : 0];
+	const bool bg = flags & (EHT_ENGRAM_LAYER_BACKGROUND | EHT_ENGRAM_LAYER_START);
+	struct layer_way *w = &l->way[bg && l->way[1].lk ? 1 : 0];
+	/* START splits only a call that is one pushed request (GPU ids and out, one internal step, a dense
+	 * out: a strided one is moved after the rows are in); any other runs whole here, and its wait is
+	 * a no-op. */
+	const bool split = (flags & EHT_ENGRAM_LAYER_START) && !host && tokens <= l->max_tokens && stride == tw;
 	pthread_mutex_lock(&w->mu);
-	if (!host && stride != tw)
+	/* (a started request holds the way's request and scratch until its wait) */
+	if (eht_lk_split_pending(w->lk, NULL))
+		rc = eht_err(EBUSY, "eht_engram_layer_lookup: this layer's started lookup was not waited for "
+				    "(eht_engram_layer_wait comes before the way's next call)");
+	if (!rc && !host && stride != tw)
 		rc = way_dense(l, w, (eht_stream)stream);
+	if (!rc && split)
+		eht_lk_split_begin(w->lk);
 	for (uint64_t t0 = 0; t0 < tokens && !rc; t0 += l->max_tokens) {
 		const uint64_t n = tokens - t0 < l->max_tokens ? tokens - t0 : l->max_tokens;
 		rc = host ? host_chunk(l, w, ids, id_type == EHT_ID_INT64, t0, n, s_tok, s_head, out, stride)
 			  : gpu_chunk(l, w, ids, id_type == EHT_ID_INT64, t0, n, s_tok, s_head, out, stride,
 				      (eht_stream)stream);
+	}
+	if (split && eht_lk_split_end(w->lk) && rc)
+		(void)eht_lk_split_wait(w->lk, (eht_stream)stream); /* (an error after the ring: not left pending) */
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+int eht_engram_layer_wait(eht_engram_layer *l, void *stream)
+{
+	if (!l)
+		return eht_err(EINVAL, "eht_engram_layer_wait: NULL layer");
+	struct layer_way *w = &l->way[l->way[1].lk ? 1 : 0];
+	int rc = 0;
+	bool started_captured = false, capturing = false;
+	pthread_mutex_lock(&w->mu);
+	if (eht_lk_split_pending(w->lk, &started_captured)) {
+		rc = eht_dev_stream_capturing((eht_stream)stream, &capturing);
+		if (!rc && capturing != started_captured) {
+			/* Either way the wait would read another request's done word: the start is dropped
+			 * (its graph, or its eager rows, are the caller's to throw away). */
+			rc = eht_err(EINVAL, "eht_engram_layer_wait: a lookup started %s a CUDA graph capture is waited "
+					     "%s one (start and wait are both captured, or both eager)",
+				     started_captured ? "inside" : "outside", capturing ? "inside" : "outside");
+			(void)eht_lk_split_drop(w->lk);
+		} else if (!rc) {
+			rc = eht_lk_split_wait(w->lk, (eht_stream)stream);
+		}
 	}
 	pthread_mutex_unlock(&w->mu);
 	return rc;

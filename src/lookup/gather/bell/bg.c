@@ -9,6 +9,7 @@
 #include "lookup/gather/bell/bg.h"
 #include "lookup/gather/bell/poller.h"
 #include "lookup/gather/bell/requests.h"
+#include "lookup/split.h"
 #include "lookup/view.h"
 
 /* Per group of request idx: wait for its ready value (cuStreamWaitValue32), copy it from staging to
@@ -68,15 +69,85 @@ static int bg_groups(eht_lookup *lk, eht_stream s, unsigned idx, size_t n, eht_d
  * write and a memset: on the lent H200 a graph's launch call pays about 1.7 us per copy node
  * touching host memory and 1.3 us per memory op, next to nothing per kernel node, and a synced
  * decode step pays that launch. */
-static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a)
+static int push_ring(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a)
 {
 	struct lk_bell *b = lk->bell;
 	a->h_ids = b->reqs[idx].d_h_ids;
 	a->done = eht_lk_bell_d_done(b, lk, idx);
 	a->bell = b->d_words + idx * sizeof(uint32_t);
 	a->sync = b->d_sync + idx * LK_SYNC_WORDS * sizeof(uint32_t);
-	int rc = eht_gpu_ring(&lk->g, s, a);
+	return eht_gpu_ring(&lk->g, s, a);
+}
+
+static int push_ring_wait(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a)
+{
+	int rc = push_ring(lk, s, idx, a);
 	return rc ? rc : eht_dev_stream_wait32(s, a->done, 1u, EHT_WAIT_EQ);
+}
+
+/* ------------------------------------------------------------------- split requests (split.h) */
+void eht_lk_split_begin(eht_lookup *lk)
+{
+	if (lk->bell)
+		lk->bell->split_want = true;
+}
+
+bool eht_lk_split_end(eht_lookup *lk)
+{
+	if (!lk->bell)
+		return false;
+	lk->bell->split_want = false;
+	return lk->bell->split_pending;
+}
+
+bool eht_lk_split_pending(const eht_lookup *lk, bool *capturing)
+{
+	const struct lk_bell *b = lk->bell;
+	if (capturing)
+		*capturing = b && b->split_capturing;
+	return b && b->split_pending;
+}
+
+/* (An eager request's slot is taken again only once the CPU has served it, prepare's armed wait; a
+ * captured one stays armed, as every captured request does.) */
+bool eht_lk_split_drop(eht_lookup *lk)
+{
+	struct lk_bell *b = lk->bell;
+	bool was = b && b->split_pending;
+	if (b)
+		b->split_pending = false;
+	return was;
+}
+
+/* A pushed request that stops after its ring kernel: what its wait needs is kept on the engine. */
+static int split_start(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a, size_t n, eht_dptr dst,
+		       eht_dptr out, bool expand, bool capturing)
+{
+	struct lk_bell *b = lk->bell;
+	int rc = push_ring(lk, s, idx, a);
+	if (rc)
+		return eht_lk_bell_finish(lk, s, idx, capturing, rc);
+	b->split_pending = true;
+	b->split_capturing = capturing;
+	b->split_expand = expand;
+	b->split_idx = idx;
+	b->split_n = n;
+	b->split_dst = dst;
+	b->split_out = out;
+	return 0;
+}
+
+int eht_lk_split_wait(eht_lookup *lk, eht_stream s)
+{
+	struct lk_bell *b = lk->bell;
+	if (!b || !b->split_pending)
+		return 0;
+	b->split_pending = false;
+	const unsigned idx = b->split_idx;
+	int rc = eht_dev_stream_wait32(s, eht_lk_bell_d_done(b, lk, idx), 1u, EHT_WAIT_EQ);
+	if (!rc && b->split_expand)
+		rc = eht_gpu_expand(&lk->g, s, 0, b->split_n, b->split_dst, lk->rb, b->split_out, lk->fmt);
+	return eht_lk_bell_finish(lk, s, idx, b->split_capturing, rc);
 }
 
 /* Whether a background request is pushed: a captured one as the engine says (bg_push, the default;
@@ -122,6 +193,8 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
 		if (view)
 			a.view = view->k;
+		if (b->split_want && !b->split_pending) /* (split.h: the wait and dequant come later) */
+			return split_start(lk, es, idx, &a, n, dst, out, !raw && !cpu_dequant, capturing);
 		rc = push_ring_wait(lk, es, idx, &a);
 		if (!rc && !raw && !cpu_dequant)
 			rc = eht_gpu_expand(&lk->g, es, 0, n, dst, lk->rb, out, lk->fmt);
