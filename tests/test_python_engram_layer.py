@@ -4,9 +4,10 @@ background)`), the way vLLM's Engram kernel tests check theirs. A table of a v41
 head ranges) with e4m3 NaN, -0, 0 and scales 0 / 255, against a reference from ENGRAM.md, bit for bit:
 every (head_start, part) of tp 1/2/3/4/5/6/8, both vocab windows (the whole table; the rank's own shard),
 T in {1, 7, 256, 2048}, int32 / int64 ids as the strided [T, 24] view of a [T, 2, 24] hash output, bf16
-[T, part, 256] and packed uint8 rows at a row stride; `background` both ways on one object; eager,
+[T, part, 256] and packed uint8 rows at a row stride; `background` both ways on one object, and the
+background way in two halves (`lookup_start` / `lookup_wait`: eager, a graph each, compiled); eager,
 inside torch.cuda.graph at 130 sizes (all replayed with new ids), under torch.compile(fullgraph=True);
-errors; a missing stream dependency shows as wrong rows (negative control). Prints the eager call's CPU
+errors; a missing stream dependency shows as wrong rows (negative controls, both calls). Prints the eager call's CPU
 time per call. Exits 77 without torch >= 2.4 or CUDA."""
 import sys
 import time
@@ -192,6 +193,96 @@ for bg in (False, True):
         layer.lookup(ids3[:, 0, :], out, background=bg)
     torch.cuda.synchronize()
     check(same(out, expect(new[:, 0, :], 0, 24, 0, R, "bf16")), "with the dependency bg=%s the rows are right" % bg)
+
+# ---- the background way in two halves (lookup_start / lookup_wait): eager with work between, a graph
+# each (vLLM's piecewise graphs start a prefetch in one piece and join it in a later one), compiled ----
+for fmt in ("bf16", "raw"):
+    for tp, r in ((1, 0), (4, 1), (3, 2)):
+        layer = layers[(fmt, tp, r, 0)]
+        hs, part = lay.head_range(tp, r)
+        vs, ve = lay.shard(0, tp, r)
+        for T in (1, 7, 256, 2048):
+            ids = make_ids(T, torch.int32 if T % 2 else torch.int64)[:, 0, :]
+            out = new_out2(T, part, fmt)
+            layer.lookup_start(ids, out)
+            busy = torch.randn(512, 512, device=dev) @ torch.randn(512, 512, device=dev)  # the model's work
+            layer.lookup_wait(out)
+            torch.cuda.synchronize()
+            check(same(out, expect(ids, hs, part, vs, ve, fmt)) and busy.isfinite().all().item(),
+                  "start / wait eager %s tp %d rank %d T %d" % (fmt, tp, r, T))
+layer = layers[("bf16", 4, 1, 0)]
+hs, part = lay.head_range(4, 1)
+vs, ve = lay.shard(0, 4, 1)
+ids, out = make_ids(64)[:, 0, :], new_out2(64, part, "bf16")
+raises(eht.EhtError, "not waited", lambda: (layer.lookup_start(ids, out), layer.lookup_start(ids, out)))
+layer.lookup_wait(out)
+torch.cuda.synchronize()
+check(same(out, expect(ids, hs, part, vs, ve, "bf16")), "start / wait: the start before a refused one")
+for T in (8, 64, 1024):
+    ids3 = make_ids(T)
+    out = new_out2(T, part, "bf16")
+    layer.lookup_wait(layer.lookup_start(ids3[:, 0, :], out))  # (warm: what a capture cannot make)
+    gstart, gwait = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(gstart):
+        layer.lookup_start(ids3[:, 0, :], out)
+    with torch.cuda.graph(gwait):
+        layer.lookup_wait(out)
+    for rep in range(3):
+        ids3.copy_(make_ids(T))
+        gstart.replay()
+        torch.cuda._sleep(1_000_000)  # the model's layers between the two pieces
+        gwait.replay()
+        torch.cuda.synchronize()
+        check(same(out, expect(ids3[:, 0, :], hs, part, vs, ve, "bf16")), "start / wait graphs T %d replay %d" % (T, rep))
+
+
+@torch.compile(fullgraph=True)
+def split_step(ids3, out):
+    lc.lookup_start(ids3[:, 0, :], out)
+    busy = ids3.float().sum()
+    lc.lookup_wait(out)
+    return out.float().nan_to_num(0.0).sum(dim=(1, 2)) + busy * 0
+
+
+hs, part = lay.head_range(3, 2)
+vs, ve = lay.shard(0, 3, 2)
+ids3 = make_ids(96)
+out = new_out2(96, part, "bf16")
+try:
+    ssum = split_step(ids3, out)
+    torch.cuda.synchronize()
+    want = expect(ids3[:, 0, :], hs, part, vs, ve, "bf16")
+    check(same(out, want) and torch.allclose(ssum, want.float().nan_to_num(0.0).sum(dim=(1, 2)), equal_nan=True),
+          "compiled start / wait: the consumer reads the rows")
+except Exception as exc:  # noqa: BLE001
+    import traceback
+    traceback.print_exc()
+    check(False, "torch.compile(fullgraph=True) of start / wait: %s" % exc)
+
+# negative control: a wait on a stream not ordered after the start passes on the stale word of an
+# earlier request (every eager request slot used first) and its reader sees the old rows
+layer = layers[("bf16", 1, 0, 0)]
+for _ in range(10):
+    layer.lookup(make_ids(16)[:, 0, :], new_out2(16, 24, "bf16"), background=True)
+torch.cuda.synchronize()
+for ordered in (False, True):
+    ids = make_ids(2048)[:, 0, :]
+    out = new_out2(2048, 24, "bf16")
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(200_000_000)
+    layer.lookup_start(ids, out)
+    if ordered:
+        side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        layer.lookup_wait(out)
+        seen = out.clone()
+    torch.cuda.synchronize()
+    time.sleep(0.2)  # (unordered, nothing waited for the CPU's copies: they land soon after)
+    torch.cuda.synchronize()
+    want = expect(ids, 0, 24, 0, R, "bf16")
+    check(same(seen, want) == ordered and same(out, want),
+          "start / wait negative control (ordered=%s): the reader saw %s rows" % (ordered, "the" if same(seen, want) else "old"))
 
 # ---- the eager call's CPU per call (a tp-4 rank's strided ids), beside a bare Triton launch ----
 hs, part = lay.head_range(4, 1)

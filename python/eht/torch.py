@@ -290,12 +290,14 @@ class _LayerOpts(ctypes.Structure):
 _LAYER_ID_SHIFT = 0x1
 _LAYER_BACKGROUND = 0x1
 _LAYER_HOST = 0x2
+_LAYER_START = 0x4
 
 
 def _layer_sigs():
     VP, U64, I64 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64
     return [("eht_engram_layer_create", ctypes.c_int, [VP, ctypes.POINTER(_LayerOpts), ctypes.POINTER(VP)]),
             ("eht_engram_layer_lookup", ctypes.c_int, [VP, VP, ctypes.c_int, U64, I64, I64, VP, U64, ctypes.c_uint, VP]),
+            ("eht_engram_layer_wait", ctypes.c_int, [VP, VP]),
             ("eht_engram_layer_engine", VP, [VP, ctypes.c_uint]),
             ("eht_engram_layer_destroy", None, [VP])]
 
@@ -399,7 +401,7 @@ class EngramLayer:
             raise ValueError("out must be on the device of indices (%s), not %s" % (indices.device, out.device))
         return T
 
-    def _run(self, indices, out, background, T):
+    def _run(self, indices, out, background, T, start=False):
         if T == 0:
             return
         n = self._n  # one read: held for the call (a close() on another thread frees after it)
@@ -409,6 +411,8 @@ class EngramLayer:
             flags, stream = (_LAYER_BACKGROUND if background else 0), _raw_stream(indices.get_device())
         else:
             flags, stream = _LAYER_HOST, None
+        if start:
+            flags |= _LAYER_START
         st = indices.stride()
         rc = self._fn(n.h, indices.data_ptr(), 0 if indices.dtype is torch.int32 else 1, T, st[0], st[1],
                       out.data_ptr(), out.stride(0) * self._esize, flags, stream)
@@ -423,6 +427,39 @@ class EngramLayer:
             return out
         self._run(indices, out, background, self._check(indices, out))
         return out
+
+    def lookup_start(self, indices, out):
+        """The background way in two halves, for an engine that starts a prefetch in one CUDA graph and
+        joins it in another (vLLM's piecewise graphs): starts the lookup of indices into out on torch's
+        current stream; the rows are in out for work enqueued after `lookup_wait(out)` on that stream (or
+        one ordered after it). No side stream: both halves capture, into one graph or two. The layer's
+        next background call comes after the wait (until then it raises)."""
+        if _is_compiling():
+            torch.ops.eht.engram_layer_lookup_start(self.id, indices, out)
+            return out
+        self._run(indices, out, True, self._check(indices, out), start=True)
+        return out
+
+    def lookup_wait(self, out):
+        """Ends `lookup_start` on torch's current stream: work enqueued after it reads out's rows.
+        A no-op where nothing was started (or the start ran whole: host memory, more than max_tokens
+        tokens)."""
+        if _is_compiling():
+            torch.ops.eht.engram_layer_lookup_wait(self.id, out)
+            return out
+        self._wait(out)
+        return out
+
+    def _wait(self, out):
+        n = self._n
+        if n is None:
+            raise _eht._closed("this EngramLayer")
+        if not isinstance(out, torch.Tensor):
+            raise TypeError("out must be a torch tensor")
+        stream = _raw_stream(out.get_device()) if out.is_cuda else None
+        rc = _layer_lib_fns().eht_engram_layer_wait(n.h, stream)
+        if rc:
+            _eht._check(rc, "eht_engram_layer_wait")
 
     def engine(self, background=False):
         """The eht.Lookup-level handle (a ctypes address) of one way, e.g. for eht_lookup_last_dead_count."""
@@ -464,3 +501,25 @@ def _layer_op(layer_id: int, indices: torch.Tensor, out: torch.Tensor, backgroun
 @_layer_op.register_fake
 def _layer_fake(layer_id, indices, out, background):
     _layer(layer_id)._check(indices, out)
+
+
+@torch.library.custom_op("eht::engram_layer_lookup_start", mutates_args=("out",))
+def _layer_start_op(layer_id: int, indices: torch.Tensor, out: torch.Tensor) -> None:
+    layer = _layer(layer_id)
+    layer._run(indices, out, True, layer._check(indices, out), start=True)
+
+
+@_layer_start_op.register_fake
+def _layer_start_fake(layer_id, indices, out):
+    _layer(layer_id)._check(indices, out)
+
+
+# (out is named as mutated so that a compiled graph keeps the wait before whatever reads the rows)
+@torch.library.custom_op("eht::engram_layer_lookup_wait", mutates_args=("out",))
+def _layer_wait_op(layer_id: int, out: torch.Tensor) -> None:
+    _layer(layer_id)._wait(out)
+
+
+@_layer_wait_op.register_fake
+def _layer_wait_fake(layer_id, out):
+    _layer(layer_id)
