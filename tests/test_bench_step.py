@@ -144,6 +144,12 @@ def pieces_checks(bm):
             if self.t == 1:
                 time.sleep(0.003)  # table 1's call is the slow one: its time must be table 1's
 
+        def start(self, ids, out):
+            log.append(("start", self.t, ids, out, cur[-1].name, capturing[0] is not None))
+
+        def wait(self, out):
+            log.append(("wait", self.t, out, cur[-1].name, capturing[0] is not None))
+
     side = Stream("side")
     p = bm.Pieces(FakeStep(), [Engine(0), Engine(1)], side)
     made = [x for x in log if x[0] == "piece"]
@@ -171,6 +177,23 @@ def pieces_checks(bm):
     bare.replay()
     check(log == [("replay", (0, 1)), ("replay", (1, 14)), ("replay", (14, 16))],
           "without engines: the pieces alone: %r" % log)
+    # split: both starts at the head of the first piece, each table's wait at the head of the piece that
+    # reads its rows, all on the piece's own stream, warmed up eagerly then captured; a replay is the
+    # three graphs and nothing eager
+    del log[:]
+    sp = bm.Pieces(FakeStep(), [Engine(0), Engine(1)], side, split=True)
+    made = [x for x in log if x[0] in ("start", "wait", "piece")]
+    want = []
+    for stream, cap in (("warm", False), ("main", True)):
+        want += [("start", 0, "ids0", "rows0", stream, cap), ("start", 1, "ids1", "rows1", stream, cap),
+                 ("piece", 0, 1, True, stream, cap), ("wait", 0, "rows0", stream, cap),
+                 ("piece", 1, 14, False, stream, cap), ("wait", 1, "rows1", stream, cap),
+                 ("piece", 14, 16, False, stream, cap)]
+    check(made == want, "split pieces: the halves inside the pieces: %r" % made)
+    del log[:]
+    sp.replay()
+    check(log == [("replay", (0, 1)), ("replay", (1, 14)), ("replay", (14, 16))] and sp.take_call_us() is None,
+          "split pieces: a replay is the graphs alone, no eager call: %r" % log)
 
 
 def clocks_checks():
@@ -281,6 +304,16 @@ def main():
         try:
             bs.parse_variant(bad)
             check(bad == "copy-side", "%s accepted" % bad)  # (copy-side: a strategy name eht lacks)
+        except ValueError:
+            pass
+    spl = {n: bs.parse_variant(n) for n in ("layer-split", "layer-split-pieces", "layer+nohot-split-pieces")}
+    check(spl["layer-split"]["place"] == "split" and spl["layer-split-pieces"]["place"] == "split-pieces"
+          and all(v["background"] and v.get("layer") for v in spl.values())
+          and spl["layer+nohot-split-pieces"]["no_hot"], "the -split variants: %r" % spl)
+    for bad in ("layer-split-inline", "copy-split", "layer+push-splat"):
+        try:
+            bs.parse_variant(bad)
+            check(False, "variant %r refused" % bad)
         except ValueError:
             pass
     pieces_checks(bm)
@@ -697,6 +730,30 @@ def main():
     check("every round's pairs pooled (95 % CI of the median): back to back +2.0 us [+2.0 .. +2.0] of 9 pairs, "
           "synced +5.5 us [+2.0 .. +9.0] of 12 pairs" in ln, "summary line, pooled: %s" % ln)
     check(s5[0]["over_copy_pooled_added_us"] is None, "rounds without pairs: no pooled figure: %r" % s5)
+    # A -pieces variant against the same pieces without lookups (vs_pieces): its own figures, apart
+    # from the copies', summarized, pooled and on both lines.
+    vp = []
+    for rnd, (ab, asy) in enumerate(((3.0, -20.0), (5.0, -10.0), (1.0, -15.0))):
+        r = res("layer-split-pieces", rnd, None, 0.0, 3.0)
+        r["vs_pieces"] = {"added_us": asy, "paired_added_us": asy, "back_to_back_added_us": ab,
+                          "back_to_back_paired_added_us": ab, "pairs_ms": [[46.001, 46.0]] * 2,
+                          "back_to_back_pairs_ms": [[47.003, 47.0]] * 2}
+        vp.append(r)
+    s7 = br.summarize_rounds(vp)[0]
+    check(near(s7["over_pieces_alternated_back_to_back_us"], 3.0, 1.0, 5.0)
+          and near(s7["over_pieces_alternated_added_us"], -15.0, -20.0, -10.0)
+          and s7["over_pieces_pooled_added_us"]["pairs"] == 6 and s7["over_copy_alternated_added_us"] is None,
+          "alternated with the pieces without lookups: %r" % s7)
+    ln = br.summary_line(s7)
+    check("alternated with the same pieces without lookups, pair by pair: back to back +3.0 us (+1.0 .. +5.0), "
+          "synced -15.0 us (-20.0 .. -10.0); pooled: back to back +3.0 us" in ln, "summary line, vs_pieces: %s" % ln)
+    one = dict(vp[0], added_pct=0.0)
+    one["step"].update(median_ms=3.0, p90_ms=3.1)
+    ln = br.line(one)
+    check("alternated with the same pieces without lookups: added +3.0 us back to back (pair by pair +3.0), "
+          "-20.0 synced (-20.0)" in ln, "a result's line, vs_pieces: %s" % ln)
+    ln = br.line(dict(one, vs_pieces=None, vs_pieces_error="RuntimeError: boom"))
+    check("the same pieces without lookups: not measured (RuntimeError: boom)" in ln, "vs_pieces error: %s" % ln)
     one = dict(res("layer-side", 0, None, 0.0, 3.0), vs_copy=alt[0]["vs_copy"], added_pct=0.0)
     one["step"].update(median_ms=3.0, p90_ms=3.1)
     ln = br.line(one)
@@ -790,7 +847,7 @@ def main():
         r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
                  "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json",
                  "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+raw-side,host+bg+push-side,"
-                 "copy-pieces,layer-pieces"])
+                 "copy-pieces,layer-pieces,layer-split,layer-split-pieces"])
         check(r.returncode == 0, "small GPU run exits 0: %s" % r.stderr[-2000:])
         rep = json.loads(r.stdout) if r.returncode == 0 else {}
         res = {x["variant"]: x for x in rep.get("results", [])}
@@ -800,7 +857,7 @@ def main():
               and (gc[0].get("samples", 0) > 0 if shutil.which("nvidia-smi") else "error" in gc[0]),
               "the GPU's clocks beside the runs: %r" % gc)
         for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+raw-side", "host+bg+push-side",
-                     "copy-pieces", "layer-pieces"):
+                     "copy-pieces", "layer-pieces", "layer-split", "layer-split-pieces"):
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
                   "%s measured: %r" % (name, x))
@@ -808,6 +865,9 @@ def main():
             ec = res.get(name, {}).get("eager_call_us") or []
             check(len(ec) == 2 and all(c and c["calls"] >= 3 and c["median"] > 0 for c in ec),
                   "%s: each table's eager calls on the launching thread: %r" % (name, ec))
+        for name in ("copy-pieces", "layer-pieces", "layer-split-pieces"):
+            check("paired_added_us" in (res.get(name, {}).get("vs_pieces") or {}),
+                  "%s alternated with the pieces without lookups: %r" % (name, res.get(name, {}).get("vs_pieces_error")))
         check("paired_added_us" in (res.get("layer-pieces", {}).get("vs_copy") or {}),
               "layer-pieces alternated with the copies' pieces: %r" % res.get("layer-pieces", {}).get("vs_copy_error"))
         check(res.get("copy", {}).get("last_strategy") == "copy", "copy: no eht engine ran")

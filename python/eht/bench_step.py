@@ -28,7 +28,13 @@ the whole step is one CUDA graph. Variants:
                        for each before the piece that reads it; such a variant is alternated with
                        copy-pieces (vs_copy) where copy ran, and reports each table's eager call's
                        wall time on the launching thread over its synced steps (eager_call_us: a
-                       synced step waits for it). Not traced (--trace)
+                       synced step waits for it). Not traced (--trace). Every -pieces variant is also
+                       alternated with the same pieces without lookups (vs_pieces: what its lookups
+                       cost that placement)
+  layer-split, layer-split-pieces  the background way in two halves, lookup_start(ids, out) and
+                       lookup_wait(out), both on the main stream where the side stream would fork and
+                       join: in the one graph, or captured into the pieces (start in the first, each
+                       wait in the piece that reads the rows: no eager call). Not traced (--trace)
   STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push / stream (with bg:
   captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way), capN (SM cap N), dedup,
   nohot (a text workload's hot set left out),
@@ -134,13 +140,19 @@ def parse_variant(spec):
         # the engine's own call: eht.torch.EngramLayer.lookup(ids, out, background) with vLLM's arguments,
         # background=True on the side stream, False inline (what an engine's natural call gets). On a text
         # workload its inline way loads the hot set as a served table's would; +nohot: without it
-        head, _, place = spec.rpartition("-")
+        # -split / -split-pieces: the background way in two halves on the main stream (lookup_start
+        # where the side stream would fork, lookup_wait where it would join), in one graph or in pieces
+        if spec.endswith("-split-pieces"):
+            head, place = spec[:-len("-split-pieces")], "split-pieces"
+        else:
+            head, _, place = spec.rpartition("-")
         opts = head.split("+")
-        if opts[0] != "layer" or place not in ("side", "inline", "pieces") or \
+        if opts[0] != "layer" or place not in ("side", "inline", "pieces", "split", "split-pieces") or \
                 any(o not in ("push", "stream", "nohot") for o in opts[1:]) or ("push" in opts and "stream" in opts):
-            raise ValueError("variant %r: layer[+push|+stream][+nohot]-side|inline|pieces" % spec)
+            raise ValueError("variant %r: layer[+push|+stream][+nohot]-side|inline|pieces|split|split-pieces" % spec)
         if place == "inline" and ("push" in opts or "stream" in opts):
-            raise ValueError("variant %r: push and stream are ways of the background call (-side, -pieces)" % spec)
+            raise ValueError("variant %r: push and stream are ways of the background call (-side, -pieces, -split)"
+                             % spec)
         return {"name": spec, "strategy": "auto", "place": place, "background": place != "inline", "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "layer": True, "no_hot": "nohot" in opts,
                 "push": True if "push" in opts else False if "stream" in opts else None}
@@ -411,7 +423,7 @@ def run(a, rep, log):
             # The copies' step, kept for the cfg: every variant with lookups is also alternated with it
             # (vs_copy), so that its cost over the copies is one paired figure, not the difference of
             # two figures measured seconds apart, each against its own run of the step without lookups.
-            copy_engines = g_copy = g_copy_pieces = None
+            copy_engines = g_copy = g_copy_pieces = g_none_pieces = None
             if any(v.get("copy_only") for v in a.variant_list):
                 try:
                     copy_engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
@@ -456,8 +468,9 @@ def run(a, rep, log):
                             none_alone = res["step"]
                         g = g_none
                         if v["name"] != "none":
-                            pieces = v["place"] == "pieces"
-                            g = Pieces(step, engines, side) if pieces else step.capture(engines, v["place"], side)
+                            pieces = v["place"] in ("pieces", "split-pieces")
+                            g = Pieces(step, engines, side, split=v["place"] == "split-pieces") if pieces \
+                                else step.capture(engines, v["place"], side)
                             if pieces:
                                 g.take_call_us()  # (its warm-up calls)
                             res["step"], res["none_paired"] = time_paired(
@@ -484,6 +497,13 @@ def run(a, rep, log):
                                     res["vs_copy"] = against_copy(torch, gc, g, feed, cfg, a, blocking)
                                 except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
                                     res["vs_copy_error"] = "%s: %s" % (type(e).__name__, e)
+                            if pieces:  # the same pieces without lookups: what the lookups cost that placement
+                                try:
+                                    if g_none_pieces is None:
+                                        g_none_pieces = Pieces(step, [], side)
+                                    res["vs_pieces"] = against_copy(torch, g_none_pieces, g, feed, cfg, a, blocking)
+                                except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
+                                    res["vs_pieces_error"] = "%s: %s" % (type(e).__name__, e)
                         if engines:
                             gl = step.capture_lookups(engines)
                             res["lookups_alone"] = time_graph(torch, gl, feed, cfg["reps"], a.warmup, blocking)
@@ -509,7 +529,7 @@ def run(a, rep, log):
                                         if res[q].get(k + "_us") is not None and base_tl[q].get(k + "_us") is not None:
                                             res[q][k + "_added_us"] = res[q][k + "_us"] - base_tl[q][k + "_us"]
                         del g
-                        if a.trace and v["place"] != "pieces":  # (the traced step is one graph)
+                        if a.trace and v["place"] in ("side", "inline"):  # (the traced step: one graph, one fork)
                             res["trace"] = trace_step(torch, step, engines, v["place"], side, feed,
                                                       max(5, min(cfg["reps"], 20)))
                             if base_trace is not None and res["trace"]["layers_ms"] is not None:
@@ -551,7 +571,7 @@ def run(a, rep, log):
             if copy_engines:
                 for lk in copy_engines:
                     lk.close()
-            del step, batches, g_none, g_copy, g_copy_pieces, copy_engines
+            del step, batches, g_none, g_copy, g_copy_pieces, g_none_pieces, copy_engines
             torch.cuda.empty_cache()
     del tables, keep
     rep["summary"] = summarize_rounds(rep["results"])

@@ -229,6 +229,9 @@ class Step:
                 marks[name] = e
 
         mark("start", main)
+        if engines and place == "split":  # (the rows' wait comes before each Engram layer, below)
+            for t in range(2):
+                engines[t].start(self.ids[t], self.dst(t))
         if engines and place == "side":
             side.wait_stream(main)
             with torch.cuda.stream(side):
@@ -249,6 +252,8 @@ class Step:
                 if engines:
                     if place == "side":
                         main.wait_event(events[t])
+                    elif place == "split":
+                        engines[t].wait(self.dst(t))
                     else:
                         mark("lookup%d_start" % t, main)
                         engines[t].run(self.ids[t], self.dst(t), stream=main)
@@ -301,21 +306,38 @@ class Pieces:
     for each table's lookup before the piece that reads it. replay() enqueues one step on the current
     stream, as CUDAGraph.replay does, so the timers take it as a graph; its eager calls' CPU is part
     of the step's: call_us keeps each table's calls' wall time on the launching thread (us), which a
-    synced step waits for (take_call_us reads and clears them)."""
+    synced step waits for (take_call_us reads and clears them). split: the engines' two halves
+    captured into the pieces instead (start at the first piece's head, each table's wait at the head
+    of the piece that reads its rows), the way a split lookup keeps that placement's step all graphs."""
 
-    def __init__(self, step, engines, side):
+    def __init__(self, step, engines, side, split=False):
         torch = step.torch
-        self.step, self.engines, self.side = step, engines, side
+        self.step, self.engines, self.side, self.split = step, engines, side, split
         self.call_us = [[] for _ in engines]
         e0, e1 = step.elayers
         self.bounds = [(0, e0), (e0, e1), (e1, step.L)]
         fns = [functools.partial(step.piece, lo, hi, i == 0) for i, (lo, hi) in enumerate(self.bounds)]
+        if split:
+            fns = [functools.partial(self._split_piece, i, f) for i, f in enumerate(fns)]
         self.graphs = capture_graphs(torch, [(f, f) for f in fns])
         self.events = [torch.cuda.Event(), torch.cuda.Event()]
+
+    def _split_piece(self, i, piece):
+        step = self.step
+        if i == 0:
+            for t in range(2):
+                self.engines[t].start(step.ids[t], step.dst(t))
+        else:
+            self.engines[i - 1].wait(step.dst(i - 1))
+        return piece()
 
     def replay(self):
         torch, step = self.step.torch, self.step
         main = torch.cuda.current_stream()
+        if self.split:
+            for g in self.graphs:
+                g.replay()
+            return
         if self.engines:
             self.side.wait_stream(main)  # the ids fed on the main stream
             with torch.cuda.stream(self.side):
@@ -403,6 +425,13 @@ class LayerEngine:
     def run(self, ids, out, stream=None):
         with self.torch.cuda.stream(stream or self.torch.cuda.current_stream()):
             self.layer.lookup(ids.view(-1, HEADS), out.view(-1, self.layer.part, DIM), background=self.background)
+
+    def start(self, ids, out):
+        """The background way's first half on the current stream (layer-split variants)."""
+        self.layer.lookup_start(ids.view(-1, HEADS), out.view(-1, self.layer.part, DIM))
+
+    def wait(self, out):
+        self.layer.lookup_wait(out)
 
     def close(self):
         self.layer.close()

@@ -33,7 +33,9 @@ def summarize_rounds(results):
     (vs_copy, pair by pair, back to back and synced: over_copy_alternated_*; None where the rounds
     lack it): the same cost over the copies, without two runs' drift between; and its pairs of every
     round pooled, with the 95 % confidence interval of their median (over_copy_pooled_*: what the
-    figure resolves, None without pairs in the JSON). With --trace, the main
+    figure resolves, None without pairs in the JSON). For -pieces variants the same two against the
+    same pieces without lookups (vs_pieces: over_pieces_alternated_* and over_pieces_pooled_*): what
+    the lookups cost that placement. With --trace, the main
     stream's stalls at both joins in the graph's replays, queued and synced (us, None without the
     graph half). Rounds that failed are left out."""
     copies = {}
@@ -48,7 +50,8 @@ def summarize_rounds(results):
         if k not in rows:
             rows[k] = {"b2b": [], "synced": [], "cpu": [], "pool": [], "launch": [], "ob2b": [], "osynced": [],
                        "gqueued": [], "gsynced": [], "pb2b": [], "psynced": [], "opb2b": [], "opsynced": [],
-                       "ab2b": [], "asynced": [], "qb2b": [], "qsynced": []}
+                       "ab2b": [], "asynced": [], "qb2b": [], "qsynced": [], "xb2b": [], "xsynced": [],
+                       "yb2b": [], "ysynced": []}
             order.append(k)
         if "back_to_back_added_us" in r:
             rows[k]["b2b"].append(r["back_to_back_added_us"])
@@ -71,6 +74,13 @@ def summarize_rounds(results):
         for key, name in (("qb2b", "back_to_back_pairs_ms"), ("qsynced", "pairs_ms")):
             if vc.get(name):
                 rows[k][key].append(vc[name])
+        vp = r.get("vs_pieces") or {}  # (-pieces variants: against the same pieces without lookups)
+        for key, name in (("xb2b", "back_to_back_paired_added_us"), ("xsynced", "paired_added_us")):
+            if vp.get(name) is not None:
+                rows[k][key].append(vp[name])
+        for key, name in (("yb2b", "back_to_back_pairs_ms"), ("ysynced", "pairs_ms")):
+            if vp.get(name):
+                rows[k][key].append(vp[name])
         st = r["step"]
         rows[k]["cpu"].append(st["cpu_ms_per_step"])
         if st.get("cpu_ms_by_thread"):
@@ -97,6 +107,10 @@ def summarize_rounds(results):
              "over_copy_alternated_added_us": _spread(rows[k]["asynced"]),
              "over_copy_pooled_back_to_back_us": _pooled(rows[k]["qb2b"]),
              "over_copy_pooled_added_us": _pooled(rows[k]["qsynced"]),
+             "over_pieces_alternated_back_to_back_us": _spread(rows[k]["xb2b"]),
+             "over_pieces_alternated_added_us": _spread(rows[k]["xsynced"]),
+             "over_pieces_pooled_back_to_back_us": _pooled(rows[k]["yb2b"]),
+             "over_pieces_pooled_added_us": _pooled(rows[k]["ysynced"]),
              "graph_stall_queued_us": _spread(rows[k]["gqueued"]),
              "graph_stall_synced_us": _spread(rows[k]["gsynced"])} for k in order]
 
@@ -123,12 +137,17 @@ def summary_line(s):
     if s.get("over_copy_alternated_added_us") or s.get("over_copy_alternated_back_to_back_us"):
         out += "; alternated with the copies, pair by pair: back to back %s, synced %s" % (
             us(s.get("over_copy_alternated_back_to_back_us")), us(s.get("over_copy_alternated_added_us")))
+    def ci(d):
+        return "-" if d is None else "%+.1f us [%+.1f .. %+.1f] of %d pairs" % (
+            d["median"], d["ci"][0], d["ci"][1], d["pairs"])
     if s.get("over_copy_pooled_added_us") or s.get("over_copy_pooled_back_to_back_us"):
-        def ci(d):
-            return "-" if d is None else "%+.1f us [%+.1f .. %+.1f] of %d pairs" % (
-                d["median"], d["ci"][0], d["ci"][1], d["pairs"])
         out += "; the same, every round's pairs pooled (95 %% CI of the median): back to back %s, synced %s" % (
             ci(s.get("over_copy_pooled_back_to_back_us")), ci(s.get("over_copy_pooled_added_us")))
+    if s.get("over_pieces_alternated_added_us") or s.get("over_pieces_alternated_back_to_back_us"):
+        out += ("; alternated with the same pieces without lookups, pair by pair: back to back %s, synced %s; "
+                "pooled: back to back %s, synced %s") % (
+            us(s.get("over_pieces_alternated_back_to_back_us")), us(s.get("over_pieces_alternated_added_us")),
+            ci(s.get("over_pieces_pooled_back_to_back_us")), ci(s.get("over_pieces_pooled_added_us")))
     if s.get("graph_stall_queued_us") or s.get("graph_stall_synced_us"):
         out += "; stalls at the joins in the graph: queued %s, synced %s" % (
             us(s.get("graph_stall_queued_us")), us(s.get("graph_stall_synced_us")))
@@ -175,6 +194,14 @@ def line(r):
                 "(%+.1f%s)") % (vc["back_to_back_added_us"], vc["back_to_back_paired_added_us"],
                                 ci("back_to_back_paired_added_ci_us"), vc["added_us"], vc["paired_added_us"],
                                 ci("paired_added_ci_us"))
+    for key, label in (("vs_pieces", "the same pieces without lookups"),):
+        vp = r.get(key)
+        if r.get(key + "_error"):
+            out += "\n    alternated with %s: not measured (%s)" % (label, r[key + "_error"])
+        if vp:
+            out += "\n    alternated with %s: added %+.1f us back to back (pair by pair %+.1f), %+.1f synced (%+.1f)" % (
+                label, vp["back_to_back_added_us"], vp["back_to_back_paired_added_us"], vp["added_us"],
+                vp["paired_added_us"])
     for q, label in (("timeline", "timeline"), ("timeline_queued", "timeline, queued")):
         tl = r.get(q)
         if not tl:
