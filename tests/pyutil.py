@@ -97,6 +97,14 @@ class RecordingLayer:
         self.calls.append((indices, out, background))
         return out
 
+    def lookup_start(self, indices, out):
+        self.calls.append(("start", indices, out))
+        return out
+
+    def lookup_wait(self, out):
+        self.calls.append(("wait", out))
+        return out
+
 
 def stand_in_engram_layer():
     """Installs a stand-in eht.torch module whose EngramLayer is RecordingLayer (no torch needed), for

@@ -5,7 +5,8 @@ here): the plug-in patches that module's ParallelEngramEmbedding and the NVIDIA 
 raises the subclass's inline threshold, reads the rank's geometry from head_start / part_n_hash_cols /
 vocab_start_idx / vocab_end_idx, wraps the rank's own rows (weight + weight_scale_inv, stored from row
 0) without a copy, and leaves a layer whose storage is in GPU memory, or under names it does not know,
-or a rank that owns no rows, on vLLM's own lookup. Runs without torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
+or a rank that owns no rows, on vLLM's own lookup; newer vLLM's NVIDIA Engram's prefetch methods
+(marked eager_break_during_capture) replaced by the eht layer's lookup_start / lookup_wait. Runs without torch or a GPU (a recording stand-in of eht.torch.EngramLayer)."""
 import array
 import os
 import sys
@@ -105,6 +106,33 @@ if cli:
         del m8.num_embeddings, m8.head_sizes
         check.raises(LookupError, "neither num_embeddings, head_sizes nor table_rows", lambda: m8.lookup("ids", "out"))
         del m7, served
+
+# ---- newer vLLM's NVIDIA Engram: its prefetch's two eager-break methods become the eht layer's two
+# halves on the model's stream (nothing breaks a capture); a module whose embedding keeps vLLM's
+# lookup keeps vLLM's methods ----
+check(nv.Engram.__dict__.get("_eht_patched_prefetch") is True, "the NVIDIA Engram's prefetch patched")
+ps.TP = ps.GroupCoordinator(rank_in_group=1, world_size=4)
+del nv.BREAKS[:]
+emb = nv.ParallelEngramEmbedding(off[24], 256, sizes)
+mod = nv.Engram(emb)
+mod.prepare_embeddings("hash")
+rows = mod._ready_rows(7)
+split_layer = FakeLayer.made[-1]
+check(split_layer.calls == [("start", "hash", "staged"), ("wait", "staged")] and rows == "staged"
+      and nv.BREAKS == [] and emb.vllm_lookups == 0 and mod.joins == 0,
+      "eht's two halves, nothing eager: %r, breaks %r" % (split_layer.calls, nv.BREAKS))
+mod._ready_rows(7)  # a join without a start: vLLM's own (it waits for nothing)
+check(mod.joins == 1 and nv.BREAKS == ["_finish_prefetch"], "a join without a start is vLLM's: %r" % nv.BREAKS)
+made = len(FakeLayer.made)
+gpu_mod = nv.Engram(nv.ParallelEngramEmbedding(off[24], 256, sizes, cpu_offload=False))
+gpu_mod._prefetch_stream = "forced"  # (a GPU table's module prefetching anyway: its layer keeps vLLM's lookup)
+del nv.BREAKS[:]
+gpu_mod.prepare_embeddings("hash")
+gpu_mod._ready_rows(7)
+check(nv.BREAKS == ["_start_prefetch", "_finish_prefetch"] and gpu_mod.embed_tokens.vllm_lookups == 1
+      and gpu_mod.joins == 1 and len(FakeLayer.made) == made,
+      "an embedding on vLLM's lookup keeps vLLM's prefetch: %r" % nv.BREAKS)
+check(ev.patch_prefetch(nv.Engram) is False, "patched once")
 
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)
 sys.exit(1 if check.failures else 0)

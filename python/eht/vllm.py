@@ -29,7 +29,11 @@ same step it added 0.26-0.40 ms to a prefill step beside the model where the inl
 (docs/ENGINES.md). So the plug-in raises vLLM's inline threshold (an int class or module attribute whose
 name holds "threshold") past any batch: every batch is then prefetched on vLLM's side stream with
 background=True. VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's placement; the per-call background flag is
-always passed through as vLLM gives it.
+always passed through as vLLM gives it. Newer vLLM's NVIDIA Engram (cpu_offload) prefetches every
+batch from two methods marked eager_break_during_capture, which under PIECEWISE graphs run eagerly
+between graph pieces at every step; the plug-in replaces them with the eht layer's two halves on the
+model's stream (lookup_start, lookup_wait), which capture into the pieces (VLLM_EHT_PREFETCH_ALL=0
+keeps vLLM's methods too).
 """
 import importlib
 import inspect
@@ -110,6 +114,8 @@ def register():
     hook_loader()
     if os.environ.get("VLLM_EHT_PREFETCH_ALL", "1") != "0":
         prefetch_all(mod, cls)
+        for c in _prefetching_classes(name):
+            patch_prefetch(c)
     _log.info("eht.vllm: %s.%s looks up through eht (%s)", name, ENGRAM_CLASS,
               "served key %s" % os.environ["VLLM_EHT_KEY"] if os.environ.get("VLLM_EHT_KEY") else "vLLM's own storage")
     return True
@@ -288,6 +294,69 @@ def prefetch_all(mod, cls):
         _log.warning("eht.vllm: found no inline-lookup threshold to raise: vLLM's placement stays (trees that "
                      "prefetch every batch of an offloaded table on a side stream have none)")
     return changed
+
+
+# Newer vLLM's NVIDIA Engram module starts a prefetch in one method and joins it in another, both
+# marked eager_break_during_capture.
+PREFETCH_METHODS = ("_start_prefetch", "_finish_prefetch")
+_PATCHED_PREFETCH = "_eht_patched_prefetch"
+
+
+def _prefetching_classes(name):
+    """The classes of the Engram module and its platform module beside it that define both of
+    PREFETCH_METHODS themselves."""
+    found = []
+    for mod_name in (name, name.replace(".common.", ".nvidia.")):
+        try:
+            mod = importlib.import_module(mod_name)
+        except Exception as e:  # noqa: BLE001 (optional: whatever it raises must not stop vLLM's start)
+            _log.debug("eht.vllm: %s not imported (%s)", mod_name, e)
+            continue
+        for v in vars(mod).values():
+            if isinstance(v, type) and v not in found and all(m in vars(v) for m in PREFETCH_METHODS):
+                found.append(v)
+    return found
+
+
+def patch_prefetch(cls):
+    """Newer vLLM's NVIDIA Engram (cpu_offload) starts each prefetch on a side stream from
+    _start_prefetch(hash_ids, rows, stream) and joins it from _finish_prefetch(stream), both marked
+    eager_break_during_capture: under vLLM's PIECEWISE graphs its capture breaks at each and the two
+    run eagerly between graph pieces at every step. Where the layer's embedding looks up through eht
+    the two become the eht layer's two halves on the current stream (lookup_start, lookup_wait): no
+    side stream, nothing eager, each captured into whichever graph vLLM is capturing (measured in
+    docs/BENCHMARKS.md, layer-split-pieces against layer-pieces). An embedding that keeps vLLM's
+    lookup keeps vLLM's methods. Returns whether it patched."""
+    if cls.__dict__.get(_PATCHED_PREFETCH, False):
+        return False
+    orig_start, orig_finish = (cls.__dict__[m] for m in PREFETCH_METHODS)
+
+    def _start_prefetch(self, hash_ids, rows, stream, *args, **kwargs):
+        emb = getattr(self, "embed_tokens", None)
+        layer = _VLLMS
+        if emb is not None and getattr(type(emb), _PATCHED, False) and not args and not kwargs:
+            layer = make_layer(emb)
+        if layer is _VLLMS:
+            self._eht_started = None
+            return orig_start(self, hash_ids, rows, stream, *args, **kwargs)
+        out = _token_rows(rows, hash_ids)
+        layer.lookup_start(hash_ids, out)
+        self._eht_started = (layer, out)
+        return None
+
+    def _finish_prefetch(self, stream, *args, **kwargs):
+        started = getattr(self, "_eht_started", None)
+        if started is None:
+            return orig_finish(self, stream, *args, **kwargs)
+        self._eht_started = None
+        started[0].lookup_wait(started[1])
+        return None
+
+    cls._start_prefetch, cls._finish_prefetch = _start_prefetch, _finish_prefetch
+    setattr(cls, _PATCHED_PREFETCH, True)
+    _log.info("eht.vllm: %s's prefetch starts and joins eht's lookup on the model's stream (no eager break)",
+              cls.__name__)
+    return True
 
 
 def _cdiv(a, b):
