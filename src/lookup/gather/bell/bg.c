@@ -4,7 +4,7 @@
  * stream copies GPU ids to pinned memory (copy engine), rings the doorbell (cuStreamWriteValue32),
  * then bg_groups moves the rows group by group; pushed (EHT_LOOKUP_BG_PUSH, the default) the CPU moves
  * them with its own copies (and dequantizes a large bf16 request's groups) and the stream waits for one
- * word (push_ring_wait). */
+ * word (push_ring_wait); split (split.h), that wait is enqueued later, by eht_lk_split_wait. */
 #include "gpu/gpu_lookup.h"
 #include "lookup/gather/bell/bg.h"
 #include "lookup/gather/bell/poller.h"
