@@ -293,7 +293,8 @@ int eht_engram_layer_lookup(eht_engram_layer *l, const void *ids, int id_type, u
 				    "(eht_engram_layer_wait comes before the way's next call)");
 	if (!rc && !host && stride != tw)
 		rc = way_dense(l, w, (eht_stream)stream);
-	if (!rc && split)
+	const bool begun = !rc && split;
+	if (begun)
 		eht_lk_split_begin(w->lk);
 	for (uint64_t t0 = 0; t0 < tokens && !rc; t0 += l->max_tokens) {
 		const uint64_t n = tokens - t0 < l->max_tokens ? tokens - t0 : l->max_tokens;
@@ -301,7 +302,7 @@ int eht_engram_layer_lookup(eht_engram_layer *l, const void *ids, int id_type, u
 			  : gpu_chunk(l, w, ids, id_type == EHT_ID_INT64, t0, n, s_tok, s_head, out, stride,
 				      (eht_stream)stream);
 	}
-	if (split && eht_lk_split_end(w->lk) && rc)
+	if (begun && eht_lk_split_end(w->lk) && rc)
 		(void)eht_lk_split_wait(w->lk, (eht_stream)stream); /* (an error after the ring: not left pending) */
 	pthread_mutex_unlock(&w->mu);
 	return rc;
