@@ -113,21 +113,40 @@ if cli:
 check(nv.Engram.__dict__.get("_eht_patched_prefetch") is True, "the NVIDIA Engram's prefetch patched")
 ps.TP = ps.GroupCoordinator(rank_in_group=1, world_size=4)
 del nv.BREAKS[:]
+
+
+class Hash:
+    """A [T, 24] hash output's stand-in (its shape is what the plug-in reads)."""
+
+    def __init__(self, T):
+        self.shape = (T, 24)
+
+
 emb = nv.ParallelEngramEmbedding(off[24], 256, sizes)
 mod = nv.Engram(emb)
-mod.prepare_embeddings("hash")
+h7 = Hash(7)
+mod.prepare_embeddings(h7)
 rows = mod._ready_rows(7)
 split_layer = FakeLayer.made[-1]
-check(split_layer.calls == [("start", "hash", "staged"), ("wait", "staged")] and rows == "staged"
+check(split_layer.calls == [("start", h7, "staged"), ("wait", "staged")] and rows == "staged"
       and nv.BREAKS == [] and emb.vllm_lookups == 0 and mod.joins == 0,
       "eht's two halves, nothing eager: %r, breaks %r" % (split_layer.calls, nv.BREAKS))
+# a batch over the eht layer's max_tokens: vLLM's side stream (its start would hold the model's stream)
+split_layer.max_tokens = 4
+del split_layer.calls[:]
+mod.prepare_embeddings(h7)
+mod._ready_rows(7)
+check(split_layer.calls == [(h7, "staged", True)] and nv.BREAKS == ["_start_prefetch", "_finish_prefetch"]
+      and mod.joins == 1, "over max_tokens: vLLM's prefetch, eht's background call: %r" % split_layer.calls)
+del split_layer.max_tokens, nv.BREAKS[:]
+mod.joins = 0
 mod._ready_rows(7)  # a join without a start: vLLM's own (it waits for nothing)
 check(mod.joins == 1 and nv.BREAKS == ["_finish_prefetch"], "a join without a start is vLLM's: %r" % nv.BREAKS)
 made = len(FakeLayer.made)
 gpu_mod = nv.Engram(nv.ParallelEngramEmbedding(off[24], 256, sizes, cpu_offload=False))
 gpu_mod._prefetch_stream = "forced"  # (a GPU table's module prefetching anyway: its layer keeps vLLM's lookup)
 del nv.BREAKS[:]
-gpu_mod.prepare_embeddings("hash")
+gpu_mod.prepare_embeddings(h7)
 gpu_mod._ready_rows(7)
 check(nv.BREAKS == ["_start_prefetch", "_finish_prefetch"] and gpu_mod.embed_tokens.vllm_lookups == 1
       and gpu_mod.joins == 1 and len(FakeLayer.made) == made,

@@ -291,6 +291,7 @@ _LAYER_ID_SHIFT = 0x1
 _LAYER_BACKGROUND = 0x1
 _LAYER_HOST = 0x2
 _LAYER_START = 0x4
+_LAYER_MAX_TOKENS_DEFAULT = 8192  # eht_engram_layer_opts.max_tokens 0 means this (layer.c)
 
 
 def _layer_sigs():
@@ -367,6 +368,7 @@ class EngramLayer:
         self.table = table
         self.head_start, self.part, self.n_heads = head_start, part, n_heads
         self.format = format
+        self.max_tokens = max_tokens or _LAYER_MAX_TOKENS_DEFAULT  # tokens of one internal step
         self.row_len = 256 if fmt == 1 else table.row_bytes
         self.dtype = torch.bfloat16 if fmt == 1 else torch.uint8
         self._esize = 2 if fmt == 1 else 1
@@ -433,7 +435,9 @@ class EngramLayer:
         joins it in another (vLLM's piecewise graphs): starts the lookup of indices into out on torch's
         current stream; the rows are in out for work enqueued after `lookup_wait(out)` on that stream (or
         one ordered after it). No side stream: both halves capture, into one graph or two. The layer's
-        next background call comes after the wait (until then it raises)."""
+        next background call comes after the wait (until then it raises). A call of more than
+        max_tokens tokens (or of host tensors) runs whole here, its rows waited for on the stream as
+        an inline call's are."""
         if _is_compiling():
             torch.ops.eht.engram_layer_lookup_start(self.id, indices, out)
             return out

@@ -42,6 +42,7 @@ class EngramLayer:
     n_heads: int
     format: str
     row_len: int
+    max_tokens: int
     dtype: torch.dtype
     def __init__(self, table: object, *, head_start: int = 0, part: Optional[int] = None, n_heads: int = 24,
                  vocab_start: Optional[int] = None, vocab_end: Optional[int] = None, format: str = "bf16",

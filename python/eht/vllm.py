@@ -326,7 +326,8 @@ def patch_prefetch(cls):
     the two become the eht layer's two halves on the current stream (lookup_start, lookup_wait): no
     side stream, nothing eager, each captured into whichever graph vLLM is capturing (measured in
     docs/BENCHMARKS.md, layer-split-pieces against layer-pieces). An embedding that keeps vLLM's
-    lookup keeps vLLM's methods. Returns whether it patched."""
+    lookup keeps vLLM's methods, and so does a batch of more tokens than the eht layer's max_tokens
+    (its start would run whole on the model's stream). Returns whether it patched."""
     if cls.__dict__.get(_PATCHED_PREFETCH, False):
         return False
     orig_start, orig_finish = (cls.__dict__[m] for m in PREFETCH_METHODS)
@@ -336,6 +337,10 @@ def patch_prefetch(cls):
         layer = _VLLMS
         if emb is not None and getattr(type(emb), _PATCHED, False) and not args and not kwargs:
             layer = make_layer(emb)
+        # (a batch over the layer's max_tokens would run whole in the start, holding the model's stream
+        # until its rows are in: vLLM's side stream instead)
+        if layer is not _VLLMS and int(hash_ids.shape[0]) > getattr(layer, "max_tokens", 1 << 62):
+            layer = _VLLMS
         if layer is _VLLMS:
             self._eht_started = None
             return orig_start(self, hash_ids, rows, stream, *args, **kwargs)
