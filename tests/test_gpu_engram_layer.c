@@ -48,7 +48,7 @@ static void run_reps(struct lr_case *c, const struct lr_run *x, eht_stream s, st
 {
 	const size_t R = c->fmt == EHT_LOOKUP_BF16 ? 512 : LR_RB;
 	const uint64_t stride = c->part * R + c->out_pad;
-	int64_t *m = malloc(c->T * LR_H * sizeof(int64_t)), s_tok, s_head;
+	int64_t *m = calloc(c->T * LR_H, sizeof(int64_t)), s_tok, s_head; /* (calloc: the analyzer cannot see lr_matrix fill it) */
 	size_t ib = 0;
 	eht_graph gr = NULL, gr2 = NULL;
 	eht_graph_exec gx = NULL, gx2 = NULL;
