@@ -107,7 +107,7 @@ if cli:
         check.raises(LookupError, "neither num_embeddings, head_sizes nor table_rows", lambda: m8.lookup("ids", "out"))
         del m7, served
 
-# ---- newer vLLM's NVIDIA Engram: its prefetch's two eager-break methods become the eht layer's two
+# ---- newer vLLM's NVIDIA Engram: inside a PIECEWISE capture its prefetch's two eager-break methods become the eht layer's two
 # halves on the model's stream (nothing breaks a capture); a module whose embedding keeps vLLM's
 # lookup keeps vLLM's methods ----
 check(nv.Engram.__dict__.get("_eht_patched_prefetch") is True, "the NVIDIA Engram's prefetch patched")
@@ -122,12 +122,22 @@ class Hash:
         self.shape = (T, 24)
 
 
+from vllm.compilation import breakable_cudagraph as bcg  # noqa: E402
+
 emb = nv.ParallelEngramEmbedding(off[24], 256, sizes)
 mod = nv.Engram(emb)
 h7 = Hash(7)
+# outside a PIECEWISE capture (eager steps, FULL graphs): vLLM's methods, eht's background call
+mod.prepare_embeddings(h7)
+mod._ready_rows(7)
+split_layer = FakeLayer.made[-1]
+check(split_layer.calls == [(h7, "staged", True)] and nv.BREAKS == ["_start_prefetch", "_finish_prefetch"]
+      and mod.joins == 1, "outside a breakable capture: vLLM's prefetch: %r" % split_layer.calls)
+del split_layer.calls[:], nv.BREAKS[:]
+mod.joins = 0
+bcg.ACTIVE[0] = True  # a PIECEWISE capture records the step
 mod.prepare_embeddings(h7)
 rows = mod._ready_rows(7)
-split_layer = FakeLayer.made[-1]
 check(split_layer.calls == [("start", h7, "staged"), ("wait", "staged")] and rows == "staged"
       and nv.BREAKS == [] and emb.vllm_lookups == 0 and mod.joins == 0,
       "eht's two halves, nothing eager: %r, breaks %r" % (split_layer.calls, nv.BREAKS))
@@ -140,17 +150,20 @@ check(split_layer.calls == [(h7, "staged", True)] and nv.BREAKS == ["_start_pref
       and mod.joins == 1, "over max_tokens: vLLM's prefetch, eht's background call: %r" % split_layer.calls)
 del split_layer.max_tokens, nv.BREAKS[:]
 mod.joins = 0
+bcg.ACTIVE[0] = False
 mod._ready_rows(7)  # a join without a start: vLLM's own (it waits for nothing)
 check(mod.joins == 1 and nv.BREAKS == ["_finish_prefetch"], "a join without a start is vLLM's: %r" % nv.BREAKS)
 made = len(FakeLayer.made)
 gpu_mod = nv.Engram(nv.ParallelEngramEmbedding(off[24], 256, sizes, cpu_offload=False))
 gpu_mod._prefetch_stream = "forced"  # (a GPU table's module prefetching anyway: its layer keeps vLLM's lookup)
 del nv.BREAKS[:]
+bcg.ACTIVE[0] = True
 gpu_mod.prepare_embeddings(h7)
 gpu_mod._ready_rows(7)
 check(nv.BREAKS == ["_start_prefetch", "_finish_prefetch"] and gpu_mod.embed_tokens.vllm_lookups == 1
       and gpu_mod.joins == 1 and len(FakeLayer.made) == made,
       "an embedding on vLLM's lookup keeps vLLM's prefetch: %r" % nv.BREAKS)
+bcg.ACTIVE[0] = False
 check(ev.patch_prefetch(nv.Engram) is False, "patched once")
 
 print("PASS" if check.failures == 0 else "FAIL: %d" % check.failures)

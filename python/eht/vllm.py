@@ -31,9 +31,9 @@ name holds "threshold") past any batch: every batch is then prefetched on vLLM's
 background=True. VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's placement; the per-call background flag is
 always passed through as vLLM gives it. Newer vLLM's NVIDIA Engram (cpu_offload) prefetches every
 batch from two methods marked eager_break_during_capture, which under PIECEWISE graphs run eagerly
-between graph pieces at every step; the plug-in replaces them with the eht layer's two halves on the
-model's stream (lookup_start, lookup_wait), which capture into the pieces (VLLM_EHT_PREFETCH_ALL=0
-keeps vLLM's methods too).
+between graph pieces at every step; inside such a capture the plug-in calls the eht layer's two
+halves on the model's stream instead (lookup_start, lookup_wait), which capture into the pieces
+(VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's methods everywhere).
 """
 import importlib
 import inspect
@@ -318,16 +318,30 @@ def _prefetching_classes(name):
     return found
 
 
+def _piecewise_capture():
+    """Whether vLLM's breakable CUDA-graph capture (its PIECEWISE graphs) is recording now: the only
+    place where eager_break_during_capture breaks anything (a FULL capture records the methods' side
+    stream into its one graph; outside a capture they run as they are)."""
+    try:
+        from vllm.compilation.breakable_cudagraph import BreakableCUDAGraphCapture  # noqa: PLC0415
+        return bool(BreakableCUDAGraphCapture.is_active())
+    except Exception:  # noqa: BLE001 (a vLLM without it has no such capture)
+        return False
+
+
 def patch_prefetch(cls):
     """Newer vLLM's NVIDIA Engram (cpu_offload) starts each prefetch on a side stream from
     _start_prefetch(hash_ids, rows, stream) and joins it from _finish_prefetch(stream), both marked
     eager_break_during_capture: under vLLM's PIECEWISE graphs its capture breaks at each and the two
-    run eagerly between graph pieces at every step. Where the layer's embedding looks up through eht
-    the two become the eht layer's two halves on the current stream (lookup_start, lookup_wait): no
-    side stream, nothing eager, each captured into whichever graph vLLM is capturing (measured in
-    docs/BENCHMARKS.md, layer-split-pieces against layer-pieces). An embedding that keeps vLLM's
-    lookup keeps vLLM's methods, and so does a batch of more tokens than the eht layer's max_tokens
-    (its start would run whole on the model's stream). Returns whether it patched."""
+    run eagerly between graph pieces at every step. Inside such a capture, where the layer's embedding
+    looks up through eht, the two become the eht layer's two halves on the current stream
+    (lookup_start, lookup_wait): no side stream, nothing eager, each captured into the piece vLLM is
+    capturing. Elsewhere vLLM's methods run (a FULL capture records their side stream into its one
+    graph; eager steps fork it eagerly): in one graph the side stream costs the step less than the
+    halves on the model's stream (docs/BENCHMARKS.md, round 47: layer-side against layer-split). An
+    embedding that keeps vLLM's lookup keeps vLLM's methods, and so does a batch of more tokens than
+    the eht layer's max_tokens (its start would run whole on the model's stream). Returns whether it
+    patched."""
     if cls.__dict__.get(_PATCHED_PREFETCH, False):
         return False
     orig_start, orig_finish = (cls.__dict__[m] for m in PREFETCH_METHODS)
@@ -335,7 +349,8 @@ def patch_prefetch(cls):
     def _start_prefetch(self, hash_ids, rows, stream, *args, **kwargs):
         emb = getattr(self, "embed_tokens", None)
         layer = _VLLMS
-        if emb is not None and getattr(type(emb), _PATCHED, False) and not args and not kwargs:
+        if emb is not None and getattr(type(emb), _PATCHED, False) and not args and not kwargs \
+                and _piecewise_capture():
             layer = make_layer(emb)
         # (a batch over the layer's max_tokens would run whole in the start, holding the model's stream
         # until its rows are in: vLLM's side stream instead)

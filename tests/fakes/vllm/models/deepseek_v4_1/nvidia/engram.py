@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Fake vllm.models.deepseek_v4_1.nvidia.engram: the NVIDIA subclass, with a lookup of its own (its
 kernel) and its inline threshold; and the NVIDIA Engram module that prefetches every batch of an
-offloaded table from two methods marked eager_break_during_capture (BREAKS records each call the
-marks would break a PIECEWISE capture at)."""
+offloaded table from two methods marked eager_break_during_capture (BREAKS records each call of
+them: where a PIECEWISE capture would break)."""
 import functools
 
 from vllm.models.deepseek_v4_1.common import engram
