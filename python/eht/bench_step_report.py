@@ -67,20 +67,17 @@ def summarize_rounds(results):
             for key, name in (("opb2b", "back_to_back_paired_added_us"), ("opsynced", "paired_added_us")):
                 if name in r and name in c:
                     rows[k][key].append(r[name] - c[name])
-        vc = r.get("vs_copy") or {}
-        for key, name in (("ab2b", "back_to_back_paired_added_us"), ("asynced", "paired_added_us")):
-            if vc.get(name) is not None:
-                rows[k][key].append(vc[name])
-        for key, name in (("qb2b", "back_to_back_pairs_ms"), ("qsynced", "pairs_ms")):
-            if vc.get(name):
-                rows[k][key].append(vc[name])
-        vp = r.get("vs_pieces") or {}  # (-pieces variants: against the same pieces without lookups)
-        for key, name in (("xb2b", "back_to_back_paired_added_us"), ("xsynced", "paired_added_us")):
-            if vp.get(name) is not None:
-                rows[k][key].append(vp[name])
-        for key, name in (("yb2b", "back_to_back_pairs_ms"), ("ysynced", "pairs_ms")):
-            if vp.get(name):
-                rows[k][key].append(vp[name])
+        # alternated with the copies' step (vs_copy) and, for -pieces variants, with the same pieces
+        # without lookups (vs_pieces): each pair-by-pair figure, and the pairs themselves to pool
+        for src, keys in (("vs_copy", ("ab2b", "asynced", "qb2b", "qsynced")),
+                          ("vs_pieces", ("xb2b", "xsynced", "yb2b", "ysynced"))):
+            alt = r.get(src) or {}
+            for key, name in zip(keys, ("back_to_back_paired_added_us", "paired_added_us")):
+                if alt.get(name) is not None:
+                    rows[k][key].append(alt[name])
+            for key, name in zip(keys[2:], ("back_to_back_pairs_ms", "pairs_ms")):
+                if alt.get(name):
+                    rows[k][key].append(alt[name])
         st = r["step"]
         rows[k]["cpu"].append(st["cpu_ms_per_step"])
         if st.get("cpu_ms_by_thread"):
