@@ -186,9 +186,9 @@ EHT_API EHT_MUST_CHECK int eht_engram_layer_lookup(eht_engram_layer *layer, cons
 /* A background lookup in two stream operations placed apart, for an engine that starts a prefetch in
  * one CUDA graph and joins it in another (vLLM's piecewise graphs): eht_engram_layer_lookup with
  * EHT_ENGRAM_LAYER_START enqueues what starts it (the ids handed to the CPU, which moves the rows by
- * copy engines and dequantizes them on a stream of its own while the stream goes on);
- * eht_engram_layer_wait(layer, stream) enqueues the wait for them (one stream operation): work on
- * that stream after the wait reads the rows. No side stream: both capture, into the same graph or different ones. The wait goes on the
+ * copy engines while the stream goes on); eht_engram_layer_wait(layer, stream) enqueues the wait for
+ * them (and their dequant where the CPU does not do it): work on that stream after the wait reads the
+ * rows. No side stream: both capture, into the same graph or different ones. The wait goes on the
  * start's stream (or one ordered after it), both captured or both eager, before the layer's next
  * background call (-EBUSY until then). A call that is not one request (host memory, more than
  * max_tokens tokens, a strided out, a table in GPU memory, the stream's own way EHT_LOOKUP_BG_STREAM)

@@ -119,9 +119,9 @@ bool eht_lk_split_drop(eht_lookup *lk)
 	return was;
 }
 
-/* A pushed request (its dequant the CPU's) that stops after its ring kernel: its index is kept on the
- * engine for the wait. */
-static int split_start(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a, bool capturing)
+/* A pushed request that stops after its ring kernel: what its wait needs is kept on the engine. */
+static int split_start(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gpu_ring *a, size_t n, eht_dptr dst,
+		       eht_dptr out, bool expand, bool capturing)
 {
 	struct lk_bell *b = lk->bell;
 	int rc = push_ring(lk, s, idx, a);
@@ -129,7 +129,11 @@ static int split_start(eht_lookup *lk, eht_stream s, unsigned idx, struct eht_gp
 		return eht_lk_bell_finish(lk, s, idx, capturing, rc);
 	b->split_pending = true;
 	b->split_capturing = capturing;
+	b->split_expand = expand;
 	b->split_idx = idx;
+	b->split_n = n;
+	b->split_dst = dst;
+	b->split_out = out;
 	return 0;
 }
 
@@ -141,6 +145,8 @@ int eht_lk_split_wait(eht_lookup *lk, eht_stream s)
 	b->split_pending = false;
 	const unsigned idx = b->split_idx;
 	int rc = eht_dev_stream_wait32(s, eht_lk_bell_d_done(b, lk, idx), 1u, EHT_WAIT_EQ);
+	if (!rc && b->split_expand)
+		rc = eht_gpu_expand(&lk->g, s, 0, b->split_n, b->split_dst, lk->rb, b->split_out, lk->fmt);
 	return eht_lk_bell_finish(lk, s, idx, b->split_capturing, rc);
 }
 
@@ -173,11 +179,7 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 	 * is its bottleneck (on the lent H200 a launch costs it 5-15 us). A captured one keeps the dequant
 	 * in its graph, where a kernel node costs the launch next to nothing (pushed by the CPU too, a
 	 * decode step measured worse back to back: docs/BENCHMARKS.md, "Tried, not kept"). */
-	/* Split (split.h), the CPU's dequant too: the wait then is one node on the model's stream, where a
-	 * dequant kernel after it held up the layers (an H100, eht bench step, decode, 2 rounds: the split
-	 * way in one graph +41 us back to back over the copies with it on the stream, layer-side +7). */
-	const bool split = push && b->split_want && !b->split_pending;
-	const bool cpu_dequant = push && !raw && (group_dequant || !capturing || split);
+	const bool cpu_dequant = push && !raw && (group_dequant || !capturing);
 	const eht_dptr dst = raw ? out : lk->scr.d_compact;
 	unsigned idx;
 	int rc = eht_lk_bell_prepare(lk, ids, ids_dev, id64, off, n, false, true, push ? dst : 0, cpu_dequant ? out : 0,
@@ -191,8 +193,8 @@ int eht_lk_bell_bg_piece(eht_lookup *lk, const void *ids, bool ids_dev, int id64
 					 .id_words = ids_dev ? n * (id64 ? 2 : 1) : 0, .n = n};
 		if (view)
 			a.view = view->k;
-		if (split) /* (split.h: the wait comes later) */
-			return split_start(lk, es, idx, &a, capturing);
+		if (b->split_want && !b->split_pending) /* (split.h: the wait and dequant come later) */
+			return split_start(lk, es, idx, &a, n, dst, out, !raw && !cpu_dequant, capturing);
 		rc = push_ring_wait(lk, es, idx, &a);
 		if (!rc && !raw && !cpu_dequant)
 			rc = eht_gpu_expand(&lk->g, es, 0, n, dst, lk->rb, out, lk->fmt);

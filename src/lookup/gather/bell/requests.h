@@ -115,8 +115,10 @@ struct lk_bell {
 	uint64_t bg_side_dequants; /* group dequants enqueued on bg_xstream (the tests check the path ran) */
 	/* A split request (lookup/split.h): split_want asks the next pushed request to stop after its
 	 * ring kernel; the one that did is split_pending until eht_lk_split_wait enqueues its wait. */
-	bool split_want, split_pending, split_capturing;
+	bool split_want, split_pending, split_capturing, split_expand;
 	unsigned split_idx;
+	size_t split_n;
+	eht_dptr split_dst, split_out;
 	bool no_kick;          /* it has captured requests: the poller naps (counted in its no_kick) */
 	bool own_h_dead;       /* the CPU emulation allocated lk->h_dead */
 	atomic_uint_fast64_t bg_reqs; /* background requests served, counted before the last group is ready */
