@@ -191,14 +191,13 @@ def line(r):
                 "(%+.1f%s)") % (vc["back_to_back_added_us"], vc["back_to_back_paired_added_us"],
                                 ci("back_to_back_paired_added_ci_us"), vc["added_us"], vc["paired_added_us"],
                                 ci("paired_added_ci_us"))
-    for key, label in (("vs_pieces", "the same pieces without lookups"),):
-        vp = r.get(key)
-        if r.get(key + "_error"):
-            out += "\n    alternated with %s: not measured (%s)" % (label, r[key + "_error"])
-        if vp:
-            out += "\n    alternated with %s: added %+.1f us back to back (pair by pair %+.1f), %+.1f synced (%+.1f)" % (
-                label, vp["back_to_back_added_us"], vp["back_to_back_paired_added_us"], vp["added_us"],
-                vp["paired_added_us"])
+    vp = r.get("vs_pieces")
+    if r.get("vs_pieces_error"):
+        out += "\n    alternated with the same pieces without lookups: not measured (%s)" % r["vs_pieces_error"]
+    if vp:
+        out += ("\n    alternated with the same pieces without lookups: added %+.1f us back to back (pair by pair "
+                "%+.1f), %+.1f synced (%+.1f)") % (vp["back_to_back_added_us"], vp["back_to_back_paired_added_us"],
+                                                   vp["added_us"], vp["paired_added_us"])
     for q, label in (("timeline", "timeline"), ("timeline_queued", "timeline, queued")):
         tl = r.get(q)
         if not tl:
