@@ -329,6 +329,19 @@ def _piecewise_capture():
         return False
 
 
+def _split_layer(module, hash_ids):
+    """The eht layer whose two halves take module's prefetch of hash_ids, or None where vLLM's methods
+    run: outside a PIECEWISE capture, an embedding that keeps vLLM's lookup, and a batch over the
+    layer's max_tokens (its start would run whole, holding the model's stream until its rows are in)."""
+    emb = getattr(module, "embed_tokens", None)
+    if emb is None or not getattr(type(emb), _PATCHED, False) or not _piecewise_capture():
+        return None
+    layer = make_layer(emb)
+    if layer is _VLLMS or int(hash_ids.shape[0]) > getattr(layer, "max_tokens", 1 << 62):
+        return None
+    return layer
+
+
 def patch_prefetch(cls):
     """Newer vLLM's NVIDIA Engram (cpu_offload) starts each prefetch on a side stream from
     _start_prefetch(hash_ids, rows, stream) and joins it from _finish_prefetch(stream), both marked
@@ -347,16 +360,8 @@ def patch_prefetch(cls):
     orig_start, orig_finish = (cls.__dict__[m] for m in PREFETCH_METHODS)
 
     def _start_prefetch(self, hash_ids, rows, stream, *args, **kwargs):
-        emb = getattr(self, "embed_tokens", None)
-        layer = _VLLMS
-        if emb is not None and getattr(type(emb), _PATCHED, False) and not args and not kwargs \
-                and _piecewise_capture():
-            layer = make_layer(emb)
-        # (a batch over the layer's max_tokens would run whole in the start, holding the model's stream
-        # until its rows are in: vLLM's side stream instead)
-        if layer is not _VLLMS and int(hash_ids.shape[0]) > getattr(layer, "max_tokens", 1 << 62):
-            layer = _VLLMS
-        if layer is _VLLMS:
+        layer = None if args or kwargs else _split_layer(self, hash_ids)
+        if layer is None:
             self._eht_started = None
             return orig_start(self, hash_ids, rows, stream, *args, **kwargs)
         out = _token_rows(rows, hash_ids)
