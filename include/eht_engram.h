@@ -198,6 +198,8 @@ EHT_API EHT_MUST_CHECK int eht_engram_layer_wait(eht_engram_layer *layer, void *
 /* The lookup engine of one way (flags EHT_ENGRAM_LAYER_BACKGROUND or 0), e.g. for hot sets, counters
  * and eht_lookup_last_dead_count; owned by the layer. */
 EHT_API struct eht_lookup *eht_engram_layer_engine(eht_engram_layer *layer, unsigned flags);
+/* Tokens of one internal step (opts.max_tokens, or its default); 0 for NULL. */
+EHT_API uint64_t eht_engram_layer_max_tokens(const eht_engram_layer *layer);
 /* Synchronizes the device (queued work may still read its buffers) and frees; NULL is a no-op. */
 EHT_API void eht_engram_layer_destroy(eht_engram_layer *layer);
 

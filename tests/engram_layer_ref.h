@@ -192,6 +192,7 @@ static inline unsigned lr_for_each_case(const eht_engram_layout *lay, eht_table 
 						.threads = threads, .max_tokens = small ? small_max_tokens : 0};
 					eht_engram_layer *l = NULL;
 					CHECK_RC(eht_engram_layer_create(t, &o, &l), 0);
+					CHECK(!l || eht_engram_layer_max_tokens(l) == (small ? small_max_tokens : 8192));
 					/* the shard is stored from its row 0: live ids move by -vs onto it */
 					struct lr_at at = {.l = l, .c = &c, .small_max = small,
 							   .base = shard ? table + (size_t)c.vs * LR_RB : table,

@@ -104,6 +104,8 @@ static void errors(eht_table *t)
 	CHECK_RC(eht_engram_layer_lookup(l, ids, EHT_ID_INT32, 0, 24, 1, out, 0, EHT_ENGRAM_LAYER_HOST, NULL), 0);
 	CHECK(eht_engram_layer_engine(l, 0) != NULL);
 	CHECK(eht_engram_layer_engine(l, EHT_ENGRAM_LAYER_BACKGROUND) == eht_engram_layer_engine(l, 0));
+	CHECK(eht_engram_layer_max_tokens(l) == 8192); /* opts.max_tokens 0: the documented default */
+	CHECK(eht_engram_layer_max_tokens(NULL) == 0);
 	eht_engram_layer_destroy(l);
 	eht_engram_layer_destroy(NULL);
 }

@@ -41,6 +41,7 @@ for fmt in ("bf16", "raw"):
             vs, ve = lay.shard(0, tp, r)
             layers[(fmt, tp, r, 0)] = et.EngramLayer(table, head_start=hs, part=part, vocab_start=vs, vocab_end=ve,
                                                      format=fmt, device=0)
+check(all(lyr.max_tokens == 8192 for lyr in layers.values()), "max_tokens: the C default (8192)")
 
 # ---- eager, both ways on one object, every rank, int32 / int64, T 1 / 7 / 256 / 2048 ----
 n = 0

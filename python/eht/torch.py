@@ -291,7 +291,6 @@ _LAYER_ID_SHIFT = 0x1
 _LAYER_BACKGROUND = 0x1
 _LAYER_HOST = 0x2
 _LAYER_START = 0x4
-_LAYER_MAX_TOKENS_DEFAULT = 8192  # eht_engram_layer_opts.max_tokens 0 means this (layer.c)
 
 
 def _layer_sigs():
@@ -300,6 +299,7 @@ def _layer_sigs():
             ("eht_engram_layer_lookup", ctypes.c_int, [VP, VP, ctypes.c_int, U64, I64, I64, VP, U64, ctypes.c_uint, VP]),
             ("eht_engram_layer_wait", ctypes.c_int, [VP, VP]),
             ("eht_engram_layer_engine", VP, [VP, ctypes.c_uint]),
+            ("eht_engram_layer_max_tokens", U64, [VP]),
             ("eht_engram_layer_destroy", None, [VP])]
 
 
@@ -368,7 +368,7 @@ class EngramLayer:
         self.table = table
         self.head_start, self.part, self.n_heads = head_start, part, n_heads
         self.format = format
-        self.max_tokens = max_tokens or _LAYER_MAX_TOKENS_DEFAULT  # tokens of one internal step
+        self.max_tokens = int(lib.eht_engram_layer_max_tokens(h.value))  # tokens of one internal step
         self.row_len = 256 if fmt == 1 else table.row_bytes
         self.dtype = torch.bfloat16 if fmt == 1 else torch.uint8
         self._esize = 2 if fmt == 1 else 1

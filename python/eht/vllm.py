@@ -318,13 +318,18 @@ def _prefetching_classes(name):
     return found
 
 
+_breakable_capture = []  # vLLM's BreakableCUDAGraphCapture once imported (a call per prefetch)
+
+
 def _piecewise_capture():
     """Whether vLLM's breakable CUDA-graph capture (its PIECEWISE graphs) is recording now: the only
     place where eager_break_during_capture breaks anything (a FULL capture records the methods' side
     stream into its one graph; outside a capture they run as they are)."""
     try:
-        from vllm.compilation.breakable_cudagraph import BreakableCUDAGraphCapture  # noqa: PLC0415
-        return bool(BreakableCUDAGraphCapture.is_active())
+        if not _breakable_capture:
+            from vllm.compilation.breakable_cudagraph import BreakableCUDAGraphCapture  # noqa: PLC0415
+            _breakable_capture.append(BreakableCUDAGraphCapture)
+        return bool(_breakable_capture[0].is_active())
     except Exception:  # noqa: BLE001 (a vLLM without it has no such capture)
         return False
 

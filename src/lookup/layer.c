@@ -340,6 +340,11 @@ eht_lookup *eht_engram_layer_engine(eht_engram_layer *l, unsigned flags)
 	return (flags & EHT_ENGRAM_LAYER_BACKGROUND) && l->way[1].lk ? l->way[1].lk : l->way[0].lk;
 }
 
+uint64_t eht_engram_layer_max_tokens(const eht_engram_layer *l)
+{
+	return l ? l->max_tokens : 0;
+}
+
 void eht_engram_layer_destroy(eht_engram_layer *l)
 {
 	if (!l)
