@@ -4,7 +4,7 @@
  * object, eager and captured in a CUDA graph replayed with new ids written into the captured id
  * buffer, for every (head_start, part) of tp 1/2/3/4/5/6/8, both vocab windows, T in {1, 7, 256,
  * 2048}, int32 / int64 ids of other strides, raw and bf16, dense and strided outputs, the background
- * way also started and waited for apart (EHT_ENGRAM_LAYER_START: a graph each); a strided output
+ * way also started and waited for apart (EHT_ENGRAM_LAYER_START: a graph each, or one); a strided output
  * first met inside a capture is refused; none of these calls runs an ids kernel before the lookup (the
  * doorbell kernels and a whole DIRECT piece take the rank's view). Exit 77 without a GPU. */
 #include <errno.h>
@@ -34,8 +34,9 @@ typedef int (*lr_call)(void *ctx, const struct lr_case *c, eht_dptr ids, int64_t
 struct lr_run {
 	lr_call call;
 	/* where not NULL, the call's second half (a started lookup's wait): made after it eagerly, or
-	 * captured into a graph of its own replayed after the call's */
+	 * captured into a graph of its own replayed after the call's (one_graph: into the call's graph) */
 	int (*wait)(void *ctx, eht_stream s);
+	bool one_graph;
 	int (*extra)(void *ctx, const struct lr_case *c, const int64_t *m);
 	void *ctx;
 	int eager, replays;
@@ -71,9 +72,11 @@ static void run_reps(struct lr_case *c, const struct lr_run *x, eht_stream s, st
 			if (rep == x->eager) {
 				CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
 				CHECK_RC(x->call(x->ctx, c, g->ids, s_tok, s_head, g->out, stride, s), 0);
+				if (x->wait && x->one_graph)
+					CHECK_RC(x->wait(x->ctx, s), 0);
 				CHECK_RC(eht_dev_capture_end(s, &gr), 0);
 				CHECK_RC(eht_dev_graph_instantiate(&gx, gr), 0);
-				if (x->wait) {
+				if (x->wait && !x->one_graph) {
 					CHECK_RC(eht_dev_capture_begin(s, EHT_CAPTURE_THREAD_LOCAL), 0);
 					CHECK_RC(x->wait(x->ctx, s), 0);
 					CHECK_RC(eht_dev_capture_end(s, &gr2), 0);
@@ -132,8 +135,9 @@ static int layer_call(void *ctx, const struct lr_case *c, eht_dptr ids, int64_t 
 static int layer_wait(void *ctx, eht_stream s) { return eht_engram_layer_wait(((struct layer_call *)ctx)->l, s); }
 
 /* One case through one way of layer l: eager, or (graph) captured once and replayed three times. The
- * way EHT_ENGRAM_LAYER_START is the background way started, then waited for (a graph each). */
-static uint64_t split_starts, split_made; /* over the whole test */
+ * way EHT_ENGRAM_LAYER_START is the background way started, then waited for (captured: a graph each,
+ * or every other case both in one graph, as eht bench step's layer-split variant places them). */
+static uint64_t split_starts, split_made, split_graphs; /* over the whole test */
 
 static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int graph, const uint8_t *table,
 		     int64_t local, int64_t shift, int64_t rows, eht_stream s, struct gbufs *g, uint64_t *rs)
@@ -141,6 +145,7 @@ static void run_case(eht_engram_layer *l, struct lr_case *c, unsigned way, int g
 	struct layer_call lc = {l, way, &split_starts, &split_made};
 	const bool split = way & EHT_ENGRAM_LAYER_START;
 	const struct lr_run x = {.call = layer_call, .wait = split ? layer_wait : NULL, .ctx = &lc,
+				 .one_graph = split && graph && (split_graphs++ & 1),
 				 .eager = graph ? 0 : 1, .replays = graph ? 3 : 0,
 				 .what = split ? "background way, started and waited for" : way ? "background way" : "inline way",
 				 .table = table, .local = local, .shift = shift, .rows = rows};
