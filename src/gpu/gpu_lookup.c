@@ -317,8 +317,11 @@ int eht_gpu_stage_in(const struct eht_gpu_lookup *g, eht_stream s, const struct 
 
 int eht_gpu_ring(const struct eht_gpu_lookup *g, eht_stream s, const struct eht_gpu_ring *a)
 {
-	/* 2,048 words a block (8 a thread): a decode batch's ids in a few blocks, a prefill's in 32 */
-	uint64_t words = a->ucount ? a->n : a->id_words, blocks = (words + 2047) / 2048, cap = grid_cap(g, 1);
+	/* one id (or word) a thread: a decode batch's reads all in flight at once (at 8 a thread a
+	 * thread's reads followed one another: the kernel is on the model's stream when split); a
+	 * prefill's in 32 blocks */
+	uint64_t words = a->ucount || a->view.ids ? a->n : a->id_words, blocks = (words + THREADS - 1) / THREADS,
+		 cap = grid_cap(g, 1);
 	if (cap > 32)
 		cap = 32;
 	unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
