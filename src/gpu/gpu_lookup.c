@@ -46,6 +46,7 @@ int eht_gpu_lookup_load(int device, struct eht_gpu_lookup *g)
 		{"eht_lk_dedup_mark", offsetof(struct eht_gpu_lookup, dedup_mark)},
 		{"eht_lk_expand_codes", offsetof(struct eht_gpu_lookup, expand_codes)},
 		{"eht_lk_expand_wide", offsetof(struct eht_gpu_lookup, expand_wide)},
+		{"eht_lk_expand_after", offsetof(struct eht_gpu_lookup, expand_after)},
 	};
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		eht_kernel *f = (eht_kernel *)((char *)g + fns[i].off);
@@ -178,6 +179,21 @@ int eht_gpu_expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, 
 		   eht_dptr compact, uint32_t rb, eht_dptr out, int fmt)
 {
 	return expand(g, s, slot, n, compact, rb, out, fmt, 0);
+}
+
+int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr done, uint64_t n, eht_dptr compact,
+			 uint32_t rb, eht_dptr out, int fmt)
+{
+	int vec = eht_gpu_vec(rb, compact, out);
+	unsigned long long nn = n;
+	void *args[] = {&done, &nn, &compact, &rb, &out, &fmt, &vec};
+	/* At most half of each SM's threads (4 blocks), whatever the engine's SM cap: polling blocks
+	 * never fill the GPU, so work queued elsewhere before the done word (another request's dequant
+	 * on the push stream) always finds room and the word always comes. */
+	uint64_t warps = (n + RPW - 1) / RPW, blocks = (warps + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK,
+		 cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 4;
+	blocks = blocks < cap ? blocks : cap;
+	return launch(g, g->expand_after, blocks ? (unsigned)blocks : 1, THREADS, s, args, "eht_lk_expand_after");
 }
 
 int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr dslot, uint64_t n, eht_dptr src,

@@ -21,7 +21,7 @@
 struct eht_gpu_lookup {
 	eht_module mod;
 	eht_kernel direct, direct_split, expand, gather_uniq, gather_uniq_split, sort_small, keys, hist, scan, scatter, dedup_count,
-		dedup_assign, stage_in, ring, dedup_mark, expand_codes, expand_wide;
+		dedup_assign, stage_in, ring, dedup_mark, expand_codes, expand_wide, expand_after;
 	int sms;
 	unsigned sm_cap; /* 0: none; else no launch has more than sm_cap blocks (set after load) */
 	bool urgent;     /* every launch EHT_LAUNCH_URGENT (gpu/dev.h; set after load) */
@@ -69,6 +69,11 @@ int eht_gpu_direct(const struct eht_gpu_lookup *g, eht_stream s, const struct eh
 /* Expand: out[p] = compact[slot[p]] (slot 0: identity; slot UINT32_MAX: zero row) for p < n. */
 int eht_gpu_expand(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr slot, uint64_t n,
 		   eht_dptr compact, uint32_t rb, eht_dptr out, int fmt);
+
+/* eht_gpu_expand of n rows (slot 0) once the GPU word at done is 1, on every SM whatever the engine's
+ * SM cap (at most 4 blocks an SM): a split request's wait and dequant in one kernel (lookup/split.h). */
+int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr done, uint64_t n, eht_dptr compact,
+			 uint32_t rb, eht_dptr out, int fmt);
 
 /* Scatter: rows[dslot[i]] = src[i] for i < n, raw (a hot-set refresh's new rows into their slots). */
 int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr dslot, uint64_t n, eht_dptr src,

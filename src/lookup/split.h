@@ -26,8 +26,9 @@ bool eht_lk_split_pending(const eht_lookup *lk, bool *capturing);
 /* Forgets the pending request without a wait (its rows land unwaited for: the caller throws them
  * away); returns whether one was pending. */
 bool eht_lk_split_drop(eht_lookup *lk);
-/* Enqueues the pending request's wait (and its dequant where the CPU does not do it) on s, which
- * must be the start's stream or one ordered after it; 0 where nothing is pending. */
+/* Enqueues the pending request's wait (and its dequant where the CPU does not do it: then one kernel
+ * that polls the done word, then dequantizes) on s, which must be the start's stream or one ordered
+ * after it; 0 where nothing is pending. */
 int eht_lk_split_wait(eht_lookup *lk, eht_stream s);
 
 #endif

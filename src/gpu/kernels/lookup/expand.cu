@@ -33,6 +33,22 @@ extern "C" __global__ void __launch_bounds__(EHT_LK_WIDE_THREADS)
 	expand_rows(slot, n, compact, rb, out, fmt, vec, dslot);
 }
 
+/* eht_lk_expand once *done is 1 (a split request's wait and dequant in one kernel: lookup/split.h).
+ * Thread 0 of each block polls the word, which the CPU's push stream sets once its copies of the
+ * rows are in; the fence after the poll makes it an acquire, so the rows read after it are the
+ * copied ones. */
+extern "C" __global__ void eht_lk_expand_after(const unsigned *done, unsigned long long n, const uint8_t *compact,
+					       uint32_t rb, uint8_t *out, int fmt, int vec)
+{
+	if (threadIdx.x == 0) {
+		while (*(const volatile unsigned *)done != 1u)
+			eht_nanosleep(100);
+		__threadfence();
+	}
+	__syncthreads();
+	expand_rows(NULL, n, compact, rb, out, fmt, vec, NULL);
+}
+
 /* out[p] in fmt from code[p] (eht_lk_dedup_mark): zeros, the hot row, or the compact row of its dedup
  * entry, whose key is then emptied for the next step (every entry used has a position here; values
  * are only read, so a later reader of the same entry still finds its index). */

@@ -144,9 +144,19 @@ int eht_lk_split_wait(eht_lookup *lk, eht_stream s)
 		return 0;
 	b->split_pending = false;
 	const unsigned idx = b->split_idx;
-	int rc = eht_dev_stream_wait32(s, eht_lk_bell_d_done(b, lk, idx), 1u, EHT_WAIT_EQ);
-	if (!rc && b->split_expand)
-		rc = eht_gpu_expand(&lk->g, s, 0, b->split_n, b->split_dst, lk->rb, b->split_out, lk->fmt);
+	const eht_dptr done = eht_lk_bell_d_done(b, lk, idx);
+	/* With a dequant to run, the wait is its kernel's: each block polls the done word, then
+	 * dequantizes on every SM (the model's stream waits here for the rows in any case, so neither
+	 * an SM cap nor an SM kept from polling would leave the model anything to run). One node where
+	 * the stream's wait and the dequant were two: on an H100 the split pieces' decode step paid 29
+	 * us over the same pieces without lookups back to back [27 synced] against 40 [36], the one
+	 * graph's split 14 [7] over the copies against 33 [17] (docs/BENCHMARKS.md, round 49). The done
+	 * word follows the copy engine's copies on the CPU's push stream (a request dequantized here is
+	 * one the CPU does not dequantize), and the polling blocks leave room for any kernel queued
+	 * there before them (eht_gpu_expand_after). */
+	const int rc = b->split_expand ? eht_gpu_expand_after(&lk->g, s, done, b->split_n, b->split_dst, lk->rb,
+							      b->split_out, lk->fmt)
+				       : eht_dev_stream_wait32(s, done, 1u, EHT_WAIT_EQ);
 	return eht_lk_bell_finish(lk, s, idx, b->split_capturing, rc);
 }
 
