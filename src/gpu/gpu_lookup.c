@@ -81,20 +81,30 @@ int eht_gpu_vec(uint32_t rb, uint64_t a, uint64_t b)
 
 /* Most blocks a launch may have: per_sm per SM, or the engine's SM cap (one block per SM it may use:
  * a block never spans SMs, so a grid of sm_cap blocks leaves the other SMs to the model). */
+static uint64_t all_sms(const struct eht_gpu_lookup *g, uint64_t per_sm)
+{
+	return (uint64_t)(g->sms > 0 ? g->sms : 1) * per_sm;
+}
+
 static uint64_t grid_cap(const struct eht_gpu_lookup *g, uint64_t per_sm)
 {
-	uint64_t cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * per_sm;
+	uint64_t cap = all_sms(g, per_sm);
 	return g->sm_cap && g->sm_cap < cap ? g->sm_cap : cap;
 }
 
-/* Enough warps for n rows at RPW per warp, at most 8 blocks per SM (grid-stride beyond). */
-static unsigned row_blocks(const struct eht_gpu_lookup *g, uint64_t n)
+/* Enough warps for n rows at RPW per warp, at most cap blocks (grid-stride beyond). */
+static unsigned row_blocks_upto(uint64_t n, uint64_t cap)
 {
 	uint64_t warps = (n + RPW - 1) / RPW, blocks = (warps + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK;
-	uint64_t cap = grid_cap(g, 8);
 	if (blocks > cap)
 		blocks = cap;
 	return blocks ? (unsigned)blocks : 1;
+}
+
+/* The same with at most 8 blocks per SM, within the engine's SM cap. */
+static unsigned row_blocks(const struct eht_gpu_lookup *g, uint64_t n)
+{
+	return row_blocks_upto(n, grid_cap(g, 8));
 }
 
 static int launch_shmem(const struct eht_gpu_lookup *g, eht_kernel f, unsigned grid, unsigned block, unsigned shmem,
@@ -190,10 +200,7 @@ int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr 
 	/* At most half of each SM's threads (4 blocks), whatever the engine's SM cap: polling blocks
 	 * never fill the GPU, so work queued elsewhere before the done word (another request's dequant
 	 * on the push stream) always finds room and the word always comes. */
-	uint64_t warps = (n + RPW - 1) / RPW, blocks = (warps + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK,
-		 cap = (uint64_t)(g->sms > 0 ? g->sms : 1) * 4;
-	blocks = blocks < cap ? blocks : cap;
-	return launch(g, g->expand_after, blocks ? (unsigned)blocks : 1, THREADS, s, args, "eht_lk_expand_after");
+	return launch(g, g->expand_after, row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after");
 }
 
 int eht_gpu_scatter_rows(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr dslot, uint64_t n, eht_dptr src,
