@@ -306,6 +306,8 @@ def main():
             check(bad == "copy-side", "%s accepted" % bad)  # (copy-side: a strategy name eht lacks)
         except ValueError:
             pass
+    cs = bs.parse_variant("copy-split-pieces")  # the copies captured into the pieces
+    check(cs["place"] == "split-pieces" and cs.get("copy_only") and not cs["background"], "copy-split-pieces: %r" % cs)
     spl = {n: bs.parse_variant(n) for n in ("layer-split", "layer-split-pieces", "layer+nohot-split-pieces")}
     check(spl["layer-split"]["place"] == "split" and spl["layer-split-pieces"]["place"] == "split-pieces"
           and all(v["background"] and v.get("layer") for v in spl.values())
@@ -847,7 +849,7 @@ def main():
         r = run(["--mode", "decode", "--layers", "4", "--engram-layers", "1,3", "--tokens", "16", "--hidden", "512",
                  "--ffn", "1024", "--table-gib", "0.05", "--reps", "3", "--warmup", "1", "--json",
                  "--variants", "none,copy,host+bg-side,host+bg+ldq-side,host+bg+raw-side,host+bg+push-side,"
-                 "copy-pieces,layer-pieces,layer-split,layer-split-pieces"])
+                 "copy-pieces,layer-pieces,layer-split,layer-split-pieces,copy-split-pieces"])
         check(r.returncode == 0, "small GPU run exits 0: %s" % r.stderr[-2000:])
         rep = json.loads(r.stdout) if r.returncode == 0 else {}
         res = {x["variant"]: x for x in rep.get("results", [])}
@@ -857,7 +859,7 @@ def main():
               and (gc[0].get("samples", 0) > 0 if shutil.which("nvidia-smi") else "error" in gc[0]),
               "the GPU's clocks beside the runs: %r" % gc)
         for name in ("copy", "host+bg-side", "host+bg+ldq-side", "host+bg+raw-side", "host+bg+push-side",
-                     "copy-pieces", "layer-pieces", "layer-split", "layer-split-pieces"):
+                     "copy-pieces", "layer-pieces", "layer-split", "layer-split-pieces", "copy-split-pieces"):
             x = res.get(name, {})
             check("error" not in x and x.get("lookups_alone", {}).get("median_ms", 0) > 0 and "added_us" in x,
                   "%s measured: %r" % (name, x))
@@ -865,9 +867,13 @@ def main():
             ec = res.get(name, {}).get("eager_call_us") or []
             check(len(ec) == 2 and all(c and c["calls"] >= 3 and c["median"] > 0 for c in ec),
                   "%s: each table's eager calls on the launching thread: %r" % (name, ec))
-        for name in ("copy-pieces", "layer-pieces", "layer-split-pieces"):
+        for name in ("copy-pieces", "layer-pieces", "layer-split-pieces", "copy-split-pieces"):
             check("paired_added_us" in (res.get(name, {}).get("vs_pieces") or {}),
                   "%s alternated with the pieces without lookups: %r" % (name, res.get(name, {}).get("vs_pieces_error")))
+        # the split pieces alternated with the copies captured into the same pieces (like for like)
+        check("paired_added_us" in (res.get("layer-split-pieces", {}).get("vs_copy") or {}),
+              "layer-split-pieces alternated with the copies' captured pieces: %r"
+              % res.get("layer-split-pieces", {}).get("vs_copy_error"))
         check("paired_added_us" in (res.get("layer-pieces", {}).get("vs_copy") or {}),
               "layer-pieces alternated with the copies' pieces: %r" % res.get("layer-pieces", {}).get("vs_copy_error"))
         check(res.get("copy", {}).get("last_strategy") == "copy", "copy: no eht engine ran")

@@ -34,7 +34,10 @@ the whole step is one CUDA graph. Variants:
   layer-split, layer-split-pieces  the background way in two halves, lookup_start(ids, out) and
                        lookup_wait(out), both on the main stream where the side stream would fork and
                        join: in the one graph, or captured into the pieces (start in the first, each
-                       wait in the piece that reads the rows: no eager call). Not traced (--trace)
+                       wait in the piece that reads the rows: no eager call); a -split-pieces variant
+                       is alternated with copy-split-pieces (vs_copy) where copy ran. Not traced (--trace)
+  copy-split-pieces    the copies captured into the pieces: forked on the side stream at the first
+                       piece's head and joined at its end (the floor in that placement, captured)
   STRATEGY: one of the library's lookup strategies (eht.STRATEGIES); OPT: bg (the background mode), push / stream (with bg:
   captured lookups pushed by the CPU, two graph nodes a lookup, the default; or the stream's way), capN (SM cap N), dedup,
   nohot (a text workload's hot set left out),
@@ -156,9 +159,11 @@ def parse_variant(spec):
         return {"name": spec, "strategy": "auto", "place": place, "background": place != "inline", "sm_cap": 0,
                 "dedup": False, "late_dequant": False, "layer": True, "no_hot": "nohot" in opts,
                 "push": True if "push" in opts else False if "stream" in opts else None}
-    if spec in ("copy", "copy-pieces"):
-        # the bytes' copies alone, in the graph's side stream or (-pieces) eager between graph pieces
-        return {"name": spec, "strategy": None, "place": "pieces" if spec == "copy-pieces" else "side",
+    if spec in ("copy", "copy-pieces", "copy-split-pieces"):
+        # the bytes' copies alone, in the graph's side stream, (-pieces) eager between graph pieces or
+        # (-split-pieces) captured into the first piece on a side stream
+        return {"name": spec, "strategy": None,
+                "place": {"copy-pieces": "pieces", "copy-split-pieces": "split-pieces"}.get(spec, "side"),
                 "background": False, "sm_cap": 0, "dedup": False, "late_dequant": False, "copy_only": True}
     head, sep, place = spec.rpartition("-")
     if not sep or place not in ("side", "inline"):
@@ -423,7 +428,8 @@ def run(a, rep, log):
             # The copies' step, kept for the cfg: every variant with lookups is also alternated with it
             # (vs_copy), so that its cost over the copies is one paired figure, not the difference of
             # two figures measured seconds apart, each against its own run of the step without lookups.
-            copy_engines = g_copy = g_copy_pieces = g_none_pieces = None
+            copy_engines = g_copy = g_none_pieces = None
+            g_copy_pieces = {}  # split or not: the copies eager between the pieces, or captured into them
             if any(v.get("copy_only") for v in a.variant_list):
                 try:
                     copy_engines = [LinkCopy(torch, cfg["rows_per_table"], dev) for _ in range(2)]
@@ -490,10 +496,11 @@ def run(a, rep, log):
                             if g_copy is not None and not v.get("copy_only"):
                                 try:
                                     gc = g_copy
-                                    if pieces:  # like for like: the copies eager too
-                                        if g_copy_pieces is None:
-                                            g_copy_pieces = Pieces(step, copy_engines, side)
-                                        gc = g_copy_pieces
+                                    if pieces:  # like for like: the copies eager too, or captured too
+                                        split = v["place"] == "split-pieces"
+                                        if split not in g_copy_pieces:
+                                            g_copy_pieces[split] = Pieces(step, copy_engines, side, split=split)
+                                        gc = g_copy_pieces[split]
                                     res["vs_copy"] = against_copy(torch, gc, g, feed, cfg, a, blocking)
                                 except Exception as e:  # noqa: BLE001 (the variant's own figures stand without it)
                                     res["vs_copy_error"] = "%s: %s" % (type(e).__name__, e)
