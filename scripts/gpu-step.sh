@@ -2,14 +2,19 @@
 # SPDX-License-Identifier: Apache-2.0
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
-#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [joins] [lookup] [stagein] [cpu]   (default: build step)
+#   scripts/gpu-step.sh [build] [tests] [step] [step-text] [joins] [lookup] [stagein] [cpu] [pieces] [timeline]
+#                       [negctl]   (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode (five rounds) and
 # prefill (three), uniform ids, two tables of $EHT_STEP_GIB (24) GiB, README's variants; step-text: the same on text
 # with a hot set; joins: where a decode step's background lookup pays beside the copies (three rounds
 # with --trace, the stalls at the joins in graph replays synced and queued, and --timeline's profiles);
 # lookup: the standalone decode / prefill latency (`eht bench lookup --graph`) and CPU per call; stagein:
 # that latency with EHT_TEST_BELL_TRACE's breakdown of the stage-in kernel's time; cpu: the step
-# bench's decode with the old spinning settings beside the new ones (same build).
+# bench's decode with the old spinning settings beside the new ones (same build); pieces: vLLM's
+# PIECEWISE placement (the split halves, the copies captured into the pieces, vLLM's kernel between
+# them; uniform, real text, prefill); timeline: CUPTI traces of the split and the side stream; negctl:
+# the split's join kernel without its poll must fail test_gpu_engram_layer. The logs so far are tarred
+# into $OUT/gpu-step.tgz after every step (a device's time limit may stop a later one).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 # Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
@@ -33,12 +38,14 @@ for what in "$@"; do
   build)
     { nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; free -g | head -2
       python3 -c 'import torch; print("torch", torch.__version__)'; } >"$OUT/machine.txt" 2>&1
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_FIXTURES="$PWD/tests/fixtures" >"$OUT/build.log" 2>&1 &&
+    # the device's own architecture only (EHT_STEP_ARCHS, 90: the release build embeds four and PTX)
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEHT_CUDA_ARCHS="${EHT_STEP_ARCHS:-90}" \
+      -DEHT_FIXTURES="$PWD/tests/fixtures" >"$OUT/build.log" 2>&1 &&
       cmake --build build -j"$(nproc)" ${targets:+--target $targets} >>"$OUT/build.log" 2>&1 ||
       { tail -40 "$OUT/build.log"; exit 1; }
     ;;
   tests)
-    (cd build && ctest --output-on-failure -j4 --timeout 90 -R "${EHT_STEP_TESTS:-gpu_lookup_background|gpu_lookup_graph|gpu_lookup_hot|gpu_lookup_strategies|lookup_bell|test_pool|cpu_budget|bench_step}") \
+    (cd build && ctest --output-on-failure -j4 --timeout 90 -R "${EHT_STEP_TESTS:-gpu_lookup_background|gpu_lookup_graph|gpu_lookup_hot|gpu_lookup_strategies|lookup_bell|test_pool|cpu_budget|bench_step|gpu_engram_layer|python_engram_layer|gpu_serve_hotset}") \
       >"$OUT/ctest.log" 2>&1 || rc=1
     grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP" "$OUT/ctest.log" | head -30
     ;;
@@ -86,8 +93,50 @@ for x in json.load(open(sys.argv[1]))["results"]:
                                      if isinstance(x.get(k), dict)})' "$OUT/lookup-$name.json" || tail -5 "$OUT/lookup-$name.txt"
     done
     ;;
+  pieces)
+    # vLLM's PIECEWISE placement: the split halves captured into the pieces against the same pieces
+    # without lookups (vs_pieces) and against the copies captured into them (vs_copy), vLLM's kernel
+    # eager between the pieces, the one-graph ways beside; then real text with and without the hot set,
+    # and a prefill
+    timeout ${EHT_STEP_TIMEOUT:-300} build/eht bench step --mode decode --table-gib "$gib" --rounds 3 \
+      --variants none,copy,copy-split-pieces,layer-side,layer-split,layer-split-pieces,vllm-pieces \
+      --json >"$OUT/pieces.json" 2>"$OUT/pieces.txt" || rc=1
+    grep -E "^decode|over the" "$OUT/pieces.txt" | tail -20
+    timeout ${EHT_STEP_TIMEOUT:-300} build/eht bench step --mode decode --table-gib "$gib" --rounds 3 --workload "text:$text" \
+      --variants none,copy,copy-split-pieces,layer-split-pieces,layer+nohot-split-pieces,layer-side,layer+nohot-side \
+      --json >"$OUT/pieces-text.json" 2>"$OUT/pieces-text.txt" || rc=1
+    timeout ${EHT_STEP_TIMEOUT:-300} build/eht bench step --mode prefill --table-gib "$gib" --rounds 3 \
+      --variants none,copy-split-pieces,layer-split-pieces --json >"$OUT/pieces-prefill.json" 2>"$OUT/pieces-prefill.txt" || rc=1
+    ;;
+  timeline)
+    # where the split's step time goes: CUPTI traces of the one graph and the pieces (one round)
+    timeout ${EHT_STEP_TIMEOUT:-300} build/eht bench step --mode decode --table-gib "$gib" --rounds 1 --timeline "$OUT/timeline" \
+      --variants none,copy,copy-split-pieces,layer-side,layer-split,layer-split-pieces --json >"$OUT/timeline.json" \
+      2>"$OUT/timeline.txt" || rc=1
+    ;;
+  negctl)
+    # the split's join kernel without its poll must fail test_gpu_engram_layer (rows read before they
+    # are in); the source is restored and rebuilt after
+    k=src/gpu/kernels/lookup/expand.cu
+    cp "$k" "$OUT/expand.cu.orig"
+    sed -i 's/while (\*(const volatile unsigned \*)done != 1u)/if (0)/' "$k"
+    if cmp -s "$k" "$OUT/expand.cu.orig"; then
+      echo "negctl: the poll was not found in $k"; rc=1
+    else
+      cmake --build build -j"$(nproc)" --target test_gpu_engram_layer >"$OUT/negctl-build.log" 2>&1
+      if timeout 150 build/test_gpu_engram_layer >"$OUT/negctl.txt" 2>&1; then
+        echo "negctl: test_gpu_engram_layer PASSED without the poll (the test misses it)"; rc=1
+      else
+        echo "negctl: test_gpu_engram_layer failed without the poll, as it must"; tail -3 "$OUT/negctl.txt"
+      fi
+    fi
+    cp "$OUT/expand.cu.orig" "$k" && rm -f "$OUT/expand.cu.orig"
+    cmake --build build -j"$(nproc)" --target test_gpu_engram_layer >>"$OUT/negctl-build.log" 2>&1 || rc=1
+    ;;
   *) echo "gpu-step.sh: unknown step $what"; rc=2 ;;
   esac
+  # what has been written so far, in case the device's time limit stops a later step
+  tar czf "$FINAL/gpu-step.tgz" -C "$OUT" .
 done
 stamp "done"
 tar czf "$FINAL/gpu-step.tgz" -C "$OUT" . && rm -rf "$OUT"
