@@ -197,9 +197,13 @@ int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr 
 	int vec = eht_gpu_vec(rb, compact, out);
 	unsigned long long nn = n;
 	void *args[] = {&done, &nn, &compact, &rb, &out, &fmt, &vec};
-	/* At most half of each SM's threads (4 blocks), whatever the engine's SM cap: polling blocks
-	 * never fill the GPU, so work queued elsewhere before the done word (another request's dequant
-	 * on the push stream) always finds room and the word always comes. */
+	/* At most half of each SM's threads (4 blocks), whatever the engine's SM cap. Not of its
+	 * registers: at 72 a thread, three blocks fit an SM and leave 10,240, so no block of the capped
+	 * dequant (eht_lk_expand_wide: 1,024 threads at 64) fits an SM that holds one. A decode batch's
+	 * 192 blocks reach every SM, so a dequant the CPU queued on the push stream before this request's
+	 * done word (an earlier eager or prefill-sized call's, not yet run) would never start: the
+	 * layer's API asks for that call's wait first (eht_engram_layer_wait). A poll that cannot hold
+	 * every SM is open work (CHANGELOG.md, round 50). */
 	return launch(g, g->expand_after, row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after");
 }
 

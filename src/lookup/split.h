@@ -28,7 +28,8 @@ bool eht_lk_split_pending(const eht_lookup *lk, bool *capturing);
 bool eht_lk_split_drop(eht_lookup *lk);
 /* Enqueues the pending request's wait (and its dequant where the CPU does not do it: then one kernel
  * that polls the done word, then dequantizes) on s, which must be the start's stream or one ordered
- * after it; 0 where nothing is pending. */
+ * after it, and the start must come after the engine's earlier requests were waited for (the polling
+ * kernel holds every SM: eht_gpu_expand_after); 0 where nothing is pending. */
 int eht_lk_split_wait(eht_lookup *lk, eht_stream s);
 
 #endif

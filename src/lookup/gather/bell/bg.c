@@ -152,8 +152,8 @@ int eht_lk_split_wait(eht_lookup *lk, eht_stream s)
 	 * us over the same pieces without lookups back to back [27 synced] against 40 [36], the one
 	 * graph's split 14 [7] over the copies against 33 [17] (docs/BENCHMARKS.md, round 49). The done
 	 * word follows the copy engine's copies on the CPU's push stream (a request dequantized here is
-	 * one the CPU does not dequantize), and the polling blocks leave room for any kernel queued
-	 * there before them (eht_gpu_expand_after). */
+	 * one the CPU does not dequantize); a kernel an earlier call queued there is waited for before
+	 * this request starts (the layer's API asks it: see eht_gpu_expand_after for why). */
 	const int rc = b->split_expand ? eht_gpu_expand_after(&lk->g, s, done, b->split_n, b->split_dst, lk->rb,
 							      b->split_out, lk->fmt)
 				       : eht_dev_stream_wait32(s, done, 1u, EHT_WAIT_EQ);
