@@ -194,6 +194,29 @@ def pieces_checks(bm):
     sp.replay()
     check(log == [("replay", (0, 1)), ("replay", (1, 14)), ("replay", (14, 16))] and sp.take_call_us() is None,
           "split pieces: a replay is the graphs alone, no eager call: %r" % log)
+    # split with the copies (engines without halves: copy-split-pieces): both tables' copies forked on
+    # the side stream at the first piece's head and joined back at its end, inside its capture
+    class Copy:
+        def __init__(self, t):
+            self.t = t
+
+        def run(self, ids, out, stream=None):
+            log.append(("run", self.t, ids, out, stream.name, cur[-1].name))
+
+    del log[:]
+    cp = bm.Pieces(FakeStep(), [Copy(0), Copy(1)], side, split=True)
+    want = []
+    for stream, cap in (("warm", False), ("main", True)):
+        want += [("wait_stream", "side", stream), ("run", 0, "ids0", "rows0", "side", stream),
+                 ("run", 1, "ids1", "rows1", "side", stream), ("piece", 0, 1, True, stream, cap),
+                 ("wait_stream", stream, "side"), ("piece", 1, 14, False, stream, cap),
+                 ("piece", 14, 16, False, stream, cap)]
+    made = [x for x in log if x[0] in ("run", "piece") or (x[0] == "wait_stream" and "side" in x)]
+    check(made == want, "copy-split pieces: the copies forked and joined inside the first piece: %r" % made)
+    del log[:]
+    cp.replay()
+    check(log == [("replay", (0, 1)), ("replay", (1, 14)), ("replay", (14, 16))],
+          "copy-split pieces: a replay is the graphs alone: %r" % log)
 
 
 def clocks_checks():

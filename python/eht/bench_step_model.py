@@ -309,7 +309,7 @@ class Pieces:
     synced step waits for (take_call_us reads and clears them). split: the engines' two halves
     captured into the pieces instead (start at the first piece's head, each table's wait at the head
     of the piece that reads its rows), the way a split lookup keeps that placement's step all graphs;
-    with the copies (LinkCopy), forked and joined inside the first piece."""
+    with engines that have no halves (the copies, LinkCopy), forked and joined inside the first piece."""
 
     def __init__(self, step, engines, side, split=False):
         torch = step.torch
@@ -325,10 +325,10 @@ class Pieces:
 
     def _split_piece(self, i, piece):
         step = self.step
-        if self.engines and isinstance(self.engines[0], LinkCopy):
-            # the copies captured into the pieces (copy-split-pieces): forked on the side stream at the
+        if self.engines and not hasattr(self.engines[0], "start"):
+            # engines without halves, the copies (copy-split-pieces): forked on the side stream at the
             # first piece's head and joined at its end (a capture ends with its forks joined), so the
-            # bytes move beside the first layers in the graph that replays them: the floor of any host
+            # bytes move beside the first layer in the graph that replays them: the floor of any host
             # table's lookup captured into this placement, like for like with the split's halves
             if i != 0:
                 return piece()
