@@ -772,6 +772,27 @@ def main():
     ln = br.summary_line(s7)
     check("alternated with the same pieces without lookups, pair by pair: back to back +3.0 us (+1.0 .. +5.0), "
           "synced -15.0 us (-20.0 .. -10.0); pooled: back to back +3.0 us" in ln, "summary line, vs_pieces: %s" % ln)
+    # The summaries as a markdown table (python3 -m eht.bench_step_report REPORT.json): a -pieces
+    # variant over the same pieces (pooled), a variant over the step without lookups (pair by pair, the
+    # rounds' median) and over the copies (pooled); what the rounds lack is '-'.
+    tab = br.markdown_table([s7, s6]).splitlines()
+    check(len(tab) == 4 and tab[0].startswith("| mode | workload | variant |")
+          and tab[2] == "| decode | uniform | `layer-split-pieces` | 3 | +3.0 [+1.0] | - | 3.00 |"
+          and tab[3] == "| decode | uniform | `layer-side` | 3 | +0.0 [+0.0] | +2.0 [+5.5] | 3.00 |",
+          "markdown table: %r" % tab)
+    with tempfile.TemporaryDirectory() as d:
+        rp, bad = os.path.join(d, "r.json"), os.path.join(d, "bad.json")
+        with open(rp, "w", encoding="utf-8") as f:
+            json.dump({"results": pooled}, f)
+        with open(bad, "w", encoding="utf-8") as f:
+            f.write("{not json")
+        r = subprocess.run([sys.executable, "-m", "eht.bench_step_report", rp], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.path.join(src, "python")), check=False)
+        check(r.returncode == 0 and "| `layer-side` | 3 | +0.0 [+0.0] | +2.0 [+5.5] |" in r.stdout,
+              "the report's table from its JSON: %r %r" % (r.stdout, r.stderr))
+        r = subprocess.run([sys.executable, "-m", "eht.bench_step_report", bad], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.path.join(src, "python")), check=False)
+        check(r.returncode == 1 and bad in r.stderr and not r.stdout, "a file that is no report: %r" % (r.stderr,))
     one = dict(vp[0], added_pct=0.0)
     one["step"].update(median_ms=3.0, p90_ms=3.1)
     ln = br.line(one)

@@ -229,3 +229,59 @@ def line(r):
             out += "\n    graph, %s: step %s ms, lookup0 %s / lookup1 %s, stall0 %s / stall1 %s" % (
                 label, g("step_ms"), g("lookup0_ms"), g("lookup1_ms"), g("stall0_ms"), g("stall1_ms"))
     return out
+
+
+def markdown_table(summary):
+    """The summary as a markdown table, one row per (mode, workload, variant), time added back to back
+    [synced] (us): over the step without lookups (the median over the rounds of the pair-by-pair
+    figures) or, for a -pieces variant, over the same pieces without lookups (every round's pairs
+    pooled); over the copies alternated with it (pooled); then the process's CPU per step (ms, the
+    pool's part in parentheses). A figure the rounds lack is '-'."""
+    def pair(b2b, synced):
+        if b2b is None and synced is None:
+            return "-"
+        return "%s [%s]" % tuple("-" if d is None else "%+.1f" % d["median"] for d in (b2b, synced))
+
+    out = ["| mode | workload | variant | rounds | over the step without lookups (pieces: the same pieces) "
+           "| over the copies (alternated) | CPU ms a step (pool) |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for s in summary:
+        if s.get("over_pieces_pooled_back_to_back_us") or s.get("over_pieces_pooled_added_us"):
+            base = pair(s.get("over_pieces_pooled_back_to_back_us"), s.get("over_pieces_pooled_added_us"))
+        else:
+            base = pair(s.get("paired_back_to_back_added_us") or s.get("back_to_back_added_us"),
+                               s.get("paired_added_us") or s.get("added_us"))
+        over = pair(s.get("over_copy_pooled_back_to_back_us"), s.get("over_copy_pooled_added_us"))
+        cpu = s.get("cpu_ms_per_step")
+        pool = s.get("pool_cpu_ms_per_step")
+        cpus = "-" if cpu is None else "%.2f" % cpu["median"] + ("" if pool is None else " (%.2f)" % pool["median"])
+        out.append("| %s | %s | `%s` | %d | %s | %s | %s |" % (s["mode"], s["workload"], s["variant"], s["rounds"],
+                                                            base, over, cpus))
+    return "\n".join(out)
+
+
+def main(argv=None):
+    """python3 -m eht.bench_step_report REPORT.json...: each `eht bench step --json` report's summary
+    as a markdown table (docs/BENCHMARKS.md's form)."""
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    paths = sys.argv[1:] if argv is None else argv
+    if not paths:
+        print("usage: python3 -m eht.bench_step_report REPORT.json...", file=sys.stderr)
+        return 2
+    for p in paths:
+        try:
+            with open(p, encoding="utf-8") as f:
+                rep = json.load(f)
+            summary = rep.get("summary") or summarize_rounds(rep.get("results") or [])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print("%s: not an eht bench step report (%s)" % (p, e), file=sys.stderr)
+            return 1
+        if len(paths) > 1:
+            print("%s:\n" % p)
+        print(markdown_table(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
