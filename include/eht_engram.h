@@ -190,11 +190,11 @@ EHT_API EHT_MUST_CHECK int eht_engram_layer_lookup(eht_engram_layer *layer, cons
  * them (and their dequant where the CPU does not do it): work on that stream after the wait reads the
  * rows. No side stream: both capture, into the same graph or different ones. The wait goes on the
  * start's stream (or one ordered after it), both captured or both eager, before the layer's next
- * background call (-EBUSY until then), and after the layer's earlier background calls are waited
- * for on its stream (one ordered after theirs): a wait that dequantizes polls on every SM, and an
- * earlier call's dequant, which the CPU queues ahead of this start's rows, would find no SM free. A call that is not one request (host memory, more than
- * max_tokens tokens, a strided out, a table in GPU memory, the stream's own way EHT_LOOKUP_BG_STREAM)
- * runs whole at START and its wait is a no-op. wait returns 0 (also with nothing started); -EINVAL
+ * background call (-EBUSY until then). The start goes on a stream ordered after the waits of the
+ * layer's earlier background calls: a wait that dequantizes polls on every SM, and a dequant the CPU
+ * queued for an earlier call ahead of this start's rows would find no SM free. A call that is not
+ * one request (host memory, more than max_tokens tokens, a strided out, a table in GPU memory, the
+ * stream's own way EHT_LOOKUP_BG_STREAM) runs whole at START and its wait is a no-op. wait returns 0 (also with nothing started); -EINVAL
  * (a NULL layer; a start and wait one captured and one not: the start is dropped); driver errors. */
 EHT_API EHT_MUST_CHECK int eht_engram_layer_wait(eht_engram_layer *layer, void *stream);
 /* The lookup engine of one way (flags EHT_ENGRAM_LAYER_BACKGROUND or 0), e.g. for hot sets, counters
