@@ -45,7 +45,7 @@ for what in "$@"; do
       { tail -40 "$OUT/build.log"; exit 1; }
     ;;
   tests)
-    (cd build && ctest --output-on-failure -j4 --timeout 90 -R "${EHT_STEP_TESTS:-gpu_lookup_background|gpu_lookup_graph|gpu_lookup_hot|gpu_lookup_strategies|lookup_bell|test_pool|cpu_budget|bench_step|gpu_engram_layer|python_engram_layer|gpu_serve_hotset}") \
+    (cd build && ctest --output-on-failure -j4 --timeout 200 -R "${EHT_STEP_TESTS:-gpu_lookup_background|gpu_lookup_graph|gpu_lookup_hot|gpu_lookup_strategies|lookup_bell|test_pool|cpu_budget|bench_step|gpu_engram_layer|python_engram_layer|gpu_serve_hotset}") \
       >"$OUT/ctest.log" 2>&1 || rc=1
     grep -E "tests passed|Failed|Not Run|\*\*\*|SKIP" "$OUT/ctest.log" | head -30
     ;;
