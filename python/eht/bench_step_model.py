@@ -318,27 +318,29 @@ class Pieces:
         e0, e1 = step.elayers
         self.bounds = [(0, e0), (e0, e1), (e1, step.L)]
         fns = [functools.partial(step.piece, lo, hi, i == 0) for i, (lo, hi) in enumerate(self.bounds)]
-        if split:
+        if split and engines and not hasattr(engines[0], "start"):  # the copies: no halves
+            fns[0] = functools.partial(self._copies_in_piece, fns[0])
+        elif split:
             fns = [functools.partial(self._split_piece, i, f) for i, f in enumerate(fns)]
         self.graphs = capture_graphs(torch, [(f, f) for f in fns])
         self.events = [torch.cuda.Event(), torch.cuda.Event()]
 
+    def _copies_in_piece(self, piece):
+        """The first piece with the copies (engines without halves: copy-split-pieces) forked on the
+        side stream at its head and joined at its end (a capture ends with its forks joined), so the
+        bytes move beside the first layer in the graph that replays them: the floor of any host
+        table's lookup captured into this placement, like for like with the split's halves."""
+        step = self.step
+        cur = step.torch.cuda.current_stream()
+        self.side.wait_stream(cur)  # the ids fed on the main stream
+        for t in range(2):
+            self.engines[t].run(step.ids[t], step.dst(t), stream=self.side)
+        x = piece()
+        cur.wait_stream(self.side)
+        return x
+
     def _split_piece(self, i, piece):
         step = self.step
-        if self.engines and not hasattr(self.engines[0], "start"):
-            # engines without halves, the copies (copy-split-pieces): forked on the side stream at the
-            # first piece's head and joined at its end (a capture ends with its forks joined), so the
-            # bytes move beside the first layer in the graph that replays them: the floor of any host
-            # table's lookup captured into this placement, like for like with the split's halves
-            if i != 0:
-                return piece()
-            cur = step.torch.cuda.current_stream()
-            self.side.wait_stream(cur)  # the ids fed on the main stream
-            for t in range(2):
-                self.engines[t].run(step.ids[t], step.dst(t), stream=self.side)
-            x = piece()
-            cur.wait_stream(self.side)
-            return x
         if i == 0:
             for t in range(2):
                 self.engines[t].start(step.ids[t], step.dst(t))

@@ -250,7 +250,7 @@ def markdown_table(summary):
             base = pair(s.get("over_pieces_pooled_back_to_back_us"), s.get("over_pieces_pooled_added_us"))
         else:
             base = pair(s.get("paired_back_to_back_added_us") or s.get("back_to_back_added_us"),
-                               s.get("paired_added_us") or s.get("added_us"))
+                        s.get("paired_added_us") or s.get("added_us"))
         over = pair(s.get("over_copy_pooled_back_to_back_us"), s.get("over_copy_pooled_added_us"))
         cpu = s.get("cpu_ms_per_step")
         pool = s.get("pool_cpu_ms_per_step")
