@@ -323,6 +323,7 @@ class Pieces:
         elif split:
             fns = [functools.partial(self._split_piece, i, f) for i, f in enumerate(fns)]
         self.graphs = capture_graphs(torch, [(f, f) for f in fns])
+        self.launches = len(self.graphs)  # graph launches a replay (--timeline groups a step's pieces by it)
         self.events = [torch.cuda.Event(), torch.cuda.Event()]
 
     def _copies_in_piece(self, piece):

@@ -319,10 +319,11 @@ def _model_kernel(e):
     return e.get("cat") == "kernel" and not e.get("name", "").startswith("eht_")
 
 
-def _gpu_events(trace_events):
-    """The kernels, copies and memsets that graph launches ran, grouped per launch (in order). Each
-    launch's group also gets eht's pieces that no launch ran but that started at or after its first
-    event and before the next launch's: a pushed request's copies, which eht's CPU issues on its own
+def _gpu_events(trace_events, per_replay=1):
+    """The kernels, copies and memsets that graph launches ran, grouped per replay (in order) of
+    per_replay graph launches each (vLLM's pieces: Pieces.launches, one step in three graphs). Each
+    replay's group also gets eht's pieces that no launch ran but that started at or after its first
+    event and before the next replay's: a pushed request's copies, which eht's CPU issues on its own
     stream as the step runs (other work of no launch is left out)."""
     launches = {e["args"]["correlation"] for e in trace_events
                 if e.get("ph") == "X" and "GraphLaunch" in e.get("name", "") and "correlation" in e.get("args", {})}
@@ -334,7 +335,9 @@ def _gpu_events(trace_events):
                 per.setdefault(c, []).append(e)
             elif _eht_piece(e):
                 strays.append(e)
-    groups = [per[c] for c in sorted(per)]
+    order = sorted(per)
+    groups = [sum((per[c] for c in order[i:i + per_replay]), [])
+              for i in range(0, len(order) - per_replay + 1, per_replay)]
     starts = [min(x["ts"] for x in g) for g in groups]
     for e in strays:
         k = bisect.bisect_right(starts, e["ts"]) - 1
@@ -413,8 +416,8 @@ TIMELINES = (("timeline", 5, False, ""), ("timeline_queued", 8, True, "-queued")
 
 
 def timeline(torch, g, feed, reps, path, queued=False):
-    """Profiles reps replays of g (fed new ids), each after a sync or (queued) all back to back with a
-    sync at the end only, writes the trace to path and returns the medians of summarize_replay over
+    """Profiles reps replays of g (a CUDA graph, or Pieces: a step in g.launches graphs; fed new ids),
+    each after a sync or (queued) all back to back with a sync at the end only, writes the trace to path and returns the medians of summarize_replay over
     the replays, and for queued ones of replay_gaps as gap_us (None where the profiler saw none)."""
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
     for i in range(3):
@@ -432,7 +435,7 @@ def timeline(torch, g, feed, reps, path, queued=False):
         torch.cuda.synchronize()
     prof.export_chrome_trace(path)
     with open(path) as f:
-        reps_seen = _gpu_events(json.load(f).get("traceEvents", []))
+        reps_seen = _gpu_events(json.load(f).get("traceEvents", []), getattr(g, "launches", 1))
     sums = [summarize_replay(r) for r in reps_seen if r]
     if not sums:
         return None
