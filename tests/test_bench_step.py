@@ -570,13 +570,14 @@ def main():
     pt = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": 0, "dur": 5,
            "args": {"correlation": c}} for c in range(20, 27)]
     pt += [ev("nvjet_gemm", "kernel", 100 * c, 50, c) for c in range(20, 27)]
-    pt += [ev("eht_lk_ring", "kernel", 2005, 3, 20, [24, 1, 1]), ev("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 2060, 4, 60)]
+    pt += [ev("eht_lk_ring", "kernel", 2005, 3, 20, [24, 1, 1]),
+           ev("Memcpy HtoD (Pinned -> Device)", "gpu_memcpy", 2060, 4, 60)]
     pr = bt._gpu_events(pt, 3)
     check([len(r) for r in pr] == [5, 3], "three launches a step grouped: %r" % [len(r) for r in pr])
     if len(pr) == 2:
         sp = bt.summarize_replay(pr[0])
-        check(sp["span_us"] == 250 and sp["model_kernel_us"] == 150 and sp["eht_kernels"] == 1 and sp["eht_copies"] == 1,
-              "a pieces step's summary: %r" % sp)
+        check(sp["span_us"] == 250 and sp["model_kernel_us"] == 150 and sp["eht_kernels"] == 1
+              and sp["eht_copies"] == 1, "a pieces step's summary: %r" % sp)
         check(bt.replay_gaps(pr) == [50], "the gap between two pieces steps: %r" % bt.replay_gaps(pr))
     overlap = [[ev("a", "kernel", 0, 50, 1)], [ev("b", "kernel", 40, 10, 2)], [ev("c", "kernel", 60, 5, 3)]]
     check(bt.replay_gaps(overlap) == [0.0, 10.0] and bt.replay_gaps(overlap[:1]) == [],

@@ -417,8 +417,9 @@ TIMELINES = (("timeline", 5, False, ""), ("timeline_queued", 8, True, "-queued")
 
 def timeline(torch, g, feed, reps, path, queued=False):
     """Profiles reps replays of g (a CUDA graph, or Pieces: a step in g.launches graphs; fed new ids),
-    each after a sync or (queued) all back to back with a sync at the end only, writes the trace to path and returns the medians of summarize_replay over
-    the replays, and for queued ones of replay_gaps as gap_us (None where the profiler saw none)."""
+    each after a sync or (queued) all back to back with a sync at the end only, writes the trace to
+    path and returns the medians of summarize_replay over the replays, and for queued ones of
+    replay_gaps as gap_us (None where the profiler saw none)."""
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
     for i in range(3):
         feed(i)
