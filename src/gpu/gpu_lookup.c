@@ -202,8 +202,9 @@ int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr 
 	 * dequant (eht_lk_expand_wide: 1,024 threads at 64) fits an SM that holds one. A decode batch's
 	 * 192 blocks reach every SM, so a dequant the CPU queued on the push stream before this request's
 	 * done word (an earlier eager or prefill-sized call's, not yet run) would never start: the
-	 * layer's API asks for that call's wait first (eht_engram_layer_wait). A poll that cannot hold
-	 * every SM is open work (CHANGELOG.md, round 50). */
+	 * layer's API asks for that call's wait first (eht_engram_layer_wait). Not reproduced on an H100
+	 * (test_gpu_engram_layer's split after an unjoined call, round 51), nor was a grid below the SM
+	 * count faster there (docs/BENCHMARKS.md). */
 	return launch(g, g->expand_after, row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after");
 }
 
