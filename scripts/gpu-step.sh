@@ -113,6 +113,7 @@ for x in json.load(open(sys.argv[1]))["results"]:
     timeout ${EHT_STEP_TIMEOUT:-300} build/eht bench step --mode decode --table-gib "$gib" --rounds 1 --timeline "$OUT/timeline" \
       --variants none,copy,copy-split-pieces,layer-side,layer-split,layer-split-pieces --json >"$OUT/timeline.json" \
       2>"$OUT/timeline.txt" || rc=1
+    grep -E "^decode|timeline" "$OUT/timeline.txt"
     ;;
   negctl)
     # the split's join kernel without its poll must fail test_gpu_engram_layer (rows read before they

@@ -596,6 +596,16 @@ def main():
           "no model kernel: no idle figure")
     s = bt.summarize_replay(side)
     check(s["main_idle_us"] == 40.0 and s["main_longest_gap_us"] == 30.0, "the replay's summary has it: %r" % s)
+    # eht's kernels on the model's stream (a split lookup's ring and join): counted there only, not
+    # the side stream's dequant; medians over replays, a replay without one counting 0
+    check(s["main_eht"] == {}, "no eht kernel on the model's stream: %r" % s["main_eht"])
+    split = side + [on(ev("eht_lk_ring", "kernel", 55, 3, 1), 7), on(ev("eht_lk_expand_after", "kernel", 100, 9, 1), 7),
+                    on(ev("eht_lk_ring", "kernel", 150, 4, 1), 7)]
+    me = bt.summarize_replay(split)["main_eht"]
+    check(me == {"eht_lk_ring": [2, 7.0], "eht_lk_expand_after": [1, 9.0]}, "eht on the model's stream: %r" % me)
+    med = bt.median_main_eht([me, {"eht_lk_ring": [2, 9.0]}, {"eht_lk_ring": [2, 8.0], "eht_lk_expand_after": [1, 5.0]}])
+    check(med == {"eht_lk_expand_after": {"launches": 1, "us": 5.0}, "eht_lk_ring": {"launches": 2, "us": 8.0}},
+          "medians of eht's kernels on the model's stream: %r" % med)
     # --trace's figures from a step's marks (times in ms from the step's start): side lookups run from
     # the fork (table 1 after table 0), the main stream stalls 0.02 and 0.03 ms at the joins, and the
     # layers are the step less the stalls; inline, each lookup is its own span.
@@ -644,8 +654,13 @@ def main():
     check("\n    timeline: span 3000 us" in ln and "\n    timeline, queued: span 3000 us" in ln
           and "idle between steps 3.5 us (+2.0 against none)" in ln and ln.count("idle between") == 1
           and "the model's stream idle 31.5 us (+24.0 against none), longest gap 20.0 us" in ln
-          and ln.count("stream idle") == 1,
+          and ln.count("stream idle") == 1 and "model's stream:" not in ln,
           "timeline lines: %s" % ln)
+    row["timeline_queued"]["main_eht"] = {"eht_lk_ring": {"launches": 2, "us": 6.5},
+                                          "eht_lk_expand_after": {"launches": 2, "us": 11.25}}
+    ln = br.line(row)
+    check("; on the model's stream: eht_lk_expand_after 2x 11.2 us, eht_lk_ring 2x 6.5 us" in ln
+          and ln.count("model's stream:") == 1, "eht's kernels on the model's stream: %s" % ln)
 
     # --rounds: the summary over the rounds of each variant (a failed round and the none rows left out).
     def res(variant, rnd, b2b, synced, cpu, mode="decode", err=False):

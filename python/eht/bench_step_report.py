@@ -213,6 +213,9 @@ def line(r):
             out += "; the model's stream idle %.1f us%s, longest gap %.1f us" % (
                 tl["main_idle_us"], " (%+.1f against none)" % tl["main_idle_added_us"] if "main_idle_added_us" in tl
                 else "", tl["main_longest_gap_us"])
+        if tl.get("main_eht"):
+            out += "; on the model's stream: " + ", ".join(
+                "%s %gx %.1f us" % (k, v["launches"], v["us"]) for k, v in sorted(tl["main_eht"].items()))
         if tl.get("gap_us") is not None:
             out += "; idle between steps %.1f us%s" % (
                 tl["gap_us"], " (%+.1f against none)" % tl["gap_added_us"] if "gap_added_us" in tl else "")

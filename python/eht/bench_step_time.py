@@ -350,18 +350,36 @@ def _stream(e):
     return e.get("args", {}).get("stream", e.get("tid"))
 
 
+def _main_stream(evs):
+    """The stream that ran the most model-kernel time in one replay's events (None without any)."""
+    busy = {}
+    for e in evs:
+        if _model_kernel(e):
+            busy[_stream(e)] = busy.get(_stream(e), 0.0) + e["dur"]
+    return max(busy, key=busy.get) if busy else None
+
+
+def main_stream_eht(evs):
+    """eht's kernels on the model's own stream in one replay: {name: [launches, us]}. A split
+    lookup's halves run there (its ring kernel where the prefetch starts, its join, which polls for
+    the rows and then dequantizes, where it is waited for), so their time is the model's: a join
+    that ran long waited for rows, one near a dequant's time did not."""
+    main, out = _main_stream(evs), {}
+    for e in evs:
+        if main is not None and _stream(e) == main and e.get("cat") == "kernel" and e.get("name", "").startswith("eht_"):
+            n, us = out.get(e["name"], (0, 0.0))
+            out[e["name"]] = [n + 1, us + e["dur"]]
+    return out
+
+
 def main_stream_idle(evs):
     """(idle us, longest gap us) of the stream that ran the most model-kernel time in one replay's
     events: the time between its first event's start and its last one's end when nothing ran on it.
     Beside the step without lookups' figure, what the model's stream waited for (rows not yet there at
     a join, or anything else it depends on) rather than ran slower."""
-    busy = {}
-    for e in evs:
-        if _model_kernel(e):
-            busy[_stream(e)] = busy.get(_stream(e), 0.0) + e["dur"]
-    if not busy:
+    main = _main_stream(evs)
+    if main is None:
         return None, None
-    main = max(busy, key=busy.get)
     idle, longest, end = 0.0, 0.0, None
     for e in sorted((e for e in evs if _stream(e) == main), key=lambda e: e["ts"]):
         if end is not None and e["ts"] > end:
@@ -379,7 +397,7 @@ def summarize_replay(evs):
     idle, longest = main_stream_idle(evs)
     out = {"span_us": t1 - t0, "model_kernel_us": 0.0, "eht_kernel_us": 0.0, "eht_copy_us": 0.0,
            "eht_kernels": 0, "eht_copies": 0, "eht_max_grid": 0, "eht_first_us": None, "eht_last_us": None,
-           "main_idle_us": idle, "main_longest_gap_us": longest}
+           "main_idle_us": idle, "main_longest_gap_us": longest, "main_eht": main_stream_eht(evs)}
     for e in evs:
         if _model_kernel(e):
             out["model_kernel_us"] += e["dur"]
@@ -401,6 +419,14 @@ def summarize_replay(evs):
         out["eht_first_us"] = a if out["eht_first_us"] is None else min(out["eht_first_us"], a)
         out["eht_last_us"] = b if out["eht_last_us"] is None else max(out["eht_last_us"], b)
     return out
+
+
+def median_main_eht(per_replay):
+    """main_stream_eht of each replay -> {name: {"launches", "us"}}: per kernel, the median over the
+    replays of its launches and of its time (a replay that ran none counts 0)."""
+    names = sorted({k for r in per_replay for k in r})
+    return {k: {"launches": statistics.median([r.get(k, (0, 0.0))[0] for r in per_replay]),
+                "us": statistics.median([r.get(k, (0, 0.0))[1] for r in per_replay])} for k in names}
 
 
 def replay_gaps(reps):
@@ -442,8 +468,11 @@ def timeline(torch, g, feed, reps, path, queued=False):
         return None
     out = {"file": os.path.basename(path), "replays": len(sums), "queued": queued}
     for k in sums[0]:
+        if k == "main_eht":
+            continue
         xs = [x[k] for x in sums if x[k] is not None]
         out[k] = statistics.median(xs) if xs else None
+    out["main_eht"] = median_main_eht([x["main_eht"] for x in sums])
     if queued:
         gaps = replay_gaps(reps_seen)
         out["gap_us"] = statistics.median(gaps) if gaps else None
