@@ -107,6 +107,10 @@ for x in json.load(open(sys.argv[1]))["results"]:
       --json >"$OUT/pieces-text.json" 2>"$OUT/pieces-text.txt" || rc=1
     timeout ${EHT_STEP_TIMEOUT:-300} build/eht bench step --mode prefill --table-gib "$gib" --rounds 3 \
       --variants none,copy-split-pieces,layer-split-pieces --json >"$OUT/pieces-prefill.json" 2>"$OUT/pieces-prefill.txt" || rc=1
+    # the three runs' summaries as BENCHMARKS.md's tables
+    for j in pieces pieces-text pieces-prefill; do
+      PYTHONPATH=$PWD/python python3 -m eht.bench_step_report "$OUT/$j.json"
+    done
     ;;
   timeline)
     # where the split's step time goes: CUPTI traces of the one graph and the pieces (one round)
