@@ -3,7 +3,7 @@
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
 #   scripts/gpu-step.sh [build] [tests] [step] [step-text] [joins] [lookup] [stagein] [cpu] [pieces] [timeline]
-#                       [negctl] [unjoined]   (default: build step)
+#                       [negctl]   (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode (five rounds) and
 # prefill (three), uniform ids, two tables of $EHT_STEP_GIB (24) GiB, README's variants; step-text: the same on text
 # with a hot set; joins: where a decode step's background lookup pays beside the copies (three rounds
@@ -13,9 +13,7 @@
 # bench's decode with the old spinning settings beside the new ones (same build); pieces: vLLM's
 # PIECEWISE placement (the split halves, the copies captured into the pieces, vLLM's kernel between
 # them; uniform, real text, prefill); timeline: CUPTI traces of the split and the side stream; negctl:
-# the split's join kernel without its poll must fail test_gpu_engram_layer; unjoined: that test's split
-# after an unjoined eager call at 2,048 tokens, whose join fills every SM (does the order the API asks
-# for prevent a real hang?). The logs so far are tarred
+# the split's join kernel without its poll must fail test_gpu_engram_layer. The logs so far are tarred
 # into $OUT/gpu-step.tgz after every step (a device's time limit may stop a later one).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
@@ -139,28 +137,6 @@ for x in json.load(open(sys.argv[1]))["results"]:
     fi
     cp "$OUT/expand.cu.orig" "$k" && rm -f "$OUT/expand.cu.orig"
     cmake --build build -j"$(nproc)" --target test_gpu_engram_layer >>"$OUT/negctl-build.log" 2>&1 || rc=1
-    ;;
-  unjoined)
-    # test_gpu_engram_layer's split after an unjoined eager call with a split of 2,048 tokens instead
-    # of 256: its join's 528 blocks fill every SM (3 an SM fit by registers), so if the eager call's
-    # dequant, queued ahead of the split's done word, cannot start, the case's 10 s watchdog fails it
-    # (the hazard gpu_lookup.c's eht_gpu_expand_after describes). The source is restored after.
-    t=tests/test_gpu_engram_layer.c
-    cp "$t" "$OUT/unjoined.c.orig"
-    sed -i 's/enum { BIG = 2048, SMALL = 256, ROUNDS = 20 };/enum { BIG = 2048, SMALL = 2048, ROUNDS = 20 };/' "$t"
-    if cmp -s "$t" "$OUT/unjoined.c.orig"; then
-      echo "unjoined: the case's sizes were not found in $t"; rc=1
-    else
-      cmake --build build -j"$(nproc)" --target test_gpu_engram_layer >"$OUT/unjoined-build.log" 2>&1 || rc=1
-      if timeout 200 build/test_gpu_engram_layer >"$OUT/unjoined.txt" 2>&1; then
-        echo "unjoined: a 2,048-token split after an unjoined eager call passed (no hang)"
-      else
-        echo "unjoined: a 2,048-token split after an unjoined eager call FAILED (rc $?)"; rc=1
-      fi
-      tail -3 "$OUT/unjoined.txt"
-    fi
-    cp "$OUT/unjoined.c.orig" "$t" && rm -f "$OUT/unjoined.c.orig"
-    cmake --build build -j"$(nproc)" --target test_gpu_engram_layer >>"$OUT/unjoined-build.log" 2>&1 || rc=1
     ;;
   *) echo "gpu-step.sh: unknown step $what"; rc=2 ;;
   esac

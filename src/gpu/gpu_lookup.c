@@ -204,9 +204,10 @@ int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr 
 	 * done word (an earlier eager or prefill-sized call's, not yet run) would never start: the
 	 * layer's API asks for that call's wait first (eht_engram_layer_wait). Not reproduced on an H100
 	 * (test_gpu_engram_layer's split after an unjoined call, round 51), nor was a grid below the SM
-	 * count faster there (docs/BENCHMARKS.md). That split was 256 tokens: 192 blocks, fewer than the
-	 * 396 an H100 holds at once, and CUDA does not say how it places them, so an SM may have stayed
-	 * free; one of 2,048 tokens (528 blocks) would leave none. */
+	 * count faster there (docs/BENCHMARKS.md). That test's split is eager, and an eager request's rows
+	 * are dequantized on the CPU's push stream, so its join is the stream's wait, not this kernel:
+	 * the case could not hang. Only a captured split joins here, so the hazard is a replayed graph's
+	 * split while an eager call of the same layer is not joined to its stream. */
 	return launch(g, g->expand_after, row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after");
 }
 
