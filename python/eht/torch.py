@@ -436,7 +436,7 @@ class EngramLayer:
         current stream; the rows are in out for work enqueued after `lookup_wait(out)` on that stream (or
         one ordered after it). No side stream: both halves capture, into one graph or two. The layer's
         next background call comes after the wait (until then it raises), and the start after the
-        layer's earlier background calls are joined to this stream (the wait polls on every SM; an
+        layer's earlier background calls are joined to this stream (a captured wait polls on every SM; an
         earlier call's dequant queued ahead of these rows would find none free). A call of more than
         max_tokens tokens (or of host tensors) runs whole here, its rows waited for on the stream as
         an inline call's are."""
