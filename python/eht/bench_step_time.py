@@ -366,7 +366,9 @@ def main_stream_eht(evs):
     that ran long waited for rows, one near a dequant's time did not."""
     main, out = _main_stream(evs), {}
     for e in evs:
-        if main is not None and _stream(e) == main and e.get("cat") == "kernel" and e.get("name", "").startswith("eht_"):
+        if main is None or _stream(e) != main:
+            continue
+        if e.get("cat") == "kernel" and e.get("name", "").startswith("eht_"):
             n, us = out.get(e["name"], (0, 0.0))
             out[e["name"]] = [n + 1, us + e["dur"]]
     return out
