@@ -360,14 +360,13 @@ static void split_misuse(uint8_t *table, int64_t rows, eht_stream s, struct gbuf
 }
 
 /* A split started on stream b while the same layer's eager background call on stream a is still in
- * flight, not joined to b (the order eht_engram_layer_wait asks for, broken on purpose): the eager
- * call's capped dequant goes on the push stream ahead of the split's done word while the split's
- * wait polls (eht_gpu_expand_after says why that could hang). Each round's split must end within
- * 10 s, and its rows equal the eager call's for the same ids. On an H100 (round 51) it passed with
- * the join as it is and with the join's grid capped below the SM count. An eager split's rows are
- * dequantized on the CPU's push stream (bg.c, cpu_dequant), so its join is the stream's wait and
- * holds no SM: this case checks that such a split ends, exact, beside an unjoined call; the polling
- * join (a captured split's) after an unjoined eager call is what the API's order is for. */
+ * flight, not joined to b (the order eht_engram_layer_wait asks for, broken on purpose). Each round's
+ * split must end within 10 s, and its rows equal the eager call's for the same ids. The split is
+ * eager, and an eager request's rows are dequantized on the CPU's push stream (bg.c, cpu_dequant),
+ * so its join is the stream's wait, which holds no SM: the case checks that such a split ends, exact,
+ * beside an unjoined call. A captured split's join polls on every SM (eht_gpu_expand_after), and that
+ * join after an unjoined eager call is what the API's order is for; it is not tested here. Passed on
+ * an H100 (round 51). */
 static void split_after_unjoined_call(uint8_t *table, int64_t rows, eht_stream a, struct gbufs *g)
 {
 	enum { BIG = 2048, SMALL = 256, ROUNDS = 20 };

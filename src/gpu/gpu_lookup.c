@@ -202,12 +202,11 @@ int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr 
 	 * dequant (eht_lk_expand_wide: 1,024 threads at 64) fits an SM that holds one. A decode batch's
 	 * 192 blocks reach every SM, so a dequant the CPU queued on the push stream before this request's
 	 * done word (an earlier eager or prefill-sized call's, not yet run) would never start: the
-	 * layer's API asks for that call's wait first (eht_engram_layer_wait). Not reproduced on an H100
-	 * (test_gpu_engram_layer's split after an unjoined call, round 51), nor was a grid below the SM
-	 * count faster there (docs/BENCHMARKS.md). That test's split is eager, and an eager request's rows
-	 * are dequantized on the CPU's push stream, so its join is the stream's wait, not this kernel:
-	 * the case could not hang. Only a captured split joins here, so the hazard is a replayed graph's
-	 * split while an eager call of the same layer is not joined to its stream. */
+	 * layer's API asks for that call's wait first (eht_engram_layer_wait). Only a captured split
+	 * joins here (an eager one's rows are dequantized on the push stream and its join is the
+	 * stream's wait), so the case is a replayed graph's split while an eager call of the same layer
+	 * is not joined to its stream: untested (test_gpu_engram_layer's unjoined case is an eager
+	 * split). A grid below the SM count was not faster in one round (docs/BENCHMARKS.md, round 51). */
 	return launch(g, g->expand_after, row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after");
 }
 
