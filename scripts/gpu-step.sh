@@ -3,7 +3,7 @@
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
 #   scripts/gpu-step.sh [build] [tests] [step] [step-text] [joins] [lookup] [stagein] [cpu] [pieces] [timeline]
-#                       [negctl]   (default: build step)
+#                       [negctl] [unjoined]   (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode (five rounds) and
 # prefill (three), uniform ids, two tables of $EHT_STEP_GIB (24) GiB, README's variants; step-text: the same on text
 # with a hot set; joins: where a decode step's background lookup pays beside the copies (three rounds
@@ -13,7 +13,9 @@
 # bench's decode with the old spinning settings beside the new ones (same build); pieces: vLLM's
 # PIECEWISE placement (the split halves, the copies captured into the pieces, vLLM's kernel between
 # them; uniform, real text, prefill); timeline: CUPTI traces of the split and the side stream; negctl:
-# the split's join kernel without its poll must fail test_gpu_engram_layer. The logs so far are tarred
+# the split's join kernel without its poll must fail test_gpu_engram_layer; unjoined: a captured
+# split replayed while the layer's eager background call is not joined to its stream (the case the
+# API's order is for: does it hang, and does a join grid below the SM count prevent it?). The logs so far are tarred
 # into $OUT/gpu-step.tgz after every step (a device's time limit may stop a later one).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
@@ -137,6 +139,85 @@ for x in json.load(open(sys.argv[1]))["results"]:
     fi
     cp "$OUT/expand.cu.orig" "$k" && rm -f "$OUT/expand.cu.orig"
     cmake --build build -j"$(nproc)" --target test_gpu_engram_layer >>"$OUT/negctl-build.log" 2>&1 || rc=1
+    ;;
+  unjoined)
+    # The case the split's API order is for: a captured split (its join, eht_lk_expand_after, polls
+    # on every SM) replayed on stream b while the same layer's eager background call of 2,048 tokens
+    # on stream a is not joined to b (that call's group dequants, queued ahead of the split's done
+    # word, each need a whole SM). Splits of 256 and 512 tokens, 20 rounds each, 10 s watchdog, rows
+    # compared; then the same with the join's grid at most SMs - 1 blocks (one SM always free of
+    # them), the source restored after. Exit 3 of the probe: it hung.
+    cat >"$OUT/unjoined.py" <<'PY'
+import os, sys, time
+import torch
+from torch_engram_ref import R, dev, expect, make_ids, rows, same
+import eht
+import eht.torch as et
+small = int(sys.argv[1])
+tab = eht.wrap(rows.clone(), R, 264, name="unjoined")  # host only: the CPU gathers and pushes, a real split
+layer = et.EngramLayer(tab, format="bf16", device=0)
+a, b = torch.cuda.Stream(), torch.cuda.Stream()
+big_ids = make_ids(2048)[:, 0, :].contiguous()
+big_out = torch.empty(2048, 24, 256, dtype=torch.bfloat16, device=dev)
+ids3 = make_ids(small)
+out = torch.empty(small, 24, 256, dtype=torch.bfloat16, device=dev)
+with torch.cuda.stream(b):  # (warm: what a capture cannot make; a second start is refused: a real split)
+    layer.lookup_start(ids3[:, 0, :], out)
+    try:
+        layer.lookup_start(ids3[:, 0, :], out)
+        split = False
+    except eht.EhtError:
+        split = True
+    layer.lookup_wait(out)
+torch.cuda.synchronize()
+if not split:
+    print("split of %d tokens: the start ran whole, nothing to test" % small, flush=True)
+    os._exit(5)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g, stream=b):
+    layer.lookup_start(ids3[:, 0, :], out)
+    layer.lookup_wait(out)
+torch.cuda.synchronize()
+worst = 0.0
+for r in range(20):
+    ids3.copy_(make_ids(small))
+    big_ids.copy_(make_ids(2048)[:, 0, :])
+    torch.cuda.synchronize()
+    with torch.cuda.stream(a):
+        layer.lookup(big_ids, big_out, background=True)
+    with torch.cuda.stream(b):
+        g.replay()
+        ev = torch.cuda.Event()
+        ev.record(b)
+    t0 = time.time()
+    while not ev.query():
+        if time.time() - t0 > 10:
+            print("split of %d tokens, round %d: not done after 10 s" % (small, r), flush=True)
+            os._exit(3)
+        time.sleep(0.001)
+    torch.cuda.synchronize()
+    worst = max(worst, time.time() - t0)
+    if not (same(out, expect(ids3[:, 0, :], 0, 24, 0, R, "bf16")) and same(big_out, expect(big_ids, 0, 24, 0, R, "bf16"))):
+        print("split of %d tokens, round %d: rows differ" % (small, r), flush=True)
+        os._exit(4)
+print("split of %d tokens after an unjoined eager call: 20 rounds, rows exact, the slowest %.1f ms" % (small, worst * 1e3))
+PY
+    k=src/gpu/gpu_lookup.c
+    cp "$k" "$OUT/unjoined-k.orig"
+    for how in tree cap; do
+      if [ $how = cap ]; then
+        sed -i 's/row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after")/row_blocks_upto(n, g->sms > 1 ? (uint64_t)g->sms - 1 : 1), THREADS, s, args, "eht_lk_expand_after")/' "$k"
+        if cmp -s "$k" "$OUT/unjoined-k.orig"; then echo "unjoined: the join's grid was not found in $k"; rc=1; break; fi
+        cmake --build build -j"$(nproc)" --target eht >>"$OUT/unjoined-build.log" 2>&1 || rc=1
+      fi
+      for small in 256 512; do
+        PYTHONPATH=$PWD/python:$PWD/tests timeout 120 python3 "$OUT/unjoined.py" $small >>"$OUT/unjoined-$how.txt" 2>&1
+        echo "unjoined ($how, $small tokens): exit $?"
+      done
+      tail -4 "$OUT/unjoined-$how.txt"
+    done
+    cp "$OUT/unjoined-k.orig" "$k" && rm -f "$OUT/unjoined-k.orig"
+    cmake --build build -j"$(nproc)" --target eht >>"$OUT/unjoined-build.log" 2>&1 || rc=1
     ;;
   *) echo "gpu-step.sh: unknown step $what"; rc=2 ;;
   esac
