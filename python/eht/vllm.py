@@ -24,15 +24,15 @@ is made at the end of the weights' loading (before vLLM profiles its memory): af
 load_weights, or, where it has none (newer vLLM loads each parameter), when vLLM's
 process_weights_after_loading returns; else at the first lookup.
 Placement: vLLM looks up inline, on the model's stream right before the layer, from 4,096 tokens,
-because its kernel takes the SMs the model needs; eht's background way takes none, and measured in the
-same step it added 0.26-0.40 ms to a prefill step beside the model where the inline way added 4.5 ms
-(docs/ENGINES.md). So the plug-in raises vLLM's inline threshold (an int class or module attribute whose
-name holds "threshold") past any batch: every batch is then prefetched on vLLM's side stream with
-background=True. VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's placement; the per-call background flag is
-always passed through as vLLM gives it. Newer vLLM's NVIDIA Engram (cpu_offload) prefetches every
-batch from two methods marked eager_break_during_capture, which under PIECEWISE graphs run eagerly
-between graph pieces at every step; inside such a capture the plug-in calls the eht layer's two
-halves on the model's stream instead (lookup_start, lookup_wait), which capture into the pieces
+because its kernel takes the SMs the model needs; eht's background way takes none: on an H200 it added
++0.04 ms over the bytes' copies to a prefill step beside the model, where vLLM's kernel inline added
++16.4 ms in the same run (docs/ENGINES.md). So the plug-in raises vLLM's inline threshold (an int class
+or module attribute whose name holds "threshold") past any batch: every batch is then prefetched on
+vLLM's side stream with background=True. VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's placement; the per-call
+background flag is always passed through as vLLM gives it. Newer vLLM's NVIDIA Engram (cpu_offload)
+prefetches every batch from two methods marked eager_break_during_capture, which under PIECEWISE graphs
+run eagerly between graph pieces at every step; inside such a capture the plug-in calls the eht layer's
+two halves on the model's stream instead (lookup_start, lookup_wait), which capture into the pieces
 (VLLM_EHT_PREFETCH_ALL=0 keeps vLLM's methods everywhere).
 """
 import importlib
