@@ -15,8 +15,8 @@
 # them; uniform, real text, prefill); timeline: CUPTI traces of the split and the side stream; negctl:
 # the split's join kernel without its poll must fail test_gpu_engram_layer; unjoined: a captured
 # split replayed while the layer's eager background call is not joined to its stream (the case the
-# API's order is for: does it hang, and does a join grid below the SM count prevent it?). The logs so far are tarred
-# into $OUT/gpu-step.tgz after every step (a device's time limit may stop a later one).
+# API's order is for: does it hang, and does a join grid below the SM count prevent it?). The logs so
+# far are tarred into $OUT/gpu-step.tgz after every step (a device's time limit may stop a later one).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 # Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
