@@ -3,7 +3,7 @@
 # gpu-step.sh: on a GPU machine with torch, build libeht and the CLI, then run what [engine-step]
 # measures, logs and JSON reports under $OUT (default ./gpu-out):
 #   scripts/gpu-step.sh [build] [tests] [step] [step-text] [joins] [lookup] [stagein] [cpu] [pieces] [timeline]
-#                       [negctl] [unjoined]   (default: build step)
+#                       [negctl] [unjoined] [check-edits]   (default: build step)
 # tests: the GPU lookup tests and the CPU-budget ones; step: `eht bench step` decode (five rounds) and
 # prefill (three), uniform ids, two tables of $EHT_STEP_GIB (24) GiB, README's variants; step-text: the same on text
 # with a hot set; joins: where a decode step's background lookup pays beside the copies (three rounds
@@ -15,8 +15,9 @@
 # them; uniform, real text, prefill); timeline: CUPTI traces of the split and the side stream; negctl:
 # the split's join kernel without its poll must fail test_gpu_engram_layer; unjoined: a captured
 # split replayed while the layer's eager background call is not joined to its stream (the case the
-# API's order is for: does it hang, and does a join grid below the SM count prevent it?). The logs so
-# far are tarred into $OUT/gpu-step.tgz after every step (a device's time limit may stop a later one).
+# API's order is for: does it hang, and does a join grid below the SM count prevent it?); check-edits
+# (anywhere): the source edits of negctl and unjoined still apply. The logs so far are tarred into
+# $OUT/gpu-step.tgz after every step (a device's time limit may stop a later one).
 set -u
 OUT=${OUT:-$PWD/gpu-out}
 # Everything lands in one tarball at the end ($OUT/gpu-step.tgz): the device tool returns only a few
@@ -31,6 +32,11 @@ gib=${EHT_STEP_GIB:-24}
 case " $* " in *" tests "*) targets=${EHT_STEP_TARGETS:-} ;; *) targets=${EHT_STEP_TARGETS:-eht eht_cli} ;; esac
 variants=${EHT_STEP_VARIANTS:-none,copy,vllm-side,vllm-inline,layer-side,layer-inline}
 text=${EHT_STEP_TEXT:-$PWD/tests/workloads/text_500k.compressed.u32}
+# The source edits of the experiment steps (negctl, unjoined): a file and a sed script each.
+# check-edits applies each to a copy and fails where one no longer changes its file (the source moved
+# on), so CI (tests/test_gpu_step_edits.py) finds that before a device call does.
+EDIT_NEGCTL=(src/gpu/kernels/lookup/expand.cu 's/while (\*(const volatile unsigned \*)done != 1u)/if (0)/')
+EDIT_UNJOINED=(src/gpu/gpu_lookup.c 's/row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after")/row_blocks_upto(n, g->sms > 1 ? (uint64_t)g->sms - 1 : 1), THREADS, s, args, "eht_lk_expand_after")/')
 rc=0
 t0=$(date +%s)
 stamp() { echo "== $1 at +$(( $(date +%s) - t0 )) s"; }
@@ -124,9 +130,9 @@ for x in json.load(open(sys.argv[1]))["results"]:
   negctl)
     # the split's join kernel without its poll must fail test_gpu_engram_layer (rows read before they
     # are in); the source is restored and rebuilt after
-    k=src/gpu/kernels/lookup/expand.cu
+    k=${EDIT_NEGCTL[0]}
     cp "$k" "$OUT/expand.cu.orig"
-    sed -i 's/while (\*(const volatile unsigned \*)done != 1u)/if (0)/' "$k"
+    sed -i "${EDIT_NEGCTL[1]}" "$k"
     if cmp -s "$k" "$OUT/expand.cu.orig"; then
       echo "negctl: the poll was not found in $k"; rc=1
     else
@@ -202,11 +208,11 @@ for r in range(20):
         os._exit(4)
 print("split of %d tokens after an unjoined eager call: 20 rounds, rows exact, the slowest %.1f ms" % (small, worst * 1e3))
 PY
-    k=src/gpu/gpu_lookup.c
+    k=${EDIT_UNJOINED[0]}
     cp "$k" "$OUT/unjoined-k.orig"
     for how in tree cap; do
       if [ $how = cap ]; then
-        sed -i 's/row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after")/row_blocks_upto(n, g->sms > 1 ? (uint64_t)g->sms - 1 : 1), THREADS, s, args, "eht_lk_expand_after")/' "$k"
+        sed -i "${EDIT_UNJOINED[1]}" "$k"
         if cmp -s "$k" "$OUT/unjoined-k.orig"; then echo "unjoined: the join's grid was not found in $k"; rc=1; break; fi
         cmake --build build -j"$(nproc)" --target eht >>"$OUT/unjoined-build.log" 2>&1 || rc=1
       fi
@@ -218,6 +224,18 @@ PY
     done
     cp "$OUT/unjoined-k.orig" "$k" && rm -f "$OUT/unjoined-k.orig"
     cmake --build build -j"$(nproc)" --target eht >>"$OUT/unjoined-build.log" 2>&1 || rc=1
+    ;;
+  check-edits)
+    # (no GPU needed) every experiment step's edit still changes its file
+    for e in NEGCTL UNJOINED; do
+      declare -n ed="EDIT_$e"
+      if sed "${ed[1]}" "${ed[0]}" | cmp -s - "${ed[0]}"; then
+        echo "check-edits: the $e step's edit no longer changes ${ed[0]}"; rc=1
+      else
+        echo "check-edits: the $e step's edit applies to ${ed[0]}"
+      fi
+      unset -n ed
+    done
     ;;
   *) echo "gpu-step.sh: unknown step $what"; rc=2 ;;
   esac
