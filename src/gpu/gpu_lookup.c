@@ -200,7 +200,7 @@ int eht_gpu_expand_after(const struct eht_gpu_lookup *g, eht_stream s, eht_dptr 
 	/* At most half of each SM's threads (4 blocks), whatever the engine's SM cap. Not of its
 	 * registers: at 72 a thread, three blocks fit an SM and leave 10,240, so no block of the capped
 	 * dequant (eht_lk_expand_wide: 1,024 threads at 64) fits an SM that holds one. A decode batch's
-	 * 192 blocks reach every SM, so a dequant the CPU queued on the push stream before this request's
+	 * 192 blocks can reach every SM, so a dequant the CPU queued on the push stream before this request's
 	 * done word (an earlier eager or prefill-sized call's, not yet run) would never start: the
 	 * layer's API asks for that call's wait first (eht_engram_layer_wait). Only a captured split
 	 * joins here (an eager one's rows are dequantized on the push stream and its join is the
