@@ -37,6 +37,8 @@ text=${EHT_STEP_TEXT:-$PWD/tests/workloads/text_500k.compressed.u32}
 # on), so CI (tests/test_gpu_step_edits.py) finds that before a device call does.
 EDIT_NEGCTL=(src/gpu/kernels/lookup/expand.cu 's/while (\*(const volatile unsigned \*)done != 1u)/if (0)/')
 EDIT_UNJOINED=(src/gpu/gpu_lookup.c 's/row_blocks_upto(n, all_sms(g, 4)), THREADS, s, args, "eht_lk_expand_after")/row_blocks_upto(n, g->sms > 1 ? (uint64_t)g->sms - 1 : 1), THREADS, s, args, "eht_lk_expand_after")/')
+# Whether edit NAME (EDIT_NAME) still changes its file.
+edit_applies() { local -n ed="EDIT_$1"; ! sed "${ed[1]}" "${ed[0]}" | cmp -s - "${ed[0]}"; }
 rc=0
 t0=$(date +%s)
 stamp() { echo "== $1 at +$(( $(date +%s) - t0 )) s"; }
@@ -132,10 +134,10 @@ for x in json.load(open(sys.argv[1]))["results"]:
     # are in); the source is restored and rebuilt after
     k=${EDIT_NEGCTL[0]}
     cp "$k" "$OUT/expand.cu.orig"
-    sed -i "${EDIT_NEGCTL[1]}" "$k"
-    if cmp -s "$k" "$OUT/expand.cu.orig"; then
+    if ! edit_applies NEGCTL; then
       echo "negctl: the poll was not found in $k"; rc=1
     else
+      sed -i "${EDIT_NEGCTL[1]}" "$k"
       cmake --build build -j"$(nproc)" --target test_gpu_engram_layer >"$OUT/negctl-build.log" 2>&1
       if timeout 150 build/test_gpu_engram_layer >"$OUT/negctl.txt" 2>&1; then
         echo "negctl: test_gpu_engram_layer PASSED without the poll (the test misses it)"; rc=1
@@ -212,8 +214,8 @@ PY
     cp "$k" "$OUT/unjoined-k.orig"
     for how in tree cap; do
       if [ $how = cap ]; then
+        if ! edit_applies UNJOINED; then echo "unjoined: the join's grid was not found in $k"; rc=1; break; fi
         sed -i "${EDIT_UNJOINED[1]}" "$k"
-        if cmp -s "$k" "$OUT/unjoined-k.orig"; then echo "unjoined: the join's grid was not found in $k"; rc=1; break; fi
         cmake --build build -j"$(nproc)" --target eht >>"$OUT/unjoined-build.log" 2>&1 || rc=1
       fi
       for small in 256 512; do
@@ -229,10 +231,10 @@ PY
     # (no GPU needed) every experiment step's edit still changes its file
     for e in NEGCTL UNJOINED; do
       declare -n ed="EDIT_$e"
-      if sed "${ed[1]}" "${ed[0]}" | cmp -s - "${ed[0]}"; then
-        echo "check-edits: the $e step's edit no longer changes ${ed[0]}"; rc=1
-      else
+      if edit_applies $e; then
         echo "check-edits: the $e step's edit applies to ${ed[0]}"
+      else
+        echo "check-edits: the $e step's edit no longer changes ${ed[0]}"; rc=1
       fi
       unset -n ed
     done

@@ -82,9 +82,8 @@ the widest grid: SMs held) and copies (those its CPU pushes included), when eht'
 ran, how long the model's stream sat idle inside the step (against the step without lookups: what
 it waited for, such as rows not there yet at a join, rather than ran slower), and eht's kernels on the
 model's own stream by name (a split's ring kernels and joins: a join polls for its rows, so one that
-ran long waited for them); a -pieces variant's step
-is its three graph launches together. Each of those replays
-follows a sync; the same replays queued back to back (a burst, as the back-to-back figure times them)
+ran long waited for them); a -pieces variant's step is its three graph launches together. Each of
+those replays follows a sync; the same replays queued back to back (a burst, as the back-to-back figure times them)
 go to DIR/MODE-WORKLOAD-VARIANT-queued.json, summarized the same way plus the GPU's idle gap between
 one step's last piece and the next step's first: what a queued step waits for.
 
